@@ -1,0 +1,140 @@
+package command
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	inspect "github.com/kubestore/etcdkit/cmd/etcdinspect/command"
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+func TestRunFlags(t *testing.T) {
+	full := t.TempDir()
+	os.WriteFile(filepath.Join(full, "x"), nil, 0o600)
+	tests := []struct {
+		name       string
+		args       []string
+		wantErr    string
+		wantPrefix string
+		check      func(t *testing.T, o *runOptions)
+	}{
+		{name: "defaults", args: nil, wantPrefix: "/registry", check: func(t *testing.T, o *runOptions) {
+			if !o.load.Defragment || !o.load.PhysicalCompaction || o.load.HoldBack != 1 || o.load.PageSize != 500 {
+				t.Errorf("defaults %+v", o.load)
+			}
+		}},
+		{name: "external target defaults to its own prefix", args: []string{"--endpoints", "http://127.0.0.1:2379"}, wantPrefix: "/lwbench"},
+		{name: "explicit prefix, trailing slash dropped", args: []string{"--prefix", "/kubernetes.io/"}, wantPrefix: "/kubernetes.io"},
+		{name: "data dir with endpoints", args: []string{"--data-dir", t.TempDir(), "--endpoints", "http://x:1"}, wantErr: "--data-dir and --endpoints"},
+		{name: "non-empty data dir", args: []string{"--data-dir", full}, wantErr: "is not empty"},
+		{name: "mix", args: []string{"--create-percent", "50"}, wantErr: "sum to 100"},
+		{name: "hold back too many", args: []string{"--watchers", "2", "--hold-back", "3"}, wantErr: "--hold-back"},
+		{name: "relative prefix", args: []string{"--prefix", "registry"}, wantErr: "--prefix"},
+		{name: "zero rate", args: []string{"--write-rate", "0"}, wantErr: "--write-rate"},
+		{name: "snapshot dir missing", args: []string{"--snapshot", "/no/such/dir/x.db"}, wantErr: "does not exist"},
+		{name: "bad format", args: []string{"-w", "yaml"}, wantErr: "write-out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *runOptions
+			root := &cobra.Command{Use: "lwbench"}
+			cli.PrepareRoot(root)
+			root.AddCommand(newRunCommand(func(_ *cobra.Command, o *runOptions) error { got = o; return nil }))
+			var errOut bytes.Buffer
+			code := cli.Run(root, append([]string{"run"}, tt.args...), &errOut)
+			if tt.wantErr != "" {
+				if code != cli.ExitUsage || !strings.Contains(errOut.String(), tt.wantErr) {
+					t.Fatalf("exit %d, stderr %q; want %d mentioning %q", code, errOut.String(), cli.ExitUsage, tt.wantErr)
+				}
+				return
+			}
+			if code != 0 || got == nil {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			if got.load.Prefix != tt.wantPrefix {
+				t.Errorf("prefix %q, want %q", got.load.Prefix, tt.wantPrefix)
+			}
+			if tt.check != nil {
+				tt.check(t, got)
+			}
+		})
+	}
+}
+
+// TestRunThenInspect runs the real command on an embedded member, saves a
+// snapshot, and checks that etcdinspect reads the same state from it.
+func TestRunThenInspect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd; skipped under -short")
+	}
+	snap := filepath.Join(t.TempDir(), "lw.db")
+	var out, errOut bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	start := time.Now()
+	code := cli.Run(root, []string{"run", "--unsafe-no-fsync", "--objects", "200", "--watchers", "3",
+		"--write-rate", "100", "--duration", "3s", "--compaction-interval", "1s", "--snapshot", snap, "-w", "json"}, &errOut)
+	if code != 0 {
+		t.Fatalf("lwbench run exit %d:\n%s", code, errOut.String())
+	}
+	t.Logf("lwbench run took %v", time.Since(start))
+	var res report.RunResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("result JSON: %v", err)
+	}
+	if res.SchemaVersion != report.RunSchemaVersion || len(res.Relists) == 0 || res.Validation.Lost != 0 || !res.Validation.OK() {
+		t.Fatalf("result: schema %d, %d relists, validation %+v", res.SchemaVersion, len(res.Relists), res.Validation)
+	}
+	if !strings.Contains(errOut.String(), "saved a snapshot") {
+		t.Errorf("no snapshot log line in %q", errOut.String())
+	}
+
+	inspectJSON := func(args ...string) []byte {
+		t.Helper()
+		r := inspect.NewRootCommand()
+		var o, e bytes.Buffer
+		r.SetOut(&o)
+		if code := cli.Run(r, args, &e); code != 0 {
+			t.Fatalf("etcdinspect %v exit %d: %s", args, code, e.String())
+		}
+		return o.Bytes()
+	}
+	var usage struct {
+		Rows []struct {
+			Resource string
+			Objects  int64
+		}
+	}
+	if err := json.Unmarshal(inspectJSON("usage", snap, "-w", "json"), &usage); err != nil {
+		t.Fatal(err)
+	}
+	var pods int64 = -1
+	for _, r := range usage.Rows {
+		if r.Resource == "pods" {
+			pods = r.Objects
+		}
+	}
+	if pods != res.Final.Objects {
+		t.Errorf("etcdinspect counts %d live pods, lwbench reported %d", pods, res.Final.Objects)
+	}
+	var st struct {
+		Revision, CompactRevision int64
+		SnapshotTrailer           string
+	}
+	if err := json.Unmarshal(inspectJSON("status", snap, "-w", "json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision < res.Final.Revision || st.CompactRevision != res.Final.CompactRevision || st.SnapshotTrailer != "valid" {
+		t.Errorf("status revision %d compact %d trailer %s; lwbench final revision %d compact %d",
+			st.Revision, st.CompactRevision, st.SnapshotTrailer, res.Final.Revision, res.Final.CompactRevision)
+	}
+}

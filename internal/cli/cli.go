@@ -1,0 +1,83 @@
+// Package cli holds what both commands share at the edge: the usage error
+// type that maps to exit code 2 and the one place that turns an error into
+// an exit code and a single line on stderr.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, decided only by Run.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// FlagError is a usage error: a bad flag, flag combination or argument. Run
+// exits with ExitUsage for it.
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// FlagErrorf returns a FlagError with a formatted message; name the flag in
+// it ("--top must be positive").
+func FlagErrorf(format string, args ...any) error {
+	return &FlagError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExactArgs is cobra.ExactArgs returning a FlagError.
+func ExactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return &FlagError{Err: err}
+		}
+		return nil
+	}
+}
+
+// NoArgs is cobra.NoArgs returning a FlagError.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return &FlagError{Err: err}
+	}
+	return nil
+}
+
+// PrepareRoot silences cobra's own error and usage printing (Run prints
+// one line instead) and makes flag parsing errors FlagErrors.
+func PrepareRoot(root *cobra.Command) {
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{Err: err} })
+}
+
+// Run executes root with args under a context cancelled by SIGINT or
+// SIGTERM, prints an error as one line "<name>: <error>" on stderr and
+// returns the exit code: 0, 1 for a runtime error, 2 for a usage error.
+// Unknown subcommands are usage errors too.
+func Run(root *cobra.Command, args []string, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), msg)
+	var fe *FlagError
+	if errors.As(err, &fe) || strings.HasPrefix(err.Error(), "unknown command") {
+		return ExitUsage
+	}
+	return ExitError
+}

@@ -1,0 +1,139 @@
+// Package output renders command results in the formats of the -w,
+// --write-out flag: an aligned text table, a markdown table, CSV, or JSON.
+// Every command builds one Table from its typed result and hands both to
+// Write; JSON marshals the typed result itself, never the table.
+package output
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// Format is a value of -w, --write-out.
+type Format string
+
+// The formats.
+const (
+	FormatTable    Format = "table"
+	FormatMarkdown Format = "markdown"
+	FormatCSV      Format = "csv"
+	FormatJSON     Format = "json"
+)
+
+// AllFormats lists every format, in the order help text shows them.
+var AllFormats = []Format{FormatTable, FormatMarkdown, FormatCSV, FormatJSON}
+
+// FormatValue is a pflag.Value that accepts only the given formats.
+type FormatValue struct {
+	target  *Format
+	allowed []Format
+}
+
+// NewFormatValue sets *target to def and returns a flag value that accepts
+// the allowed formats (AllFormats when none are given).
+func NewFormatValue(target *Format, def Format, allowed ...Format) *FormatValue {
+	if len(allowed) == 0 {
+		allowed = AllFormats
+	}
+	*target = def
+	return &FormatValue{target: target, allowed: allowed}
+}
+
+// String implements pflag.Value.
+func (v *FormatValue) String() string { return string(*v.target) }
+
+// Type implements pflag.Value.
+func (v *FormatValue) Type() string { return "format" }
+
+// Set implements pflag.Value; it rejects a format outside the allowed list
+// with a message listing them.
+func (v *FormatValue) Set(s string) error {
+	for _, f := range v.allowed {
+		if string(f) == s {
+			*v.target = f
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of %s", s, v.Names())
+}
+
+// Names returns the allowed formats joined with "|".
+func (v *FormatValue) Names() string {
+	names := make([]string, len(v.allowed))
+	for i, f := range v.allowed {
+		names[i] = string(f)
+	}
+	return strings.Join(names, "|")
+}
+
+// Allowed returns the allowed formats, for shell completion.
+func (v *FormatValue) Allowed() []string { return strings.Split(v.Names(), "|") }
+
+// Table is the format-neutral table commands build; see report.Table.
+type Table = report.Table
+
+// Write renders t (or, for FormatJSON, the indented JSON of v) to w.
+func Write(w io.Writer, f Format, t Table, v any) error {
+	switch f {
+	case FormatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case FormatCSV:
+		cw := csv.NewWriter(w)
+		if err := cw.Write(t.Header); err != nil {
+			return err
+		}
+		if err := cw.WriteAll(t.Rows); err != nil {
+			return err
+		}
+		cw.Flush()
+		return cw.Error()
+	case FormatTable, FormatMarkdown:
+		align := make([]tw.Align, len(t.Header))
+		for i := range align {
+			align[i] = tw.AlignLeft
+			if i < len(t.Numeric) && t.Numeric[i] {
+				align[i] = tw.AlignRight
+			}
+		}
+		opts := []tablewriter.Option{
+			tablewriter.WithHeaderAutoFormat(tw.Off),
+			tablewriter.WithHeaderAlignment(tw.AlignLeft),
+			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+			tablewriter.WithRowAutoWrap(tw.WrapNone),
+		}
+		if f == FormatMarkdown {
+			opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
+		} else {
+			// ASCII borders survive logs, pagers and every terminal.
+			opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})))
+		}
+		tbl := tablewriter.NewTable(w, opts...)
+		tbl.Header(toAny(t.Header)...)
+		for _, r := range t.Rows {
+			if err := tbl.Append(toAny(r)...); err != nil {
+				return err
+			}
+		}
+		return tbl.Render()
+	}
+	return fmt.Errorf("output format %q not supported here", f)
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}

@@ -1,0 +1,62 @@
+package compaction
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Maintenance is the part of the etcd client defragmentation uses;
+// *clientv3.Client satisfies it.
+type Maintenance interface {
+	Defragment(ctx context.Context, endpoint string) (*clientv3.DefragmentResponse, error)
+	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
+}
+
+var _ Maintenance = (*clientv3.Client)(nil)
+
+// Size is a member's database size as Maintenance.Status reports it.
+type Size struct {
+	// Bytes is dbSize, the bbolt file's size.
+	Bytes int64
+	// InUseBytes is dbSizeInUse: allocated pages minus free pages.
+	InUseBytes int64
+}
+
+// MemberSize returns one member's database size.
+func MemberSize(ctx context.Context, m Maintenance, endpoint string) (Size, error) {
+	st, err := m.Status(ctx, endpoint)
+	if err != nil {
+		return Size{}, fmt.Errorf("status of %s: %w", endpoint, err)
+	}
+	return Size{Bytes: st.DbSize, InUseBytes: st.DbSizeInUse}, nil
+}
+
+// DefragResult is one measured defragmentation.
+type DefragResult struct {
+	Endpoint string
+	Duration time.Duration
+	Before   Size
+	After    Size
+}
+
+// Defragment defragments one member and measures its size before and
+// after. The member serves no reads or writes meanwhile. ctx bounds the
+// whole call; etcd keeps defragmenting if ctx ends first.
+func Defragment(ctx context.Context, m Maintenance, endpoint string) (DefragResult, error) {
+	res := DefragResult{Endpoint: endpoint}
+	var err error
+	if res.Before, err = MemberSize(ctx, m, endpoint); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	_, err = m.Defragment(ctx, endpoint)
+	res.Duration = time.Since(start)
+	if err != nil {
+		return res, fmt.Errorf("defragment %s: %w", endpoint, err)
+	}
+	res.After, err = MemberSize(ctx, m, endpoint)
+	return res, err
+}

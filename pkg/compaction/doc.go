@@ -1,0 +1,27 @@
+// Package compaction reproduces how Kubernetes compacts etcd and measures
+// what compaction and defragmentation cost.
+//
+// # kube-apiserver's compactor
+//
+// Every --etcd-compaction-interval (5 minutes by default) each
+// kube-apiserver runs one transaction on the key "compact_rev_key":
+//
+//	if version(compact_rev_key) == t { put(compact_rev_key, rev) } else { get(compact_rev_key) }
+//
+// where t is the version it saw last and rev the header revision it saw on
+// its previous tick. The apiserver whose transaction succeeds compacts to
+// rev; the others adopt the key's version and skip. So history always
+// covers at least one interval, several apiservers compact once per
+// interval between them, and nothing is compacted on start-up, when rev is
+// still 0 (k8s.io/apiserver/pkg/storage/etcd3/compact.go). A worked
+// timeline, interval I, one apiserver:
+//
+//	t=0   txn(version==0) succeeds: version 1, rev 0 -> no compaction; rev := R0
+//	t=I   txn(version==1) succeeds: version 2, compact(R0); rev := R1
+//	t=2I  txn(version==2) succeeds: version 3, compact(R1); rev := R2
+//
+// # Defragmentation
+//
+// Defragment rewrites one member's bbolt file and blocks its reads and
+// writes for the whole duration (server/storage/backend/backend.go defrag).
+package compaction

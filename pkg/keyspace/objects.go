@@ -1,0 +1,276 @@
+package keyspace
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Generator makes realistic Kubernetes objects for a load: Pods shaped like
+// those a Deployment's ReplicaSet creates and the kubelet then updates, with
+// owner references, probes, a projected service account token volume,
+// status conditions and managedFields, which together make up most of a
+// real Pod's 3 to 5 KiB in etcd. The same seed, names and generation always
+// give the same object. A Generator is not safe for concurrent use; give each
+// goroutine its own.
+type Generator struct {
+	seed uint64
+	// Epoch is the creation time stamped on every object. The zero value
+	// uses 2026-01-01T00:00:00Z so that outputs are reproducible.
+	Epoch time.Time
+}
+
+// NewGenerator returns a Generator whose random choices derive from seed.
+func NewGenerator(seed uint64) *Generator { return &Generator{seed: seed} }
+
+func (g *Generator) rng(parts ...string) *rand.Rand {
+	h := uint64(14695981039346656037)
+	for _, p := range parts {
+		for i := 0; i < len(p); i++ {
+			h ^= uint64(p[i])
+			h *= 1099511628211
+		}
+		h ^= '/'
+		h *= 1099511628211
+	}
+	return rand.New(rand.NewPCG(g.seed, h))
+}
+
+func (g *Generator) epoch() time.Time {
+	if g.Epoch.IsZero() {
+		return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return g.Epoch
+}
+
+const hexDigits = "0123456789abcdef"
+const alnum = "bcdfghjklmnpqrstvwxz2456789"
+
+func randString(r *rand.Rand, alphabet string, n int) string {
+	var b strings.Builder
+	b.Grow(n)
+	for range n {
+		b.WriteByte(alphabet[r.IntN(len(alphabet))])
+	}
+	return b.String()
+}
+
+func uid(r *rand.Rand) types.UID {
+	s := randString(r, hexDigits, 32)
+	return types.UID(s[0:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:32])
+}
+
+// apps are the workloads pods are drawn from, each with its image and port.
+var apps = []struct{ name, image string }{
+	{"checkout", "registry.example.com/shop/checkout:v2.14.3"},
+	{"frontend", "registry.example.com/shop/frontend:v5.2.0"},
+	{"payments", "registry.example.com/shop/payments:v1.9.11"},
+	{"catalog", "registry.example.com/shop/catalog:v3.0.7"},
+	{"nginx-ingress", "registry.k8s.io/ingress-nginx/controller:v1.13.1"},
+	{"redis", "docker.io/library/redis:7.4.2"},
+}
+
+// Pod returns the Pod namespace/name after `generation` kubelet status
+// updates (0 is the freshly scheduled pod). Every generation changes status
+// timestamps and restart counts, as the kubelet's status manager does;
+// metadata, spec and uid stay the same, as they do for a real pod.
+func (g *Generator) Pod(namespace, name string, generation int) *corev1.Pod {
+	r := g.rng("pod", namespace, name)
+	app := apps[r.IntN(len(apps))]
+	hash := randString(r, alnum, 10)
+	rsName := app.name + "-" + hash
+	created := g.epoch().Add(time.Duration(r.IntN(86400)) * time.Second)
+	node := fmt.Sprintf("node-%03d.pool-%d.cluster.internal", r.IntN(500), r.IntN(4))
+	podIP := fmt.Sprintf("10.%d.%d.%d", 64+r.IntN(64), r.IntN(256), 1+r.IntN(254))
+	hostIP := fmt.Sprintf("192.168.%d.%d", r.IntN(256), 1+r.IntN(254))
+	tokenVolume := "kube-api-access-" + randString(r, alnum, 5)
+	ownerUID := uid(r)
+	podUID := uid(r)
+	isController := true
+	expiration := int64(3607)
+	cpu := []string{"100m", "250m", "500m", "1"}[r.IntN(4)]
+	mem := []string{"128Mi", "256Mi", "512Mi", "1Gi"}[r.IntN(4)]
+	port := int32(8080 + r.IntN(10))
+
+	env := make([]corev1.EnvVar, 0, 8)
+	for i := range 4 + r.IntN(5) {
+		env = append(env, corev1.EnvVar{Name: fmt.Sprintf("%s_SETTING_%d", strings.ToUpper(strings.ReplaceAll(app.name, "-", "_")), i), Value: randString(r, alnum, 8+r.IntN(24))})
+	}
+	env = append(env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
+
+	probe := &corev1.Probe{
+		ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTP}},
+		InitialDelaySeconds: 5, TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3,
+	}
+	mode := int32(420)
+	tolerationSeconds := int64(300)
+	priority := int32(0)
+	enableLinks := true
+	preemption := corev1.PreemptLowerPriority
+	grace := int64(30)
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              name,
+			GenerateName:      rsName + "-",
+			Namespace:         namespace,
+			UID:               podUID,
+			CreationTimestamp: metav1.NewTime(created),
+			Labels: map[string]string{
+				"app.kubernetes.io/name":    app.name,
+				"app.kubernetes.io/part-of": "shop",
+				"pod-template-hash":         hash,
+			},
+			Annotations: map[string]string{
+				"kubectl.kubernetes.io/restartedAt": created.Format(time.RFC3339),
+				"prometheus.io/scrape":              "true",
+				"prometheus.io/port":                fmt.Sprint(port),
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rsName, UID: ownerUID,
+				Controller: &isController, BlockOwnerDeletion: &isController,
+			}},
+		},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{{
+				Name: tokenVolume,
+				VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					DefaultMode: &mode,
+					Sources: []corev1.VolumeProjection{
+						{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &expiration, Path: "token"}},
+						{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+						{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+					},
+				}},
+			}},
+			Containers: []corev1.Container{{
+				Name:  app.name,
+				Image: app.image,
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
+				Env:   env,
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)},
+				},
+				VolumeMounts:             []corev1.VolumeMount{{Name: tokenVolume, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}},
+				LivenessProbe:            probe,
+				ReadinessProbe:           probe,
+				TerminationMessagePath:   "/dev/termination-log",
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				ImagePullPolicy:          corev1.PullIfNotPresent,
+			}},
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: &grace,
+			DNSPolicy:                     corev1.DNSClusterFirst,
+			ServiceAccountName:            "default",
+			DeprecatedServiceAccount:      "default",
+			NodeName:                      node,
+			SecurityContext:               &corev1.PodSecurityContext{},
+			SchedulerName:                 corev1.DefaultSchedulerName,
+			Tolerations: []corev1.Toleration{
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolerationSeconds},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolerationSeconds},
+			},
+			Priority:           &priority,
+			EnableServiceLinks: &enableLinks,
+			PreemptionPolicy:   &preemption,
+		},
+	}
+	g.setPodStatus(pod, r, created, generation, podIP, hostIP)
+	pod.ManagedFields = podManagedFields(created, generation)
+	return pod
+}
+
+func (g *Generator) setPodStatus(pod *corev1.Pod, r *rand.Rand, created time.Time, generation int, podIP, hostIP string) {
+	started := created.Add(time.Duration(2+r.IntN(10)) * time.Second)
+	// Each generation is a kubelet status update some minutes later: a
+	// restart flips readiness and bumps the restart count.
+	updated := started.Add(time.Duration(generation) * 7 * time.Minute)
+	ready := corev1.ConditionTrue
+	if generation%2 == 1 {
+		ready = corev1.ConditionFalse
+	}
+	startedAt := metav1.NewTime(updated)
+	cs := pod.Spec.Containers[0]
+	isReady := ready == corev1.ConditionTrue
+	isStarted := true
+	pod.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning,
+		Conditions: []corev1.PodCondition{
+			{Type: "PodReadyToStartContainers", Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(started)},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created)},
+			{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.NewTime(updated)},
+			{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: metav1.NewTime(updated)},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created)},
+		},
+		HostIP:    hostIP,
+		HostIPs:   []corev1.HostIP{{IP: hostIP}},
+		PodIP:     podIP,
+		PodIPs:    []corev1.PodIP{{IP: podIP}},
+		StartTime: &metav1.Time{Time: created},
+		ContainerStatuses: []corev1.ContainerStatus{{
+			Name:         cs.Name,
+			State:        corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: startedAt}},
+			Ready:        isReady,
+			RestartCount: int32(generation / 2),
+			Image:        cs.Image,
+			ImageID:      cs.Image[:strings.LastIndexByte(cs.Image, ':')] + "@sha256:" + randString(r, hexDigits, 64),
+			ContainerID:  "containerd://" + randString(r, hexDigits, 64),
+			Started:      &isStarted,
+		}},
+		QOSClass: corev1.PodQOSBurstable,
+	}
+}
+
+// podManagedFields returns the two managedFields entries every running pod
+// carries: kube-controller-manager's create and the kubelet's status updates.
+func podManagedFields(created time.Time, generation int) []metav1.ManagedFieldsEntry {
+	at := metav1.NewTime(created)
+	statusAt := metav1.NewTime(created.Add(time.Duration(generation)*7*time.Minute + 10*time.Second))
+	return []metav1.ManagedFieldsEntry{
+		{
+			Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &at,
+			FieldsType: "FieldsV1",
+			FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/restartedAt":{},"f:prometheus.io/port":{},"f:prometheus.io/scrape":{}},"f:generateName":{},"f:labels":{".":{},"f:app.kubernetes.io/name":{},"f:app.kubernetes.io/part-of":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{},"f:name":{},"f:ports":{},"f:readinessProbe":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)},
+		},
+		{
+			Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &statusAt,
+			FieldsType: "FieldsV1", Subresource: "status",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"PodReadyToStartContainers\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)},
+		},
+	}
+}
+
+// ConfigMap returns the ConfigMap namespace/name at the given generation,
+// with dataBytes bytes of configuration text spread over a few keys (real
+// ConfigMaps range from a few hundred bytes to the 1 MiB limit).
+// Every generation changes the text.
+func (g *Generator) ConfigMap(namespace, name string, generation, dataBytes int) *corev1.ConfigMap {
+	r := g.rng("configmap", namespace, name)
+	created := g.epoch().Add(time.Duration(r.IntN(86400)) * time.Second)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: namespace, UID: uid(r),
+			CreationTimestamp: metav1.NewTime(created),
+			Labels:            map[string]string{"app.kubernetes.io/part-of": "shop"},
+		},
+		Data: map[string]string{},
+	}
+	gr := g.rng("configmap", namespace, name, fmt.Sprint(generation))
+	keys := 1 + dataBytes/2048
+	for i := range keys {
+		var b strings.Builder
+		for b.Len() < dataBytes/keys {
+			fmt.Fprintf(&b, "%s.%s = %s\n", randString(gr, alnum, 6), randString(gr, alnum, 8), randString(gr, alnum, 12))
+		}
+		cm.Data[fmt.Sprintf("config-%d.properties", i)] = b.String()
+	}
+	return cm
+}

@@ -1,0 +1,169 @@
+package snapshot
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+)
+
+// UsageRow aggregates the key bucket entries of one group of keys. Bytes
+// are what bbolt stores per entry (Entry.Bytes).
+type UsageRow struct {
+	// Class, Prefix, Group, Resource, Path and Namespace identify the row;
+	// which of them are set depends on the Dimension (see Usage.By).
+	Class     keyspace.Class `json:"class"`
+	Prefix    string         `json:"prefix,omitempty"`
+	Group     string         `json:"group"`
+	Resource  string         `json:"resource,omitempty"`
+	Path      string         `json:"path,omitempty"`
+	Namespace string         `json:"namespace,omitempty"`
+	// Objects counts live keys: their latest entry is not a tombstone.
+	Objects int64 `json:"objects"`
+	// LiveBytes sums the latest entry of every live key.
+	LiveBytes int64 `json:"liveBytes"`
+	// Revisions counts every entry, tombstones included.
+	Revisions int64 `json:"revisions"`
+	// HistoryBytes sums every other entry: superseded revisions and
+	// tombstones, what a compaction may remove.
+	HistoryBytes int64 `json:"historyBytes"`
+	// Tombstones counts delete entries.
+	Tombstones int64 `json:"tombstones"`
+}
+
+func (r *UsageRow) add(o *UsageRow) {
+	r.Objects += o.Objects
+	r.LiveBytes += o.LiveBytes
+	r.Revisions += o.Revisions
+	r.HistoryBytes += o.HistoryBytes
+	r.Tombstones += o.Tombstones
+}
+
+// Usage is the key bucket aggregated per Kubernetes resource and namespace,
+// from one revision-ordered scan.
+type Usage struct {
+	// Rows holds one row per class, prefix, group, resource, path and
+	// namespace, in no particular order; use By for a sorted roll-up.
+	Rows []UsageRow
+	// Total sums every row.
+	Total UsageRow
+	// LastRevision is the main revision of the last entry.
+	LastRevision int64
+}
+
+// Dimension is what Usage.By groups rows by.
+type Dimension string
+
+// The dimensions of Usage.By.
+const (
+	// ByResource groups by class, prefix, group, resource and path.
+	ByResource Dimension = "resource"
+	// ByNamespace groups by namespace ("" for cluster-scoped objects and
+	// keys that are not objects).
+	ByNamespace Dimension = "namespace"
+	// ByGroup groups by class and API group.
+	ByGroup Dimension = "group"
+)
+
+// By rolls the rows up to dim and sorts them by total bytes (live plus
+// history), largest first, then by their identifying fields. It panics on an
+// unknown Dimension; commands validate the flag first.
+func (u *Usage) By(dim Dimension) []UsageRow {
+	idx := map[UsageRow]*UsageRow{}
+	var out []*UsageRow
+	for i := range u.Rows {
+		r := &u.Rows[i]
+		var id UsageRow
+		switch dim {
+		case ByResource:
+			id = UsageRow{Class: r.Class, Prefix: r.Prefix, Group: r.Group, Resource: r.Resource, Path: r.Path}
+		case ByNamespace:
+			id = UsageRow{Namespace: r.Namespace}
+		case ByGroup:
+			id = UsageRow{Class: r.Class, Group: r.Group}
+		default:
+			panic(fmt.Sprintf("snapshot: unknown usage dimension %q", dim))
+		}
+		agg, ok := idx[id]
+		if !ok {
+			agg = new(UsageRow)
+			*agg = id
+			idx[id] = agg
+			out = append(out, agg)
+		}
+		agg.add(r)
+	}
+	rows := make([]UsageRow, len(out))
+	for i, r := range out {
+		rows[i] = *r
+	}
+	slices.SortFunc(rows, func(a, b UsageRow) int {
+		if c := cmp.Compare(b.LiveBytes+b.HistoryBytes, a.LiveBytes+a.HistoryBytes); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Class, b.Class), cmp.Compare(a.Prefix, b.Prefix), cmp.Compare(a.Group, b.Group),
+			cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Namespace, b.Namespace))
+	})
+	return rows
+}
+
+// keyState tracks one key during the scan: the row it counts in and the
+// bytes of its latest entry if that entry is live.
+type keyState struct {
+	row       int
+	liveBytes int64
+	live      bool
+}
+
+// Usage scans the key bucket once, in revision order, and aggregates it
+// per Kubernetes key as p parses it. Memory grows with the number of
+// distinct keys, not with the number of revisions. Errors are those of
+// ForEachRevision.
+func (db *DB) Usage(ctx context.Context, p keyspace.Parser) (*Usage, error) {
+	u := &Usage{}
+	rows := map[UsageRow]int{}
+	keys := map[string]*keyState{}
+	err := db.ForEachRevision(ctx, func(e Entry) error {
+		u.LastRevision = e.Key.Main
+		st, ok := keys[string(e.KV.Key)]
+		if !ok {
+			k := p.Parse(string(e.KV.Key))
+			id := UsageRow{Class: k.Class, Prefix: k.Prefix, Group: k.Group, Resource: k.Resource, Path: k.Path, Namespace: k.Namespace}
+			ri, ok := rows[id]
+			if !ok {
+				ri = len(u.Rows)
+				rows[id] = ri
+				u.Rows = append(u.Rows, id)
+			}
+			st = &keyState{row: ri}
+			keys[string(e.KV.Key)] = st
+		}
+		row := &u.Rows[st.row]
+		row.Revisions++
+		if st.live {
+			// The previous latest entry becomes history.
+			row.LiveBytes -= st.liveBytes
+			row.HistoryBytes += st.liveBytes
+			row.Objects--
+		}
+		if e.Key.Tombstone {
+			row.Tombstones++
+			row.HistoryBytes += e.Bytes
+			st.live, st.liveBytes = false, 0
+			return nil
+		}
+		row.Objects++
+		row.LiveBytes += e.Bytes
+		st.live, st.liveBytes = true, e.Bytes
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range u.Rows {
+		u.Total.add(&u.Rows[i])
+	}
+	return u, nil
+}
