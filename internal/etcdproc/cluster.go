@@ -37,6 +37,11 @@ type Config struct {
 	ExtraArgs []string
 	// StartTimeout bounds the wait for a leader; 0 means 60 seconds.
 	StartTimeout time.Duration
+	// Netns runs every member in a network namespace of its own, on a
+	// private bridge, so that Member.Partition can cut it off (see
+	// netns.go). Start fails with ErrNoNetns where namespaces are not
+	// allowed.
+	Netns bool
 }
 
 // Member is one etcd process of a Cluster.
@@ -48,8 +53,10 @@ type Member struct {
 	// LogPath receives the process's stdout and stderr.
 	LogPath string
 
-	args []string
-	bin  string
+	args   []string
+	bin    string
+	netns  *netnsLayout
+	netIdx int
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -61,6 +68,7 @@ type Member struct {
 type Cluster struct {
 	Members []*Member
 	cfg     Config
+	netns   *netnsLayout
 }
 
 // freePort asks the kernel for a free loopback port. Another process may
@@ -104,24 +112,43 @@ func start(ctx context.Context, cfg Config, attempt int) (*Cluster, error) {
 	if cfg.TLS != nil {
 		scheme = "https"
 	}
-	var initial []string
-	for i := range cfg.Members {
-		cp, err := freePort()
+	if cfg.Netns {
+		if cfg.TLS != nil {
+			// GenerateTLS certifies 127.0.0.1 only; the members' addresses
+			// are chosen here, after the certificates.
+			return nil, errors.New("TLS and network namespaces cannot be combined")
+		}
+		l, err := setupNetns(cfg.Members)
 		if err != nil {
 			return nil, err
 		}
-		pp, err := freePort()
-		if err != nil {
-			return nil, err
+		c.netns = l
+	}
+	var initial []string
+	for i := range cfg.Members {
+		host, cp, pp := "127.0.0.1", 2379, 2380
+		if c.netns != nil {
+			// Each member has a namespace, an address and ports of its own.
+			host = c.netns.ip[i]
+		} else {
+			var err error
+			if cp, err = freePort(); err != nil {
+				return nil, err
+			}
+			if pp, err = freePort(); err != nil {
+				return nil, err
+			}
 		}
 		name := fmt.Sprintf("m%d", i)
 		m := &Member{
 			Name:      name,
 			DataDir:   filepath.Join(cfg.Dir, fmt.Sprintf("%s-%d.etcd", name, attempt)),
-			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, cp),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", pp),
+			ClientURL: fmt.Sprintf("%s://%s:%d", scheme, host, cp),
+			PeerURL:   fmt.Sprintf("http://%s:%d", host, pp),
 			LogPath:   filepath.Join(cfg.Dir, fmt.Sprintf("%s-%d.log", name, attempt)),
 			bin:       filepath.Join(cfg.BinDir, "etcd"),
+			netns:     c.netns,
+			netIdx:    i,
 		}
 		c.Members = append(c.Members, m)
 		initial = append(initial, name+"="+m.PeerURL)
@@ -174,6 +201,10 @@ func (m *Member) start() error {
 		return err
 	}
 	cmd := exec.Command(m.bin, m.args...)
+	if m.netns != nil {
+		// ip netns exec enters the namespace and execs etcd: same PID.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", m.netns.ns[m.netIdx], m.bin}, m.args...)...)
+	}
 	cmd.Env = CleanEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so a ^C to the test does not reach it first
@@ -288,7 +319,8 @@ func (c *Cluster) Endpoints() []string {
 	return eps
 }
 
-// Stop ends every member it started and waits for them. Safe to call twice.
+// Stop ends every member it started, waits for them, and removes the
+// network namespaces it created. Safe to call twice.
 func (c *Cluster) Stop() {
 	var wg sync.WaitGroup
 	for _, m := range c.Members {
@@ -296,6 +328,28 @@ func (c *Cluster) Stop() {
 		go func() { defer wg.Done(); m.stop() }()
 	}
 	wg.Wait()
+	if c.netns != nil {
+		c.netns.teardown()
+		c.netns = nil
+	}
+}
+
+// Partition cuts the member off from its peers and clients by taking its
+// link to the bridge down; the process keeps running. It needs a cluster
+// started with Config.Netns.
+func (m *Member) Partition() error {
+	if m.netns == nil {
+		return fmt.Errorf("member %s: partitions need a cluster started with Netns", m.Name)
+	}
+	return ipCmd("link", "set", m.netns.hostIf[m.netIdx], "down")
+}
+
+// Heal reconnects a partitioned member.
+func (m *Member) Heal() error {
+	if m.netns == nil {
+		return fmt.Errorf("member %s: partitions need a cluster started with Netns", m.Name)
+	}
+	return ipCmd("link", "set", m.netns.hostIf[m.netIdx], "up")
 }
 
 // ClientConfig returns a client configuration for endpoints of this

@@ -194,3 +194,74 @@ func TestTLSAndPrefixUser(t *testing.T) {
 		t.Fatal("a client without a certificate was served")
 	}
 }
+
+func TestPartitionedLeaderIsReplaced(t *testing.T) {
+	bin := binaries(t, "3.7.3")
+	if err := etcdproc.CheckNetns(); err != nil {
+		t.Skipf("no partition test: %v", err)
+	}
+	c := startCluster(t, etcdproc.Config{BinDir: bin, Members: 3, Dir: t.TempDir(), UnsafeNoFsync: true, Netns: true})
+	ctx := t.Context()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Partition(); err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for _, m := range c.Members {
+		if m != leader {
+			rest = append(rest, m.ClientURL)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: rest, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		_, err := cli.Put(wctx, "/k", "during partition")
+		if err == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatalf("the majority could not write without the partitioned leader: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The partitioned member cannot be reached at all.
+	cut, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err == nil {
+		gctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err = cut.Get(gctx, "/k")
+		cancel()
+		cut.Close()
+	}
+	if err == nil {
+		t.Fatal("the partitioned member answered")
+	}
+	if err := leader.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(wctx); err != nil {
+		t.Fatalf("after healing: %v", err)
+	}
+	back, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	for {
+		resp, err := back.Get(wctx, "/k")
+		if err == nil && len(resp.Kvs) == 1 && string(resp.Kvs[0].Value) == "during partition" {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatalf("the healed member did not catch up: %v %v", resp, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
