@@ -161,7 +161,7 @@ func TestUsageAndStatusOfRealDB(t *testing.T) {
 		t.Errorf("namespace rows sum to %d objects, total is %d", sum, u.Total.Objects)
 	}
 
-	st, err := db.StatusFrom(u)
+	st, _, err := db.Status(t.Context(), keyspace.Parser{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,7 @@ func runStatus(cmd *cobra.Command, g *globalOptions, path string, out io.Writer)
 		return err
 	}
 	defer db.Close()
-	u, err := db.Usage(cmd.Context(), g.parser())
-	if err != nil {
-		return err
-	}
-	st, err := db.StatusFrom(u)
+	st, _, err := db.Status(cmd.Context(), g.parser())
 	if err != nil {
 		return err
 	}
