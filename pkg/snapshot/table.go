@@ -35,9 +35,10 @@ type keyStat struct {
 // atStat aggregates a key's entries whose main revision is <= the scan's
 // reference revision.
 type atStat struct {
-	revisions int64
-	bytes     int64
-	last      entryInfo
+	revisions  int64
+	tombstones int64
+	bytes      int64
+	last       entryInfo
 }
 
 func (s *keyStat) live() bool { return !s.last.rev.Tombstone }
@@ -53,6 +54,7 @@ func (s *keyStat) merge(later *keyStat) {
 			s.at = later.at
 		} else {
 			s.at.revisions += later.at.revisions
+			s.at.tombstones += later.at.tombstones
 			s.at.bytes += later.at.bytes
 			s.at.last = later.at.last
 		}
@@ -115,6 +117,9 @@ func (db *DB) keyTable(ctx context.Context, o tableOptions) (*keyTable, error) {
 			}
 			s.at.revisions++
 			s.at.bytes += e.Bytes
+			if e.Key.Tombstone {
+				s.at.tombstones++
+			}
 			s.at.last = s.last
 		}
 		return nil

@@ -60,17 +60,18 @@ type usageResult struct {
 	SchemaVersion int                 `json:"schemaVersion"`
 	Path          string              `json:"path"`
 	By            snapshot.Dimension  `json:"by"`
+	Prefixes      []string            `json:"prefixes"`
 	Rows          []snapshot.UsageRow `json:"rows"`
 	Total         snapshot.UsageRow   `json:"total"`
 }
 
 func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string, out io.Writer) error {
-	db, err := g.open(path)
+	db, done, err := g.open(cmd, path)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
 	u, err := db.Usage(cmd.Context(), g.parser())
+	done()
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 	if o.top > 0 && len(rows) > o.top {
 		rows = rows[:o.top]
 	}
-	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Rows: rows, Total: u.Total}
+	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Total: u.Total}
 	return output.Write(out, g.format, makeUsageTable(dim, rows, u.Total), res)
 }
 
@@ -96,10 +97,7 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, total snap
 	}
 	nLabels := len(t.Header)
 	t.Header = append(t.Header, "objects", "live bytes", "revisions", "history bytes", "tombstones")
-	t.Numeric = make([]bool, len(t.Header))
-	for i := nLabels; i < len(t.Numeric); i++ {
-		t.Numeric[i] = true
-	}
+	t.Numeric = numericFrom(t.Header, nLabels)
 	for _, r := range rows {
 		var labels []string
 		switch dim {
@@ -132,16 +130,20 @@ func orDash(s, dash string) string {
 // resourceLabels names a row by kubectl's resource.group spelling and the
 // etcd path under its prefix; keys that are not objects get their class.
 func resourceLabels(r snapshot.UsageRow) []string {
-	switch r.Class {
+	return labels(r.Class, r.Prefix, r.Group, r.Resource, r.Path)
+}
+
+func labels(class keyspace.Class, prefix, group, resource, path string) []string {
+	k := keyspace.Key{Class: class, Group: group, Resource: resource}
+	switch class {
 	case keyspace.ClassObject, keyspace.ClassMasterLease, keyspace.ClassRangeAllocation:
-		k := keyspace.Key{Group: r.Group, Resource: r.Resource}
-		return []string{k.GroupResource(), r.Prefix + "/" + r.Path}
+		return []string{k.GroupResource(), prefix + "/" + path}
 	case keyspace.ClassCompactRevKey:
-		return []string{"(compact_rev_key)", keyspace.CompactRevKey}
+		return []string{snapshot.ResourceLabel(k), keyspace.CompactRevKey}
 	case keyspace.ClassUnrecognised:
-		return []string{"(unrecognised)", r.Prefix + "/" + r.Path}
+		return []string{snapshot.ResourceLabel(k), prefix + "/" + path}
 	}
-	return []string{"(outside prefix)", "-"}
+	return []string{snapshot.ResourceLabel(k), "-"}
 }
 
 func groupLabel(r snapshot.UsageRow) string {
