@@ -41,6 +41,9 @@ func DecodeKeyValue(b []byte) (KeyValue, error) {
 		if n < 0 {
 			return KeyValue{}, fmt.Errorf("mvccpb.KeyValue: bad tag: %w", protowire.ParseError(n))
 		}
+		if !num.IsValid() {
+			return KeyValue{}, fmt.Errorf("mvccpb.KeyValue: invalid field number %d", num)
+		}
 		b = b[n:]
 		switch {
 		case (num == 1 || num == 5) && typ == protowire.BytesType:
