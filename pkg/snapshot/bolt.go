@@ -285,15 +285,35 @@ func (p *pager) rootPage(b bucket) (page, error) {
 	return p.page(b.root)
 }
 
+// pageSet is a set of page ids, so that a walk of a corrupt tree whose
+// pages reference each other visits each page once instead of looping or
+// exploding.
+type pageSet []uint64
+
+func newPageSet(highWater uint64) pageSet { return make(pageSet, highWater/64+1) }
+
+// add inserts id and reports whether it was absent.
+func (s pageSet) add(id uint64) bool {
+	if id/64 >= uint64(len(s)) {
+		return false
+	}
+	if s[id/64]&(1<<(id%64)) != 0 {
+		return false
+	}
+	s[id/64] |= 1 << (id % 64)
+	return true
+}
+
 // visitFunc receives one leaf element; returning errStop ends a walk
 // early without an error.
 type visitFunc func(flags uint32, k, v []byte) error
 
 // walk calls fn for every leaf element of the tree under pg in key order,
-// or in reverse key order when reverse is set.
-func (p *pager) walk(pg page, reverse bool, depth int, fn visitFunc) error {
-	if depth > maxTreeDepth {
-		return corruptf("page %d: tree deeper than %d levels (a cycle?)", pg.id, maxTreeDepth)
+// or in reverse key order when reverse is set. seen holds the pages
+// walked so far; a page met twice is an error.
+func (p *pager) walk(pg page, reverse bool, seen pageSet, fn visitFunc) error {
+	if pg.id != 0 && !seen.add(pg.id) {
+		return corruptf("page %d is referenced twice", pg.id)
 	}
 	if err := pg.checkCount(); err != nil {
 		return err
@@ -321,7 +341,7 @@ func (p *pager) walk(pg page, reverse bool, depth int, fn visitFunc) error {
 			if err != nil {
 				return err
 			}
-			if err := p.walk(cp, reverse, depth+1, fn); err != nil {
+			if err := p.walk(cp, reverse, seen, fn); err != nil {
 				return err
 			}
 		default:

@@ -253,7 +253,7 @@ func (db *DB) defragPages(ctx context.Context, at int64, kept map[string]revisio
 	ps := int64(db.meta.pageSize)
 	total := int64(3)
 	err := db.guard("estimate the defragmented size", func() error {
-		return db.pg.walk(mustRoot(db), false, 0, func(_ uint32, name, _ []byte) error {
+		return db.pg.walk(mustRoot(db), false, newPageSet(db.meta.highWater), func(_ uint32, name, _ []byte) error {
 			if string(name) == string(bucketKey) {
 				return nil
 			}

@@ -75,7 +75,8 @@ func (p crcPart) update(b []byte) crcPart {
 // bucket's entries, computed by a parallel scan.
 func (db *DB) etcdutlHash(keyBucket crcPart) (uint32, error) {
 	var h crcPart
-	err := db.pg.walk(mustRoot(db), false, 0, func(flags uint32, name, v []byte) error {
+	seen := newPageSet(db.meta.highWater)
+	err := db.pg.walk(mustRoot(db), false, seen, func(flags uint32, name, v []byte) error {
 		h = h.update(name)
 		if string(name) == string(bucketKey) {
 			h = h.join(keyBucket)
@@ -92,7 +93,7 @@ func (db *DB) etcdutlHash(keyBucket crcPart) (uint32, error) {
 		if err != nil {
 			return err
 		}
-		return db.pg.walk(root, false, 0, func(_ uint32, k, v []byte) error {
+		return db.pg.walk(root, false, seen, func(_ uint32, k, v []byte) error {
 			h = h.update(k).update(v)
 			return nil
 		})

@@ -226,7 +226,7 @@ func (db *DB) forEach(name []byte, fn func(k, v []byte) error) error {
 	if err != nil {
 		return err
 	}
-	return db.pg.walk(root, false, 0, func(_ uint32, k, v []byte) error { return fn(k, v) })
+	return db.pg.walk(root, false, newPageSet(db.meta.highWater), func(_ uint32, k, v []byte) error { return fn(k, v) })
 }
 
 // guard runs fn, converting a panic or a fault on the memory-mapped file

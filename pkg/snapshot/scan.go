@@ -104,8 +104,9 @@ func (db *DB) scanRange(ctx context.Context, w int, parts []page, fn scanFunc) (
 	var prev revision.BucketKey
 	first := true
 	count := 0
+	seen := newPageSet(db.meta.highWater)
 	for _, pg := range parts {
-		err := db.pg.walk(pg, false, 0, func(_ uint32, k, v []byte) error {
+		err := db.pg.walk(pg, false, seen, func(_ uint32, k, v []byte) error {
 			count++
 			if count%1024 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -160,7 +161,7 @@ func (db *DB) reverseScan(ctx context.Context, fn func(e *Entry) error) error {
 		}
 		var e Entry
 		count := 0
-		err = db.pg.walk(root, true, 0, func(_ uint32, k, v []byte) error {
+		err = db.pg.walk(root, true, newPageSet(db.meta.highWater), func(_ uint32, k, v []byte) error {
 			count++
 			if count%1024 == 0 {
 				if err := ctx.Err(); err != nil {
