@@ -86,7 +86,6 @@ func run(etcdBin, out string, pods, revisions, namespaces, workers int) error {
 				}
 			}()
 		}
-	feed:
 		for i := range pods {
 			select {
 			case jobs <- i:
@@ -94,15 +93,6 @@ func run(etcdBin, out string, pods, revisions, namespaces, workers int) error {
 				close(jobs)
 				wg.Wait()
 				return err
-			default:
-				select {
-				case jobs <- i:
-				case err := <-errs:
-					close(jobs)
-					wg.Wait()
-					return err
-				}
-				continue feed
 			}
 		}
 		close(jobs)
