@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 
 	"github.com/kubestore/etcdkit/pkg/revision"
@@ -40,11 +41,11 @@ func (c *Codec) Document(value []byte, modRevision int64) (map[string]any, Value
 	case EncodingEncrypted:
 		return nil, info, fmt.Errorf("%w with provider %s (%s), key %q", ErrEncrypted, info.Provider, info.ProviderVersion, info.KeyName)
 	case EncodingProtobuf:
+		if !c.scheme.Recognizes(schema.FromAPIVersionAndKind(info.APIVersion, info.Kind)) {
+			return nil, info, fmt.Errorf("%w: %s %s", ErrNotInScheme, info.APIVersion, info.Kind)
+		}
 		obj, err := c.Decode(value, modRevision)
 		if err != nil {
-			if runtime.IsNotRegisteredError(err) {
-				return nil, info, fmt.Errorf("%w: %s %s", ErrNotInScheme, info.APIVersion, info.Kind)
-			}
 			return nil, info, err
 		}
 		doc, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
