@@ -58,7 +58,7 @@ func writeHistory(t testing.TB, ctx context.Context, c *clientv3.Client) int64 {
 	return last
 }
 
-func makeHistoryDB(t *testing.T) string {
+func makeHistoryDB(t testing.TB) string {
 	return etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) { writeHistory(t, ctx, c) })
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubestore/etcdkit/cmd/etcdinspect/command"
@@ -282,5 +284,67 @@ func TestLockedByRunningMember(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v", d)
+	}
+}
+
+// TestMetaShowsAlarmsAndNoPasswords raises a NOSPACE alarm and adds a
+// user on a real member, saves a snapshot and reads the meta buckets.
+func TestMetaShowsAlarmsAndNoPasswords(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	ctx := t.Context()
+	st, err := c.Status(ctx, srv.Endpoints[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UserAdd(ctx, "alice", "very-secret-password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := etcdserverpb.NewMaintenanceClient(c.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
+		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: st.Header.MemberId, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "snap.db")
+	os.WriteFile(p, b, 0o600)
+	out, stderr, code := run(t, "meta", p, "-w", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var ci struct {
+		Alarms []struct{ MemberID, Alarm string }
+		Users  []struct {
+			Name        string
+			HasPassword bool
+		}
+		Members        []struct{ ID, Name string }
+		ClusterVersion string
+	}
+	if err := json.Unmarshal([]byte(out), &ci); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("%x", st.Header.MemberId)
+	if len(ci.Alarms) != 1 || ci.Alarms[0].Alarm != "NOSPACE" || ci.Alarms[0].MemberID != id {
+		t.Errorf("alarms %+v, want NOSPACE on member %s", ci.Alarms, id)
+	}
+	if len(ci.Users) != 1 || ci.Users[0].Name != "alice" || !ci.Users[0].HasPassword {
+		t.Errorf("users %+v", ci.Users)
+	}
+	if len(ci.Members) != 1 || ci.Members[0].ID != id || ci.ClusterVersion == "" {
+		t.Errorf("members %+v, cluster version %q", ci.Members, ci.ClusterVersion)
+	}
+	for _, format := range []string{"json", "table"} {
+		out, _, _ := run(t, "meta", p, "-w", format)
+		if strings.Contains(out, "very-secret-password") || strings.Contains(out, "$2a$") {
+			t.Errorf("meta -w %s prints the password or its hash", format)
+		}
 	}
 }

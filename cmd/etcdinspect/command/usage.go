@@ -62,7 +62,10 @@ type usageResult struct {
 	By            snapshot.Dimension  `json:"by"`
 	Prefixes      []string            `json:"prefixes"`
 	Rows          []snapshot.UsageRow `json:"rows"`
-	Total         snapshot.UsageRow   `json:"total"`
+	// Others sums the rows --top left out, so that rows, others and total
+	// reconcile; absent without --top.
+	Others *snapshot.UsageRow `json:"others,omitempty"`
+	Total  snapshot.UsageRow  `json:"total"`
 }
 
 func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string, out io.Writer) error {
@@ -77,15 +80,24 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 	}
 	dim := snapshot.Dimension(o.by)
 	rows := u.By(dim)
+	var others *snapshot.UsageRow
 	if o.top > 0 && len(rows) > o.top {
+		others = &snapshot.UsageRow{}
+		for _, r := range rows[o.top:] {
+			others.Objects += r.Objects
+			others.LiveBytes += r.LiveBytes
+			others.Revisions += r.Revisions
+			others.HistoryBytes += r.HistoryBytes
+			others.Tombstones += r.Tombstones
+		}
 		rows = rows[:o.top]
 	}
-	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Total: u.Total}
-	return output.Write(out, g.format, makeUsageTable(dim, rows, u.Total), res)
+	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Others: others, Total: u.Total}
+	return output.Write(out, g.format, makeUsageTable(dim, rows, others, u.Total), res)
 }
 
 // makeUsageTable lays usage rows out with a total row last.
-func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, total snapshot.UsageRow) output.Table {
+func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *snapshot.UsageRow, total snapshot.UsageRow) output.Table {
 	var t output.Table
 	switch dim {
 	case snapshot.ByNamespace:
@@ -109,6 +121,11 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, total snap
 			labels = resourceLabels(r)
 		}
 		t.Rows = append(t.Rows, append(labels, numbers(r)...))
+	}
+	if others != nil {
+		otherLabels := make([]string, nLabels)
+		otherLabels[0] = "(other rows)"
+		t.Rows = append(t.Rows, append(otherLabels, numbers(*others)...))
 	}
 	totalLabels := make([]string, nLabels)
 	totalLabels[0] = "TOTAL"
