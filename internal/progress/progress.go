@@ -113,10 +113,14 @@ func SampleHeap() *HeapSampler {
 
 // MemStats is what --mem-stats prints, as one JSON line on stderr.
 type MemStats struct {
-	PeakHeapBytes   uint64 `json:"peakHeapBytes"`
+	// PeakHeapBytes is the largest live heap sampled.
+	PeakHeapBytes uint64 `json:"peakHeapBytes"`
+	// TotalAllocBytes is every byte allocated (runtime.MemStats.TotalAlloc).
 	TotalAllocBytes uint64 `json:"totalAllocBytes"`
-	SysBytes        uint64 `json:"sysBytes"`
-	NumGC           uint32 `json:"numGC"`
+	// SysBytes is the memory the runtime obtained from the OS.
+	SysBytes uint64 `json:"sysBytes"`
+	// NumGC counts completed garbage collections.
+	NumGC uint32 `json:"numGC"`
 }
 
 // Stop ends sampling and returns the figures.

@@ -19,7 +19,8 @@ import (
 // written by server/lease/lessor.go).
 type Lease struct {
 	// ID is the lease ID; etcdctl prints it in hex (IDHex).
-	ID    int64  `json:"id"`
+	ID int64 `json:"id"`
+	// IDHex is ID in hexadecimal, as etcdctl prints it.
 	IDHex string `json:"idHex"`
 	// TTLSeconds is the TTL the lease was granted with.
 	TTLSeconds int64 `json:"ttlSeconds"`
@@ -49,11 +50,16 @@ func DecodeLease(k, v []byte) (Lease, error) {
 // the JSON of membership.Member
 // (server/etcdserver/api/membership/member.go, store.go).
 type Member struct {
-	ID         string   `json:"id"`
-	Name       string   `json:"name"`
-	PeerURLs   []string `json:"peerURLs"`
+	// ID is the member ID in hexadecimal.
+	ID string `json:"id"`
+	// Name is the member's --name (empty until it has published it).
+	Name string `json:"name"`
+	// PeerURLs are the member's advertised peer URLs.
+	PeerURLs []string `json:"peerURLs"`
+	// ClientURLs are the member's advertised client URLs.
 	ClientURLs []string `json:"clientURLs"`
-	IsLearner  bool     `json:"isLearner"`
+	// IsLearner is set for a non-voting learner.
+	IsLearner bool `json:"isLearner"`
 }
 
 // DecodeMember decodes one members bucket entry.
@@ -79,6 +85,7 @@ func DecodeMember(k, v []byte) (Member, error) {
 // etcdserverpb.AlarmMember, the value empty
 // (server/etcdserver/api/v3alarm/alarms.go).
 type Alarm struct {
+	// MemberID is the member that raised the alarm, in hexadecimal.
 	MemberID string `json:"memberID"`
 	// Alarm is NOSPACE, CORRUPT or NONE.
 	Alarm string `json:"alarm"`
@@ -96,7 +103,9 @@ func DecodeAlarm(k []byte) (Alarm, error) {
 // User is one entry of the authUsers bucket (api/authpb/auth.proto),
 // without its password hash, which is never read out.
 type User struct {
-	Name  string   `json:"name"`
+	// Name is the user name.
+	Name string `json:"name"`
+	// Roles are the roles granted to the user.
 	Roles []string `json:"roles"`
 	// HasPassword says whether a (bcrypt) password hash is stored.
 	HasPassword bool `json:"hasPassword"`
@@ -116,14 +125,18 @@ func DecodeUser(k, v []byte) (User, error) {
 // Permission is one key permission of a role.
 type Permission struct {
 	// Type is READ, WRITE or READWRITE.
-	Type     string `json:"type"`
-	Key      string `json:"key"`
+	Type string `json:"type"`
+	// Key is the first key of the permitted range (or the single key).
+	Key string `json:"key"`
+	// RangeEnd is the end of the range, exclusive; empty for a single key.
 	RangeEnd string `json:"rangeEnd,omitempty"`
 }
 
 // Role is one entry of the authRoles bucket (api/authpb/auth.proto).
 type Role struct {
-	Name        string       `json:"name"`
+	// Name is the role name.
+	Name string `json:"name"`
+	// Permissions are the role's key permissions.
 	Permissions []Permission `json:"permissions"`
 }
 
@@ -143,21 +156,31 @@ func DecodeRole(k, v []byte) (Role, error) {
 // ClusterInfo is the content of the cluster, members, members_removed,
 // alarm and auth buckets, and of meta: what `etcdinspect meta` shows.
 type ClusterInfo struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Path          string `json:"path"`
-	Meta          Meta   `json:"meta"`
+	// SchemaVersion is ClusterInfoSchemaVersion.
+	SchemaVersion int `json:"schemaVersion"`
+	// Path is the file read.
+	Path string `json:"path"`
+	// Meta is the meta bucket.
+	Meta Meta `json:"meta"`
 	// ClusterVersion is cluster/clusterVersion ("3.5.0"), "" if absent.
 	ClusterVersion string `json:"clusterVersion"`
 	// Downgrade is cluster/downgrade, the JSON of a downgrade in progress
 	// (etcd 3.5+), "" if absent.
-	Downgrade      string   `json:"downgrade,omitempty"`
-	Members        []Member `json:"members"`
+	Downgrade string `json:"downgrade,omitempty"`
+	// Members are the members bucket's entries, by name.
+	Members []Member `json:"members"`
+	// RemovedMembers are the IDs in members_removed.
 	RemovedMembers []string `json:"removedMembers"`
-	Alarms         []Alarm  `json:"alarms"`
-	AuthEnabled    bool     `json:"authEnabled"`
-	AuthRevision   uint64   `json:"authRevision"`
-	Users          []User   `json:"users"`
-	Roles          []Role   `json:"roles"`
+	// Alarms are the raised alarms.
+	Alarms []Alarm `json:"alarms"`
+	// AuthEnabled is auth/authEnabled.
+	AuthEnabled bool `json:"authEnabled"`
+	// AuthRevision is auth/authRevision, bumped by every auth change.
+	AuthRevision uint64 `json:"authRevision"`
+	// Users are the authUsers bucket's entries, by name, without passwords.
+	Users []User `json:"users"`
+	// Roles are the authRoles bucket's entries, by name.
+	Roles []Role `json:"roles"`
 }
 
 // ClusterInfoSchemaVersion versions the JSON of ClusterInfo.

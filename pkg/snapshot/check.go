@@ -19,8 +19,9 @@ type Check struct {
 	OK bool `json:"ok"`
 	// ErrorCount counts every problem; Errors holds the first 20, in the
 	// words of bbolt check ("page 12: multiple references").
-	ErrorCount int      `json:"errorCount"`
-	Errors     []string `json:"errors"`
+	ErrorCount int `json:"errorCount"`
+	// Errors holds the first 20 problems (see ErrorCount).
+	Errors []string `json:"errors"`
 	// FreelistSynced is false for etcd's default, a freelist rebuilt on
 	// open (NoFreelistSync): then no page can be "unreachable unfreed",
 	// every unreachable page being free by definition.

@@ -14,6 +14,7 @@ import (
 
 // CompactionRow is what a compaction would remove from one resource.
 type CompactionRow struct {
+	// Class, Prefix, Group, Resource and Path identify the resource (keyspace.Key).
 	Class    keyspace.Class `json:"class"`
 	Prefix   string         `json:"prefix,omitempty"`
 	Group    string         `json:"group"`
@@ -43,19 +44,23 @@ func (r *CompactionRow) add(o *CompactionRow) {
 // CompactionReport says what compacting at a revision would remove and
 // what a defragmentation afterwards would give back.
 type CompactionReport struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Path          string `json:"path"`
+	// SchemaVersion is CompactionReportSchemaVersion.
+	SchemaVersion int `json:"schemaVersion"`
+	// Path is the file read.
+	Path string `json:"path"`
 	// At is the revision to compact at; CompactRevision and
 	// CurrentRevision are the file's.
 	At              int64 `json:"at"`
 	CompactRevision int64 `json:"compactRevision"`
 	CurrentRevision int64 `json:"currentRevision"`
 	// Rows, per resource, sorted by RemovedBytes, largest first.
-	Rows  []CompactionRow `json:"rows"`
-	Total CompactionRow   `json:"total"`
+	Rows []CompactionRow `json:"rows"`
+	// Total sums the rows.
+	Total CompactionRow `json:"total"`
 	// DBSizeBytes and InUseBytes are as in Status, now.
 	DBSizeBytes int64 `json:"dbSizeBytes"`
-	InUseBytes  int64 `json:"inUseBytes"`
+	// InUseBytes is DBSizeBytes minus the free pages.
+	InUseBytes int64 `json:"inUseBytes"`
 	// EstimatedDBSizeAfterDefragBytes is the size a defragmentation after
 	// the compaction would leave: every remaining entry of every bucket
 	// packed as etcd's defrag writes them (server/storage/backend/

@@ -13,6 +13,7 @@ import (
 // DiffRow counts the object-level changes of one resource between two
 // files.
 type DiffRow struct {
+	// Class, Prefix, Group, Resource and Path identify the resource (keyspace.Key).
 	Class    keyspace.Class `json:"class"`
 	Prefix   string         `json:"prefix,omitempty"`
 	Group    string         `json:"group"`
@@ -41,14 +42,19 @@ func (r *DiffRow) add(o *DiffRow) {
 
 // DiffSide describes one of the two files.
 type DiffSide struct {
-	Path            string `json:"path"`
-	Revision        int64  `json:"revision"`
-	CompactRevision int64  `json:"compactRevision"`
-	LiveKeys        int64  `json:"liveKeys"`
+	// Path is the file read.
+	Path string `json:"path"`
+	// Revision is the file's current revision (see Status).
+	Revision int64 `json:"revision"`
+	// CompactRevision is the file's finished compact revision.
+	CompactRevision int64 `json:"compactRevision"`
+	// LiveKeys counts the file's live keys.
+	LiveKeys int64 `json:"liveKeys"`
 }
 
 // DiffChange is one changed key.
 type DiffChange struct {
+	// Key is the etcd key.
 	Key string `json:"key"`
 	// Change is "added", "modified" or "deleted".
 	Change string `json:"change"`
@@ -60,17 +66,21 @@ type DiffChange struct {
 
 // DiffReport compares the live keys of two files.
 type DiffReport struct {
-	SchemaVersion int      `json:"schemaVersion"`
-	From          DiffSide `json:"from"`
-	To            DiffSide `json:"to"`
+	// SchemaVersion is DiffReportSchemaVersion.
+	SchemaVersion int `json:"schemaVersion"`
+	// From is the first file (before).
+	From DiffSide `json:"from"`
+	// To is the second file (after).
+	To DiffSide `json:"to"`
 	// RevisionsBetween is To.Revision - From.Revision: the transactions
 	// committed between the two files when they come from one cluster
 	// (negative when the second file is older).
 	RevisionsBetween int64 `json:"revisionsBetween"`
 	// Rows per resource with a change, sorted by the number of changes,
 	// most first.
-	Rows  []DiffRow `json:"rows"`
-	Total DiffRow   `json:"total"`
+	Rows []DiffRow `json:"rows"`
+	// Total sums every resource, unchanged ones included.
+	Total DiffRow `json:"total"`
 	// Changes lists every changed key, sorted by key.
 	Changes []DiffChange `json:"changes"`
 }

@@ -13,31 +13,45 @@ import (
 // Object is one key read at a revision, and its value decoded as
 // kube-apiserver would serve it.
 type Object struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Path          string `json:"path"`
-	Key           string `json:"key"`
+	// SchemaVersion is ObjectSchemaVersion.
+	SchemaVersion int `json:"schemaVersion"`
+	// Path is the file read.
+	Path string `json:"path"`
+	// Key is the etcd key read.
+	Key string `json:"key"`
 	// AtRevision is the revision read at; 0 means the latest.
 	AtRevision int64 `json:"atRevision"`
 	// CurrentRevision and CompactRevision are the file's (see Status).
 	CurrentRevision int64 `json:"currentRevision"`
+	// CompactRevision is the file's finished compact revision.
 	CompactRevision int64 `json:"compactRevision"`
 	// The key's entry: mvccpb.KeyValue fields.
-	ModRevision    int64 `json:"modRevision"`
+	ModRevision int64 `json:"modRevision"`
+	// CreateRevision is the revision that created the key.
 	CreateRevision int64 `json:"createRevision"`
-	Version        int64 `json:"version"`
-	Lease          int64 `json:"lease"`
-	ValueBytes     int64 `json:"valueBytes"`
+	// Version counts the key's changes since creation.
+	Version int64 `json:"version"`
+	// Lease is the ID of the key's lease, 0 for none.
+	Lease int64 `json:"lease"`
+	// ValueBytes is the length of the stored value.
+	ValueBytes int64 `json:"valueBytes"`
 	// ResourceVersion is ModRevision as kube-apiserver serves it.
 	ResourceVersion string `json:"resourceVersion"`
 	// Encoding, APIVersion, Kind and the encryption provider and key name
 	// describe the stored value (keyspace.DetectValue).
-	Encoding           keyspace.Encoding `json:"encoding"`
-	APIVersion         string            `json:"apiVersion"`
-	Kind               string            `json:"kind"`
-	Encrypted          bool              `json:"encrypted"`
-	EncryptionProvider string            `json:"encryptionProvider,omitempty"`
-	EncryptionVersion  string            `json:"encryptionVersion,omitempty"`
-	EncryptionKey      string            `json:"encryptionKey,omitempty"`
+	Encoding keyspace.Encoding `json:"encoding"`
+	// APIVersion is the stored object's apiVersion, when readable.
+	APIVersion string `json:"apiVersion"`
+	// Kind is the stored object's kind, when readable.
+	Kind string `json:"kind"`
+	// Encrypted is set for a value encrypted at rest (k8s:enc:...).
+	Encrypted bool `json:"encrypted"`
+	// EncryptionProvider is aescbc, aesgcm, secretbox or kms.
+	EncryptionProvider string `json:"encryptionProvider,omitempty"`
+	// EncryptionVersion is the provider's format version, v1 or v2.
+	EncryptionVersion string `json:"encryptionVersion,omitempty"`
+	// EncryptionKey names the key (or KMS plugin) the value was encrypted with.
+	EncryptionKey string `json:"encryptionKey,omitempty"`
 	// Redacted is set when Object is a Secret whose data was replaced
 	// (keyspace.RedactSecret).
 	Redacted bool `json:"redacted"`

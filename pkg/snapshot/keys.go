@@ -15,7 +15,9 @@ import (
 // its latest entry, and what its value is, without decoding the object.
 // JSON field names are a contract.
 type KeyInfo struct {
-	Key       string         `json:"key"`
+	// Key is the etcd key.
+	Key string `json:"key"`
+	// Class, Group, Resource, Namespace and Name are the key parsed onto Kubernetes' key space (keyspace.Key).
 	Class     keyspace.Class `json:"class"`
 	Group     string         `json:"group"`
 	Resource  string         `json:"resource"`
@@ -118,16 +120,20 @@ func keyInfo(k keyspace.Key, key string, e *Entry) KeyInfo {
 
 // HistoryEntry is one stored revision of a key.
 type HistoryEntry struct {
+	// Main and Sub are the entry's revision, the bucket key.
 	Main int64 `json:"main"`
 	Sub  int64 `json:"sub"`
 	// ModRevision is the KeyValue's mod_revision (Main for a put, 0 in a
 	// tombstone, which holds only the key).
-	ModRevision    int64 `json:"modRevision"`
+	ModRevision int64 `json:"modRevision"`
+	// CreateRevision, Version and Lease are the KeyValue's (0 in a tombstone).
 	CreateRevision int64 `json:"createRevision"`
 	Version        int64 `json:"version"`
 	Lease          int64 `json:"lease"`
-	Tombstone      bool  `json:"tombstone"`
-	ValueBytes     int64 `json:"valueBytes"`
+	// Tombstone is set for a delete.
+	Tombstone bool `json:"tombstone"`
+	// ValueBytes is the length of the stored value.
+	ValueBytes int64 `json:"valueBytes"`
 	// Bytes is the whole entry as stored: bucket key plus KeyValue.
 	Bytes int64 `json:"bytes"`
 }

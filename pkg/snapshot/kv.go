@@ -21,12 +21,18 @@ import (
 // key (server/storage/mvcc/kvstore_txn.go delete); an entry written by
 // `etcdutl snapshot restore --bump-revision` is empty.
 type KeyValue struct {
-	Key            []byte
+	// Key is the etcd key.
+	Key []byte
+	// CreateRevision is the main revision that created the key (0 in a tombstone).
 	CreateRevision int64
-	ModRevision    int64
-	Version        int64
-	Value          []byte
-	Lease          int64
+	// ModRevision is the main revision of this change (0 in a tombstone).
+	ModRevision int64
+	// Version counts the changes since creation, from 1 (0 in a tombstone).
+	Version int64
+	// Value is the stored bytes.
+	Value []byte
+	// Lease is the ID of the lease the key is attached to, 0 for none.
+	Lease int64
 }
 
 // DecodeKeyValue parses the protobuf wire format of mvccpb.KeyValue with

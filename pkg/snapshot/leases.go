@@ -17,7 +17,8 @@ type LeaseRow struct {
 	Lease
 	// Keys counts live keys whose latest entry carries this lease;
 	// LiveBytes sums those entries.
-	Keys      int64 `json:"keys"`
+	Keys int64 `json:"keys"`
+	// LiveBytes sums the latest entries of those keys.
 	LiveBytes int64 `json:"liveBytes"`
 	// Resources counts those keys per resource ("events.k8s.io" style
 	// kubectl names; "(outside prefix)" and the like for other keys).
@@ -29,12 +30,15 @@ type LeaseRow struct {
 
 // LeaseReport lists every lease with the keys attached to it.
 type LeaseReport struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Path          string `json:"path"`
+	// SchemaVersion is LeaseReportSchemaVersion.
+	SchemaVersion int `json:"schemaVersion"`
+	// Path is the file read.
+	Path string `json:"path"`
 	// Rows are sorted by Keys, most first, then by ID.
 	Rows []LeaseRow `json:"rows"`
 	// KeysWithLease and KeysWithoutLease count live keys.
-	KeysWithLease    int64 `json:"keysWithLease"`
+	KeysWithLease int64 `json:"keysWithLease"`
+	// KeysWithoutLease counts live keys without one.
 	KeysWithoutLease int64 `json:"keysWithoutLease"`
 }
 

@@ -22,8 +22,9 @@ type Meta struct {
 	// ConsistentIndex is the raft index of the last applied entry.
 	ConsistentIndex uint64 `json:"consistentIndex"`
 	// Term is the raft term of that entry; HasTerm is false before etcd 3.5.
-	Term    uint64 `json:"term"`
-	HasTerm bool   `json:"hasTerm"`
+	Term uint64 `json:"term"`
+	// HasTerm says whether meta holds a term (etcd 3.5+).
+	HasTerm bool `json:"hasTerm"`
 	// ConfState is the raft membership as JSON (etcd 3.5+), or "".
 	ConfState string `json:"confState,omitempty"`
 	// StorageVersion is the schema version "X.Y.0" written by etcd 3.6+, or "".

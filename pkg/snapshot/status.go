@@ -13,8 +13,10 @@ const StatusSchemaVersion = 1
 // Status summarises an etcd database file. JSON field names are a contract
 // other tools read.
 type Status struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Path          string `json:"path"`
+	// SchemaVersion is StatusSchemaVersion.
+	SchemaVersion int `json:"schemaVersion"`
+	// Path is the file read (a data directory's member/snap/db).
+	Path string `json:"path"`
 	// SizeBytes is the file size, snapshot trailer included.
 	SizeBytes int64 `json:"sizeBytes"`
 	// DBSizeBytes is bbolt's high-water mark (pages ever allocated) times
@@ -29,7 +31,8 @@ type Status struct {
 	// FreeBytes is the free pages times the page size: what a
 	// defragmentation gives back, on top of what a compaction frees.
 	FreeBytes int64 `json:"freeBytes"`
-	PageSize  int   `json:"pageSize"`
+	// PageSize is bbolt's page size in bytes, from the meta page.
+	PageSize int `json:"pageSize"`
 	// FragmentationPercent is FreeBytes as a percentage of DBSizeBytes,
 	// i.e. 100·(dbSize − dbSizeInUse)/dbSize, the ratio OpenShift's defrag
 	// controller compares with 45 %.
@@ -48,20 +51,24 @@ type Status struct {
 	CompactRevision int64 `json:"compactRevision"`
 	// ScheduledCompactRevision above CompactRevision means an interrupted
 	// compaction, which etcd redoes on start.
-	ScheduledCompactRevision int64  `json:"scheduledCompactRevision"`
-	ConsistentIndex          uint64 `json:"consistentIndex"`
-	Term                     uint64 `json:"term"`
+	ScheduledCompactRevision int64 `json:"scheduledCompactRevision"`
+	// ConsistentIndex is meta's consistent_index: the last applied raft index.
+	ConsistentIndex uint64 `json:"consistentIndex"`
+	// Term is meta's raft term (etcd 3.5+; 0 before).
+	Term uint64 `json:"term"`
 	// LiveKeys counts keys whose latest entry is not a tombstone (what
 	// etcdutl 3.6+ prints as total keys).
 	LiveKeys int64 `json:"liveKeys"`
 	// Revisions counts key bucket entries; Tombstones the delete entries.
-	Revisions  int64 `json:"revisions"`
+	Revisions int64 `json:"revisions"`
+	// Tombstones counts delete entries.
 	Tombstones int64 `json:"tombstones"`
 	// Leases counts entries of the lease bucket.
 	Leases int64 `json:"leases"`
 	// Hash is the CRC-32C `etcdutl snapshot status` prints (in hex in its
 	// table, in decimal in its JSON).
-	Hash            uint32  `json:"hash"`
+	Hash uint32 `json:"hash"`
+	// SnapshotTrailer is valid, invalid or absent (VerifyTrailer).
 	SnapshotTrailer Trailer `json:"snapshotTrailer"`
 	// Check is the bbolt consistency check.
 	Check *Check `json:"check"`
