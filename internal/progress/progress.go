@@ -24,8 +24,8 @@ func IsTerminal(w io.Writer) bool {
 }
 
 // Bar redraws "label [=====>    ]  42%" on w every 100 ms from load,
-// which returns the work done and in all (total 0: not started). Stop
-// erases it.
+// which returns the work done and in all (total 0: not started); a bar
+// whose work ends before its first redraw is never drawn. Stop erases it.
 type Bar struct {
 	stop chan struct{}
 	done sync.WaitGroup
@@ -49,8 +49,8 @@ func Start(w io.Writer, label string, load func() (done, total int64)) *Bar {
 				return
 			case <-t.C:
 				done, total := load()
-				if total <= 0 {
-					continue
+				if total <= 0 || (done >= total && !drawn) {
+					continue // not started, or finished before it was ever drawn
 				}
 				fmt.Fprint(w, "\r"+Line(label, done, total, 30))
 				drawn = true
