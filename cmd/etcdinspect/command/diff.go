@@ -27,17 +27,12 @@ lists every changed key.`,
 }
 
 func runDiff(cmd *cobra.Command, g *globalOptions, path1, path2 string, out io.Writer) error {
-	a, doneA, err := g.open(cmd, path1)
+	dbs, done, err := g.openAll(cmd, path1, path2)
 	if err != nil {
 		return err
 	}
-	defer doneA()
-	b, doneB, err := g.open(cmd, path2)
-	if err != nil {
-		return err
-	}
-	defer doneB()
-	rep, err := a.Diff(cmd.Context(), b, g.parser())
+	rep, err := dbs[0].Diff(cmd.Context(), dbs[1], g.parser())
+	done()
 	if err != nil {
 		return err
 	}

@@ -69,26 +69,48 @@ func (o *globalOptions) parser() keyspace.Parser {
 	return keyspace.Parser{Prefixes: prefixes}
 }
 
-// open opens path read-only; when stderr is a terminal and the file is
-// large, scans draw a progress bar there until the returned close runs.
+// open opens path read-only; see openAll.
 func (o *globalOptions) open(cmd *cobra.Command, path string) (*snapshot.DB, func(), error) {
+	dbs, done, err := o.openAll(cmd, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dbs[0], done, nil
+}
+
+// openAll opens every path read-only. When stderr is a terminal and the
+// files together are large, their scans advance one progress bar there
+// until the returned close runs; close also closes the files.
+func (o *globalOptions) openAll(cmd *cobra.Command, paths ...string) ([]*snapshot.DB, func(), error) {
 	var prog *snapshot.Progress
 	if progress.IsTerminal(cmd.ErrOrStderr()) {
 		prog = &snapshot.Progress{}
 	}
-	db, err := snapshot.Open(path, snapshot.Options{LockTimeout: o.lockTimeout, Workers: o.workers, Progress: prog})
-	if err != nil {
-		return nil, nil, err
+	var dbs []*snapshot.DB
+	closeAll := func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}
+	var size int64
+	for _, p := range paths {
+		db, err := snapshot.Open(p, snapshot.Options{LockTimeout: o.lockTimeout, Workers: o.workers, Progress: prog})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		dbs = append(dbs, db)
+		size += db.SizeBytes()
 	}
 	var bar *progress.Bar
-	if prog != nil && db.SizeBytes() >= progressMinBytes {
-		bar = progress.Start(cmd.ErrOrStderr(), "scanning "+path, prog.Load)
+	if prog != nil && size >= progressMinBytes {
+		bar = progress.Start(cmd.ErrOrStderr(), "scanning "+strings.Join(paths, " "), prog.Load)
 	}
-	return db, func() {
+	return dbs, func() {
 		if bar != nil {
 			bar.Stop()
 		}
-		db.Close()
+		closeAll()
 	}, nil
 }
 
