@@ -77,7 +77,7 @@ func (c *checker) claim(pg page) bool {
 // counts free pages. Errors in the file are reported in the result; the
 // returned error is for a failure to read the file at all.
 func (db *DB) Check() (*Check, error) {
-	res := &Check{}
+	res := &Check{Errors: []string{}}
 	err := db.guard("check the page tree", func() error {
 		c := &checker{pg: db.pg, reachable: make([]uint64, db.meta.highWater/64+1), res: res}
 		c.mark(0)

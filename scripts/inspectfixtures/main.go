@@ -17,6 +17,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -165,15 +166,18 @@ func fill(ctx context.Context, c *clientv3.Client) error {
 	put("/registry/pods/default/web-0", gen.Pod("default", "web-0", 1))
 	put("/registry/pods/default/web-0", gen.Pod("default", "web-0", 2))
 	del("/registry/pods/default/web-3")
-	// kube-apiserver's compactor: compact_rev_key then a physical
-	// compaction at the revision it held.
-	var compactAt int64
+	// kube-apiserver's compactor (k8s.io/apiserver/pkg/storage/etcd3/
+	// compact.go): compact_rev_key holds the revision to compact to, then a
+	// physical compaction at that revision.
 	steps = append(steps, func() error {
-		resp, err := c.Put(ctx, keyspace.CompactRevKey, "0")
+		cur, err := c.Get(ctx, keyspace.CompactRevKey)
 		if err != nil {
 			return err
 		}
-		compactAt = resp.Header.Revision - 1
+		compactAt := cur.Header.Revision
+		if _, err := c.Put(ctx, keyspace.CompactRevKey, strconv.FormatInt(compactAt, 10)); err != nil {
+			return err
+		}
 		_, err = c.Compact(ctx, compactAt, clientv3.WithCompactPhysical())
 		return err
 	})

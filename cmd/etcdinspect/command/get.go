@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -88,7 +89,12 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, path, key strin
 		return err
 	}
 	var doc any = obj.Object
-	if obj.Object == nil {
+	switch {
+	case obj.Object != nil:
+	case !obj.Encrypted && (obj.Encoding == keyspace.EncodingOther || obj.Encoding == keyspace.EncodingEmpty) && utf8.Valid(obj.Value):
+		// Plain text, such as compact_rev_key's decimal revision.
+		doc = map[string]any{"key": key, "modRevision": obj.ModRevision, "value": string(obj.Value)}
+	default:
 		if !obj.Encrypted {
 			return fmt.Errorf("%s: %q: cannot decode its %s value: %s (-o raw prints the stored bytes)", obj.Path, key, obj.Encoding, obj.DecodeError)
 		}
