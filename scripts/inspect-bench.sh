@@ -40,8 +40,9 @@ small="$bench/pods-10000x5.db"
 [ -f "$small" ] || go run ./scripts/inspectload -etcd "$etcd_dir/etcd" -out "$small" -pods 10000 -revisions 5
 
 cat "$big" "$small" >/dev/null # warm the page cache
+load=$(cut -d" " -f1-3 /proc/loadavg)
 hf=$(mktemp)
-hyperfine --warmup 3 --runs 15 --export-json "$hf" --output null \
+hyperfine --warmup 3 --runs 20 --export-json "$hf" --output null \
   "$inspect usage $big" \
   "$inspect usage --workers 1 $big" \
   "$inspect status $big" \
@@ -62,7 +63,7 @@ go run ./scripts/inspectreport -hyperfine "$hf" \
   -names "etcdinspect usage,etcdinspect usage --workers 1,etcdinspect status,etcdutl snapshot status,bbolt keys" \
   -date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" -commit "$(git rev-parse --short HEAD)$(git diff --quiet || echo -dirty)" \
   -machine "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)" -machine "cores=$(nproc)" \
-  -machine "memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)" -machine "kernel=$(uname -sr)" \
+  -machine "memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)" -machine "kernel=$(uname -sr)" -machine "loadavg=$load (1, 5, 15 min, before timing; the machine is shared)" \
   -version "go=$(go env GOVERSION)" -version "etcd=$("$etcd_dir/etcd" --version | awk '/etcd Version/ {print $3}')" \
   -version "etcdutl=$("$etcd_dir/etcdutl" version | awk '/etcdutl version/ {print $3}')" -version "bbolt=$bbolt_version" \
   -db "description=$(basename "$big"), $(stat -c %s "$big") bytes, $revisions revisions of 10,000 pod keys written by etcd 3.7.3, uncompacted" \
