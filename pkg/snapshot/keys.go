@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/revision"
@@ -73,8 +74,16 @@ func (f KeyFilter) match(k keyspace.Key) bool {
 func (db *DB) Keys(ctx context.Context, p keyspace.Parser, f KeyFilter) ([]KeyInfo, error) {
 	var keep func([]byte) bool
 	if f.Prefix != "" {
+		// Keep the keys that reveal the Kubernetes prefix too, for
+		// detection; they are filtered out below.
 		pre := []byte(f.Prefix)
-		keep = func(k []byte) bool { return bytes.HasPrefix(k, pre) }
+		keep = func(k []byte) bool {
+			if bytes.HasPrefix(k, pre) {
+				return true
+			}
+			_, ok := keyspace.PrefixCandidate(string(k))
+			return ok
+		}
 	}
 	t, err := db.keyTable(ctx, tableOptions{keep: keep})
 	if err != nil {
@@ -84,7 +93,7 @@ func (db *DB) Keys(ctx context.Context, p keyspace.Parser, f KeyFilter) ([]KeyIn
 	out := []KeyInfo{}
 	for _, key := range slices.Sorted(maps.Keys(t.keys)) {
 		s := t.keys[key]
-		if !s.live() {
+		if !s.live() || !strings.HasPrefix(key, f.Prefix) {
 			continue
 		}
 		k := p.Parse(key)

@@ -348,3 +348,53 @@ func TestMetaShowsAlarmsAndNoPasswords(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixDetectionAndOverride writes keys under an unusual
+// --etcd-prefix and under OpenShift's, and checks that usage detects both,
+// that --etcd-prefix overrides the detection and that keys --prefix
+// filters keys.
+func TestPrefixDetectionAndOverride(t *testing.T) {
+	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+		for _, k := range []string{"/custom/k8s/namespaces/default", "/custom/k8s/pods/ns/p1", "/custom/k8s/pods/ns/p2",
+			"/kubernetes.io/config.openshift.io/clusteroperators/console", "/elsewhere/x"} {
+			if _, err := c.Put(ctx, k, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	usage := func(args ...string) map[string]int64 {
+		t.Helper()
+		out, stderr, code := run(t, append([]string{"usage", path, "-w", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var u struct {
+			Rows []struct {
+				Class, Prefix, Group, Resource string
+				Objects                        int64
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &u); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, r := range u.Rows {
+			got[r.Class+" "+r.Prefix+" "+r.Resource+"."+r.Group] = r.Objects
+		}
+		return got
+	}
+	detected := usage()
+	want := map[string]int64{"object /custom/k8s pods.": 2, "object /custom/k8s namespaces.": 1,
+		"object /kubernetes.io clusteroperators.config.openshift.io": 1, "outside  .": 1}
+	if fmt.Sprint(detected) != fmt.Sprint(want) {
+		t.Errorf("detected rows %v, want %v", detected, want)
+	}
+	overridden := usage("--etcd-prefix", "/custom/k8s/")
+	if overridden["object /custom/k8s pods."] != 2 || overridden["outside  ."] != 2 {
+		t.Errorf("--etcd-prefix rows %v: want the pods and two keys outside", overridden)
+	}
+	out, stderr, code := run(t, "keys", path, "--prefix", "/custom/k8s/pods/", "-w", "csv")
+	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(out, "/custom/k8s/pods/ns/p2,pods,ns,p2,") {
+		t.Errorf("keys --prefix (exit %d, %s):\n%s", code, stderr, out)
+	}
+}
