@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -304,4 +305,51 @@ func (p Parser) Parse(key string) Key {
 
 func unrecognised(prefix, path, rest string) Key {
 	return Key{Class: ClassUnrecognised, Prefix: prefix, Path: path, Name: rest}
+}
+
+// markers are keys every kube-apiserver writes under its prefix, with the
+// number of segments that follow the prefix: the default namespace
+// (<prefix>/namespaces/default), the service IP allocator
+// (<prefix>/ranges/serviceips) and the kubernetes Service
+// (<prefix>/services/specs/default/kubernetes).
+var markers = []string{"/namespaces/default", "/namespaces/kube-system", "/ranges/serviceips", "/services/specs/default/kubernetes"}
+
+// PrefixCandidate returns the etcd prefix a key reveals when it is one of
+// the keys every kube-apiserver writes (<prefix>/namespaces/default,
+// <prefix>/ranges/serviceips, ...), so that a file written with an unusual
+// --etcd-prefix can be detected: DetectPrefixes collects the candidates.
+func PrefixCandidate(key string) (string, bool) {
+	for _, m := range markers {
+		if strings.HasSuffix(key, m) && len(key) > len(m) && key[0] == '/' {
+			return key[:len(key)-len(m)], true
+		}
+	}
+	return "", false
+}
+
+// DetectPrefixes returns the prefixes to parse a key space with: the
+// KnownPrefixes that hold at least one key, plus every other prefix that
+// PrefixCandidate finds among the keys, sorted; KnownPrefixes when the
+// keys reveal none. keys is called with a yield function, as an iterator.
+func DetectPrefixes(keys func(yield func(string) bool)) []string {
+	found := map[string]bool{}
+	p := Parser{}
+	for k := range keys {
+		if pre, ok := p.PrefixOf(k); ok {
+			found[pre] = true
+			continue
+		}
+		if pre, ok := PrefixCandidate(k); ok {
+			found[pre] = true
+		}
+	}
+	if len(found) == 0 {
+		return append([]string(nil), KnownPrefixes...)
+	}
+	out := make([]string, 0, len(found))
+	for pre := range found {
+		out = append(out, pre)
+	}
+	slices.Sort(out)
+	return out
 }

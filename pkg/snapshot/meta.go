@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/kubestore/etcdkit/pkg/revision"
 )
 
@@ -22,22 +20,23 @@ var (
 // Meta is the content of etcd's meta bucket.
 type Meta struct {
 	// ConsistentIndex is the raft index of the last applied entry.
-	ConsistentIndex uint64
+	ConsistentIndex uint64 `json:"consistentIndex"`
 	// Term is the raft term of that entry; HasTerm is false before etcd 3.5.
-	Term    uint64
-	HasTerm bool
+	Term uint64 `json:"term"`
+	// HasTerm says whether meta holds a term (etcd 3.5+).
+	HasTerm bool `json:"hasTerm"`
 	// ConfState is the raft membership as JSON (etcd 3.5+), or "".
-	ConfState string
+	ConfState string `json:"confState,omitempty"`
 	// StorageVersion is the schema version "X.Y.0" written by etcd 3.6+, or "".
-	StorageVersion string
+	StorageVersion string `json:"storageVersion,omitempty"`
 	// FinishedCompactRevision is the main revision of the last completed
 	// compaction, 0 if none.
-	FinishedCompactRevision int64
+	FinishedCompactRevision int64 `json:"finishedCompactRevision"`
 	// ScheduledCompactRevision is the main revision of the last compaction
 	// started; above FinishedCompactRevision it means a compaction was
 	// interrupted and etcd redoes it on start (server/storage/mvcc/kvstore.go
 	// restore).
-	ScheduledCompactRevision int64
+	ScheduledCompactRevision int64 `json:"scheduledCompactRevision"`
 }
 
 // DetectedVersion returns the storage version as etcd's
@@ -53,48 +52,67 @@ func (m Meta) DetectedVersion() string {
 	return "3.4-or-older"
 }
 
-// Meta reads the meta bucket. Malformed values (a consistent_index that is
-// not 8 bytes, a compact revision that is not a 17-byte revision) are
-// errors naming the key.
+// DecodeMeta decodes the entries of etcd's meta bucket, given as a lookup
+// function. Malformed values (a consistent_index or term that is not 8
+// bytes, a compact revision that is not a 17-byte revision) are errors
+// naming the key; unknown keys are ignored.
+func DecodeMeta(get func(key []byte) []byte) (Meta, error) {
+	var m Meta
+	u64 := func(key []byte) (uint64, bool, error) {
+		v := get(key)
+		if v == nil {
+			return 0, false, nil
+		}
+		if len(v) != 8 {
+			return 0, false, fmt.Errorf("meta %s is %d bytes, want 8", key, len(v))
+		}
+		return binary.BigEndian.Uint64(v), true, nil
+	}
+	rev := func(key []byte) (int64, error) {
+		v := get(key)
+		if v == nil {
+			return 0, nil
+		}
+		r, err := revision.DecodeRevision(v)
+		if err != nil {
+			return 0, fmt.Errorf("meta %s: %w", key, err)
+		}
+		return r.Main, nil
+	}
+	var err error
+	if m.ConsistentIndex, _, err = u64(metaConsistentIndex); err != nil {
+		return m, err
+	}
+	if m.Term, m.HasTerm, err = u64(metaTerm); err != nil {
+		return m, err
+	}
+	m.ConfState = string(get(metaConfState))
+	m.StorageVersion = string(get(metaStorageVersion))
+	if m.FinishedCompactRevision, err = rev(metaFinishedCompact); err != nil {
+		return m, err
+	}
+	m.ScheduledCompactRevision, err = rev(metaScheduledCompact)
+	return m, err
+}
+
+// Meta reads the meta bucket; see DecodeMeta for the errors, which wrap
+// ErrCorrupt and name the file.
 func (db *DB) Meta() (Meta, error) {
 	var m Meta
-	err := db.view("read the meta bucket", func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketMeta)
-		u64 := func(key []byte) (uint64, bool, error) {
-			v := b.Get(key)
-			if v == nil {
-				return 0, false, nil
-			}
-			if len(v) != 8 {
-				return 0, false, fmt.Errorf("%s: meta %s is %d bytes, want 8", db.path, key, len(v))
-			}
-			return binary.BigEndian.Uint64(v), true, nil
-		}
-		rev := func(key []byte) (int64, error) {
-			v := b.Get(key)
-			if v == nil {
-				return 0, nil
-			}
-			r, err := revision.DecodeRevision(v)
-			if err != nil {
-				return 0, fmt.Errorf("%s: meta %s: %w", db.path, key, err)
-			}
-			return r.Main, nil
+	err := db.guard("read the meta bucket", func() error {
+		vals := map[string][]byte{}
+		if err := db.forEach(bucketMeta, func(k, v []byte) error {
+			vals[string(k)] = append([]byte(nil), v...)
+			return nil
+		}); err != nil {
+			return err
 		}
 		var err error
-		if m.ConsistentIndex, _, err = u64(metaConsistentIndex); err != nil {
-			return err
+		m, err = DecodeMeta(func(k []byte) []byte { return vals[string(k)] })
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
-		if m.Term, m.HasTerm, err = u64(metaTerm); err != nil {
-			return err
-		}
-		m.ConfState = string(b.Get(metaConfState))
-		m.StorageVersion = string(b.Get(metaStorageVersion))
-		if m.FinishedCompactRevision, err = rev(metaFinishedCompact); err != nil {
-			return err
-		}
-		m.ScheduledCompactRevision, err = rev(metaScheduledCompact)
-		return err
+		return nil
 	})
 	return m, err
 }

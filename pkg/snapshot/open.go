@@ -9,20 +9,27 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"syscall"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
-// Bucket names of etcd's backend (server/storage/schema/bucket.go).
+// Bucket names of etcd's backend (server/storage/schema/bucket.go; the same
+// names since etcd 3.0).
 var (
-	bucketKey   = []byte("key")
-	bucketMeta  = []byte("meta")
-	bucketLease = []byte("lease")
+	bucketKey            = []byte("key")
+	bucketMeta           = []byte("meta")
+	bucketLease          = []byte("lease")
+	bucketAlarm          = []byte("alarm")
+	bucketAuth           = []byte("auth")
+	bucketAuthUsers      = []byte("authUsers")
+	bucketAuthRoles      = []byte("authRoles")
+	bucketMembers        = []byte("members")
+	bucketMembersRemoved = []byte("members_removed")
+	bucketCluster        = []byte("cluster")
 )
 
-// Errors returned by Open. Each is wrapped with the file's path.
+// Errors returned by Open and by the reads that follow. Each is wrapped
+// with the file's path.
 var (
 	// ErrEmpty is returned for a zero-length file.
 	ErrEmpty = errors.New("file is empty, not an etcd database")
@@ -38,9 +45,17 @@ var (
 	// ErrTruncated is returned when the file is shorter than the pages its
 	// meta page says were allocated.
 	ErrTruncated = errors.New("file is truncated")
-	// ErrCorrupt is returned when reading the file faults or bbolt panics on
-	// a corrupt page; the message names what was being read.
+	// ErrCorrupt is returned when a page or an entry is malformed, or when
+	// reading the mapped file faults; the message names the page or entry.
 	ErrCorrupt = errors.New("corrupt database")
+	// ErrCompacted is returned by Get and Compaction for a revision below
+	// the compact revision: its history is gone.
+	ErrCompacted = errors.New("revision has been compacted")
+	// ErrFutureRevision is returned for a revision above the current one.
+	ErrFutureRevision = errors.New("revision is in the future")
+	// ErrKeyNotFound is returned by Get and History for a key without an
+	// entry (at the requested revision).
+	ErrKeyNotFound = errors.New("key not found")
 )
 
 // Options control Open.
@@ -49,6 +64,12 @@ type Options struct {
 	// member holds an exclusive one. 0 means 2 seconds. Open never waits
 	// forever.
 	LockTimeout time.Duration
+	// Workers is how many goroutines a scan of the key bucket uses; 0 means
+	// GOMAXPROCS.
+	Workers int
+	// Progress, when set, is advanced by every scan so that a caller can
+	// draw a progress bar.
+	Progress *Progress
 }
 
 // Trailer says whether a file ends with the SHA-256 checksum that
@@ -64,19 +85,23 @@ const (
 )
 
 // DB is an etcd backend database opened read-only: a member's
-// member/snap/db or the output of `etcdctl snapshot save`. Nothing in this
-// package writes to it: the file is opened O_RDONLY, mapped read-only, and
-// bbolt's read-only mode never commits.
+// member/snap/db or the output of `etcdctl snapshot save`. The file is
+// opened O_RDONLY under a shared lock and mapped with PROT_READ; no bbolt
+// transaction is ever begun, so nothing can be written back. Methods may be
+// called concurrently.
 type DB struct {
 	path string
 	size int64
-	bolt *bolt.DB
+	file *os.File
+	meta boltMeta
+	pg   *pager
+	opts Options
 }
 
 // Open opens path read-only. path may be a db file or an etcd data
 // directory (then DIR/member/snap/db is opened). Errors name the path and
-// wrap ErrEmpty, ErrNotBolt, ErrNotEtcd, ErrLocked, ErrCorrupt or the
-// operating system's error.
+// wrap ErrEmpty, ErrNotBolt, ErrTruncated, ErrNotEtcd, ErrLocked,
+// ErrCorrupt or the operating system's error.
 func Open(path string, opts Options) (db *DB, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -95,7 +120,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if fi.Size() == 0 {
 		return nil, fmt.Errorf("%s: %w", path, ErrEmpty)
 	}
-	if fi.Size() < 2*1024 {
+	if fi.Size() < 1024 {
 		return nil, fmt.Errorf("%s: %w: %d bytes is shorter than two meta pages", path, ErrNotBolt, fi.Size())
 	}
 	m, err := readMeta(path)
@@ -106,63 +131,125 @@ func Open(path string, opts Options) (db *DB, err error) {
 		return nil, fmt.Errorf("%s: %w: %d bytes, but its meta page counts %d pages of %d bytes (%d bytes)",
 			path, ErrTruncated, fi.Size(), m.highWater, m.pageSize, want)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
 	timeout := opts.LockTimeout
 	if timeout == 0 {
 		timeout = 2 * time.Second
 	}
-	var bdb *bolt.DB
-	err = guard(path, "open", func() error {
-		var err error
-		bdb, err = bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: timeout})
-		return err
-	})
-	switch {
-	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
-		return nil, fmt.Errorf("%s: %w: %v", path, ErrNotBolt, err)
-	case err != nil:
-		return nil, err
+	if err := lockShared(f, timeout); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	db = &DB{path: path, size: fi.Size(), bolt: bdb}
-	err = db.view("check buckets", func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketKey) == nil || tx.Bucket(bucketMeta) == nil {
-			return fmt.Errorf("%s: %w", path, ErrNotEtcd)
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: map read-only: %w", path, err)
+	}
+	db = &DB{path: path, size: fi.Size(), file: f, meta: m, opts: opts,
+		pg: &pager{data: data, pageSize: uint64(m.pageSize), highWater: m.highWater}}
+	err = db.guard("find etcd's buckets", func() error {
+		for _, name := range [][]byte{bucketKey, bucketMeta} {
+			if _, ok, err := db.bucket(name); err != nil {
+				return err
+			} else if !ok {
+				return fmt.Errorf("%s: %w", path, ErrNotEtcd)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		bdb.Close()
+		db.Close()
 		return nil, err
 	}
 	return db, nil
+}
+
+// lockShared takes a shared flock on f, as bbolt's read-only mode does,
+// polling until timeout; a running etcd member holds an exclusive one.
+func lockShared(f *os.File, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if err != syscall.EWOULDBLOCK {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return ErrLocked
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Path returns the file that was opened (for a data directory, its
 // member/snap/db).
 func (db *DB) Path() string { return db.path }
 
-// Close releases the file.
-func (db *DB) Close() error { return db.bolt.Close() }
+// SizeBytes returns the file's size when it was opened.
+func (db *DB) SizeBytes() int64 { return db.size }
 
-// view runs fn in a read transaction, turning panics and memory faults
-// into ErrCorrupt.
-func (db *DB) view(what string, fn func(*bolt.Tx) error) error {
-	return guard(db.path, what, func() error { return db.bolt.View(fn) })
+// Close unmaps and releases the file; it is safe to call once.
+func (db *DB) Close() error {
+	err := syscall.Munmap(db.pg.data)
+	if cerr := db.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
-// guard runs fn, converting a panic (bbolt panics on some corrupt pages) or
-// a fault on the memory-mapped file (a truncated file) into an error naming
-// the file and the operation.
-func guard(path, what string, fn func() error) (err error) {
+// bucket looks up a top-level bucket.
+func (db *DB) bucket(name []byte) (bucket, bool, error) {
+	flags, v, ok, err := db.pg.get(bucket{root: db.meta.root}, name)
+	if err != nil || !ok {
+		return bucket{}, false, err
+	}
+	if flags&bucketLeafFlag == 0 {
+		return bucket{}, false, corruptf("root entry %q is not a bucket", name)
+	}
+	b, err := bucketValue(v)
+	return b, err == nil, err
+}
+
+// forEach calls fn for every entry of a top-level bucket in key order; a
+// missing bucket has none.
+func (db *DB) forEach(name []byte, fn func(k, v []byte) error) error {
+	b, ok, err := db.bucket(name)
+	if err != nil || !ok {
+		return err
+	}
+	root, err := db.pg.rootPage(b)
+	if err != nil {
+		return err
+	}
+	return db.pg.walk(root, false, newPageSet(db.meta.highWater), func(_ uint32, k, v []byte) error { return fn(k, v) })
+}
+
+// guard runs fn, converting a panic or a fault on the memory-mapped file
+// (a file truncated while open) into an ErrCorrupt error naming the file
+// and the operation, and prefixing other errors with the path when they
+// do not already name it.
+func (db *DB) guard(what string, fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w while trying to %s: %v", path, ErrCorrupt, what, r)
+			err = fmt.Errorf("%s: %w while trying to %s: %v", db.path, ErrCorrupt, what, r)
 		}
 	}()
-	return fn()
+	return db.named(fn())
+}
+
+// named prefixes err with the path unless it already starts with it.
+func (db *DB) named(err error) error {
+	if err == nil || len(err.Error()) >= len(db.path) && err.Error()[:len(db.path)] == db.path {
+		return err
+	}
+	return fmt.Errorf("%s: %w", db.path, err)
 }
 
 // VerifyTrailer reports whether the file ends with a snapshot checksum and,

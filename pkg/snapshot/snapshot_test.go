@@ -20,9 +20,9 @@ import (
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
 
-// fixture describes what fillCluster wrote, to compare with what the
+// filled describes what fillCluster wrote, to compare with what the
 // inspection finds.
-type fixture struct {
+type filled struct {
 	lastRevision    int64
 	compactRevision int64
 	livePods        int64
@@ -33,7 +33,7 @@ type fixture struct {
 
 // fillCluster writes pods and configmaps the way kube-apiserver stores them,
 // updates and deletes some, writes compact_rev_key and compacts.
-func fillCluster(t *testing.T, ctx context.Context, c *clientv3.Client) fixture {
+func fillCluster(t *testing.T, ctx context.Context, c *clientv3.Client) filled {
 	t.Helper()
 	codec, err := keyspace.NewCodec()
 	if err != nil {
@@ -47,7 +47,7 @@ func fillCluster(t *testing.T, ctx context.Context, c *clientv3.Client) fixture 
 		}
 		return resp.Header.Revision
 	}
-	var f fixture
+	var f filled
 	for i := range 20 {
 		ns := fmt.Sprintf("ns-%d", i%3)
 		name := fmt.Sprintf("pod-%d", i)
@@ -115,7 +115,7 @@ func sha(t *testing.T, path string) [32]byte {
 }
 
 func TestUsageAndStatusOfRealDB(t *testing.T) {
-	var f fixture
+	var f filled
 	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) { f = fillCluster(t, ctx, c) })
 	before := sha(t, path)
 	info, _ := os.Stat(path)
@@ -161,7 +161,7 @@ func TestUsageAndStatusOfRealDB(t *testing.T) {
 		t.Errorf("namespace rows sum to %d objects, total is %d", sum, u.Total.Objects)
 	}
 
-	st, err := db.StatusFrom(u)
+	st, _, err := db.Status(t.Context(), keyspace.Parser{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,15 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
 
 // UsageRow aggregates the key bucket entries of one group of keys. Bytes
-// are what bbolt stores per entry (Entry.Bytes).
+// are what bbolt stores per entry (Entry.Bytes): bucket key plus the
+// marshalled KeyValue, without page overhead.
 type UsageRow struct {
 	// Class, Prefix, Group, Resource, Path and Namespace identify the row;
 	// which of them are set depends on the Dimension (see Usage.By).
@@ -41,13 +43,29 @@ func (r *UsageRow) add(o *UsageRow) {
 	r.Tombstones += o.Tombstones
 }
 
-// Usage is the key bucket aggregated per Kubernetes resource and namespace,
-// from one revision-ordered scan.
+// addKey counts one key's entries.
+func (r *UsageRow) addKey(s *keyStat) {
+	r.Revisions += s.revisions
+	r.Tombstones += s.tombstones
+	if s.live() {
+		r.Objects++
+		r.LiveBytes += s.last.bytes
+		r.HistoryBytes += s.bytes - s.last.bytes
+	} else {
+		r.HistoryBytes += s.bytes
+	}
+}
+
+// Usage is the key bucket aggregated per Kubernetes resource and namespace.
 type Usage struct {
+	// Prefixes are the Kubernetes prefixes keys were parsed with: the
+	// caller's, or those detected in the file (keyspace.DetectPrefixes).
+	Prefixes []string
 	// Rows holds one row per class, prefix, group, resource, path and
 	// namespace, in no particular order; use By for a sorted roll-up.
 	Rows []UsageRow
-	// Total sums every row.
+	// Total sums every row. Total.Objects, Revisions and Tombstones equal
+	// Status.LiveKeys, Revisions and Tombstones of the same file.
 	Total UsageRow
 	// LastRevision is the main revision of the last entry.
 	LastRevision int64
@@ -99,6 +117,11 @@ func (u *Usage) By(dim Dimension) []UsageRow {
 	for i, r := range out {
 		rows[i] = *r
 	}
+	sortRows(rows)
+	return rows
+}
+
+func sortRows(rows []UsageRow) {
 	slices.SortFunc(rows, func(a, b UsageRow) int {
 		if c := cmp.Compare(b.LiveBytes+b.HistoryBytes, a.LiveBytes+a.HistoryBytes); c != 0 {
 			return c
@@ -106,64 +129,57 @@ func (u *Usage) By(dim Dimension) []UsageRow {
 		return cmp.Or(cmp.Compare(a.Class, b.Class), cmp.Compare(a.Prefix, b.Prefix), cmp.Compare(a.Group, b.Group),
 			cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Namespace, b.Namespace))
 	})
-	return rows
 }
 
-// keyState tracks one key during the scan: the row it counts in and the
-// bytes of its latest entry if that entry is live.
-type keyState struct {
-	row       int
-	liveBytes int64
-	live      bool
-}
-
-// Usage scans the key bucket once, in revision order, and aggregates it
-// per Kubernetes key as p parses it. Memory grows with the number of
-// distinct keys, not with the number of revisions. Errors are those of
-// ForEachRevision.
-func (db *DB) Usage(ctx context.Context, p keyspace.Parser) (*Usage, error) {
-	u := &Usage{}
-	rows := map[UsageRow]int{}
-	keys := map[string]*keyState{}
-	err := db.ForEachRevision(ctx, func(e Entry) error {
-		u.LastRevision = e.Key.Main
-		st, ok := keys[string(e.KV.Key)]
-		if !ok {
-			k := p.Parse(string(e.KV.Key))
-			id := UsageRow{Class: k.Class, Prefix: k.Prefix, Group: k.Group, Resource: k.Resource, Path: k.Path, Namespace: k.Namespace}
-			ri, ok := rows[id]
-			if !ok {
-				ri = len(u.Rows)
-				rows[id] = ri
-				u.Rows = append(u.Rows, id)
+// parserFor returns p, or, when p names no prefixes, a parser for the
+// prefixes detected among the table's keys.
+func parserFor(p keyspace.Parser, t *keyTable) keyspace.Parser {
+	if len(p.Prefixes) > 0 {
+		return p
+	}
+	return keyspace.Parser{Prefixes: keyspace.DetectPrefixes(func(yield func(string) bool) {
+		for k := range t.keys {
+			if !yield(k) {
+				return
 			}
-			st = &keyState{row: ri}
-			keys[string(e.KV.Key)] = st
 		}
-		row := &u.Rows[st.row]
-		row.Revisions++
-		if st.live {
-			// The previous latest entry becomes history.
-			row.LiveBytes -= st.liveBytes
-			row.HistoryBytes += st.liveBytes
-			row.Objects--
-		}
-		if e.Key.Tombstone {
-			row.Tombstones++
-			row.HistoryBytes += e.Bytes
-			st.live, st.liveBytes = false, 0
-			return nil
-		}
-		row.Objects++
-		row.LiveBytes += e.Bytes
-		st.live, st.liveBytes = true, e.Bytes
-		return nil
-	})
+	})}
+}
+
+// rowID is the finest usage row a key belongs to.
+func rowID(k keyspace.Key) UsageRow {
+	return UsageRow{Class: k.Class, Prefix: k.Prefix, Group: k.Group, Resource: k.Resource, Path: k.Path, Namespace: k.Namespace}
+}
+
+// Usage scans the key bucket with every worker (Options.Workers), each on
+// a contiguous revision range, and aggregates it per Kubernetes key as p
+// parses it (p without prefixes: the prefixes detected in the file).
+// Memory grows with the number of distinct keys, not with the number of
+// revisions or the file size. Errors are those of ForEachRevision.
+func (db *DB) Usage(ctx context.Context, p keyspace.Parser) (*Usage, error) {
+	t, err := db.keyTable(ctx, tableOptions{})
 	if err != nil {
 		return nil, err
+	}
+	return usageFrom(t, p), nil
+}
+
+func usageFrom(t *keyTable, p keyspace.Parser) *Usage {
+	p = parserFor(p, t)
+	u := &Usage{Prefixes: p.Prefixes, LastRevision: t.lastRevision}
+	rows := map[UsageRow]int{}
+	for _, key := range slices.Sorted(maps.Keys(t.keys)) {
+		id := rowID(p.Parse(key))
+		ri, ok := rows[id]
+		if !ok {
+			ri = len(u.Rows)
+			rows[id] = ri
+			u.Rows = append(u.Rows, id)
+		}
+		u.Rows[ri].addKey(t.keys[key])
 	}
 	for i := range u.Rows {
 		u.Total.add(&u.Rows[i])
 	}
-	return u, nil
+	return u
 }

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubestore/etcdkit/cmd/etcdinspect/command"
@@ -127,16 +132,38 @@ func TestUsageAndStatusJSON(t *testing.T) {
 
 func TestBadInputExitsWithOneLine(t *testing.T) {
 	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty.db")
-	os.WriteFile(empty, nil, 0o600)
-	garbage := filepath.Join(dir, "garbage.db")
-	os.WriteFile(garbage, bytes.Repeat([]byte("not a database "), 1000), 0o600)
-	truncated := filepath.Join(dir, "truncated.db")
-	full, err := os.ReadFile(makeDB(t))
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	full, err := os.ReadFile(fixture("3.7"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(truncated, full[:len(full)/3], 0o600)
+	empty := write("empty.db", nil)
+	garbage := write("garbage.db", bytes.Repeat([]byte("not a database "), 1000))
+	random := make([]byte, 64*1024)
+	for i := range random {
+		random[i] = byte(i*7919 + i>>3)
+	}
+	randomPath := write("random.db", random)
+	truncated := write("truncated.db", full[:len(full)/3])
+	// Overwrite the key bucket's pages' headers: page 4 onwards holds data.
+	badPage := bytes.Clone(full)
+	for pg := 2; pg*4096+16 < len(badPage); pg++ {
+		binary.LittleEndian.PutUint64(badPage[pg*4096:], 0xdead)
+	}
+	badPagePath := write("bad-page.db", badPage)
+	otherBolt := filepath.Join(dir, "other.db")
+	bdb, err := bolt.Open(otherBolt, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("widgets")); return err })
+	bdb.Close()
 
 	tests := []struct {
 		name     string
@@ -146,18 +173,40 @@ func TestBadInputExitsWithOneLine(t *testing.T) {
 	}{
 		{"empty", []string{"status", empty}, 1, "empty"},
 		{"garbage", []string{"status", garbage}, 1, "not a bbolt database"},
+		{"random bytes", []string{"usage", randomPath}, 1, "not a bbolt database"},
 		{"truncated", []string{"status", truncated}, 1, "truncated"},
+		{"corrupt pages", []string{"usage", badPagePath}, 1, "corrupt database"},
+		{"corrupt pages, keys", []string{"keys", badPagePath}, 1, "corrupt database"},
+		{"corrupt pages, meta", []string{"meta", badPagePath}, 1, "corrupt database"},
+		{"bbolt but not etcd", []string{"leases", otherBolt}, 1, "without etcd's key and meta buckets"},
 		{"missing", []string{"status", filepath.Join(dir, "missing.db")}, 1, "no such file"},
+		{"garbage history", []string{"history", garbage, "k"}, 1, "not a bbolt database"},
+		{"garbage get", []string{"get", garbage, "k"}, 1, "not a bbolt database"},
+		{"garbage compaction", []string{"compaction", garbage, "--at", "5"}, 1, "not a bbolt database"},
+		{"garbage diff", []string{"diff", fixture("3.7"), garbage}, 1, "not a bbolt database"},
+		{"compacted revision", []string{"get", fixture("3.7"), "/registry/pods/default/web-0", "--revision", "5"}, 1, "compact revision 24"},
+		{"future revision", []string{"compaction", fixture("3.7"), "--at", "99"}, 1, "above the current revision 28"},
+		{"already compacted", []string{"compaction", fixture("3.7"), "--at", "20"}, 1, "not above the compact revision 24"},
+		{"deleted key", []string{"get", fixture("3.7"), "/registry/pods/default/web-3"}, 1, "deleted at revision 24"},
+		{"no history", []string{"history", fixture("3.7"), "/nope"}, 1, "no stored revision"},
+		{"raw secret", []string{"get", fixture("3.7"), "/registry/secrets/default/db-password", "-o", "raw"}, 1, "--show-secrets"},
 		{"no argument", []string{"status"}, 2, "accepts 1 arg"},
 		{"bad format", []string{"status", empty, "-w", "yaml"}, 2, "write-out"},
 		{"bad --by", []string{"usage", empty, "--by", "kind"}, 2, "--by"},
+		{"negative --top", []string{"usage", empty, "--top", "-1"}, 2, "--top"},
+		{"prefix and resource", []string{"keys", empty, "--prefix", "/a", "--resource", "pods"}, 2, "--prefix and --resource"},
+		{"namespace alone", []string{"keys", empty, "-n", "default"}, 2, "--namespace needs --resource"},
+		{"compaction without --at", []string{"compaction", empty}, 2, "--at"},
+		{"bad -o", []string{"get", empty, "k", "-o", "xml"}, 2, "--output"},
+		{"relative --etcd-prefix", []string{"usage", empty, "--etcd-prefix", "registry"}, 2, "--prefix"},
+		{"unknown command", []string{"dump", empty}, 2, "unknown command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var sum [32]byte
-			if len(tt.args) > 1 {
-				if _, err := os.Stat(tt.args[1]); err == nil {
-					sum = fileSum(t, tt.args[1])
+			var sums [][32]byte
+			for _, a := range tt.args[1:] {
+				if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() {
+					sums = append(sums, fileSum(t, a))
 				}
 			}
 			out, stderr, code := run(t, tt.args...)
@@ -170,9 +219,182 @@ func TestBadInputExitsWithOneLine(t *testing.T) {
 			if out != "" {
 				t.Errorf("stdout %q, want nothing", out)
 			}
-			if sum != ([32]byte{}) && fileSum(t, tt.args[1]) != sum {
-				t.Error("file changed")
+			i := 0
+			for _, a := range tt.args[1:] {
+				if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() {
+					if fileSum(t, a) != sums[i] {
+						t.Errorf("%s changed", a)
+					}
+					i++
+				}
 			}
 		})
+	}
+}
+
+// TestStatusReportsAFailedCheck prints the status of a file whose synced
+// freelist frees a reachable page, then exits 1 naming the problem.
+func TestStatusReportsAFailedCheck(t *testing.T) {
+	b, err := os.ReadFile(fixture("3.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "db")
+	os.WriteFile(p, b, 0o600)
+	bdb, err := bolt.Open(p, 0o600, nil) // read-write: bbolt writes a freelist
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	b, _ = os.ReadFile(p)
+	le := binary.LittleEndian
+	// The current meta page: the one with the higher txid.
+	meta := 0
+	if le.Uint64(b[4096+64:]) > le.Uint64(b[64:]) {
+		meta = 4096
+	}
+	root, freelist := le.Uint64(b[meta+32:]), le.Uint64(b[meta+48:])
+	if freelist == ^uint64(0) || le.Uint16(b[freelist*4096+10:]) == 0 {
+		t.Fatalf("no synced freelist with free pages (freelist page %d)", freelist)
+	}
+	le.PutUint64(b[freelist*4096+16:], root) // the first free id becomes the root page
+	os.WriteFile(p, b, 0o600)
+	before := fileSum(t, p)
+
+	out, stderr, code := run(t, "status", p)
+	if code != 1 || !strings.Contains(stderr, "consistency check found") || !strings.Contains(stderr, "reachable freed") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want 1 and one line naming the check errors", code, stderr)
+	}
+	if !strings.Contains(out, "| consistency check ") || !strings.Contains(out, "reachable freed") {
+		t.Errorf("the status table does not show the failed check:\n%s", out)
+	}
+	if fileSum(t, p) != before {
+		t.Error("file changed")
+	}
+}
+
+// TestLockedByRunningMember inspects the db of a running member: a clear
+// error after the lock timeout, never a hang.
+func TestLockedByRunningMember(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	start := time.Now()
+	_, stderr, code := run(t, "status", srv.DBPath(), "--lock-timeout", "300ms")
+	if code != 1 || !strings.Contains(stderr, "etcdctl snapshot save") || !strings.Contains(stderr, srv.DBPath()) {
+		t.Errorf("exit %d, stderr %q; want 1 and a hint to use etcdctl snapshot save", code, stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// TestMetaShowsAlarmsAndNoPasswords raises a NOSPACE alarm and adds a
+// user on a real member, saves a snapshot and reads the meta buckets.
+func TestMetaShowsAlarmsAndNoPasswords(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	ctx := t.Context()
+	st, err := c.Status(ctx, srv.Endpoints[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UserAdd(ctx, "alice", "very-secret-password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := etcdserverpb.NewMaintenanceClient(c.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
+		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: st.Header.MemberId, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "snap.db")
+	os.WriteFile(p, b, 0o600)
+	out, stderr, code := run(t, "meta", p, "-w", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var ci struct {
+		Alarms []struct{ MemberID, Alarm string }
+		Users  []struct {
+			Name        string
+			HasPassword bool
+		}
+		Members        []struct{ ID, Name string }
+		ClusterVersion string
+	}
+	if err := json.Unmarshal([]byte(out), &ci); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("%x", st.Header.MemberId)
+	if len(ci.Alarms) != 1 || ci.Alarms[0].Alarm != "NOSPACE" || ci.Alarms[0].MemberID != id {
+		t.Errorf("alarms %+v, want NOSPACE on member %s", ci.Alarms, id)
+	}
+	if len(ci.Users) != 1 || ci.Users[0].Name != "alice" || !ci.Users[0].HasPassword {
+		t.Errorf("users %+v", ci.Users)
+	}
+	if len(ci.Members) != 1 || ci.Members[0].ID != id || ci.ClusterVersion == "" {
+		t.Errorf("members %+v, cluster version %q", ci.Members, ci.ClusterVersion)
+	}
+	for _, format := range []string{"json", "table"} {
+		out, _, _ := run(t, "meta", p, "-w", format)
+		if strings.Contains(out, "very-secret-password") || strings.Contains(out, "$2a$") {
+			t.Errorf("meta -w %s prints the password or its hash", format)
+		}
+	}
+}
+
+// TestPrefixDetectionAndOverride writes keys under an unusual
+// --etcd-prefix and under OpenShift's, and checks that usage detects both,
+// that --etcd-prefix overrides the detection and that keys --prefix
+// filters keys.
+func TestPrefixDetectionAndOverride(t *testing.T) {
+	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+		for _, k := range []string{"/custom/k8s/namespaces/default", "/custom/k8s/pods/ns/p1", "/custom/k8s/pods/ns/p2",
+			"/kubernetes.io/config.openshift.io/clusteroperators/console", "/elsewhere/x"} {
+			if _, err := c.Put(ctx, k, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	usage := func(args ...string) map[string]int64 {
+		t.Helper()
+		out, stderr, code := run(t, append([]string{"usage", path, "-w", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var u struct {
+			Rows []struct {
+				Class, Prefix, Group, Resource string
+				Objects                        int64
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &u); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, r := range u.Rows {
+			got[r.Class+" "+r.Prefix+" "+r.Resource+"."+r.Group] = r.Objects
+		}
+		return got
+	}
+	detected := usage()
+	want := map[string]int64{"object /custom/k8s pods.": 2, "object /custom/k8s namespaces.": 1,
+		"object /kubernetes.io clusteroperators.config.openshift.io": 1, "outside  .": 1}
+	if fmt.Sprint(detected) != fmt.Sprint(want) {
+		t.Errorf("detected rows %v, want %v", detected, want)
+	}
+	overridden := usage("--etcd-prefix", "/custom/k8s/")
+	if overridden["object /custom/k8s pods."] != 2 || overridden["outside  ."] != 2 {
+		t.Errorf("--etcd-prefix rows %v: want the pods and two keys outside", overridden)
+	}
+	out, stderr, code := run(t, "keys", path, "--prefix", "/custom/k8s/pods/", "-w", "csv")
+	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(out, "/custom/k8s/pods/ns/p2,pods,ns,p2,") {
+		t.Errorf("keys --prefix (exit %d, %s):\n%s", code, stderr, out)
 	}
 }

@@ -2,6 +2,8 @@
 package command
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,9 +12,14 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/internal/progress"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
+
+// progressMinBytes is the file size from which a scan draws a progress bar
+// (on a terminal only).
+const progressMinBytes = 64 << 20
 
 // globalOptions are the flags every subcommand shares.
 type globalOptions struct {
@@ -20,15 +27,23 @@ type globalOptions struct {
 	formatValue *output.FormatValue
 	prefixes    []string
 	lockTimeout time.Duration
+	workers     int
+	memStats    bool
+
+	heap *progress.HeapSampler
 }
 
 func (o *globalOptions) AddFlags(fs *pflag.FlagSet) {
 	o.formatValue = output.NewFormatValue(&o.format, output.FormatTable)
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names())
-	fs.StringSliceVar(&o.prefixes, "prefix", nil,
-		"Kubernetes etcd prefix (kube-apiserver --etcd-prefix); repeatable; default: detect "+strings.Join(keyspace.KnownPrefixes, ", "))
+	usage := "Kubernetes etcd prefix (kube-apiserver --etcd-prefix); repeatable; default: detect " + strings.Join(keyspace.KnownPrefixes, ", ")
+	fs.StringSliceVar(&o.prefixes, "prefix", nil, usage)
+	fs.StringSliceVar(&o.prefixes, "etcd-prefix", nil, "same as --prefix (on `keys`, --prefix filters keys instead)")
 	fs.DurationVar(&o.lockTimeout, "lock-timeout", 2*time.Second,
 		"how long to wait for a file held by a running etcd member before giving up")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines scanning the key bucket (0: one per CPU)")
+	fs.BoolVar(&o.memStats, "mem-stats", false, "print the peak Go heap and allocations as JSON on stderr at exit")
+	_ = fs.MarkHidden("mem-stats")
 }
 
 func (o *globalOptions) Validate() error {
@@ -40,15 +55,63 @@ func (o *globalOptions) Validate() error {
 	if o.lockTimeout <= 0 {
 		return cli.FlagErrorf("--lock-timeout must be positive")
 	}
+	if o.workers < 0 {
+		return cli.FlagErrorf("--workers must not be negative")
+	}
 	return nil
 }
 
 func (o *globalOptions) parser() keyspace.Parser {
-	return keyspace.Parser{Prefixes: o.prefixes}
+	prefixes := make([]string, len(o.prefixes))
+	for i, p := range o.prefixes {
+		prefixes[i] = strings.TrimRight(p, "/")
+	}
+	return keyspace.Parser{Prefixes: prefixes}
 }
 
-func (o *globalOptions) open(path string) (*snapshot.DB, error) {
-	return snapshot.Open(path, snapshot.Options{LockTimeout: o.lockTimeout})
+// open opens path read-only; see openAll.
+func (o *globalOptions) open(cmd *cobra.Command, path string) (*snapshot.DB, func(), error) {
+	dbs, done, err := o.openAll(cmd, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dbs[0], done, nil
+}
+
+// openAll opens every path read-only. When stderr is a terminal and the
+// files together are large, their scans advance one progress bar there
+// until the returned close runs; close also closes the files.
+func (o *globalOptions) openAll(cmd *cobra.Command, paths ...string) ([]*snapshot.DB, func(), error) {
+	var prog *snapshot.Progress
+	if progress.IsTerminal(cmd.ErrOrStderr()) {
+		prog = &snapshot.Progress{}
+	}
+	var dbs []*snapshot.DB
+	closeAll := func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}
+	var size int64
+	for _, p := range paths {
+		db, err := snapshot.Open(p, snapshot.Options{LockTimeout: o.lockTimeout, Workers: o.workers, Progress: prog})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		dbs = append(dbs, db)
+		size += db.SizeBytes()
+	}
+	var bar *progress.Bar
+	if prog != nil && size >= progressMinBytes {
+		bar = progress.Start(cmd.ErrOrStderr(), "scanning "+strings.Join(paths, " "), prog.Load)
+	}
+	return dbs, func() {
+		if bar != nil {
+			bar.Stop()
+		}
+		closeAll()
+	}, nil
 }
 
 // NewRootCommand returns a fresh etcdinspect command tree.
@@ -62,13 +125,38 @@ directory, or a file written by 'etcdctl snapshot save') without starting etcd
 and without modifying the file, maps every key onto Kubernetes' key space and
 explains where the bytes go: live objects, history not yet compacted,
 tombstones and free pages.`,
-		PersistentPreRunE: func(*cobra.Command, []string) error { return g.Validate() },
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if err := g.Validate(); err != nil {
+				return err
+			}
+			if g.memStats {
+				g.heap = progress.SampleHeap()
+			}
+			return nil
+		},
+		PersistentPostRun: func(cmd *cobra.Command, _ []string) {
+			if g.heap != nil {
+				b, _ := json.Marshal(g.heap.Stop())
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s\n", b)
+				g.heap = nil
+			}
+		},
 	}
 	cli.PrepareRoot(root)
 	g.AddFlags(root.PersistentFlags())
 	root.RegisterFlagCompletionFunc("write-out", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return g.formatValue.Allowed(), cobra.ShellCompDirectiveNoFileComp
 	})
-	root.AddCommand(newStatusCommand(g), newUsageCommand(g))
+	root.AddCommand(newStatusCommand(g), newUsageCommand(g), newKeysCommand(g), newGetCommand(g),
+		newHistoryCommand(g), newCompactionCommand(g), newLeasesCommand(g), newMetaCommand(g), newDiffCommand(g))
 	return root
+}
+
+// numericFrom marks every column from i on as numeric.
+func numericFrom(header []string, i int) []bool {
+	n := make([]bool, len(header))
+	for j := i; j < len(n); j++ {
+		n[j] = true
+	}
+	return n
 }

@@ -60,31 +60,44 @@ type usageResult struct {
 	SchemaVersion int                 `json:"schemaVersion"`
 	Path          string              `json:"path"`
 	By            snapshot.Dimension  `json:"by"`
+	Prefixes      []string            `json:"prefixes"`
 	Rows          []snapshot.UsageRow `json:"rows"`
-	Total         snapshot.UsageRow   `json:"total"`
+	// Others sums the rows --top left out, so that rows, others and total
+	// reconcile; absent without --top.
+	Others *snapshot.UsageRow `json:"others,omitempty"`
+	Total  snapshot.UsageRow  `json:"total"`
 }
 
 func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string, out io.Writer) error {
-	db, err := g.open(path)
+	db, done, err := g.open(cmd, path)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
 	u, err := db.Usage(cmd.Context(), g.parser())
+	done()
 	if err != nil {
 		return err
 	}
 	dim := snapshot.Dimension(o.by)
 	rows := u.By(dim)
+	var others *snapshot.UsageRow
 	if o.top > 0 && len(rows) > o.top {
+		others = &snapshot.UsageRow{}
+		for _, r := range rows[o.top:] {
+			others.Objects += r.Objects
+			others.LiveBytes += r.LiveBytes
+			others.Revisions += r.Revisions
+			others.HistoryBytes += r.HistoryBytes
+			others.Tombstones += r.Tombstones
+		}
 		rows = rows[:o.top]
 	}
-	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Rows: rows, Total: u.Total}
-	return output.Write(out, g.format, makeUsageTable(dim, rows, u.Total), res)
+	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Others: others, Total: u.Total}
+	return output.Write(out, g.format, makeUsageTable(dim, rows, others, u.Total), res)
 }
 
 // makeUsageTable lays usage rows out with a total row last.
-func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, total snapshot.UsageRow) output.Table {
+func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *snapshot.UsageRow, total snapshot.UsageRow) output.Table {
 	var t output.Table
 	switch dim {
 	case snapshot.ByNamespace:
@@ -96,10 +109,7 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, total snap
 	}
 	nLabels := len(t.Header)
 	t.Header = append(t.Header, "objects", "live bytes", "revisions", "history bytes", "tombstones")
-	t.Numeric = make([]bool, len(t.Header))
-	for i := nLabels; i < len(t.Numeric); i++ {
-		t.Numeric[i] = true
-	}
+	t.Numeric = numericFrom(t.Header, nLabels)
 	for _, r := range rows {
 		var labels []string
 		switch dim {
@@ -111,6 +121,11 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, total snap
 			labels = resourceLabels(r)
 		}
 		t.Rows = append(t.Rows, append(labels, numbers(r)...))
+	}
+	if others != nil {
+		otherLabels := make([]string, nLabels)
+		otherLabels[0] = "(other rows)"
+		t.Rows = append(t.Rows, append(otherLabels, numbers(*others)...))
 	}
 	totalLabels := make([]string, nLabels)
 	totalLabels[0] = "TOTAL"
@@ -132,16 +147,20 @@ func orDash(s, dash string) string {
 // resourceLabels names a row by kubectl's resource.group spelling and the
 // etcd path under its prefix; keys that are not objects get their class.
 func resourceLabels(r snapshot.UsageRow) []string {
-	switch r.Class {
+	return labels(r.Class, r.Prefix, r.Group, r.Resource, r.Path)
+}
+
+func labels(class keyspace.Class, prefix, group, resource, path string) []string {
+	k := keyspace.Key{Class: class, Group: group, Resource: resource}
+	switch class {
 	case keyspace.ClassObject, keyspace.ClassMasterLease, keyspace.ClassRangeAllocation:
-		k := keyspace.Key{Group: r.Group, Resource: r.Resource}
-		return []string{k.GroupResource(), r.Prefix + "/" + r.Path}
+		return []string{k.GroupResource(), prefix + "/" + path}
 	case keyspace.ClassCompactRevKey:
-		return []string{"(compact_rev_key)", keyspace.CompactRevKey}
+		return []string{snapshot.ResourceLabel(k), keyspace.CompactRevKey}
 	case keyspace.ClassUnrecognised:
-		return []string{"(unrecognised)", r.Prefix + "/" + r.Path}
+		return []string{snapshot.ResourceLabel(k), prefix + "/" + path}
 	}
-	return []string{"(outside prefix)", "-"}
+	return []string{snapshot.ResourceLabel(k), "-"}
 }
 
 func groupLabel(r snapshot.UsageRow) string {

@@ -1,0 +1,98 @@
+package command
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/snapshot"
+)
+
+// keysSchemaVersion versions the JSON of `keys -w json`.
+const keysSchemaVersion = 1
+
+type keysOptions struct {
+	prefix    string
+	resource  string
+	namespace string
+}
+
+func (o *keysOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.prefix, "prefix", "", "list keys starting with this etcd key prefix (e.g. /registry/pods/default/); use --etcd-prefix to set the Kubernetes prefix")
+	fs.StringVar(&o.resource, "resource", "", "list objects of one resource: pods, deployments.apps, crontabs.stable.example.com, or its etcd path (minions)")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "with --resource: only this namespace")
+}
+
+func (o *keysOptions) Validate() error {
+	switch {
+	case o.prefix != "" && o.resource != "":
+		return cli.FlagErrorf("--prefix and --resource cannot be used together")
+	case o.namespace != "" && o.resource == "":
+		return cli.FlagErrorf("--namespace needs --resource")
+	}
+	return nil
+}
+
+func newKeysCommand(g *globalOptions) *cobra.Command {
+	o := &keysOptions{}
+	cmd := &cobra.Command{
+		Use:   "keys FILE",
+		Short: "List live keys with their Kubernetes identity, revisions, lease and value encoding",
+		Args:  cli.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return runKeys(cmd, g, o, args[0], cmd.OutOrStdout())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// keysResult is the JSON of `keys -w json`.
+type keysResult struct {
+	SchemaVersion int                `json:"schemaVersion"`
+	Path          string             `json:"path"`
+	Keys          []snapshot.KeyInfo `json:"keys"`
+}
+
+func runKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, path string, out io.Writer) error {
+	db, done, err := g.open(cmd, path)
+	if err != nil {
+		return err
+	}
+	keys, err := db.Keys(cmd.Context(), g.parser(), snapshot.KeyFilter{Prefix: o.prefix, Resource: o.resource, Namespace: o.namespace})
+	done()
+	if err != nil {
+		return err
+	}
+	res := keysResult{SchemaVersion: keysSchemaVersion, Path: db.Path(), Keys: keys}
+	return output.Write(out, g.format, makeKeysTable(keys), res)
+}
+
+func makeKeysTable(keys []snapshot.KeyInfo) output.Table {
+	t := output.Table{Header: []string{"key", "resource", "namespace", "name", "create rev", "mod rev", "version", "lease", "value bytes", "encoding", "kind"}}
+	t.Numeric = numericFrom(t.Header, 4)
+	t.Numeric[9], t.Numeric[10] = false, false
+	for _, k := range keys {
+		kind := strings.TrimPrefix(k.APIVersion+"/"+k.Kind, "/")
+		if k.Encoding == keyspace.EncodingEncrypted {
+			kind = fmt.Sprintf("%s:%s key %s", k.Encoding, k.EncryptionProvider, k.EncryptionKey)
+		}
+		res := snapshot.ResourceLabel(keyspace.Key{Class: k.Class, Group: k.Group, Resource: k.Resource})
+		lease := "-"
+		if k.Lease != 0 {
+			lease = fmt.Sprintf("%x", k.Lease)
+		}
+		t.Rows = append(t.Rows, []string{k.Key, res, orDash(k.Namespace, "-"), k.Name, fmt.Sprint(k.CreateRevision),
+			fmt.Sprint(k.ModRevision), fmt.Sprint(k.Version), lease, fmt.Sprint(k.ValueBytes), string(k.Encoding), orDash(kind, "-")})
+	}
+	return t
+}

@@ -1,0 +1,46 @@
+package command
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/snapshot"
+)
+
+func newLeasesCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "leases FILE",
+		Short: "List leases with their TTL and the live keys attached to each (Kubernetes events hold most)",
+		Args:  cli.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLeases(cmd, g, args[0], cmd.OutOrStdout())
+		},
+	}
+}
+
+func runLeases(cmd *cobra.Command, g *globalOptions, path string, out io.Writer) error {
+	db, done, err := g.open(cmd, path)
+	if err != nil {
+		return err
+	}
+	rep, err := db.Leases(cmd.Context(), g.parser())
+	done()
+	if err != nil {
+		return err
+	}
+	t := output.Table{Header: []string{"lease", "ttl seconds", "remaining ttl seconds", "keys", "live bytes", "resources"}}
+	t.Numeric = []bool{false, true, true, true, true, false}
+	for _, r := range rep.Rows {
+		ttl, rem := fmt.Sprint(r.TTLSeconds), fmt.Sprint(r.RemainingTTLSeconds)
+		if r.Missing {
+			ttl, rem = "(no lease)", "-"
+		}
+		t.Rows = append(t.Rows, []string{r.IDHex, ttl, rem, fmt.Sprint(r.Keys), fmt.Sprint(r.LiveBytes), orDash(snapshot.FormatCounts(r.Resources), "-")})
+	}
+	t.Rows = append(t.Rows, []string{"TOTAL", "", "", fmt.Sprint(rep.KeysWithLease), "", fmt.Sprintf("(%d live keys without a lease)", rep.KeysWithoutLease)})
+	return output.Write(out, g.format, t, rep)
+}

@@ -1,0 +1,238 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+)
+
+func fixturePath(v string) string {
+	return filepath.Join("..", "..", "testdata", "fixtures", "etcd-"+v+".db")
+}
+
+func copyFile(t testing.TB, from string) string {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(t.TempDir(), filepath.Base(from))
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+// syncedFreelistCopy returns a copy of a fixture that bbolt has opened
+// read-write once, which writes its freelist (etcd never does).
+func syncedFreelistCopy(t *testing.T) string {
+	p := copyFile(t, fixturePath("3.7"))
+	db, err := bolt.Open(p, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// bboltCheck runs bbolt's own tx.Check, for comparison.
+func bboltCheck(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var errs []string
+	db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			errs = append(errs, err.Error())
+		}
+		return nil
+	})
+	slices.Sort(errs)
+	return errs
+}
+
+func ourCheck(t *testing.T, path string) *Check {
+	t.Helper()
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(c.Errors)
+	return c
+}
+
+// patchFreelist rewrites the ids of the file's synced freelist page.
+func patchFreelist(t *testing.T, path string, edit func(ids []uint64) []uint64) {
+	t.Helper()
+	m, err := readMeta(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int(m.freelist) * m.pageSize
+	count := int(le.Uint16(b[off+10:]))
+	ids := make([]uint64, count)
+	for i := range ids {
+		ids[i] = le.Uint64(b[off+pageHeaderSize+8*i:])
+	}
+	ids = edit(ids)
+	if len(ids) != count {
+		t.Fatalf("edit changed the count from %d to %d", count, len(ids))
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		le.PutUint64(b[off+pageHeaderSize+8*i:], id)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckAgreesWithBbolt(t *testing.T) {
+	p := syncedFreelistCopy(t)
+	c := ourCheck(t, p)
+	if !c.OK || !c.FreelistSynced || len(bboltCheck(t, p)) != 0 {
+		t.Fatalf("clean file: check %+v, bbolt %v", c, bboltCheck(t, p))
+	}
+	m, err := readMeta(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func([]uint64) []uint64
+		want string
+	}{
+		{"reachable page freed", func(ids []uint64) []uint64 { ids[0] = m.root; return ids }, "reachable freed"},
+		{"page freed twice", func(ids []uint64) []uint64 { ids[1] = ids[0]; return ids }, "already freed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := syncedFreelistCopy(t)
+			patchFreelist(t, p, tt.edit)
+			c := ourCheck(t, p)
+			want := bboltCheck(t, p)
+			if c.OK || !slices.Equal(c.Errors, want) || !strings.Contains(strings.Join(c.Errors, "\n"), tt.want) {
+				t.Errorf("check errors %q, bbolt's %q; want %q among them", c.Errors, want, tt.want)
+			}
+			if c.ErrorCount != len(c.Errors) {
+				t.Errorf("error count %d for %d errors", c.ErrorCount, len(c.Errors))
+			}
+		})
+	}
+}
+
+// TestCorruptBytesAreErrors flips bytes all over a fixture and runs every
+// reader on each copy: each must return (an error or a result), never
+// panic or fault, and errors must name the file.
+func TestCorruptBytesAreErrors(t *testing.T) {
+	orig, err := os.ReadFile(fixturePath("3.6"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := 61
+	if testing.Short() {
+		step = 509
+	}
+	dir := t.TempDir()
+	var failures, successes int
+	for off := 0; off < len(orig); off += step {
+		b := slices.Clone(orig)
+		b[off] ^= 0xa5
+		p := filepath.Join(dir, "flipped.db")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		errs := readEverything(t, p)
+		for _, err := range errs {
+			if err == nil {
+				continue
+			}
+			failures++
+			if !strings.Contains(err.Error(), p) {
+				t.Errorf("offset %d: error %q does not name the file", off, err)
+			}
+		}
+		if len(errs) > 0 && errs[len(errs)-1] == nil {
+			successes++
+		}
+	}
+	t.Logf("%d flipped copies read without error, %d errors", successes, failures)
+	if failures == 0 {
+		t.Error("no flipped byte was noticed")
+	}
+}
+
+// readEverything runs every reader; the last element is the error of
+// Status.
+func readEverything(t *testing.T, p string) []error {
+	ctx := context.Background()
+	db, err := Open(p, Options{Workers: 2})
+	if err != nil {
+		return []error{err}
+	}
+	defer db.Close()
+	var errs []error
+	_, err = db.Keys(ctx, keyspace.Parser{}, KeyFilter{})
+	errs = append(errs, err)
+	_, err = db.Leases(ctx, keyspace.Parser{})
+	errs = append(errs, err)
+	_, err = db.ClusterInfo()
+	errs = append(errs, err)
+	_, err = db.History(ctx, "/registry/pods/default/web-0")
+	if errors.Is(err, ErrKeyNotFound) {
+		err = nil
+	}
+	errs = append(errs, err)
+	_, err = db.Compaction(ctx, 27, keyspace.Parser{})
+	if errors.Is(err, ErrCompacted) || errors.Is(err, ErrFutureRevision) {
+		err = nil
+	}
+	errs = append(errs, err)
+	_, err = db.Get(ctx, "/registry/pods/default/web-1", GetOptions{})
+	if errors.Is(err, ErrKeyNotFound) {
+		err = nil
+	}
+	errs = append(errs, err)
+	_, _, err = db.Status(ctx, keyspace.Parser{})
+	return append(errs, err)
+}
+
+// FuzzOpen feeds arbitrary files to Open and every reader.
+func FuzzOpen(f *testing.F) {
+	orig, err := os.ReadFile(fixturePath("3.7"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(orig)
+	f.Add(orig[:8192])
+	f.Add([]byte("not a database"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "fuzz.db")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		readEverything(t, p)
+	})
+}
