@@ -224,6 +224,9 @@ func (m *Member) start() error {
 	return nil
 }
 
+// DBPath returns the member's bbolt database file.
+func (m *Member) DBPath() string { return filepath.Join(m.DataDir, "member", "snap", "db") }
+
 // PID returns the member's current process ID, 0 when it is not running.
 func (m *Member) PID() int {
 	m.mu.Lock()
@@ -367,6 +370,16 @@ func (c *Cluster) ClientConfig(endpoints ...string) (clientv3.Config, error) {
 		cfg.TLS = tc
 	}
 	return cfg, nil
+}
+
+// Client returns a new client of the cluster's members (see
+// ClientConfig); the caller closes it.
+func (c *Cluster) Client(endpoints ...string) (*clientv3.Client, error) {
+	cfg, err := c.ClientConfig(endpoints...)
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(cfg)
 }
 
 // WaitReady waits until every running member answers a Status call and

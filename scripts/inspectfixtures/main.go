@@ -28,8 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
-	"github.com/kubestore/etcdkit/scripts/internal/etcdproc"
 )
 
 // Lease IDs are chosen, not granted at random, so that fixtures of every
@@ -60,7 +60,7 @@ func run(etcdBin, out string) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	p, err := etcdproc.Start(ctx, etcdBin, filepath.Join(work, "data"))
+	p, err := etcdproc.Start(ctx, etcdproc.Config{BinDir: filepath.Dir(etcdBin), Dir: work})
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func run(etcdBin, out string) error {
 		return err
 	}
 	c.Close()
-	root, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Endpoint}, DialTimeout: 5 * time.Second,
+	root, err := clientv3.New(clientv3.Config{Endpoints: p.Endpoints(), DialTimeout: 5 * time.Second,
 		Username: "root", Password: rootPassword, Logger: zap.NewNop()})
 	if err != nil {
 		return err

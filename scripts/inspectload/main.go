@@ -17,8 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
-	"github.com/kubestore/etcdkit/scripts/internal/etcdproc"
 )
 
 func main() {
@@ -44,7 +44,8 @@ func run(etcdBin, out string, pods, revisions, namespaces, workers int) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	p, err := etcdproc.Start(ctx, etcdBin, filepath.Join(work, "data"), "--quota-backend-bytes", fmt.Sprint(int64(8)<<30))
+	p, err := etcdproc.Start(ctx, etcdproc.Config{BinDir: filepath.Dir(etcdBin), Dir: work,
+		ExtraArgs: []string{"--quota-backend-bytes", fmt.Sprint(int64(8) << 30)}})
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func run(etcdBin, out string, pods, revisions, namespaces, workers int) error {
 	}
 	c.Close()
 	p.Stop()
-	if err := os.Rename(p.DBPath(), out); err != nil {
+	if err := os.Rename(p.Members[0].DBPath(), out); err != nil {
 		return err
 	}
 	fi, err := os.Stat(out)
