@@ -22,6 +22,6 @@ By default it starts its own etcd member in a temporary directory; use
 --endpoints to drive an existing cluster.`,
 	}
 	cli.PrepareRoot(root)
-	root.AddCommand(newRunCommand(nil))
+	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
 	return root
 }
