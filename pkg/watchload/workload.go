@@ -559,11 +559,18 @@ type RawWorkload struct {
 
 	rng   *rand.Rand
 	value string
+	keys  []string // precomputed when the key space is small
 	once  sync.Once
 }
 
+// rawKeysPrecomputed bounds the key space whose keys are built once.
+const rawKeysPrecomputed = 1 << 20
+
 // Key returns key i.
 func (w *RawWorkload) Key(i int) string {
+	if i < len(w.keys) {
+		return w.keys[i]
+	}
 	digits := max(w.KeySize-len(w.Prefix), len(fmt.Sprint(max(w.Keys-1, 0))))
 	return fmt.Sprintf("%s%0*d", w.Prefix, digits, i)
 }
@@ -581,6 +588,13 @@ func (w *RawWorkload) Next(i int64) Op {
 func (w *RawWorkload) init() {
 	w.rng = rand.New(rand.NewPCG(w.Seed, 0xbe4c))
 	w.value = strings.Repeat("v", w.ValueSize)
+	if w.Keys <= rawKeysPrecomputed {
+		keys := make([]string, w.Keys)
+		for i := range keys {
+			keys[i] = w.Key(i)
+		}
+		w.keys = keys
+	}
 }
 
 // Do puts the value.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,7 @@ type Writers struct {
 	sent, done, errs, timeouts, conflicts, unsent atomic.Int64
 	byKind                                        [4]atomic.Int64
 
-	lastDone atomic.Int64
+	lastDone []int64 // per worker
 
 	mu      sync.Mutex
 	samples map[string]int
@@ -68,7 +69,7 @@ func NewWriters(env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writers, err
 	if o.QueueDepth <= 0 {
 		o.QueueDepth = 4096
 	}
-	return &Writers{env: env, kvs: kvs, wl: wl, o: o, samples: map[string]int{}}, nil
+	return &Writers{env: env, kvs: kvs, wl: wl, o: o, samples: map[string]int{}, lastDone: make([]int64, o.Workers)}, nil
 }
 
 // WriterProgress is a live view of the writers.
@@ -89,15 +90,23 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 	start := w.env.timing.now()
 	shared := make(chan Op, w.o.QueueDepth)
 	queues := make([]chan Op, w.o.Workers)
+	guards := make([]*opGuard, w.o.Workers)
 	var wg sync.WaitGroup
 	for i := range queues {
 		queues[i] = make(chan Op, w.o.QueueDepth)
+		guards[i] = &opGuard{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.work(ctx, i, queues[i], shared)
+			w.work(ctx, i, queues[i], shared, guards[i])
 		}()
 	}
+	workersDone := make(chan struct{})
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		watchdog(ctx, guards, w.o.Timeout, workersDone)
+	}()
 	interval := float64(time.Second) / w.o.Rate
 	var i int64
 	for i = 0; i < w.o.Total; i++ {
@@ -129,6 +138,8 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 		close(q)
 	}
 	wg.Wait()
+	close(workersDone)
+	<-watchdogDone
 
 	st := report.WriteStats{
 		Planned: w.o.Total, Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load(),
@@ -140,7 +151,7 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 	for s := range w.samples {
 		st.ErrorSamples = append(st.ErrorSamples, s)
 	}
-	if last := w.lastDone.Load(); last > start {
+	if last := slices.Max(w.lastDone); last > start {
 		st.ThroughputPerSecond = float64(st.Completed) / time.Duration(last-start).Seconds()
 		st.DurationMs = report.Ms(time.Duration(last - start))
 	}
@@ -150,7 +161,7 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 }
 
 // work runs one worker: its own queue first, shared ops when it is idle.
-func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op) {
+func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op, guard *opGuard) {
 	kv := w.kvs[id%len(w.kvs)]
 	t := w.env.timing
 	batch := make([]writeSample, 0, 64)
@@ -170,18 +181,10 @@ func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op) {
 				own = nil
 				continue
 			}
-		default:
-			select {
-			case op, ok = <-own:
-				if !ok {
-					own = nil
-					continue
-				}
-			case op, ok = <-shared:
-				if !ok {
-					shared = nil
-					continue
-				}
+		case op, ok = <-shared:
+			if !ok {
+				shared = nil
+				continue
 			}
 		}
 		if ctx.Err() != nil {
@@ -191,9 +194,12 @@ func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op) {
 		sent := t.now()
 		t.inflight.begin(id, sent)
 		w.sent.Add(1)
-		octx, cancel := context.WithTimeout(ctx, w.o.Timeout)
+		octx := guard.begin(time.Now())
 		rev, conflict, err := w.wl.Do(octx, id, kv, op)
-		cancel()
+		guard.end()
+		if err != nil && context.Cause(octx) == errOpTimeout {
+			err = fmt.Errorf("%w after %v: %v", errOpTimeout, w.o.Timeout, err)
+		}
 		done := t.now()
 		if rev != 0 {
 			t.ring.publish(rev, sent, done)
@@ -216,8 +222,7 @@ func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op) {
 			w.done.Add(1)
 			w.byKind[op.Kind].Add(1)
 		}
-		for last := w.lastDone.Load(); done > last && !w.lastDone.CompareAndSwap(last, done); last = w.lastDone.Load() {
-		}
+		w.lastDone[id] = done // read after the workers have finished
 		batch = append(batch, writeSample{scheduled: int64(op.Scheduled), done: done, failed: err != nil})
 		if len(batch) == cap(batch) {
 			flush()
@@ -225,10 +230,78 @@ func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op) {
 	}
 }
 
+// errOpTimeout is the cause of an op cancelled by the watchdog.
+var errOpTimeout = errors.New("write timed out")
+
+// opGuard bounds one worker's op in flight without a timer per op: the
+// worker's context is reused from op to op, and a watchdog shared by all
+// workers cancels it (cause errOpTimeout) when the op in flight has run
+// longer than the timeout, or when the run ends.
+type opGuard struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	sent   time.Time // zero when idle
+}
+
+// begin returns the context for the next op.
+func (g *opGuard) begin(now time.Time) context.Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx == nil || g.ctx.Err() != nil {
+		g.ctx, g.cancel = context.WithCancelCause(context.Background())
+	}
+	g.sent = now
+	return g.ctx
+}
+
+func (g *opGuard) end() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sent = time.Time{}
+}
+
+// expire cancels the op in flight if it started before deadline (or
+// unconditionally when deadline is zero).
+func (g *opGuard) expire(deadline time.Time, cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cancel != nil && !g.sent.IsZero() && (deadline.IsZero() || g.sent.Before(deadline)) {
+		g.cancel(cause)
+		g.ctx = nil
+	}
+}
+
+// watchdog expires ops older than timeout every timeout/100 (at least
+// every millisecond, at most every 100 ms) until done is closed, and every
+// op in flight when ctx ends.
+func watchdog(ctx context.Context, guards []*opGuard, timeout time.Duration, done <-chan struct{}) {
+	period := min(max(timeout/100, time.Millisecond), 100*time.Millisecond)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			deadline := time.Now().Add(-timeout)
+			for _, g := range guards {
+				g.expire(deadline, errOpTimeout)
+			}
+		case <-ctx.Done():
+			for _, g := range guards {
+				g.expire(time.Time{}, context.Cause(ctx))
+			}
+			<-done
+			return
+		case <-done:
+			return
+		}
+	}
+}
+
 // isTimeout reports whether err is a client deadline or etcd's own
 // request timeout.
 func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout) ||
+	return errors.Is(err, errOpTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout) ||
 		errors.Is(err, rpctypes.ErrGRPCTimeout) || errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail) ||
 		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost)
 }
