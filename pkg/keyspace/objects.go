@@ -342,10 +342,16 @@ func (g *Generator) Event(namespace, name, podName string, count int) *corev1.Ev
 	if er.component == "kubelet" {
 		source.Host = node
 	}
+	updatedAt := metav1.NewTime(last)
 	return &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace, UID: uid(r),
 			CreationTimestamp: metav1.NewTime(first),
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: er.component, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &updatedAt,
+				FieldsType: "FieldsV1",
+				FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:count":{},"f:firstTimestamp":{},"f:involvedObject":{},"f:lastTimestamp":{},"f:message":{},"f:reason":{},"f:reportingComponent":{},"f:reportingInstance":{},"f:source":{"f:component":{},"f:host":{}},"f:type":{}}`)},
+			}},
 		},
 		InvolvedObject: corev1.ObjectReference{
 			Kind: "Pod", Namespace: namespace, Name: podName, UID: podUID, APIVersion: "v1",

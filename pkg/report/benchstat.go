@@ -15,13 +15,13 @@ type BenchstatLine struct {
 	// Name follows "Benchmark", with sub-benchmark keys, e.g.
 	// "LwbenchRun/profile=informer/watchers=10".
 	Name    string
-	Metrics []BenchstatMetric
+	Metrics []BenchstatMetric // values in order, ns/op first
 }
 
 // BenchstatMetric is one value and its unit.
 type BenchstatMetric struct {
-	Value float64
-	Unit  string
+	Value float64 // the value
+	Unit  string  // its unit, without spaces
 }
 
 // WriteBenchstat writes the configuration header benchstat groups by

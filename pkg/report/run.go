@@ -20,27 +20,27 @@ const RunSchemaVersion = 2
 // from the start of the writes. The schema is documented field by field
 // in docs/lwbench-json.md.
 type RunResult struct {
-	SchemaVersion int       `json:"schemaVersion"`
-	StartedAt     time.Time `json:"startedAt"`
+	SchemaVersion int       `json:"schemaVersion"` // RunSchemaVersion
+	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
 	// Target describes the etcd the run drove.
 	Target Target `json:"target"`
 	// Scenario echoes the options that shaped the load.
 	Scenario Scenario `json:"scenario"`
 
-	Writes   WriteStats    `json:"writes"`
-	Delivery DeliveryStats `json:"delivery"`
+	Writes   WriteStats    `json:"writes"`   // the writers' counts and latency from schedule
+	Delivery DeliveryStats `json:"delivery"` // events and their delivery latency, merged over watchers
 	// InitialLists summarises every watcher's first LIST.
 	InitialLists ListSummary `json:"initialLists"`
 	// Relists are the LIST phases after the first, in watcher order.
 	Relists []Relist `json:"relists"`
 	// ConsistentReads is set for the apiserver-cache profile.
 	ConsistentReads *ConsistentReads `json:"consistentReads,omitempty"`
-	Compaction      []Compaction     `json:"compactions"`
-	Defrag          *Defrag          `json:"defrag,omitempty"`
-	DBSize          DBSizes          `json:"dbSize"`
-	Validation      Validation       `json:"validation"`
-	Final           FinalState       `json:"final"`
-	Watchers        []WatcherStats   `json:"watchers"`
+	Compaction      []Compaction     `json:"compactions"`      // compactions issued, in order
+	Defrag          *Defrag          `json:"defrag,omitempty"` // the defragmentation; nil if none
+	DBSize          DBSizes          `json:"dbSize"`           // member sizes at four points
+	Validation      Validation       `json:"validation"`       // watch guarantees and cache checks
+	Final           FinalState       `json:"final"`            // etcd's state when the writes ended
+	Watchers        []WatcherStats   `json:"watchers"`         // per watcher, by id
 	// Intervals is the one-second series from the start of the writes.
 	Intervals []Interval `json:"intervals"`
 	// Self is lwbench's own resource use (and etcd's, when it can be read).
@@ -52,53 +52,53 @@ type Target struct {
 	// Embedded is true when lwbench started its own member (in the same
 	// process, so that Self counts it too).
 	Embedded    bool     `json:"embedded"`
-	Endpoints   []string `json:"endpoints"`
-	EtcdVersion string   `json:"etcdVersion"`
+	Endpoints   []string `json:"endpoints"`   // client URLs driven
+	EtcdVersion string   `json:"etcdVersion"` // the first member's version, e.g. 3.7.3
 }
 
 // ResourceMix is the share of writes per resource, in percent.
 type ResourceMix struct {
-	PodsPercent       int `json:"podsPercent"`
-	ConfigMapsPercent int `json:"configMapsPercent"`
-	EventsPercent     int `json:"eventsPercent"`
+	PodsPercent       int `json:"podsPercent"`       // percent of writes to pods
+	ConfigMapsPercent int `json:"configMapsPercent"` // percent of writes to configmaps
+	EventsPercent     int `json:"eventsPercent"`     // percent of writes to events
 }
 
 // Scenario is the shape of the load.
 type Scenario struct {
 	// Profile is "informer" or "apiserver-cache".
 	Profile string `json:"profile"`
-	Prefix  string `json:"prefix"`
+	Prefix  string `json:"prefix"` // kube-apiserver's --etcd-prefix, e.g. /registry
 	// Objects is the number of pods seeded; ConfigMaps and Events the
 	// other resources seeded.
 	Objects    int `json:"objects"`
-	ConfigMaps int `json:"configMaps"`
-	Events     int `json:"events"`
-	Namespaces int `json:"namespaces"`
-	Watchers   int `json:"watchers"`
+	ConfigMaps int `json:"configMaps"` // configmaps seeded
+	Events     int `json:"events"`     // events seeded
+	Namespaces int `json:"namespaces"` // namespaces objects are spread across
+	Watchers   int `json:"watchers"`   // informers or watch caches
 	// WatchResources are the resources watchers are assigned to, round
 	// robin.
 	WatchResources []string `json:"watchResources"`
 	// Connections and Streams carry the watchers; WriterConnections the
 	// writers.
 	Connections        int         `json:"connections"`
-	Streams            int         `json:"streams"`
-	WriterConnections  int         `json:"writerConnections"`
-	WriteRatePerSecond float64     `json:"writeRatePerSecond"`
-	DurationMs         float64     `json:"durationMs"`
-	PageSize           int64       `json:"pageSize"`
-	ResourceMix        ResourceMix `json:"resourceMix"`
+	Streams            int         `json:"streams"`            // watch streams over Connections
+	WriterConnections  int         `json:"writerConnections"`  // connections the writers use
+	WriteRatePerSecond float64     `json:"writeRatePerSecond"` // scheduled writes per second
+	DurationMs         float64     `json:"durationMs"`         // length of the write phase, ms
+	PageSize           int64       `json:"pageSize"`           // LIST page size
+	ResourceMix        ResourceMix `json:"resourceMix"`        // share of writes per resource
 	// CompactionIntervalMs is negative when compaction was off.
 	CompactionIntervalMs  float64 `json:"compactionIntervalMs"`
-	CreatePercent         int     `json:"createPercent"`
-	UpdatePercent         int     `json:"updatePercent"`
-	DeletePercent         int     `json:"deletePercent"`
-	WriterConcurrency     int     `json:"writerConcurrency"`
-	HeldBackWatchers      int     `json:"heldBackWatchers"`
-	Seed                  uint64  `json:"seed"`
-	Defragment            bool    `json:"defragment"`
-	PhysicalCompaction    bool    `json:"physicalCompaction"`
-	ProgressRequestPeriod float64 `json:"progressRequestPeriodMs"`
-	EventTTLMs            float64 `json:"eventTTLMs"`
+	CreatePercent         int     `json:"createPercent"`           // percent of pod and configmap writes that create
+	UpdatePercent         int     `json:"updatePercent"`           // percent that update
+	DeletePercent         int     `json:"deletePercent"`           // percent that delete
+	WriterConcurrency     int     `json:"writerConcurrency"`       // writer workers
+	HeldBackWatchers      int     `json:"heldBackWatchers"`        // watchers held back across a compaction
+	Seed                  uint64  `json:"seed"`                    // seed of objects and the write plan
+	Defragment            bool    `json:"defragment"`              // whether the member was defragmented once
+	PhysicalCompaction    bool    `json:"physicalCompaction"`      // whether compactions waited for deletion
+	ProgressRequestPeriod float64 `json:"progressRequestPeriodMs"` // period of the final progress requests, ms
+	EventTTLMs            float64 `json:"eventTTLMs"`              // events' lease TTL, ms
 	// ConsistentListRatePerSecond is the rate of consistent LISTs served
 	// by the watch caches (apiserver-cache profile).
 	ConsistentListRatePerSecond float64 `json:"consistentListRatePerSecond"`
@@ -111,13 +111,13 @@ type Scenario struct {
 // histogram (3 significant digits for totals, 2 per interval). A zero
 // Count means no sample.
 type Latency struct {
-	Count  int64   `json:"count"`
-	P50Ms  float64 `json:"p50Ms"`
-	P90Ms  float64 `json:"p90Ms"`
-	P99Ms  float64 `json:"p99Ms"`
-	P999Ms float64 `json:"p999Ms"`
-	MaxMs  float64 `json:"maxMs"`
-	MeanMs float64 `json:"meanMs"`
+	Count  int64   `json:"count"`  // samples; 0 means none
+	P50Ms  float64 `json:"p50Ms"`  // median, ms
+	P90Ms  float64 `json:"p90Ms"`  // 90th percentile, ms
+	P99Ms  float64 `json:"p99Ms"`  // 99th percentile, ms
+	P999Ms float64 `json:"p999Ms"` // 99.9th percentile, ms
+	MaxMs  float64 `json:"maxMs"`  // largest sample, ms
+	MeanMs float64 `json:"meanMs"` // mean, ms
 }
 
 // WriteStats counts the writers' operations. Latency runs from each
@@ -126,26 +126,26 @@ type Latency struct {
 // operations are counted in it too, at the time they failed, and in
 // Errors and Timeouts beside it.
 type WriteStats struct {
-	Planned int64 `json:"planned"`
+	Planned int64 `json:"planned"` // writes scheduled
 	// Sent counts the operations handed to etcd; Unsent those never sent
 	// because the run was cancelled.
 	Sent      int64 `json:"sent"`
-	Completed int64 `json:"completed"`
-	Errors    int64 `json:"errors"`
+	Completed int64 `json:"completed"` // writes that succeeded
+	Errors    int64 `json:"errors"`    // writes that failed, timeouts included
 	// Timeouts counts errors that were client deadlines or etcd request
 	// timeouts (also counted in Errors).
 	Timeouts  int64 `json:"timeouts"`
-	Unsent    int64 `json:"unsent"`
-	Creates   int64 `json:"creates"`
-	Updates   int64 `json:"updates"`
-	Deletes   int64 `json:"deletes"`
-	Puts      int64 `json:"puts"`
-	Conflicts int64 `json:"conflicts"`
+	Unsent    int64 `json:"unsent"`    // writes never sent: the run was cancelled
+	Creates   int64 `json:"creates"`   // successful creates
+	Updates   int64 `json:"updates"`   // successful updates
+	Deletes   int64 `json:"deletes"`   // successful deletes
+	Puts      int64 `json:"puts"`      // successful plain puts
+	Conflicts int64 `json:"conflicts"` // writes that met a compare-and-swap conflict
 	// ThroughputPerSecond is Completed over DurationMs, the time from the
 	// first scheduled operation to the last one's end.
 	ThroughputPerSecond float64 `json:"throughputPerSecond"`
-	DurationMs          float64 `json:"durationMs"`
-	Latency             Latency `json:"latency"`
+	DurationMs          float64 `json:"durationMs"` // from the first scheduled write to the last end, ms
+	Latency             Latency `json:"latency"`    // from each write's scheduled time to its end, failures included
 	// ErrorSamples holds up to a few distinct error messages.
 	ErrorSamples []string `json:"errorSamples,omitempty"`
 }
@@ -159,7 +159,7 @@ type DeliveryStats struct {
 	// UntimedEvents were not (lease expiries, writes whose response was
 	// lost, writes older than the join's ring).
 	TimedEvents   int64 `json:"timedEvents"`
-	UntimedEvents int64 `json:"untimedEvents"`
+	UntimedEvents int64 `json:"untimedEvents"` // events not matched with a write
 	// EventsPerSecond is Events over the time from the first write's
 	// scheduled time to the last event received.
 	EventsPerSecond float64 `json:"eventsPerSecond"`
@@ -170,16 +170,16 @@ type DeliveryStats struct {
 	// FromSend runs from the moment the writer sent the request, an upper
 	// bound of the delay from commit.
 	FromSend                Latency `json:"fromSend"`
-	DeliveredBeforeResponse int64   `json:"deliveredBeforeResponse"`
+	DeliveredBeforeResponse int64   `json:"deliveredBeforeResponse"` // events received before their writer's response
 }
 
 // ListSummary summarises LIST phases.
 type ListSummary struct {
-	Count   int64   `json:"count"`
-	Objects int64   `json:"objects"`
-	Bytes   int64   `json:"bytes"`
-	Pages   int64   `json:"pages"`
-	Latency Latency `json:"latency"`
+	Count   int64   `json:"count"`   // LIST phases
+	Objects int64   `json:"objects"` // objects read, summed
+	Bytes   int64   `json:"bytes"`   // key and value bytes read, summed
+	Pages   int64   `json:"pages"`   // range requests, summed
+	Latency Latency `json:"latency"` // duration of each LIST phase
 }
 
 // ListAttempt is one LIST request of a relist, as the client made it.
@@ -192,36 +192,36 @@ type ListAttempt struct {
 	// ReadRevision is the etcd revision the first page read at, 0 for the
 	// latest; Revision the one the list was served at (0 if it failed).
 	ReadRevision     int64   `json:"readRevision"`
-	Revision         int64   `json:"revision"`
-	Pages            int     `json:"pages"`
-	Objects          int64   `json:"objects"`
-	FullListFallback bool    `json:"fullListFallback,omitempty"`
-	Error            string  `json:"error,omitempty"`
-	DurationMs       float64 `json:"durationMs"`
+	Revision         int64   `json:"revision"`                   // revision served at; 0 if it failed
+	Pages            int     `json:"pages"`                      // range requests
+	Objects          int64   `json:"objects"`                    // keys read
+	FullListFallback bool    `json:"fullListFallback,omitempty"` // the pager's unpaginated retry after a compacted continuation page
+	Error            string  `json:"error,omitempty"`            // why it failed; empty on success
+	DurationMs       float64 `json:"durationMs"`                 // how long it took, ms
 }
 
 // Relist is one LIST phase a watcher ran after its first.
 type Relist struct {
-	Watcher  int    `json:"watcher"`
-	Resource string `json:"resource"`
+	Watcher  int    `json:"watcher"`  // the watcher's id
+	Resource string `json:"resource"` // the resource it watches
 	// Reason is what forced it: "compacted", "watch-error", "list-error".
 	Reason string `json:"reason"`
 	// FromRevision is the revision the failed watch asked for;
 	// CompactRevision the one etcd reported.
 	FromRevision    int64 `json:"fromRevision"`
-	CompactRevision int64 `json:"compactRevision"`
+	CompactRevision int64 `json:"compactRevision"` // the compact revision etcd reported
 	// ListRevision is the revision the relist was served at (0 if every
 	// attempt failed).
 	ListRevision int64   `json:"listRevision"`
-	AtMs         float64 `json:"atMs"`
-	DurationMs   float64 `json:"durationMs"`
+	AtMs         float64 `json:"atMs"`       // when it started, ms since the epoch
+	DurationMs   float64 `json:"durationMs"` // every attempt together, ms
 	// BackoffMs is the pause before it (client-go's backoff, or the
 	// cacher's one second).
 	BackoffMs float64       `json:"backoffMs"`
-	Objects   int64         `json:"objects"`
-	Bytes     int64         `json:"bytes"`
-	Pages     int           `json:"pages"`
-	Attempts  []ListAttempt `json:"attempts"`
+	Objects   int64         `json:"objects"`  // keys read by the successful attempt
+	Bytes     int64         `json:"bytes"`    // key and value bytes read by it
+	Pages     int           `json:"pages"`    // range requests of it
+	Attempts  []ListAttempt `json:"attempts"` // every LIST request, in order
 }
 
 // ConsistentReads measures consistent LISTs served from the watch caches
@@ -229,45 +229,45 @@ type Relist struct {
 // has seen it (requesting progress notifications every 100 ms), and falls
 // back to etcd after 3 seconds.
 type ConsistentReads struct {
-	Requests        int64 `json:"requests"`
-	ServedFromCache int64 `json:"servedFromCache"`
-	Fallbacks       int64 `json:"fallbacks"`
-	Errors          int64 `json:"errors"`
+	Requests        int64 `json:"requests"`        // consistent LISTs issued
+	ServedFromCache int64 `json:"servedFromCache"` // served once the cache was fresh
+	Fallbacks       int64 `json:"fallbacks"`       // served by etcd after the 3 s wait
+	Errors          int64 `json:"errors"`          // failed
 	// ProgressRequests counts the progress requests the caches sent.
 	ProgressRequests int64 `json:"progressRequests"`
 	// ReadWait is the wait for the cache to be fresh
 	// (apiserver_watch_cache_read_wait_seconds); Latency the whole
 	// request.
 	ReadWait Latency `json:"readWait"`
-	Latency  Latency `json:"latency"`
+	Latency  Latency `json:"latency"` // whole request, from its scheduled time
 }
 
 // Compaction is one compaction the compactor issued.
 type Compaction struct {
-	AtMs       float64 `json:"atMs"`
-	Revision   int64   `json:"revision"`
-	DurationMs float64 `json:"durationMs"`
-	Error      string  `json:"error,omitempty"`
+	AtMs       float64 `json:"atMs"`            // when it was issued, ms since the epoch
+	Revision   int64   `json:"revision"`        // revision compacted to; 0 on error
+	DurationMs float64 `json:"durationMs"`      // how long the Compact call took, ms
+	Error      string  `json:"error,omitempty"` // why it failed; empty on success
 }
 
 // Defrag is one defragmentation of the member.
 type Defrag struct {
-	AtMs       float64 `json:"atMs"`
-	DurationMs float64 `json:"durationMs"`
-	Error      string  `json:"error,omitempty"`
+	AtMs       float64 `json:"atMs"`            // when it started, ms since the epoch
+	DurationMs float64 `json:"durationMs"`      // how long the member was blocked, ms
+	Error      string  `json:"error,omitempty"` // why it failed; empty on success
 }
 
 // DBSizes are the member's dbSize (file) and dbSizeInUse, as etcd's
 // Maintenance.Status reports them, at four points of the run.
 type DBSizes struct {
-	BeforeCompactionBytes      int64 `json:"beforeCompactionBytes"`
-	BeforeCompactionInUseBytes int64 `json:"beforeCompactionInUseBytes"`
-	AfterCompactionBytes       int64 `json:"afterCompactionBytes"`
-	AfterCompactionInUseBytes  int64 `json:"afterCompactionInUseBytes"`
-	AfterDefragBytes           int64 `json:"afterDefragBytes"`
-	AfterDefragInUseBytes      int64 `json:"afterDefragInUseBytes"`
-	EndBytes                   int64 `json:"endBytes"`
-	EndInUseBytes              int64 `json:"endInUseBytes"`
+	BeforeCompactionBytes      int64 `json:"beforeCompactionBytes"`      // file size before the compaction preceding the defrag
+	BeforeCompactionInUseBytes int64 `json:"beforeCompactionInUseBytes"` // in use then
+	AfterCompactionBytes       int64 `json:"afterCompactionBytes"`       // file size after it
+	AfterCompactionInUseBytes  int64 `json:"afterCompactionInUseBytes"`  // in use then
+	AfterDefragBytes           int64 `json:"afterDefragBytes"`           // file size after the defrag
+	AfterDefragInUseBytes      int64 `json:"afterDefragInUseBytes"`      // in use then
+	EndBytes                   int64 `json:"endBytes"`                   // file size at the end
+	EndInUseBytes              int64 `json:"endInUseBytes"`              // in use then
 }
 
 // Validation reports violations of etcd's watch guarantees, checked for
@@ -366,40 +366,40 @@ type Violation struct {
 	// Kind is ordered, unique, atomic, reliable, resumable, bookmarkable,
 	// unexpected, prevKV, cache or recorder-gap.
 	Kind     string `json:"kind"`
-	Revision int64  `json:"revision"`
-	Key      string `json:"key,omitempty"`
-	Detail   string `json:"detail,omitempty"`
+	Revision int64  `json:"revision"`         // where it happened
+	Key      string `json:"key,omitempty"`    // the key involved, if any
+	Detail   string `json:"detail,omitempty"` // what was seen
 }
 
 // ResourceCount counts the live objects of one resource.
 type ResourceCount struct {
-	Resource string `json:"resource"`
-	Objects  int64  `json:"objects"`
+	Resource string `json:"resource"` // e.g. pods
+	Objects  int64  `json:"objects"`  // live keys
 }
 
 // FinalState is etcd's state when the writes ended.
 type FinalState struct {
-	Revision        int64 `json:"revision"`
-	CompactRevision int64 `json:"compactRevision"`
+	Revision        int64 `json:"revision"`        // etcd's revision when the writes ended
+	CompactRevision int64 `json:"compactRevision"` // the last revision compacted to
 	// Objects counts the live keys of every resource of the load;
 	// Resources splits them, in the order pods, configmaps, events.
 	Objects   int64           `json:"objects"`
-	Resources []ResourceCount `json:"resources"`
+	Resources []ResourceCount `json:"resources"` // live keys per resource
 }
 
 // WatcherStats summarises one watcher.
 type WatcherStats struct {
-	ID               int    `json:"id"`
-	Resource         string `json:"resource"`
-	Stream           int    `json:"stream"`
-	Connection       int    `json:"connection"`
-	Events           int64  `json:"events"`
-	Lists            int    `json:"lists"`
-	Sessions         int64  `json:"sessions"`
-	ProgressNotifies int64  `json:"progressNotifies"`
-	LastRevision     int64  `json:"lastRevision"`
-	CacheObjects     int    `json:"cacheObjects"`
-	HeldBack         bool   `json:"heldBack"`
+	ID               int    `json:"id"`               // the watcher's id
+	Resource         string `json:"resource"`         // the resource it watches
+	Stream           int    `json:"stream"`           // its watch stream
+	Connection       int    `json:"connection"`       // its connection
+	Events           int64  `json:"events"`           // events received
+	Lists            int    `json:"lists"`            // LIST phases, the first included
+	Sessions         int64  `json:"sessions"`         // Watch calls
+	ProgressNotifies int64  `json:"progressNotifies"` // progress notifications received
+	LastRevision     int64  `json:"lastRevision"`     // its last revision (lastSyncResourceVersion)
+	CacheObjects     int    `json:"cacheObjects"`     // objects in its cache at the end
+	HeldBack         bool   `json:"heldBack"`         // whether it was held back
 }
 
 // Interval is one second of a run, from the start of the writes.
@@ -407,36 +407,36 @@ type WatcherStats struct {
 // latency) and the one they ended in (completions, errors); events to the
 // one they arrived in.
 type Interval struct {
-	StartMs         float64 `json:"startMs"`
-	WritesScheduled int64   `json:"writesScheduled"`
-	WritesCompleted int64   `json:"writesCompleted"`
-	WriteErrors     int64   `json:"writeErrors"`
-	WriteP50Ms      float64 `json:"writeP50Ms"`
-	WriteP99Ms      float64 `json:"writeP99Ms"`
-	WriteP999Ms     float64 `json:"writeP999Ms"`
-	Events          int64   `json:"events"`
-	DeliveryP50Ms   float64 `json:"deliveryP50Ms"`
-	DeliveryP99Ms   float64 `json:"deliveryP99Ms"`
-	DeliveryP999Ms  float64 `json:"deliveryP999Ms"`
+	StartMs         float64 `json:"startMs"`         // offset from the start of the writes, ms
+	WritesScheduled int64   `json:"writesScheduled"` // writes due in this second
+	WritesCompleted int64   `json:"writesCompleted"` // writes that succeeded in it
+	WriteErrors     int64   `json:"writeErrors"`     // writes that failed in it
+	WriteP50Ms      float64 `json:"writeP50Ms"`      // median latency of the writes due in it, ms
+	WriteP99Ms      float64 `json:"writeP99Ms"`      // 99th percentile, ms
+	WriteP999Ms     float64 `json:"writeP999Ms"`     // 99.9th percentile, ms
+	Events          int64   `json:"events"`          // events received in it
+	DeliveryP50Ms   float64 `json:"deliveryP50Ms"`   // median delivery latency from the response, ms
+	DeliveryP99Ms   float64 `json:"deliveryP99Ms"`   // 99th percentile, ms
+	DeliveryP999Ms  float64 `json:"deliveryP999Ms"`  // 99.9th percentile, ms
 }
 
 // SelfStats is the resource use of the lwbench process over the run, so a
 // reader can see whether the load generator was the bottleneck.
 type SelfStats struct {
-	WallMs float64 `json:"wallMs"`
+	WallMs float64 `json:"wallMs"` // wall time measured, ms
 	// CPUSeconds is user + system CPU time; CPUCores is CPUSeconds over
 	// the wall time (1.0 = one core busy throughout).
 	CPUSeconds float64 `json:"cpuSeconds"`
-	CPUCores   float64 `json:"cpuCores"`
+	CPUCores   float64 `json:"cpuCores"` // CPUSeconds over the wall time
 	// NumCPU is the machine's logical CPUs.
 	NumCPU int `json:"numCPU"`
 	// MaxRSSBytes is the peak resident set; PeakHeapBytes the peak Go heap
 	// in use, sampled every second.
 	MaxRSSBytes    int64   `json:"maxRSSBytes"`
-	PeakHeapBytes  int64   `json:"peakHeapBytes"`
-	PeakGoroutines int     `json:"peakGoroutines"`
-	GCCount        int64   `json:"gcCount"`
-	GCPauseMs      float64 `json:"gcPauseMs"`
+	PeakHeapBytes  int64   `json:"peakHeapBytes"`  // peak Go heap in use
+	PeakGoroutines int     `json:"peakGoroutines"` // peak goroutines
+	GCCount        int64   `json:"gcCount"`        // garbage collections
+	GCPauseMs      float64 `json:"gcPauseMs"`      // their stop-the-world pauses, ms
 	// IncludesEmbeddedEtcd is true when the etcd member ran in this
 	// process, so these figures include it.
 	IncludesEmbeddedEtcd bool `json:"includesEmbeddedEtcd"`
@@ -448,10 +448,10 @@ type SelfStats struct {
 
 // ProcessStats is another process's CPU and memory over the run.
 type ProcessStats struct {
-	Endpoint   string  `json:"endpoint"`
-	CPUSeconds float64 `json:"cpuSeconds"`
-	CPUCores   float64 `json:"cpuCores"`
-	RSSBytes   int64   `json:"rssBytes"`
+	Endpoint   string  `json:"endpoint"`   // the member read
+	CPUSeconds float64 `json:"cpuSeconds"` // CPU over the run, s
+	CPUCores   float64 `json:"cpuCores"`   // CPUSeconds over the time between the reads
+	RSSBytes   int64   `json:"rssBytes"`   // resident memory at the end
 }
 
 // Ms converts a duration to float milliseconds.

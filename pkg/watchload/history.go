@@ -74,7 +74,8 @@ func (h *history) search(rev int64) int64 {
 // the whole key space, from a revision on, that records every event under
 // the watched prefixes. Because it watches every key, every revision from
 // its start on must reach it (etcd bumps the revision only for a
-// transaction that changed at least one key), so a revision it never sees
+// transaction that changed at least one key: server/storage/mvcc/
+// kvstore_txn.go End), so a revision it never sees
 // is itself a lost event, which it reports. It should run on a connection
 // of its own, never held back. A Recorder is safe for concurrent use.
 type Recorder struct {

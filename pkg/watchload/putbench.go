@@ -32,9 +32,9 @@ type PutOptions struct {
 	// what etcd sustains measures its throughput ceiling, with latency
 	// from schedule that grows with the queue, as it would for clients.
 	Total       int64
-	Rate        float64
-	Workers     int
-	Connections int
+	Rate        float64 // scheduled ops per second
+	Workers     int     // concurrent workers
+	Connections int     // connections of the workers
 	// Timeout bounds one op.
 	Timeout time.Duration
 	// Seed makes keys and objects reproducible.

@@ -28,6 +28,7 @@ type CompactedError struct {
 	From, CompactRevision int64
 }
 
+// Error names the watch's start revision and the compact revision.
 func (e *CompactedError) Error() string {
 	return fmt.Sprintf("watch from revision %d: required revision has been compacted (compact revision %d)", e.From, e.CompactRevision)
 }
@@ -70,8 +71,10 @@ type ListAttempt struct {
 	Revision int64
 	// Pages counts the etcd range requests, including a fallback.
 	Pages int
-	// Objects and Bytes count the keys and the key and value bytes read.
-	Objects, Bytes int64
+	// Objects counts the keys read.
+	Objects int64
+	// Bytes counts the key and value bytes read.
+	Bytes int64
 	// FullListFallback is true when a continuation page had been
 	// compacted and the pager fell back to one unpaginated list at the
 	// requested resourceVersion (client-go tools/pager/pager.go
@@ -103,9 +106,10 @@ type ListRecord struct {
 	Attempts []ListAttempt
 	// Revision, Pages, Objects and Bytes are those of the successful
 	// attempt (Revision 0 if none succeeded).
-	Revision       int64
-	Pages          int
-	Objects, Bytes int64
+	Revision int64
+	Pages    int   // range requests of the successful attempt
+	Objects  int64 // keys it read
+	Bytes    int64 // key and value bytes it read
 	// Duration covers every attempt.
 	Duration time.Duration
 	// Err is the last attempt's error, nil on success.
@@ -261,7 +265,10 @@ func (r *Reflector) Lists() []ListRecord {
 
 // ReflectorStats counts what a reflector did.
 type ReflectorStats struct {
-	Events, ProgressNotifies, Sessions, PrevKVMissing int64
+	Events           int64 // events received
+	ProgressNotifies int64 // progress notifications received
+	Sessions         int64 // Watch calls
+	PrevKVMissing    int64 // updates and deletes without prevKV
 	// Lists counts LIST phases, the initial one included.
 	Lists int
 	// CacheObjects is the cache's size.

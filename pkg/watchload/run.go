@@ -103,17 +103,17 @@ type Options struct {
 
 // Progress is a live view of a run.
 type Progress struct {
-	Phase            string
-	Elapsed          time.Duration
-	WritesPlanned    int64
-	WritesDone       int64
-	WriteErrors      int64
-	Events           int64
-	Relists          int
-	Violations       int64
-	SyncedWatchers   int
-	Watchers         int
-	RecorderRevision int64
+	Phase            string        // seeding, syncing, writing, confirming...
+	Elapsed          time.Duration // since the run began
+	WritesPlanned    int64         // writes scheduled in all
+	WritesDone       int64         // writes that succeeded so far
+	WriteErrors      int64         // writes that failed so far
+	Events           int64         // events received by all watchers
+	Relists          int           // LIST phases after the first
+	Violations       int64         // violations found so far
+	SyncedWatchers   int           // watchers past their first LIST
+	Watchers         int           // watchers in all
+	RecorderRevision int64         // revision the history is complete to
 }
 
 // Defaults returns o with zero fields set to their defaults.

@@ -55,10 +55,10 @@ const (
 type Violation struct {
 	// Watcher is the watcher's id; -1 for the recorder.
 	Watcher  int
-	Kind     ViolationKind
-	Revision int64
-	Key      string
-	Detail   string
+	Kind     ViolationKind // the guarantee broken
+	Revision int64         // where it happened
+	Key      string        // the key involved, if any
+	Detail   string        // what was seen
 }
 
 // Violations collects violations from every watcher: a count per kind and

@@ -33,9 +33,9 @@ type WatchOptions struct {
 	// Puts is the number of writes, at PutRate per second (open loop),
 	// by PutWorkers workers over PutConnections connections.
 	Puts           int64
-	PutRate        float64
-	PutWorkers     int
-	PutConnections int
+	PutRate        float64 // scheduled puts per second
+	PutWorkers     int     // put workers
+	PutConnections int     // connections of the put workers
 	// NoPrevKV and NoProgressNotify drop the watch options Kubernetes
 	// sets; etcd's benchmark watch sets neither.
 	NoPrevKV, NoProgressNotify bool

@@ -40,16 +40,18 @@ const (
 	OpPut
 )
 
+// String returns create, update, delete or put.
 func (o OpType) String() string {
 	return [...]string{"create", "update", "delete", "put"}[o]
 }
 
 // Op is one planned write.
 type Op struct {
-	Kind            OpType
-	Resource        string
-	Namespace, Name string
-	Key             string
+	Kind      OpType // create, update, delete or put
+	Resource  string // e.g. pods; empty for raw puts
+	Namespace string // the object's namespace
+	Name      string // the object's name
+	Key       string // the etcd key
 	// Shard is the worker that must perform it (ops on one key go to one
 	// worker, in order), or -1 for any.
 	Shard int
@@ -72,7 +74,9 @@ type Workload interface {
 // Mix is the share of each write kind for pods and configmaps, in
 // percent; they sum to 100.
 type Mix struct {
-	CreatePercent, UpdatePercent, DeletePercent int
+	CreatePercent int // percent of writes that create
+	UpdatePercent int // percent that update
+	DeletePercent int // percent that delete
 }
 
 // DefaultMix is a churning workload: pods mostly get status updates, some
@@ -101,7 +105,9 @@ var Resources = []string{ResourcePods, ResourceConfigMaps, ResourceEvents}
 // ResourceMix is the share of writes going to each resource, in percent;
 // they sum to 100.
 type ResourceMix struct {
-	PodsPercent, ConfigMapsPercent, EventsPercent int
+	PodsPercent       int // percent of writes to pods
+	ConfigMapsPercent int // percent to configmaps
+	EventsPercent     int // percent to events
 }
 
 // DefaultResourceMix: most writes are pod status updates and events, a few
@@ -148,11 +154,13 @@ func (m ResourceMix) String() string {
 
 // eventCreatePercent is the share of event writes that create an event;
 // the rest are repeats that bump an existing event's count (client-go's
-// event correlator patches count and lastTimestamp). Events are never
+// event correlator patches count and lastTimestamp: tools/record/
+// events_cache.go). Events are never
 // deleted by writers: their lease expires.
 const eventCreatePercent = 80
 
-// DefaultEventTTL is kube-apiserver's --event-ttl.
+// DefaultEventTTL is kube-apiserver's --event-ttl default
+// (k8s.io/kubernetes cmd/kube-apiserver/app/options/options.go EventTTL).
 const DefaultEventTTL = time.Hour
 
 // KubernetesWorkloadOptions shape a KubernetesWorkload.

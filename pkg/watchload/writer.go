@@ -74,7 +74,9 @@ func NewWriters(env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writers, err
 
 // WriterProgress is a live view of the writers.
 type WriterProgress struct {
-	Sent, Completed, Errors int64
+	Sent      int64 // ops handed to etcd
+	Completed int64 // ops that succeeded
+	Errors    int64 // ops that failed
 }
 
 // Progress returns the counters so far.
