@@ -337,7 +337,7 @@ func (r *Reflector) Release() {
 }
 
 // Run lists and watches until ctx ends, then flushes its measurements and
-// returns. Transient failures are retried after the profile's pause, as
+// returns; Finish completes its validation. Transient failures are retried after the profile's pause, as
 // the modelled client does; Run never gives up while ctx lives, except a
 // watch-only reflector whose watch was compacted.
 func (r *Reflector) Run(ctx context.Context) {
@@ -376,8 +376,18 @@ func (r *Reflector) Run(ctx context.Context) {
 }
 
 func (r *Reflector) finish() {
-	r.val.finish()
+	r.val.drain()
 	r.lat.finish()
+}
+
+// Finish completes the validation after Run has returned: it checks the
+// events still waiting for the recorded history and counts those the
+// history does not cover as unverified. Call it once the Env's Recorder
+// has recorded up to LastRevision (Recorder.WaitFor); Stats reports the
+// unverified count afterwards.
+func (r *Reflector) Finish() {
+	<-r.stopped
+	r.val.finish()
 }
 
 func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {

@@ -428,6 +428,7 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	unsynced := waitSynced(ctx, watchTopo.Streams, refls, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
 	stopWatchers()
 	wwg.Wait()
+	finishValidation(ctx, rec, refls, o.ProgressRequestPeriod, logf)
 	stopRecorder()
 	recWG.Wait()
 	if size, err := compaction.MemberSize(ctx, admin, t.Endpoints[0]); err == nil {
@@ -507,6 +508,24 @@ func startReflectors(ctx, wctx context.Context, refls []*Reflector, concurrency 
 		}
 	}
 	return nil
+}
+
+// finishValidation waits until the history covers every stopped
+// reflector's last revision (lease expiries may have moved etcd on after
+// the final revision), then completes each reflector's validation.
+func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, period time.Duration, logf func(string, ...any)) {
+	var last int64
+	for _, r := range refls {
+		last = max(last, r.LastRevision())
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := rec.WaitFor(wctx, last, period); err != nil {
+		logf("history recorder did not reach revision %d: %v", last, err)
+	}
+	for _, r := range refls {
+		r.Finish()
+	}
 }
 
 // waitSynced requests progress notifications on every stream until every

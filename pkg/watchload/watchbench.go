@@ -233,6 +233,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	unsynced := waitSynced(ctx, watchTopo.Streams, refls, final.Header.Revision, 100*time.Millisecond, o.SyncTimeout)
 	stopWatchers()
 	wwg.Wait()
+	finishValidation(ctx, rec, refls, 100*time.Millisecond, logf)
 	stopRecorder()
 	recWG.Wait()
 
