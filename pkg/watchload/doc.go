@@ -24,6 +24,10 @@
 //     watch caches (KEP-2340).
 //   - Run, Watch, Put and List: the scenarios lwbench's subcommands run.
 //
+// A fixed-rate probe of a member (through a defragmentation, say) is
+// Writers with a RawWorkload at a low rate: its one-second series shows
+// the stall, and its errors and timeouts count in the latency.
+//
 // # Profiles
 //
 // ProfileInformer is client-go's reflector reading etcd through a

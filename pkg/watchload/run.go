@@ -305,6 +305,9 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	defer stopProgress()
 	logf("seeding %d pods, %d configmaps, %d events under %s/", o.Objects, o.ConfigMaps, o.Events, o.Prefix)
 	if _, err := wl.Seed(ctx, kvs, o.WriterConcurrency); err != nil {
+		if errors.Is(err, ErrObjectExists) {
+			return nil, fmt.Errorf("seed objects under %s/ (it holds an earlier run's objects; choose another prefix): %w", o.Prefix, err)
+		}
 		return nil, fmt.Errorf("seed objects: %w", err)
 	}
 

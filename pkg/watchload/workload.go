@@ -272,7 +272,8 @@ func (w *KubernetesWorkload) shard(key string) int {
 
 // Seed creates the initial objects with `concurrency` parallel creates on
 // kvs (round robin) and returns how many of each resource it created. It
-// fails if a key already exists (the prefix is not empty).
+// fails, wrapping ErrObjectExists, if a key already exists: the prefix
+// holds an earlier run's objects.
 func (w *KubernetesWorkload) Seed(ctx context.Context, kvs []KV, concurrency int) (map[string]int, error) {
 	var objs []seedObject
 	for i := range w.o.Pods {

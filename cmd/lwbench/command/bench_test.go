@@ -146,3 +146,26 @@ func TestBenchCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestExternalPrefixDefaults checks that no subcommand writes into a real
+// cluster's /registry unless asked to.
+func TestExternalPrefixDefaults(t *testing.T) {
+	ext := []string{"--endpoints", "http://127.0.0.1:2379"}
+	var w *watchOptions
+	if code, errOut := parse(t, newWatchCommand(func(_ *cobra.Command, o *watchOptions) error { w = o; return nil }), ext...); code != 0 {
+		t.Fatal(errOut)
+	}
+	var p *putOptions
+	if code, errOut := parse(t, newPutCommand(func(_ *cobra.Command, o *putOptions) error { p = o; return nil }), append(ext, "--value-size", "8")...); code != 0 {
+		t.Fatal(errOut)
+	}
+	var l *listOptions
+	if code, errOut := parse(t, newListCommand(func(_ *cobra.Command, o *listOptions) error { l = o; return nil }), ext...); code != 0 {
+		t.Fatal(errOut)
+	}
+	for name, got := range map[string]string{"watch": w.load.Prefix, "put": p.load.Prefix, "list": l.load.Prefix} {
+		if !strings.HasPrefix(got, "/lwbench") {
+			t.Errorf("%s with --endpoints writes under %q, want /lwbench...", name, got)
+		}
+	}
+}

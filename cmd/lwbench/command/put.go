@@ -23,7 +23,7 @@ func (o *putOptions) AddFlags(fs *pflag.FlagSet) {
 	o.out.AddFlags(fs, true)
 	o.target.AddFlags(fs)
 	d := watchload.PutOptions{}.Defaults()
-	fs.StringVar(&o.load.Prefix, "prefix", "", "key prefix (default /lwbench/put/ for raw values, /registry for Kubernetes objects)")
+	fs.StringVar(&o.load.Prefix, "prefix", "", "key prefix (default /lwbench/put/ for raw values; for Kubernetes objects /registry embedded, /lwbench with --endpoints)")
 	fs.IntVar(&o.load.Keys, "keys", d.Keys, "raw key space (etcd benchmark's --key-space-size), or pods seeded with --value-size 0")
 	fs.IntVar(&o.load.KeySize, "key-size", 0, "pad raw keys to at least this many bytes")
 	fs.IntVar(&o.load.ValueSize, "value-size", 0, "raw value size in bytes, plain Puts; 0: the Kubernetes workload (pods, configmaps, events, kube-apiserver transactions)")
@@ -39,6 +39,13 @@ func (o *putOptions) AddFlags(fs *pflag.FlagSet) {
 func (o *putOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
 		return err
+	}
+	if o.load.Prefix == "" && len(o.target.endpoints) > 0 {
+		// Never write into a real cluster's /registry by default.
+		o.load.Prefix = externalDefaultPrefix + "/put/"
+		if o.load.ValueSize == 0 {
+			o.load.Prefix = externalDefaultPrefix
+		}
 	}
 	switch {
 	case o.load.Keys < 1:

@@ -25,7 +25,7 @@ func (o *watchOptions) AddFlags(fs *pflag.FlagSet) {
 	o.out.AddFlags(fs, true)
 	o.target.AddFlags(fs)
 	d := watchload.WatchOptions{}.Defaults()
-	fs.StringVar(&o.load.Prefix, "prefix", "", "key prefix the watchers watch (default /lwbench/watch/ for raw values, /registry for pods)")
+	fs.StringVar(&o.load.Prefix, "prefix", "", "key prefix the watchers watch (default /lwbench/watch/ for raw values; for pods /registry embedded, /lwbench with --endpoints)")
 	fs.IntVar(&o.load.Watchers, "watchers", d.Watchers, "watches of the prefix")
 	fs.IntVar(&o.load.Streams, "streams", d.Streams, "watch streams the watchers are spread over (etcd benchmark's --streams)")
 	fs.IntVar(&o.load.Connections, "conns", d.Connections, "connections the streams are spread over")
@@ -45,6 +45,13 @@ func (o *watchOptions) Validate() error {
 		return err
 	}
 	o.load.NoPrevKV, o.load.NoProgressNotify = !o.prevKV, !o.notify
+	if o.load.Prefix == "" && len(o.target.endpoints) > 0 {
+		// Never write into a real cluster's /registry by default.
+		o.load.Prefix = externalDefaultPrefix + "/watch/"
+		if o.load.ValueSize == 0 {
+			o.load.Prefix = externalDefaultPrefix
+		}
+	}
 	switch {
 	case o.load.Watchers < 1:
 		return cli.FlagErrorf("--watchers must be at least 1")
