@@ -57,7 +57,8 @@
 // (k8s.io/apiserver/pkg/storage/cacher): pages of 10,000 always read at
 // the latest revision (its listerWatcher drops the resourceVersion), one
 // watch with prevKV and progress notifications on a stream marked
-// source=cache, a fixed one-second pause before relisting, and
+// source=cache, watch errors other than compaction retried by watching
+// again for up to 30 s, a fixed one-second pause before relisting, and
 // consistent LISTs that get etcd's current revision, wait until the cache
 // has seen it while a ProgressRequester asks for progress notifications
 // every 100 ms, and fall back to etcd after 3 seconds.

@@ -26,8 +26,10 @@ const (
 	// resource (the cacher): its reflector LISTs in pages of 10,000 at the
 	// latest revision whatever resourceVersion it asks for (its
 	// listerWatcher drops it), keeps one WATCH per resource with prevKV
-	// and progress notifications on a stream of its own, restarts one
-	// second after the watch ends, and serves consistent LISTs from the
+	// and progress notifications on a stream of its own, watches again
+	// after watch errors other than compaction for up to 30 s
+	// (MaxInternalErrorRetryDuration), restarts one second after the
+	// watch ends otherwise, and serves consistent LISTs from the
 	// cache once a progress notification shows the cache is fresh
 	// (KEP-2340; k8s.io/apiserver/pkg/storage/cacher/cacher.go,
 	// lister_watcher.go, watch_cache.go, progress/watch_progress.go).
@@ -80,6 +82,12 @@ type profileSpec struct {
 	listIgnoresRV bool
 	// source is the gRPC "source" metadata of its streams.
 	source string
+	// internalErrorRetry is the reflector's MaxInternalErrorRetryDuration:
+	// for that long after the first, watch errors other than a
+	// compaction (internal errors at the API) are retried by watching
+	// again without a list (client-go tools/cache/
+	// retry_with_deadline.go). 0 for informers; the cacher sets 30 s.
+	internalErrorRetry time.Duration
 	// delayer makes the pause between ListAndWatch iterations.
 	delayer func(clk clock.PassiveClock, rnd func() float64) Delayer
 }
@@ -88,7 +96,8 @@ func (p Profile) spec() profileSpec {
 	if p == ProfileAPIServerCache {
 		return profileSpec{
 			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, source: SourceCache,
-			delayer: func(clock.PassiveClock, func() float64) Delayer { return FixedDelay(CacherRestartPeriod) },
+			internalErrorRetry: 30 * time.Second,
+			delayer:            func(clock.PassiveClock, func() float64) Delayer { return FixedDelay(CacherRestartPeriod) },
 		}
 	}
 	return profileSpec{

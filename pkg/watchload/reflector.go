@@ -551,9 +551,11 @@ func (r *Reflector) pagedList(ctx context.Context, rv string) (ListAttempt, map[
 }
 
 // watchLoop watches from the last revision, again and again after watch
-// timeouts and holds, until the watch fails: it returns the reason for the
-// next list, with the compacted watch if that was the failure.
+// timeouts and holds (and, for the cacher, after other watch errors for
+// up to 30 s), until the watch fails: it returns the reason for the next
+// list, with the compacted watch if that was the failure.
 func (r *Reflector) watchLoop(ctx context.Context) (string, *CompactedError) {
+	var firstErr, lastErr time.Time // client-go's retryWithDeadline
 	for {
 		r.mu.Lock()
 		held, release := r.held, r.release
@@ -586,6 +588,19 @@ func (r *Reflector) watchLoop(ctx context.Context) (string, *CompactedError) {
 					return "", nil
 				}
 				continue
+			}
+			if retry := r.spec.internalErrorRetry; retry > 0 {
+				now := r.clock.Now()
+				if now.Sub(lastErr) >= time.Minute { // minResetPeriod
+					firstErr = time.Time{}
+				}
+				if firstErr.IsZero() {
+					firstErr = now
+				}
+				lastErr = now
+				if now.Sub(firstErr) <= retry {
+					continue
+				}
 			}
 			return ListAfterWatchError, nil
 		}

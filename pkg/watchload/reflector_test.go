@@ -254,3 +254,65 @@ func TestConsistentReadWaitsForProgress(t *testing.T) {
 		t.Errorf("without progress requests: %+v, want one fallback to etcd", got)
 	}
 }
+
+// failingWatchClient is the real client, except that its first failures
+// Watch calls return a watch that etcd cancelled with an error other than
+// compaction (as "no leader" would).
+type failingWatchClient struct {
+	*clientv3.Client
+	failures atomic.Int32
+	watches  atomic.Int32
+}
+
+func (c *failingWatchClient) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	c.watches.Add(1)
+	if c.failures.Add(-1) >= 0 {
+		ch := make(chan clientv3.WatchResponse, 1)
+		ch <- clientv3.WatchResponse{Canceled: true}
+		close(ch)
+		return ch
+	}
+	return c.Client.Watch(ctx, key, opts...)
+}
+
+// TestWatchErrorPolicy: an informer relists after a watch error (its
+// MaxInternalErrorRetryDuration is 0), after client-go's backoff; the
+// cacher watches again at once, without a list, for up to 30 s.
+func TestWatchErrorPolicy(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	for i, profile := range Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			prefix := fmt.Sprintf("/registry/watcherr%d/", i)
+			putKeys(t, c, prefix, 0, 3)
+			fc := &failingWatchClient{Client: c}
+			fc.failures.Store(2)
+			clk := clocktesting.NewFakeClock(time.Now())
+			env := NewEnv(time.Now(), 1024, 1, nil)
+			r := NewReflector(env, ReflectorOptions{Profile: profile, Prefix: prefix, Stream: NewStream(0, 0, fc, profile.Source()),
+				Clock: clk, Rand: func() float64 { return 0 }})
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); r.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			<-r.Synced()
+			if profile == ProfileAPIServerCache {
+				rev := putKeys(t, c, prefix, 3, 4)
+				waitFor(t, "the cache to watch again and see a put", func() bool { return r.LastRevision() >= rev })
+				if n := len(r.Lists()); n != 1 || fc.watches.Load() != 3 {
+					t.Errorf("%d lists, %d watches: want no relist and a third watch after two failed ones", n, fc.watches.Load())
+				}
+				return
+			}
+			waitFor(t, "the backoff after the failed watch", func() bool { return r.pausing.Load() != 0 })
+			if d := time.Duration(r.pausing.Load()); d != ReflectorBackoffInitial {
+				t.Fatalf("pause %v, want %v", d, ReflectorBackoffInitial)
+			}
+			clk.Step(ReflectorBackoffInitial)
+			waitFor(t, "the relist", func() bool { return len(r.Lists()) == 2 })
+			if rl := r.Lists()[1]; rl.Reason != ListAfterWatchError || len(rl.Attempts) != 1 || rl.Attempts[0].ResourceVersion == "" {
+				t.Errorf("relist %+v: want one list at the last revision after a watch error", rl)
+			}
+		})
+	}
+}
