@@ -274,3 +274,98 @@ func (g *Generator) ConfigMap(namespace, name string, generation, dataBytes int)
 	}
 	return cm
 }
+
+// ConfigMapDataBytes returns the data size of ConfigMap namespace/name,
+// drawn once per name from a modelled mixture (not measured data): 60% in
+// [256 B, 2 KiB), 30% in [2 KiB, 16 KiB), 9% in [16 KiB, 64 KiB) and 1%
+// in [64 KiB, 256 KiB], uniform inside each band. Real ConfigMaps range
+// from a few hundred bytes to the 1 MiB object limit; most are small.
+func (g *Generator) ConfigMapDataBytes(namespace, name string) int {
+	r := g.rng("configmap-size", namespace, name)
+	band := r.IntN(100)
+	lo, hi := 256, 2048
+	switch {
+	case band >= 99:
+		lo, hi = 64<<10, 256<<10+1
+	case band >= 90:
+		lo, hi = 16<<10, 64<<10
+	case band >= 60:
+		lo, hi = 2<<10, 16<<10
+	}
+	return lo + r.IntN(hi-lo)
+}
+
+// eventReasons are what the kubelet and controllers report, with the
+// message shapes they use.
+var eventReasons = []struct{ reason, kind, message, component string }{
+	{"Scheduled", "Normal", "Successfully assigned %s/%s to %s", "default-scheduler"},
+	{"Pulling", "Normal", "Pulling image %q", "kubelet"},
+	{"Pulled", "Normal", "Successfully pulled image %q in %dms (%dms including waiting). Image size: %d bytes.", "kubelet"},
+	{"Created", "Normal", "Created container: %s", "kubelet"},
+	{"Started", "Normal", "Started container %s", "kubelet"},
+	{"Unhealthy", "Warning", "Readiness probe failed: Get \"http://%s:%d/healthz\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)", "kubelet"},
+	{"BackOff", "Warning", "Back-off restarting failed container %s in pod %s_%s(%s)", "kubelet"},
+	{"Killing", "Normal", "Stopping container %s", "kubelet"},
+}
+
+// Event returns the core/v1 Event namespace/name about pod
+// namespace/podName, as the kubelet or a controller records it, after
+// `count-1` repeats (count 1 is a new event; a repeat bumps count and
+// lastTimestamp, as client-go's event correlator does). Events are stored
+// under /registry/events/<namespace>/<name> with a lease of kube-apiserver's
+// --event-ttl; they are typically 600 to 1,200 bytes in etcd.
+func (g *Generator) Event(namespace, name, podName string, count int) *corev1.Event {
+	r := g.rng("event", namespace, name)
+	app := apps[r.IntN(len(apps))]
+	er := eventReasons[r.IntN(len(eventReasons))]
+	first := g.epoch().Add(time.Duration(r.IntN(86400)) * time.Second)
+	last := first.Add(time.Duration(count-1) * 37 * time.Second)
+	node := fmt.Sprintf("node-%03d.pool-%d.cluster.internal", r.IntN(500), r.IntN(4))
+	podUID := uid(r)
+	var msg string
+	switch er.reason {
+	case "Scheduled":
+		msg = fmt.Sprintf(er.message, namespace, podName, node)
+	case "Pulling":
+		msg = fmt.Sprintf(er.message, app.image)
+	case "Pulled":
+		ms := 200 + r.IntN(20000)
+		msg = fmt.Sprintf(er.message, app.image, ms, ms+r.IntN(5000), 10_000_000+r.IntN(400_000_000))
+	case "Unhealthy":
+		msg = fmt.Sprintf(er.message, fmt.Sprintf("10.%d.%d.%d", 64+r.IntN(64), r.IntN(256), 1+r.IntN(254)), 8080+r.IntN(10))
+	case "BackOff":
+		msg = fmt.Sprintf(er.message, app.name, podName, namespace, podUID)
+	default:
+		msg = fmt.Sprintf(er.message, app.name)
+	}
+	source := corev1.EventSource{Component: er.component}
+	if er.component == "kubelet" {
+		source.Host = node
+	}
+	updatedAt := metav1.NewTime(last)
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: namespace, UID: uid(r),
+			CreationTimestamp: metav1.NewTime(first),
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: er.component, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &updatedAt,
+				FieldsType: "FieldsV1",
+				FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:count":{},"f:firstTimestamp":{},"f:involvedObject":{},"f:lastTimestamp":{},"f:message":{},"f:reason":{},"f:reportingComponent":{},"f:reportingInstance":{},"f:source":{"f:component":{},"f:host":{}},"f:type":{}}`)},
+			}},
+		},
+		InvolvedObject: corev1.ObjectReference{
+			Kind: "Pod", Namespace: namespace, Name: podName, UID: podUID, APIVersion: "v1",
+			ResourceVersion: fmt.Sprint(1000 + r.IntN(1_000_000)), FieldPath: "spec.containers{" + app.name + "}",
+		},
+		Reason:              er.reason,
+		Message:             msg,
+		Source:              source,
+		FirstTimestamp:      metav1.NewTime(first),
+		LastTimestamp:       metav1.NewTime(last),
+		Count:               int32(count),
+		Type:                er.kind,
+		EventTime:           metav1.NewMicroTime(time.Time{}),
+		ReportingController: er.component,
+		ReportingInstance:   source.Host,
+	}
+}

@@ -2,89 +2,150 @@ package report
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
 // RunSchemaVersion is the version of the RunResult JSON document. It
 // changes when a field is renamed, removed or changes meaning; adding a
-// field keeps it.
-const RunSchemaVersion = 1
+// field keeps it. Version 2 (lwbench issue 4): final.objects counts every
+// resource of the load, not only pods; relists carry their attempts;
+// validation counts every watch guarantee; see docs/lwbench-json.md.
+const RunSchemaVersion = 2
 
 // RunResult is the versioned result of `lwbench run`. Durations and
 // latencies are float milliseconds with the unit in the field name, sizes
-// are bytes, revisions are int64.
+// are bytes, revisions are int64, offsets (atMs, startMs) run from the
+// run's epoch (just before seeding) except interval offsets, which run
+// from the start of the writes. The schema is documented field by field
+// in docs/lwbench-json.md.
 type RunResult struct {
-	SchemaVersion int       `json:"schemaVersion"`
-	StartedAt     time.Time `json:"startedAt"`
+	SchemaVersion int       `json:"schemaVersion"` // RunSchemaVersion
+	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
 	// Target describes the etcd the run drove.
 	Target Target `json:"target"`
 	// Scenario echoes the options that shaped the load.
 	Scenario Scenario `json:"scenario"`
 
-	Writes     WriteStats     `json:"writes"`
-	Delivery   DeliveryStats  `json:"delivery"`
-	Relists    []Relist       `json:"relists"`
-	Compaction []Compaction   `json:"compactions"`
-	Defrag     *Defrag        `json:"defrag,omitempty"`
-	DBSize     DBSizes        `json:"dbSize"`
-	Validation Validation     `json:"validation"`
-	Final      FinalState     `json:"final"`
-	Watchers   []WatcherStats `json:"watchers"`
+	Writes   WriteStats    `json:"writes"`   // the writers' counts and latency from schedule
+	Delivery DeliveryStats `json:"delivery"` // events and their delivery latency, merged over watchers
+	// InitialLists summarises every watcher's first LIST.
+	InitialLists ListSummary `json:"initialLists"`
+	// Relists are the LIST phases after the first, in watcher order.
+	Relists []Relist `json:"relists"`
+	// ConsistentReads is set for the apiserver-cache profile.
+	ConsistentReads *ConsistentReads `json:"consistentReads,omitempty"`
+	Compaction      []Compaction     `json:"compactions"`      // compactions issued, in order
+	Defrag          *Defrag          `json:"defrag,omitempty"` // the defragmentation; nil if none
+	DBSize          DBSizes          `json:"dbSize"`           // member sizes at four points
+	Validation      Validation       `json:"validation"`       // watch guarantees and cache checks
+	Final           FinalState       `json:"final"`            // etcd's state when the writes ended
+	Watchers        []WatcherStats   `json:"watchers"`         // per watcher, by id
+	// Intervals is the one-second series from the start of the writes.
+	Intervals []Interval `json:"intervals"`
+	// Self is lwbench's own resource use (and etcd's, when it can be read).
+	Self SelfStats `json:"self"`
 }
 
 // Target is the etcd a run drove.
 type Target struct {
-	// Embedded is true when lwbench started its own member.
+	// Embedded is true when lwbench started its own member (in the same
+	// process, so that Self counts it too).
 	Embedded    bool     `json:"embedded"`
-	Endpoints   []string `json:"endpoints"`
-	EtcdVersion string   `json:"etcdVersion"`
+	Endpoints   []string `json:"endpoints"`   // client URLs driven
+	EtcdVersion string   `json:"etcdVersion"` // the first member's version, e.g. 3.7.3
+}
+
+// ResourceMix is the share of writes per resource, in percent.
+type ResourceMix struct {
+	PodsPercent       int `json:"podsPercent"`       // percent of writes to pods
+	ConfigMapsPercent int `json:"configMapsPercent"` // percent of writes to configmaps
+	EventsPercent     int `json:"eventsPercent"`     // percent of writes to events
 }
 
 // Scenario is the shape of the load.
 type Scenario struct {
-	Prefix                string  `json:"prefix"`
-	Objects               int     `json:"objects"`
-	Namespaces            int     `json:"namespaces"`
-	Watchers              int     `json:"watchers"`
-	WriteRatePerSecond    float64 `json:"writeRatePerSecond"`
-	DurationMs            float64 `json:"durationMs"`
-	PageSize              int64   `json:"pageSize"`
+	// Profile is "informer" or "apiserver-cache".
+	Profile string `json:"profile"`
+	Prefix  string `json:"prefix"` // kube-apiserver's --etcd-prefix, e.g. /registry
+	// Objects is the number of pods seeded; ConfigMaps and Events the
+	// other resources seeded.
+	Objects    int `json:"objects"`
+	ConfigMaps int `json:"configMaps"` // configmaps seeded
+	Events     int `json:"events"`     // events seeded
+	Namespaces int `json:"namespaces"` // namespaces objects are spread across
+	Watchers   int `json:"watchers"`   // informers or watch caches
+	// WatchResources are the resources watchers are assigned to, round
+	// robin.
+	WatchResources []string `json:"watchResources"`
+	// Connections and Streams carry the watchers; WriterConnections the
+	// writers.
+	Connections        int         `json:"connections"`
+	Streams            int         `json:"streams"`            // watch streams over Connections
+	WriterConnections  int         `json:"writerConnections"`  // connections the writers use
+	WriteRatePerSecond float64     `json:"writeRatePerSecond"` // scheduled writes per second
+	DurationMs         float64     `json:"durationMs"`         // length of the write phase, ms
+	PageSize           int64       `json:"pageSize"`           // LIST page size
+	ResourceMix        ResourceMix `json:"resourceMix"`        // share of writes per resource
+	// CompactionIntervalMs is negative when compaction was off.
 	CompactionIntervalMs  float64 `json:"compactionIntervalMs"`
-	CreatePercent         int     `json:"createPercent"`
-	UpdatePercent         int     `json:"updatePercent"`
-	DeletePercent         int     `json:"deletePercent"`
-	WriterConcurrency     int     `json:"writerConcurrency"`
-	HeldBackWatchers      int     `json:"heldBackWatchers"`
-	Seed                  uint64  `json:"seed"`
-	Defragment            bool    `json:"defragment"`
-	PhysicalCompaction    bool    `json:"physicalCompaction"`
-	ProgressRequestPeriod float64 `json:"progressRequestPeriodMs"`
+	CreatePercent         int     `json:"createPercent"`           // percent of pod and configmap writes that create
+	UpdatePercent         int     `json:"updatePercent"`           // percent that update
+	DeletePercent         int     `json:"deletePercent"`           // percent that delete
+	WriterConcurrency     int     `json:"writerConcurrency"`       // writer workers
+	HeldBackWatchers      int     `json:"heldBackWatchers"`        // watchers held back across a compaction
+	Seed                  uint64  `json:"seed"`                    // seed of objects and the write plan
+	Defragment            bool    `json:"defragment"`              // whether the member was defragmented once
+	PhysicalCompaction    bool    `json:"physicalCompaction"`      // whether compactions waited for deletion
+	ProgressRequestPeriod float64 `json:"progressRequestPeriodMs"` // period of the final progress requests, ms
+	EventTTLMs            float64 `json:"eventTTLMs"`              // events' lease TTL, ms
+	// ConsistentListRatePerSecond is the rate of consistent LISTs served
+	// by the watch caches (apiserver-cache profile).
+	ConsistentListRatePerSecond float64 `json:"consistentListRatePerSecond"`
+	// StartConcurrency bounds the watchers listing at once at the start; 0
+	// means all at once.
+	StartConcurrency int `json:"startConcurrency"`
 }
 
-// Latency summarises a latency distribution in milliseconds.
+// Latency summarises a latency distribution in milliseconds, from an HDR
+// histogram (3 significant digits for totals, 2 per interval). A zero
+// Count means no sample.
 type Latency struct {
-	Count  int64   `json:"count"`
-	P50Ms  float64 `json:"p50Ms"`
-	P90Ms  float64 `json:"p90Ms"`
-	P99Ms  float64 `json:"p99Ms"`
-	P999Ms float64 `json:"p999Ms"`
-	MaxMs  float64 `json:"maxMs"`
-	MeanMs float64 `json:"meanMs"`
+	Count  int64   `json:"count"`  // samples; 0 means none
+	P50Ms  float64 `json:"p50Ms"`  // median, ms
+	P90Ms  float64 `json:"p90Ms"`  // 90th percentile, ms
+	P99Ms  float64 `json:"p99Ms"`  // 99th percentile, ms
+	P999Ms float64 `json:"p999Ms"` // 99.9th percentile, ms
+	MaxMs  float64 `json:"maxMs"`  // largest sample, ms
+	MeanMs float64 `json:"meanMs"` // mean, ms
 }
 
 // WriteStats counts the writers' operations. Latency runs from each
-// operation's scheduled send time, so a stall that delays later sends is
-// counted in full (no coordinated omission); failed operations are counted
-// in it too, at the time they failed.
+// operation's scheduled send time to its end, so a stall that delays later
+// sends is counted in full (no coordinated omission); failed and timed-out
+// operations are counted in it too, at the time they failed, and in
+// Errors and Timeouts beside it.
 type WriteStats struct {
-	Planned   int64   `json:"planned"`
-	Completed int64   `json:"completed"`
-	Errors    int64   `json:"errors"`
-	Creates   int64   `json:"creates"`
-	Updates   int64   `json:"updates"`
-	Deletes   int64   `json:"deletes"`
-	Conflicts int64   `json:"conflicts"`
-	Latency   Latency `json:"latency"`
+	Planned int64 `json:"planned"` // writes scheduled
+	// Sent counts the operations handed to etcd; Unsent those never sent
+	// because the run was cancelled.
+	Sent      int64 `json:"sent"`
+	Completed int64 `json:"completed"` // writes that succeeded
+	Errors    int64 `json:"errors"`    // writes that failed, timeouts included
+	// Timeouts counts errors that were client deadlines or etcd request
+	// timeouts (also counted in Errors).
+	Timeouts  int64 `json:"timeouts"`
+	Unsent    int64 `json:"unsent"`    // writes never sent: the run was cancelled
+	Creates   int64 `json:"creates"`   // successful creates
+	Updates   int64 `json:"updates"`   // successful updates
+	Deletes   int64 `json:"deletes"`   // successful deletes
+	Puts      int64 `json:"puts"`      // successful plain puts
+	Conflicts int64 `json:"conflicts"` // writes that met a compare-and-swap conflict
+	// ThroughputPerSecond is Completed over DurationMs, the time from the
+	// first scheduled operation to the last one's end.
+	ThroughputPerSecond float64 `json:"throughputPerSecond"`
+	DurationMs          float64 `json:"durationMs"` // from the first scheduled write to the last end, ms
+	Latency             Latency `json:"latency"`    // from each write's scheduled time to its end, failures included
 	// ErrorSamples holds up to a few distinct error messages.
 	ErrorSamples []string `json:"errorSamples,omitempty"`
 }
@@ -94,6 +155,14 @@ type WriteStats struct {
 type DeliveryStats struct {
 	// Events counts events received by all watchers.
 	Events int64 `json:"events"`
+	// TimedEvents were matched with the write that caused them;
+	// UntimedEvents were not (lease expiries, writes whose response was
+	// lost, writes older than the join's ring).
+	TimedEvents   int64 `json:"timedEvents"`
+	UntimedEvents int64 `json:"untimedEvents"` // events not matched with a write
+	// EventsPerSecond is Events over the time from the first write's
+	// scheduled time to the last event received.
+	EventsPerSecond float64 `json:"eventsPerSecond"`
 	// FromCommit runs from the moment the writer got etcd's response,
 	// which is after the commit; an event that arrives before the
 	// response counts as 0 and in DeliveredBeforeResponse.
@@ -101,119 +170,304 @@ type DeliveryStats struct {
 	// FromSend runs from the moment the writer sent the request, an upper
 	// bound of the delay from commit.
 	FromSend                Latency `json:"fromSend"`
-	DeliveredBeforeResponse int64   `json:"deliveredBeforeResponse"`
+	DeliveredBeforeResponse int64   `json:"deliveredBeforeResponse"` // events received before their writer's response
 }
 
-// Relist is one full LIST a watcher made after its watch failed.
+// ListSummary summarises LIST phases.
+type ListSummary struct {
+	Count   int64   `json:"count"`   // LIST phases
+	Objects int64   `json:"objects"` // objects read, summed
+	Bytes   int64   `json:"bytes"`   // key and value bytes read, summed
+	Pages   int64   `json:"pages"`   // range requests, summed
+	Latency Latency `json:"latency"` // duration of each LIST phase
+}
+
+// ListAttempt is one LIST request of a relist, as the client made it.
+type ListAttempt struct {
+	// ResourceVersion is the LIST's resourceVersion: "0", "" (latest) or
+	// a revision.
+	ResourceVersion string `json:"resourceVersion"`
+	// Limit is the page size; 0 is unpaginated.
+	Limit int64 `json:"limit"`
+	// ReadRevision is the etcd revision the first page read at, 0 for the
+	// latest; Revision the one the list was served at (0 if it failed).
+	ReadRevision     int64   `json:"readRevision"`
+	Revision         int64   `json:"revision"`                   // revision served at; 0 if it failed
+	Pages            int     `json:"pages"`                      // range requests
+	Objects          int64   `json:"objects"`                    // keys read
+	FullListFallback bool    `json:"fullListFallback,omitempty"` // the pager's unpaginated retry after a compacted continuation page
+	Error            string  `json:"error,omitempty"`            // why it failed; empty on success
+	DurationMs       float64 `json:"durationMs"`                 // how long it took, ms
+}
+
+// Relist is one LIST phase a watcher ran after its first.
 type Relist struct {
-	Watcher int `json:"watcher"`
-	// Reason is what forced it, e.g. "compacted".
+	Watcher  int    `json:"watcher"`  // the watcher's id
+	Resource string `json:"resource"` // the resource it watches
+	// Reason is what forced it: "compacted", "watch-error", "list-error".
 	Reason string `json:"reason"`
 	// FromRevision is the revision the failed watch asked for;
 	// CompactRevision the one etcd reported.
-	FromRevision    int64   `json:"fromRevision"`
-	CompactRevision int64   `json:"compactRevision"`
-	ListRevision    int64   `json:"listRevision"`
-	AtMs            float64 `json:"atMs"`
-	DurationMs      float64 `json:"durationMs"`
-	Objects         int64   `json:"objects"`
-	Bytes           int64   `json:"bytes"`
-	Pages           int     `json:"pages"`
+	FromRevision    int64 `json:"fromRevision"`
+	CompactRevision int64 `json:"compactRevision"` // the compact revision etcd reported
+	// ListRevision is the revision the relist was served at (0 if every
+	// attempt failed).
+	ListRevision int64   `json:"listRevision"`
+	AtMs         float64 `json:"atMs"`       // when it started, ms since the epoch
+	DurationMs   float64 `json:"durationMs"` // every attempt together, ms
+	// BackoffMs is the pause before it (client-go's backoff, or the
+	// cacher's one second).
+	BackoffMs float64       `json:"backoffMs"`
+	Objects   int64         `json:"objects"`  // keys read by the successful attempt
+	Bytes     int64         `json:"bytes"`    // key and value bytes read by it
+	Pages     int           `json:"pages"`    // range requests of it
+	Attempts  []ListAttempt `json:"attempts"` // every LIST request, in order
+}
+
+// ConsistentReads measures consistent LISTs served from the watch caches
+// (KEP-2340): each gets etcd's current revision, waits until the cache
+// has seen it (requesting progress notifications every 100 ms), and falls
+// back to etcd after 3 seconds.
+type ConsistentReads struct {
+	Requests        int64 `json:"requests"`        // consistent LISTs issued
+	ServedFromCache int64 `json:"servedFromCache"` // served once the cache was fresh
+	Fallbacks       int64 `json:"fallbacks"`       // served by etcd after the 3 s wait
+	Errors          int64 `json:"errors"`          // failed
+	// ProgressRequests counts the progress requests the caches sent.
+	ProgressRequests int64 `json:"progressRequests"`
+	// ReadWait is the wait for the cache to be fresh
+	// (apiserver_watch_cache_read_wait_seconds); Latency the whole
+	// request.
+	ReadWait Latency `json:"readWait"`
+	Latency  Latency `json:"latency"` // whole request, from its scheduled time
 }
 
 // Compaction is one compaction the compactor issued.
 type Compaction struct {
-	AtMs       float64 `json:"atMs"`
-	Revision   int64   `json:"revision"`
-	DurationMs float64 `json:"durationMs"`
-	Error      string  `json:"error,omitempty"`
+	AtMs       float64 `json:"atMs"`            // when it was issued, ms since the epoch
+	Revision   int64   `json:"revision"`        // revision compacted to; 0 on error
+	DurationMs float64 `json:"durationMs"`      // how long the Compact call took, ms
+	Error      string  `json:"error,omitempty"` // why it failed; empty on success
 }
 
 // Defrag is one defragmentation of the member.
 type Defrag struct {
-	AtMs       float64 `json:"atMs"`
-	DurationMs float64 `json:"durationMs"`
-	Error      string  `json:"error,omitempty"`
+	AtMs       float64 `json:"atMs"`            // when it started, ms since the epoch
+	DurationMs float64 `json:"durationMs"`      // how long the member was blocked, ms
+	Error      string  `json:"error,omitempty"` // why it failed; empty on success
 }
 
 // DBSizes are the member's dbSize (file) and dbSizeInUse, as etcd's
-// Maintenance.Status reports them, at three points of the run.
+// Maintenance.Status reports them, at four points of the run.
 type DBSizes struct {
-	BeforeCompactionBytes      int64 `json:"beforeCompactionBytes"`
-	BeforeCompactionInUseBytes int64 `json:"beforeCompactionInUseBytes"`
-	AfterCompactionBytes       int64 `json:"afterCompactionBytes"`
-	AfterCompactionInUseBytes  int64 `json:"afterCompactionInUseBytes"`
-	AfterDefragBytes           int64 `json:"afterDefragBytes"`
-	AfterDefragInUseBytes      int64 `json:"afterDefragInUseBytes"`
-	EndBytes                   int64 `json:"endBytes"`
-	EndInUseBytes              int64 `json:"endInUseBytes"`
+	BeforeCompactionBytes      int64 `json:"beforeCompactionBytes"`      // file size before the compaction preceding the defrag
+	BeforeCompactionInUseBytes int64 `json:"beforeCompactionInUseBytes"` // in use then
+	AfterCompactionBytes       int64 `json:"afterCompactionBytes"`       // file size after it
+	AfterCompactionInUseBytes  int64 `json:"afterCompactionInUseBytes"`  // in use then
+	AfterDefragBytes           int64 `json:"afterDefragBytes"`           // file size after the defrag
+	AfterDefragInUseBytes      int64 `json:"afterDefragInUseBytes"`      // in use then
+	EndBytes                   int64 `json:"endBytes"`                   // file size at the end
+	EndInUseBytes              int64 `json:"endInUseBytes"`              // in use then
 }
 
-// Validation reports violations of etcd's watch guarantees found by
-// comparing every watcher's events with the writers' record and, at the
-// end, every watcher's cache with etcd.
+// Validation reports violations of etcd's watch guarantees, checked for
+// every watch of every watcher against a recorded history, and of cache
+// consistency at the end. Each count is a number of events (or, for
+// resumable and atomic, of watches and responses).
 type Validation struct {
-	// Lost counts writes inside a watcher's covered window (from its watch
-	// start to the last revision it was told it had seen) that it never got.
+	// Lost counts events of the history, inside the range a watch
+	// covered, that it never delivered (Reliable).
 	Lost int64 `json:"lost"`
-	// Duplicated counts events delivered twice to one watch.
+	// Duplicated counts events delivered twice on one watch (Unique).
 	Duplicated int64 `json:"duplicated"`
-	// OutOfOrder counts events with a revision below an earlier one.
+	// OutOfOrder counts events below an earlier event's revision
+	// (Ordered).
 	OutOfOrder int64 `json:"outOfOrder"`
-	// PrevKVMismatches counts events whose prevKV disagrees with the cache.
+	// Atomic counts revisions split over two responses.
+	Atomic int64 `json:"atomic"`
+	// Resumable counts watches whose first event was not the first
+	// recorded at or after their start revision.
+	Resumable int64 `json:"resumable"`
+	// Bookmarkable counts events at or below an earlier progress
+	// notification, and progress notifications that went backwards.
+	Bookmarkable int64 `json:"bookmarkable"`
+	// Unexpected counts events the history does not hold at their
+	// revision (or holds with another type).
+	Unexpected int64 `json:"unexpected"`
+	// PrevKVMismatches counts events whose prevKV or create flag disagrees
+	// with the watcher's cache.
 	PrevKVMismatches int64 `json:"prevKVMismatches"`
+	// PrevKVMissing counts updates and deletes without the prevKV they
+	// asked for (etcd omits it when the previous revision is compacted);
+	// not a violation.
+	PrevKVMissing int64 `json:"prevKVMissing"`
 	// CacheMismatches counts keys whose presence or mod_revision differs
-	// between a watcher's cache and etcd at the final revision.
+	// between a watcher's cache and etcd at the watcher's last revision.
 	CacheMismatches int64 `json:"cacheMismatches"`
 	// UnsyncedWatchers could not confirm the final revision in time.
 	UnsyncedWatchers int `json:"unsyncedWatchers"`
-	// Violations lists the first violations found, with revisions.
+	// RecorderGaps counts revisions the history recorder's whole-keyspace
+	// watch skipped.
+	RecorderGaps int64 `json:"recorderGaps"`
+	// UnverifiedEvents were received but never covered by the history.
+	UnverifiedEvents int64 `json:"unverifiedEvents"`
+	// RecorderError is set when the history is incomplete.
+	RecorderError string `json:"recorderError,omitempty"`
+	// HistoryEvents is the number of events the recorder recorded.
+	HistoryEvents int64 `json:"historyEvents"`
+	// Violations lists the first violations found, by revision.
 	Violations []Violation `json:"violations,omitempty"`
 }
 
-// OK reports whether no violation was found.
+// OK reports whether no violation was found and everything was checked.
 func (v Validation) OK() bool {
-	return v.Lost == 0 && v.Duplicated == 0 && v.OutOfOrder == 0 && v.PrevKVMismatches == 0 &&
-		v.CacheMismatches == 0 && v.UnsyncedWatchers == 0
+	return v.Lost == 0 && v.Duplicated == 0 && v.OutOfOrder == 0 && v.Atomic == 0 && v.Resumable == 0 &&
+		v.Bookmarkable == 0 && v.Unexpected == 0 && v.PrevKVMismatches == 0 && v.CacheMismatches == 0 &&
+		v.UnsyncedWatchers == 0 && v.RecorderGaps == 0 && v.UnverifiedEvents == 0 && v.RecorderError == ""
+}
+
+// Summary is a one-line account of the violations, for an error message.
+func (v Validation) Summary() string {
+	var parts []string
+	add := func(n int64, what string) {
+		if n != 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(v.Lost, "lost")
+	add(v.Duplicated, "duplicated")
+	add(v.OutOfOrder, "out of order")
+	add(v.Atomic, "split revisions")
+	add(v.Resumable, "not resumable")
+	add(v.Bookmarkable, "bookmark violations")
+	add(v.Unexpected, "unexpected")
+	add(v.PrevKVMismatches, "prevKV mismatches")
+	add(v.CacheMismatches, "cache mismatches")
+	add(int64(v.UnsyncedWatchers), "unsynced watchers")
+	add(v.RecorderGaps, "revisions skipped by the recorder")
+	add(v.UnverifiedEvents, "unverified events")
+	if v.RecorderError != "" {
+		parts = append(parts, v.RecorderError)
+	}
+	if len(v.Violations) > 0 {
+		x := v.Violations[0]
+		parts = append(parts, fmt.Sprintf("first: %s at revision %d (watcher %d)", x.Kind, x.Revision, x.Watcher))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Violation is one broken guarantee.
 type Violation struct {
-	Watcher  int    `json:"watcher"`
+	// Watcher is the watcher's id, -1 for the history recorder.
+	Watcher int `json:"watcher"`
+	// Kind is ordered, unique, atomic, reliable, resumable, bookmarkable,
+	// unexpected, prevKV, cache or recorder-gap.
 	Kind     string `json:"kind"`
-	Revision int64  `json:"revision"`
-	Key      string `json:"key,omitempty"`
-	Detail   string `json:"detail,omitempty"`
+	Revision int64  `json:"revision"`         // where it happened
+	Key      string `json:"key,omitempty"`    // the key involved, if any
+	Detail   string `json:"detail,omitempty"` // what was seen
 }
 
-// FinalState is etcd's state when the run ended.
+// ResourceCount counts the live objects of one resource.
+type ResourceCount struct {
+	Resource string `json:"resource"` // e.g. pods
+	Objects  int64  `json:"objects"`  // live keys
+}
+
+// FinalState is etcd's state when the writes ended.
 type FinalState struct {
-	Revision        int64 `json:"revision"`
-	CompactRevision int64 `json:"compactRevision"`
-	// Objects counts the live keys under the watched prefix.
-	Objects int64 `json:"objects"`
+	Revision        int64 `json:"revision"`        // etcd's revision when the writes ended
+	CompactRevision int64 `json:"compactRevision"` // the last revision compacted to
+	// Objects counts the live keys of every resource of the load;
+	// Resources splits them, in the order pods, configmaps, events.
+	Objects   int64           `json:"objects"`
+	Resources []ResourceCount `json:"resources"` // live keys per resource
 }
 
 // WatcherStats summarises one watcher.
 type WatcherStats struct {
-	ID           int   `json:"id"`
-	Events       int64 `json:"events"`
-	Lists        int   `json:"lists"`
-	LastRevision int64 `json:"lastRevision"`
-	CacheObjects int   `json:"cacheObjects"`
-	HeldBack     bool  `json:"heldBack"`
+	ID               int    `json:"id"`               // the watcher's id
+	Resource         string `json:"resource"`         // the resource it watches
+	Stream           int    `json:"stream"`           // its watch stream
+	Connection       int    `json:"connection"`       // its connection
+	Events           int64  `json:"events"`           // events received
+	Lists            int    `json:"lists"`            // LIST phases, the first included
+	Sessions         int64  `json:"sessions"`         // Watch calls
+	ProgressNotifies int64  `json:"progressNotifies"` // progress notifications received
+	LastRevision     int64  `json:"lastRevision"`     // its last revision (lastSyncResourceVersion)
+	CacheObjects     int    `json:"cacheObjects"`     // objects in its cache at the end
+	HeldBack         bool   `json:"heldBack"`         // whether it was held back
+}
+
+// Interval is one second of a run, from the start of the writes.
+// Writes are attributed to the interval they were scheduled in (their
+// latency) and the one they ended in (completions, errors); events to the
+// one they arrived in.
+type Interval struct {
+	StartMs         float64 `json:"startMs"`         // offset from the start of the writes, ms
+	WritesScheduled int64   `json:"writesScheduled"` // writes due in this second
+	WritesCompleted int64   `json:"writesCompleted"` // writes that succeeded in it
+	WriteErrors     int64   `json:"writeErrors"`     // writes that failed in it
+	WriteP50Ms      float64 `json:"writeP50Ms"`      // median latency of the writes due in it, ms
+	WriteP99Ms      float64 `json:"writeP99Ms"`      // 99th percentile, ms
+	WriteP999Ms     float64 `json:"writeP999Ms"`     // 99.9th percentile, ms
+	Events          int64   `json:"events"`          // events received in it
+	DeliveryP50Ms   float64 `json:"deliveryP50Ms"`   // median delivery latency from the response, ms
+	DeliveryP99Ms   float64 `json:"deliveryP99Ms"`   // 99th percentile, ms
+	DeliveryP999Ms  float64 `json:"deliveryP999Ms"`  // 99.9th percentile, ms
+}
+
+// SelfStats is the resource use of the lwbench process over the run, so a
+// reader can see whether the load generator was the bottleneck.
+type SelfStats struct {
+	WallMs float64 `json:"wallMs"` // wall time measured, ms
+	// CPUSeconds is user + system CPU time; CPUCores is CPUSeconds over
+	// the wall time (1.0 = one core busy throughout).
+	CPUSeconds float64 `json:"cpuSeconds"`
+	CPUCores   float64 `json:"cpuCores"` // CPUSeconds over the wall time
+	// NumCPU is the machine's logical CPUs.
+	NumCPU int `json:"numCPU"`
+	// MaxRSSBytes is the peak resident set; PeakHeapBytes the peak Go heap
+	// in use, sampled every second.
+	MaxRSSBytes    int64   `json:"maxRSSBytes"`
+	PeakHeapBytes  int64   `json:"peakHeapBytes"`  // peak Go heap in use
+	PeakGoroutines int     `json:"peakGoroutines"` // peak goroutines
+	GCCount        int64   `json:"gcCount"`        // garbage collections
+	GCPauseMs      float64 `json:"gcPauseMs"`      // their stop-the-world pauses, ms
+	// IncludesEmbeddedEtcd is true when the etcd member ran in this
+	// process, so these figures include it.
+	IncludesEmbeddedEtcd bool `json:"includesEmbeddedEtcd"`
+	// Etcd is the member's own CPU and memory, read from its /metrics
+	// (process_cpu_seconds_total, process_resident_memory_bytes) before
+	// and after; nil when it could not be read or runs in this process.
+	Etcd *ProcessStats `json:"etcd,omitempty"`
+}
+
+// ProcessStats is another process's CPU and memory over the run.
+type ProcessStats struct {
+	Endpoint   string  `json:"endpoint"`   // the member read
+	CPUSeconds float64 `json:"cpuSeconds"` // CPU over the run, s
+	CPUCores   float64 `json:"cpuCores"`   // CPUSeconds over the time between the reads
+	RSSBytes   int64   `json:"rssBytes"`   // resident memory at the end
 }
 
 // Ms converts a duration to float milliseconds.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+func lat(l Latency) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %.2f / p99 %.2f / p99.9 %.2f / max %.2f ms", l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs)
+}
+
 // MakeRunTable lays a run result out as metric/value rows, the summary
 // `lwbench run` prints.
 func MakeRunTable(r *RunResult) Table {
-	lat := func(l Latency) string {
-		return fmt.Sprintf("p50 %.2f / p99 %.2f / max %.2f ms", l.P50Ms, l.P99Ms, l.MaxMs)
-	}
-	var relistMs, relistObjects string
+	var relistMs, relistObjects, relistRVs string
 	if len(r.Relists) > 0 {
 		var maxMs float64
 		var objs int64
@@ -223,8 +477,21 @@ func MakeRunTable(r *RunResult) Table {
 		}
 		relistMs = fmt.Sprintf("%.2f ms (longest)", maxMs)
 		relistObjects = fmt.Sprint(objs)
+		var rvs []string
+		for _, a := range r.Relists[0].Attempts {
+			rv := a.ResourceVersion
+			if rv == "" {
+				rv = `""`
+			}
+			res := "ok"
+			if a.Error != "" {
+				res = a.Error
+			}
+			rvs = append(rvs, fmt.Sprintf("RV=%s limit %d: %s", rv, a.Limit, res))
+		}
+		relistRVs = strings.Join(rvs, "; ")
 	} else {
-		relistMs, relistObjects = "-", "0"
+		relistMs, relistObjects, relistRVs = "-", "0", "-"
 	}
 	defrag := "-"
 	if r.Defrag != nil {
@@ -233,47 +500,79 @@ func MakeRunTable(r *RunResult) Table {
 			defrag += " (error: " + r.Defrag.Error + ")"
 		}
 	}
-	var compactRevs string
-	for i, c := range r.Compaction {
-		if i > 0 {
-			compactRevs += ", "
-		}
-		compactRevs += fmt.Sprint(c.Revision)
+	var compactRevs []string
+	for _, c := range r.Compaction {
+		s := fmt.Sprint(c.Revision)
 		if c.Error != "" {
-			compactRevs += " (error)"
+			s += " (error)"
 		}
+		compactRevs = append(compactRevs, s)
 	}
-	if compactRevs == "" {
-		compactRevs = "-"
+	if len(compactRevs) == 0 {
+		compactRevs = []string{"-"}
+	}
+	var objects []string
+	for _, rc := range r.Final.Resources {
+		objects = append(objects, fmt.Sprintf("%s %d", rc.Resource, rc.Objects))
 	}
 	v := r.Validation
 	rows := [][]string{
 		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetKind(r.Target))},
-		{"writes completed / planned", fmt.Sprintf("%d / %d", r.Writes.Completed, r.Writes.Planned)},
-		{"write errors", fmt.Sprint(r.Writes.Errors)},
+		{"profile", fmt.Sprintf("%s: %d watchers on %d streams over %d connections", r.Scenario.Profile, r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)},
+		{"writes completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
+		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
 		{"write latency (from schedule)", lat(r.Writes.Latency)},
-		{"events delivered", fmt.Sprint(r.Delivery.Events)},
+		{"events delivered", fmt.Sprintf("%d (%.0f/s; %d timed)", r.Delivery.Events, r.Delivery.EventsPerSecond, r.Delivery.TimedEvents)},
 		{"delivery latency from commit", lat(r.Delivery.FromCommit)},
 		{"delivery latency from send", lat(r.Delivery.FromSend)},
+		{"initial lists", fmt.Sprintf("%d, %s", r.InitialLists.Count, lat(r.InitialLists.Latency))},
 		{"relists", fmt.Sprint(len(r.Relists))},
+		{"first relist requests", relistRVs},
 		{"relist duration", relistMs},
 		{"relist objects", relistObjects},
-		{"compactions at revision", compactRevs},
-		{"db size before compaction", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.BeforeCompactionBytes, r.DBSize.BeforeCompactionInUseBytes)},
-		{"db size after compaction", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
-		{"db size after defrag", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)},
-		{"defrag duration", defrag},
-		{"lost events", fmt.Sprint(v.Lost)},
-		{"duplicated events", fmt.Sprint(v.Duplicated)},
-		{"out-of-order events", fmt.Sprint(v.OutOfOrder)},
-		{"prevKV mismatches", fmt.Sprint(v.PrevKVMismatches)},
-		{"cache mismatches at end", fmt.Sprint(v.CacheMismatches)},
-		{"unsynced watchers at end", fmt.Sprint(v.UnsyncedWatchers)},
-		{"final revision", fmt.Sprint(r.Final.Revision)},
-		{"final compact revision", fmt.Sprint(r.Final.CompactRevision)},
-		{"live objects", fmt.Sprint(r.Final.Objects)},
 	}
+	if cr := r.ConsistentReads; cr != nil {
+		rows = append(rows,
+			[]string{"consistent reads (cache / fallback)", fmt.Sprintf("%d (%d / %d), %d progress requests", cr.Requests, cr.ServedFromCache, cr.Fallbacks, cr.ProgressRequests)},
+			[]string{"consistent read wait", lat(cr.ReadWait)})
+	}
+	rows = append(rows,
+		[]string{"compactions at revision", strings.Join(compactRevs, ", ")},
+		[]string{"db size before compaction", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.BeforeCompactionBytes, r.DBSize.BeforeCompactionInUseBytes)},
+		[]string{"db size after compaction", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
+		[]string{"db size after defrag", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)},
+		[]string{"defrag duration", defrag},
+		[]string{"history events recorded", fmt.Sprint(v.HistoryEvents)},
+		[]string{"lost events", fmt.Sprint(v.Lost)},
+		[]string{"duplicated events", fmt.Sprint(v.Duplicated)},
+		[]string{"out-of-order events", fmt.Sprint(v.OutOfOrder)},
+		[]string{"split revisions (atomic)", fmt.Sprint(v.Atomic)},
+		[]string{"resumable / bookmarkable violations", fmt.Sprintf("%d / %d", v.Resumable, v.Bookmarkable)},
+		[]string{"unexpected events", fmt.Sprint(v.Unexpected)},
+		[]string{"prevKV mismatches (missing)", fmt.Sprintf("%d (%d)", v.PrevKVMismatches, v.PrevKVMissing)},
+		[]string{"cache mismatches at end", fmt.Sprint(v.CacheMismatches)},
+		[]string{"unsynced watchers at end", fmt.Sprint(v.UnsyncedWatchers)},
+		[]string{"final revision", fmt.Sprint(r.Final.Revision)},
+		[]string{"final compact revision", fmt.Sprint(r.Final.CompactRevision)},
+		[]string{"live objects", fmt.Sprintf("%d (%s)", r.Final.Objects, strings.Join(objects, ", "))},
+	)
+	rows = append(rows, selfRows(r.Self)...)
 	return Table{Header: []string{"metric", "value"}, Rows: rows}
+}
+
+func selfRows(s SelfStats) [][]string {
+	who := "lwbench"
+	if s.IncludesEmbeddedEtcd {
+		who = "lwbench + embedded etcd"
+	}
+	rows := [][]string{
+		{who + " CPU", fmt.Sprintf("%.2f s (%.2f of %d cores)", s.CPUSeconds, s.CPUCores, s.NumCPU)},
+		{who + " memory", fmt.Sprintf("max RSS %d bytes, peak heap %d bytes", s.MaxRSSBytes, s.PeakHeapBytes)},
+	}
+	if s.Etcd != nil {
+		rows = append(rows, []string{"etcd CPU / memory", fmt.Sprintf("%.2f s (%.2f cores), RSS %d bytes", s.Etcd.CPUSeconds, s.Etcd.CPUCores, s.Etcd.RSSBytes)})
+	}
+	return rows
 }
 
 func targetKind(t Target) string {
@@ -281,4 +580,22 @@ func targetKind(t Target) string {
 		return "embedded"
 	}
 	return "external"
+}
+
+// MakeIntervalTable lays the per-interval series out, one row per second:
+// what `--interval-csv` writes.
+func MakeIntervalTable(ivs []Interval) Table {
+	t := Table{Header: []string{"start_ms", "writes_scheduled", "writes_completed", "write_errors",
+		"write_p50_ms", "write_p99_ms", "write_p999_ms", "events", "delivery_p50_ms", "delivery_p99_ms", "delivery_p999_ms"}}
+	f := func(x float64) string { return fmt.Sprintf("%.3f", x) }
+	for _, iv := range ivs {
+		t.Rows = append(t.Rows, []string{f(iv.StartMs), fmt.Sprint(iv.WritesScheduled), fmt.Sprint(iv.WritesCompleted),
+			fmt.Sprint(iv.WriteErrors), f(iv.WriteP50Ms), f(iv.WriteP99Ms), f(iv.WriteP999Ms), fmt.Sprint(iv.Events),
+			f(iv.DeliveryP50Ms), f(iv.DeliveryP99Ms), f(iv.DeliveryP999Ms)})
+	}
+	t.Numeric = make([]bool, len(t.Header))
+	for i := range t.Numeric {
+		t.Numeric[i] = true
+	}
+	return t
 }

@@ -4,8 +4,8 @@ package report
 // Commands build one per result and render it as text, markdown or CSV;
 // JSON output marshals the typed result instead.
 type Table struct {
-	Header []string
-	Rows   [][]string
+	Header []string   // column names
+	Rows   [][]string // rows, each as wide as Header
 	// Numeric marks the columns to right-align; it may be shorter than
 	// Header.
 	Numeric []bool

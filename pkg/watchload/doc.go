@@ -1,25 +1,102 @@
 // Package watchload drives Kubernetes-style list/watch load against etcd
-// and measures it.
+// and measures it: delivery latency from commit, the cost of lists and
+// relists, and whether any event is ever lost.
 //
-// # The load
+// # Parts
 //
-// Writers create, update and delete pods with kube-apiserver's
-// transactions (create if absent, update and delete if the mod_revision is
-// the one last read), on an open-loop schedule: write i is due at
-// start + i/rate, and its latency counts from then, so a stalled member
-// cannot hide the writes it delayed. Reflectors LIST the pods in pages
-// pinned to the first page's revision and WATCH from the next revision with
-// prevKV, as client-go's reflector does against etcd directly; a watch
-// cancelled because its revision was compacted ends in a relist. A
-// compactor ticks on kube-apiserver's algorithm (package compaction).
+// A load is assembled from parts that experiments can reuse on their own:
 //
-// # The measurements
+//   - Env: the epoch, the join of writes with the events they caused, the
+//     history oracle and the violations found. Every other part records
+//     into one Env.
+//   - Topology and Stream: connections (one *clientv3.Client each) and
+//     watch streams over them; clientv3 puts every watch whose context
+//     carries the same gRPC metadata on one stream, and a progress request
+//     reaches only the watches of its stream.
+//   - Reflector: one list/watch client of one resource, modelled on a
+//     Profile; Hold and Release interrupt its watch as a broken
+//     connection would; ReflectorHooks observe or alter what it sees.
+//   - Writers and a Workload: open-loop writes; KubernetesWorkload
+//     (pods, configmaps and events on leases, with kube-apiserver's
+//     transactions) or RawWorkload (plain puts, as etcd's benchmark).
+//   - Recorder: the history every watch is validated against.
+//   - ConsistentReader and ProgressRequester: consistent LISTs served from
+//     watch caches (KEP-2340).
+//   - Run, Watch, Put and List: the scenarios lwbench's subcommands run.
 //
-// Every write is recorded with its revision and its scheduled, send and
-// response times; every event with its revision and receipt time. After the
-// run the two are joined by revision: delivery latency from the writer's
-// response (an upper bound of the commit) and from the send. The same join
-// checks etcd's watch guarantees per watcher: no event lost inside the
-// window a watch covered, none duplicated or out of order, prevKV matching
-// the cache, and at the end each cache equal to etcd's state.
+// A fixed-rate probe of a member (through a defragmentation, say) is
+// Writers with a RawWorkload at a low rate: its one-second series shows
+// the stall, and its errors and timeouts count in the latency.
+//
+// # Profiles
+//
+// ProfileInformer is client-go's reflector reading etcd through a
+// kube-apiserver with the watch cache off (client-go
+// tools/cache/reflector.go, tools/pager/pager.go; k8s.io/apiserver
+// pkg/storage/etcd3/store.go). A worked timeline, page size 500, 1,200
+// pods, compaction to C while the watch is held back at revision R < C:
+//
+//	LIST rv="0" limit=500        -> range limit 500 at latest: page 1 pins revision L
+//	     continue                -> range from last key+"\x00" at L: pages 2, 3
+//	WATCH from L+1 prevKV progressNotify
+//	... held at R, etcd compacts to C > R+1, released ...
+//	WATCH from R+1               -> canceled, CompactRevision C (410 Gone)
+//	pause: backoff 0.8 s + jitter (then 1.6, 3.2 ... 30 s; reset after 2 min)
+//	LIST rv="R" limit=500        -> range at exactly R: ErrCompacted (410 Expired)
+//	LIST rv=""  limit=500        -> range at latest, pinned, paginated
+//	WATCH from the new list revision + 1
+//
+// A reflector whose first list fit in one page lists unpaginated with
+// rv="R" instead, which etcd serves at the latest ("not older than"), so
+// it relists in one request. A continuation page whose revision was
+// compacted makes the pager list once more, unpaginated. Watches end after
+// a random 5 to 10 minutes and resume from the last revision without a
+// list.
+//
+// ProfileAPIServerCache is kube-apiserver's watch cache of one resource
+// (k8s.io/apiserver/pkg/storage/cacher): pages of 10,000 always read at
+// the latest revision (its listerWatcher drops the resourceVersion), one
+// watch with prevKV and progress notifications on a stream marked
+// source=cache, watch errors other than compaction retried by watching
+// again for up to 30 s, a fixed one-second pause before relisting, and
+// consistent LISTs that get etcd's current revision, wait until the cache
+// has seen it while a ProgressRequester asks for progress notifications
+// every 100 ms, and fall back to etcd after 3 seconds.
+//
+// # Writes
+//
+// Write i is due at start + i/rate whatever happened to earlier writes,
+// and its latency runs from that due time to its end, so a stalled member
+// cannot hide the writes it delayed (no coordinated omission). Errors and
+// timeouts count in the latency at the time they failed and are reported
+// beside it. Writes to one key go to one worker, in order, so that each
+// worker knows its keys' mod_revisions for kube-apiserver's
+// compare-and-swap transactions.
+//
+// # Delivery latency
+//
+// Writers publish each committed revision with its send and response
+// times into a ring indexed by revision; watchers look every event up as
+// it arrives. An event that arrives before its writer has the response
+// waits, per watcher, until the write publishes or no write that could
+// have caused it is still in flight. Latency from the response is a lower
+// bound of the delay from commit (the response follows the commit);
+// latency from the send an upper bound. Samples go in batches into HDR
+// histograms shared by all watchers and into a one-second series, so
+// memory does not grow with events.
+//
+// # Validation
+//
+// The Recorder watches the whole key space from the first revision any
+// watcher can see; since every revision changes at least one key, it must
+// see every revision, and reports any it skips. Every watch of every
+// watcher is checked against etcd's guarantees as etcd's robustness tests
+// check them (tests/robustness/validate/watch.go): ordered, unique,
+// atomic, reliable (no event of the history missing between the watch's
+// start and its last event or progress notification), resumable (the
+// first event is the first at or after the start revision), bookmarkable
+// (nothing at or below a progress notification after it); and prevKV
+// against the watcher's cache. At the end each cache is compared with
+// etcd's state at the watcher's last revision. Violations carry the
+// revision where they happened.
 package watchload

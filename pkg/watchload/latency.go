@@ -1,6 +1,9 @@
 package watchload
 
 import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -8,12 +11,18 @@ import (
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
-// histogram records latencies in microseconds, from 1 µs to 1 hour, with 3
-// significant digits (HDR histogram: constant memory, exact to 0.1%).
+// histogram records latencies in microseconds, from 1 µs to 1 hour (HDR
+// histogram: constant memory, values exact to 10^-digits relative).
 type histogram struct{ h *hdrhistogram.Histogram }
 
-func newHistogram() histogram {
-	return histogram{h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
+// newHistogram returns a histogram with 3 significant digits (0.1%,
+// about 190 KB), for totals.
+func newHistogram() histogram { return newHistogramDigits(3) }
+
+// newHistogramDigits returns a histogram with the given significant
+// digits; per-interval histograms use 2 (1%, about 26 KB).
+func newHistogramDigits(digits int) histogram {
+	return histogram{h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), digits)}
 }
 
 // record adds one latency; values outside the range are clamped to it.
@@ -23,8 +32,15 @@ func (h histogram) record(d time.Duration) {
 	h.h.RecordValue(us) // cannot fail inside the range
 }
 
+func (h histogram) merge(o histogram) { h.h.Merge(o.h) }
+
+func (h histogram) count() int64 { return h.h.TotalCount() }
+
 func (h histogram) summary() report.Latency {
 	ms := func(us int64) float64 { return float64(us) / 1000 }
+	if h.h.TotalCount() == 0 {
+		return report.Latency{}
+	}
 	return report.Latency{
 		Count:  h.h.TotalCount(),
 		P50Ms:  ms(h.h.ValueAtQuantile(50)),
@@ -34,4 +50,296 @@ func (h histogram) summary() report.Latency {
 		MaxMs:  ms(h.h.Max()),
 		MeanMs: h.h.Mean() / 1000,
 	}
+}
+
+// commitLog is a ring of the writers' completed writes indexed by
+// revision: slot rev mod len holds the write's send and response times.
+// Writers publish after the response; watchers look an event's revision
+// up. A slot is a seqlock: the revision is written last and read first and
+// again last, so a reader never mixes two writes.
+type commitLog struct {
+	mask  int64
+	slots []commitSlot
+}
+
+type commitSlot struct {
+	rev, sent, done atomic.Int64
+}
+
+// newCommitLog returns a ring of at least capacity slots (a power of two,
+// at least 1024).
+func newCommitLog(capacity int64) *commitLog {
+	n := int64(1024)
+	if capacity > n {
+		n = 1 << bits.Len64(uint64(capacity-1))
+	}
+	return &commitLog{mask: n - 1, slots: make([]commitSlot, n)}
+}
+
+// publish records the write that committed revision rev; sent and done are
+// nanoseconds since the run's epoch.
+func (l *commitLog) publish(rev, sent, done int64) {
+	s := &l.slots[rev&l.mask]
+	s.rev.Store(0)
+	s.sent.Store(sent)
+	s.done.Store(done)
+	s.rev.Store(rev)
+}
+
+// lookup returns the write of revision rev. found is false when no write
+// of rev has been published (yet); gone is true when the slot has moved on
+// to a later revision, so rev will never be found.
+func (l *commitLog) lookup(rev int64) (sent, done int64, found, gone bool) {
+	s := &l.slots[rev&l.mask]
+	r := s.rev.Load()
+	if r != rev {
+		return 0, 0, false, r > rev
+	}
+	sent, done = s.sent.Load(), s.done.Load()
+	if s.rev.Load() != rev {
+		return 0, 0, false, true
+	}
+	return sent, done, true, false
+}
+
+// inflight tracks each writer worker's outstanding request: the time it
+// was sent (nanoseconds since the epoch, plus one), 0 when idle.
+type inflight struct{ sent []atomic.Int64 }
+
+func newInflight(workers int) *inflight { return &inflight{sent: make([]atomic.Int64, workers)} }
+
+func (f *inflight) begin(worker int, sent int64) { f.sent[worker].Store(sent + 1) }
+func (f *inflight) end(worker int)               { f.sent[worker].Store(0) }
+
+// mayCommit reports whether a write sent before at is still outstanding,
+// so that an event received at at may yet be matched with its write. A
+// write publishes its revision before it stops being outstanding.
+func (f *inflight) mayCommit(at int64) bool {
+	for i := range f.sent {
+		if s := f.sent[i].Load(); s != 0 && s-1 < at {
+			return true
+		}
+	}
+	return false
+}
+
+// timing joins watch events with the writes that caused them and collects
+// every latency of a run: totals and one-second intervals.
+type timing struct {
+	epoch    time.Time
+	ring     *commitLog
+	inflight *inflight
+	// origin is the offset from the epoch at which interval 0 starts.
+	origin atomic.Int64
+	width  time.Duration
+
+	mu         sync.Mutex
+	fromCommit histogram
+	fromSend   histogram
+	writes     histogram
+	intervals  []*intervalStats
+	// beforeResponse counts events received before their writer had the
+	// response: latency from commit is then recorded as 0.
+	beforeResponse int64
+	timed, untimed int64
+	// lastEvent is the latest receipt time of any event.
+	lastEvent int64
+}
+
+// intervalStats is what happened in one interval.
+type intervalStats struct {
+	writesScheduled, writesDone, writeErrors, events int64
+	writeLat, deliveryLat                            histogram
+}
+
+func newTiming(epoch time.Time, ringCapacity int64, workers int) *timing {
+	return &timing{
+		epoch: epoch, ring: newCommitLog(ringCapacity), inflight: newInflight(workers), width: time.Second,
+		fromCommit: newHistogram(), fromSend: newHistogram(), writes: newHistogram(),
+	}
+}
+
+// now returns nanoseconds since the epoch (monotonic).
+func (t *timing) now() int64 { return int64(time.Since(t.epoch)) }
+
+// setOrigin makes interval 0 start at offset (nanoseconds since epoch).
+func (t *timing) setOrigin(offset int64) { t.origin.Store(offset) }
+
+// interval returns the stats of the interval holding offset at; t.mu is
+// held.
+func (t *timing) interval(at int64) *intervalStats {
+	i := max(int((at-t.origin.Load())/int64(t.width)), 0)
+	for len(t.intervals) <= i {
+		t.intervals = append(t.intervals, &intervalStats{writeLat: newHistogramDigits(2), deliveryLat: newHistogramDigits(2)})
+	}
+	return t.intervals[i]
+}
+
+// writeSample is one write: when it was due, when it ended, and whether it
+// failed.
+type writeSample struct {
+	scheduled, done int64
+	failed          bool
+}
+
+// addWrites records write samples: latency from the scheduled time, in the
+// interval the write was due in; completions and errors in the interval it
+// ended in.
+func (t *timing) addWrites(ss []writeSample) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range ss {
+		lat := time.Duration(s.done - s.scheduled)
+		t.writes.record(lat)
+		iv := t.interval(s.scheduled)
+		iv.writeLat.record(lat)
+		iv.writesScheduled++
+		end := t.interval(s.done)
+		if s.failed {
+			end.writeErrors++
+		} else {
+			end.writesDone++
+		}
+	}
+}
+
+// eventSample is one received event: when, and its latencies from the
+// write's response and send (-1 when the event was not matched to a
+// write).
+type eventSample struct {
+	at, fromCommit, fromSend int64
+}
+
+func (t *timing) addEvents(ss []eventSample, beforeResponse int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.beforeResponse += beforeResponse
+	for _, s := range ss {
+		t.lastEvent = max(t.lastEvent, s.at)
+		iv := t.interval(s.at)
+		iv.events++
+		if s.fromCommit < 0 {
+			t.untimed++
+			continue
+		}
+		t.timed++
+		t.fromCommit.record(time.Duration(s.fromCommit))
+		t.fromSend.record(time.Duration(s.fromSend))
+		iv.deliveryLat.record(time.Duration(s.fromCommit))
+	}
+}
+
+// series returns the per-interval series.
+func (t *timing) series() []report.Interval {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]report.Interval, len(t.intervals))
+	for i, iv := range t.intervals {
+		w, d := iv.writeLat.summary(), iv.deliveryLat.summary()
+		out[i] = report.Interval{
+			StartMs:         float64(i) * report.Ms(t.width),
+			WritesScheduled: iv.writesScheduled, WritesCompleted: iv.writesDone, WriteErrors: iv.writeErrors,
+			WriteP50Ms: w.P50Ms, WriteP99Ms: w.P99Ms, WriteP999Ms: w.P999Ms,
+			Events:        iv.events,
+			DeliveryP50Ms: d.P50Ms, DeliveryP99Ms: d.P99Ms, DeliveryP999Ms: d.P999Ms,
+		}
+	}
+	return out
+}
+
+// watchTiming is one watcher's side of the join: it looks events up in
+// the ring, holds those whose write has not published yet, and hands
+// samples to the shared timing in batches.
+type watchTiming struct {
+	t              *timing
+	buf            []eventSample
+	pending        []pendingEvent
+	beforeResponse int64
+}
+
+type pendingEvent struct{ rev, at int64 }
+
+const timingBatch = 256
+
+func newWatchTiming(t *timing) *watchTiming {
+	return &watchTiming{t: t, buf: make([]eventSample, 0, timingBatch)}
+}
+
+// event records an event of revision rev received at at.
+func (w *watchTiming) event(rev, at int64) {
+	if !w.resolve(rev, at) {
+		w.pending = append(w.pending, pendingEvent{rev: rev, at: at})
+	}
+}
+
+// resolve records the event if its write is known or will never be; it
+// returns false if the write may still publish.
+func (w *watchTiming) resolve(rev, at int64) bool {
+	sent, done, found, gone := w.t.ring.lookup(rev)
+	switch {
+	case found:
+		d := at - done
+		if d < 0 {
+			w.beforeResponse++
+			d = 0
+		}
+		w.add(eventSample{at: at, fromCommit: d, fromSend: max(at-sent, 0)})
+	case gone || !w.t.inflight.mayCommit(at):
+		w.add(eventSample{at: at, fromCommit: -1})
+	default:
+		return false
+	}
+	return true
+}
+
+func (w *watchTiming) add(s eventSample) {
+	w.buf = append(w.buf, s)
+	if len(w.buf) == cap(w.buf) {
+		w.flush()
+	}
+}
+
+// retry resolves held events whose writes have since published.
+func (w *watchTiming) retry() {
+	if len(w.pending) == 0 {
+		return
+	}
+	kept := w.pending[:0]
+	for _, p := range w.pending {
+		if !w.resolve(p.rev, p.at) {
+			kept = append(kept, p)
+		}
+	}
+	w.pending = kept
+}
+
+// flush hands the batch to the shared timing.
+func (w *watchTiming) flush() {
+	if len(w.buf) == 0 && w.beforeResponse == 0 {
+		return
+	}
+	w.t.addEvents(w.buf, w.beforeResponse)
+	w.buf, w.beforeResponse = w.buf[:0], 0
+}
+
+// finish resolves what it can, counts the rest as unmatched, and flushes.
+func (w *watchTiming) finish() {
+	w.retry()
+	for _, p := range w.pending {
+		w.add(eventSample{at: p.at, fromCommit: -1})
+	}
+	w.pending = nil
+	w.flush()
+}
+
+// eventsPerSecond returns events over the time from the interval origin
+// (the start of the writes) to the last event received.
+func (t *timing) eventsPerSecond(events int64) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := time.Duration(t.lastEvent - t.origin.Load())
+	if d <= 0 {
+		return 0
+	}
+	return float64(events) / d.Seconds()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/utils/clock"
 
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
@@ -19,22 +20,38 @@ import (
 // Options shape one run. The zero value of a field means its default, set
 // by Defaults.
 type Options struct {
+	// Profile is the client the watchers model; empty means
+	// ProfileInformer.
+	Profile Profile
 	// Prefix is the Kubernetes prefix objects are written under
 	// (kube-apiserver's --etcd-prefix); pods go to <Prefix>/pods/<ns>/<name>.
 	Prefix string
-	// Objects pods are created before the load starts.
-	Objects int
+	// Objects pods, ConfigMaps configmaps and Events events are created
+	// before the load starts. ConfigMaps and Events default to Objects/5
+	// and Objects/2; a negative value means none.
+	Objects, ConfigMaps, Events int
 	// Namespaces the objects are spread across.
 	Namespaces int
-	// Watchers is the number of reflectors watching <Prefix>/pods/.
+	// Watchers is the number of reflectors.
 	Watchers int
+	// WatchResources are the resources watchers are assigned to, round
+	// robin: watcher i watches WatchResources[i mod len]. Empty means
+	// pods, configmaps, events.
+	WatchResources []string
+	// Connections and Streams carry the watchers (Topology); Streams
+	// defaults to Connections.
+	Connections, Streams int
+	// WriterConnections carry the writers.
+	WriterConnections int
 	// WriteRate is the scheduled writes per second during Duration.
 	WriteRate float64
 	// Duration of the write phase.
 	Duration time.Duration
-	// Mix of creates, updates and deletes.
+	// Mix of creates, updates and deletes for pods and configmaps.
 	Mix Mix
-	// PageSize is the reflectors' LIST limit.
+	// ResourceMix is the share of writes per resource.
+	ResourceMix ResourceMix
+	// PageSize overrides the profile's LIST page size.
 	PageSize int64
 	// WriterConcurrency is the number of writer workers.
 	WriterConcurrency int
@@ -44,39 +61,96 @@ type Options struct {
 	CompactionInterval time.Duration
 	// PhysicalCompaction waits for each compaction to finish deleting.
 	PhysicalCompaction bool
-	// HoldBack is the number of watchers held back across a compaction to
-	// force a relist.
+	// HoldBack is the number of watchers (the first ones) held back across
+	// a compaction to force a relist.
 	HoldBack int
 	// Defragment the member once, right after the compaction that the
 	// held-back watchers missed.
 	Defragment bool
+	// EventTTL is the events' lease TTL (--event-ttl); 0 means 1 hour.
+	EventTTL time.Duration
+	// ConsistentListRate is the consistent LISTs per second served by the
+	// watch caches (apiserver-cache profile only); 0 means 5, negative
+	// none.
+	ConsistentListRate float64
+	// StartConcurrency bounds the watchers listing at once at the start;
+	// 0 means 32, negative means all at once.
+	StartConcurrency int
 	// ProgressRequestPeriod is how often the run asks etcd for progress
 	// notifications at the end, to confirm each watcher has seen the final
 	// revision.
 	ProgressRequestPeriod time.Duration
-	// SyncTimeout bounds the wait for watchers to reach the final revision.
+	// SyncTimeout bounds the wait for watchers to list at the start and to
+	// reach the final revision at the end.
 	SyncTimeout time.Duration
 	// WriteTimeout bounds one write.
 	WriteTimeout time.Duration
 	// Seed makes objects and the op plan reproducible.
 	Seed uint64
+	// Clock times the reflectors' backoffs and watch timeouts; nil is the
+	// real clock.
+	Clock clock.WithTicker
 	// Logf, if set, receives one line per phase of the run.
 	Logf func(format string, args ...any)
+	// OnProgress, if set, is called about every ProgressInterval with a
+	// live view of the run; it must not block.
+	OnProgress func(Progress)
+	// ProgressInterval defaults to 500 ms.
+	ProgressInterval time.Duration
+	// Hooks are given to every reflector.
+	Hooks ReflectorHooks
+}
+
+// Progress is a live view of a run.
+type Progress struct {
+	Phase            string        // seeding, syncing, writing, confirming...
+	Elapsed          time.Duration // since the run began
+	WritesPlanned    int64         // writes scheduled in all
+	WritesDone       int64         // writes that succeeded so far
+	WriteErrors      int64         // writes that failed so far
+	Events           int64         // events received by all watchers
+	Relists          int           // LIST phases after the first
+	Violations       int64         // violations found so far
+	SyncedWatchers   int           // watchers past their first LIST
+	Watchers         int           // watchers in all
+	RecorderRevision int64         // revision the history is complete to
 }
 
 // Defaults returns o with zero fields set to their defaults.
 func (o Options) Defaults() Options {
+	if o.Profile == "" {
+		o.Profile = ProfileInformer
+	}
 	if o.Prefix == "" {
 		o.Prefix = keyspace.DefaultPrefix
 	}
 	if o.Objects == 0 {
 		o.Objects = 1000
 	}
+	if o.ConfigMaps == 0 {
+		o.ConfigMaps = o.Objects / 5
+	}
+	if o.Events == 0 {
+		o.Events = o.Objects / 2
+	}
+	o.Objects, o.ConfigMaps, o.Events = max(o.Objects, 0), max(o.ConfigMaps, 0), max(o.Events, 0)
 	if o.Namespaces == 0 {
 		o.Namespaces = 10
 	}
 	if o.Watchers == 0 {
 		o.Watchers = 10
+	}
+	if len(o.WatchResources) == 0 {
+		o.WatchResources = Resources
+	}
+	if o.Connections == 0 {
+		o.Connections = 1
+	}
+	if o.Streams == 0 {
+		o.Streams = o.Connections
+	}
+	if o.WriterConnections == 0 {
+		o.WriterConnections = 1
 	}
 	if o.WriteRate == 0 {
 		o.WriteRate = 200
@@ -87,8 +161,11 @@ func (o Options) Defaults() Options {
 	if o.Mix == (Mix{}) {
 		o.Mix = DefaultMix
 	}
+	if o.ResourceMix == (ResourceMix{}) {
+		o.ResourceMix = DefaultResourceMix
+	}
 	if o.PageSize == 0 {
-		o.PageSize = DefaultPageSize
+		o.PageSize = o.Profile.DefaultPageSize()
 	}
 	if o.WriterConcurrency == 0 {
 		o.WriterConcurrency = 16
@@ -96,49 +173,87 @@ func (o Options) Defaults() Options {
 	if o.CompactionInterval == 0 {
 		o.CompactionInterval = o.Duration / 3
 	}
+	if o.EventTTL == 0 {
+		o.EventTTL = DefaultEventTTL
+	}
+	if o.ConsistentListRate == 0 {
+		o.ConsistentListRate = 5
+	}
+	if o.StartConcurrency == 0 {
+		o.StartConcurrency = 32
+	}
 	if o.ProgressRequestPeriod == 0 {
 		o.ProgressRequestPeriod = 100 * time.Millisecond
 	}
 	if o.SyncTimeout == 0 {
-		o.SyncTimeout = 30 * time.Second
+		o.SyncTimeout = 60 * time.Second
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = 500 * time.Millisecond
 	}
 	return o
 }
 
 // Validate checks options after Defaults.
 func (o Options) Validate() error {
+	if _, err := ParseProfile(string(o.Profile)); err != nil {
+		return err
+	}
 	switch {
 	case !strings.HasPrefix(o.Prefix, "/"):
 		return fmt.Errorf("prefix %q must start with '/'", o.Prefix)
-	case o.Objects < 0, o.Namespaces < 1, o.Watchers < 1, o.WriteRate <= 0, o.Duration <= 0, o.PageSize < 1, o.WriterConcurrency < 1:
-		return errors.New("objects, namespaces, watchers, write rate, duration, page size and writer concurrency must be positive")
+	case o.Namespaces < 1, o.Watchers < 1, o.WriteRate <= 0, o.Duration <= 0, o.PageSize < 1, o.WriterConcurrency < 1,
+		o.Connections < 1, o.Streams < 1, o.WriterConnections < 1:
+		return errors.New("namespaces, watchers, connections, streams, writer connections, write rate, duration, page size and writer concurrency must be positive")
 	case o.HoldBack < 0 || o.HoldBack > o.Watchers:
 		return fmt.Errorf("cannot hold back %d of %d watchers", o.HoldBack, o.Watchers)
+	case o.EventTTL < 0:
+		return errors.New("event TTL must not be negative")
+	}
+	for _, r := range o.WatchResources {
+		if !isResource(r) {
+			return fmt.Errorf("watch resource %q: want one of %s", r, strings.Join(Resources, ", "))
+		}
+	}
+	if err := o.ResourceMix.Validate(); err != nil {
+		return err
 	}
 	return o.Mix.Validate()
 }
 
-// Target is the etcd a run drives: one client for writers and maintenance,
-// one shared by the watchers (its own gRPC connection, as an informer's
-// apiserver connection is separate from a controller's writes), and the
-// member endpoints to defragment and query.
-type Target struct {
-	Writer    *clientv3.Client
-	Watch     *clientv3.Client
-	Endpoints []string
-	Embedded  bool
+func isResource(r string) bool {
+	for _, x := range Resources {
+		if x == r {
+			return true
+		}
+	}
+	return false
 }
 
-// Run seeds objects, starts the watchers, waits until they have listed,
-// then writes on schedule for o.Duration while the compactor ticks on
-// kube-apiserver's algorithm, holds o.HoldBack watchers back across a
-// compaction so that they must relist, and defragments once. At the end it
-// waits until every watcher confirms the final revision, compares every
-// cache with etcd, and returns the measurements. Errors are returned only
-// when the run could not be carried out (seeding failed, the target is
+// Target is the etcd a run drives.
+type Target struct {
+	// Endpoints are the members' client URLs; the first is defragmented
+	// and queried for sizes and metrics.
+	Endpoints []string
+	// Embedded is true when the member runs in this process.
+	Embedded bool
+	// Dial opens a new connection; a run opens Connections +
+	// WriterConnections + 1 (the history recorder) and closes them.
+	Dial Dialer
+}
+
+// Run seeds objects, starts the history recorder and the watchers, waits
+// until they have listed, then writes on schedule for o.Duration while the
+// compactor ticks on kube-apiserver's algorithm, holds o.HoldBack watchers
+// back across a compaction so that they must relist, defragments once,
+// and (apiserver-cache) serves consistent LISTs from the caches. At the
+// end it waits until every watcher confirms the final revision, validates
+// every watch against the recorded history, compares every cache with
+// etcd, and returns the measurements. Errors are returned only when the
+// run could not be carried out (seeding failed, the target is
 // unreachable); broken watch guarantees are results, in
 // RunResult.Validation.
 func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
@@ -146,99 +261,151 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if len(t.Endpoints) == 0 || t.Dial == nil {
+		return nil, errors.New("target needs endpoints and a dialer")
+	}
 	logf := o.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	codec, err := keyspace.NewCodec()
+	epoch := time.Now()
+	res := &report.RunResult{
+		SchemaVersion: report.RunSchemaVersion,
+		StartedAt:     epoch.UTC(),
+		Target:        report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints},
+		Scenario:      scenario(o),
+	}
+	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
+
+	writerTopo, err := Connect(ctx, t.Dial, o.WriterConnections, o.WriterConnections, "")
 	if err != nil {
 		return nil, err
 	}
-	res := &report.RunResult{
-		SchemaVersion: report.RunSchemaVersion,
-		StartedAt:     time.Now().UTC(),
-		Target:        report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints},
-		Scenario: report.Scenario{
-			Prefix: o.Prefix, Objects: o.Objects, Namespaces: o.Namespaces, Watchers: o.Watchers,
-			WriteRatePerSecond: o.WriteRate, DurationMs: report.Ms(o.Duration), PageSize: o.PageSize,
-			CompactionIntervalMs: report.Ms(o.CompactionInterval), CreatePercent: o.Mix.CreatePercent,
-			UpdatePercent: o.Mix.UpdatePercent, DeletePercent: o.Mix.DeletePercent,
-			WriterConcurrency: o.WriterConcurrency, HeldBackWatchers: o.HoldBack, Seed: o.Seed,
-			Defragment: o.Defragment, PhysicalCompaction: o.PhysicalCompaction,
-			ProgressRequestPeriod: report.Ms(o.ProgressRequestPeriod),
-		},
-	}
-	if st, err := t.Writer.Status(ctx, t.Endpoints[0]); err == nil {
+	defer writerTopo.Close()
+	admin := writerTopo.Conns[0]
+	if st, err := admin.Status(ctx, t.Endpoints[0]); err == nil {
 		res.Target.EtcdVersion = st.Version
 	} else {
 		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
 	}
+	kvs := make([]KV, len(writerTopo.Conns))
+	for i, c := range writerTopo.Conns {
+		kvs[i] = c
+	}
 
-	start := time.Now()
-	w := &writers{kv: t.Writer, prefix: o.Prefix, codec: codec, seed: o.Seed, workers: o.WriterConcurrency, start: start, timeout: o.WriteTimeout}
-	logf("seeding %d pods under %s/pods/", o.Objects, o.Prefix)
-	live, states, err := w.seedObjects(ctx, o.Objects, o.Namespaces, o.WriterConcurrency)
+	wl, err := NewKubernetesWorkload(KubernetesWorkloadOptions{
+		Prefix: o.Prefix, Namespaces: o.Namespaces, Pods: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
+		Mix: o.Mix, ResourceMix: o.ResourceMix, EventTTL: o.EventTTL, Workers: o.WriterConcurrency, Seed: o.Seed,
+	})
 	if err != nil {
+		return nil, err
+	}
+	live := &liveState{o: o, start: epoch, phase: "seeding"}
+	stopProgress := live.report(ctx)
+	defer stopProgress()
+	logf("seeding %d pods, %d configmaps, %d events under %s/", o.Objects, o.ConfigMaps, o.Events, o.Prefix)
+	if _, err := wl.Seed(ctx, kvs, o.WriterConcurrency); err != nil {
+		if errors.Is(err, ErrObjectExists) {
+			return nil, fmt.Errorf("seed objects under %s/ (it holds an earlier run's objects; choose another prefix): %w", o.Prefix, err)
+		}
 		return nil, fmt.Errorf("seed objects: %w", err)
 	}
 
+	// The history recorder, on a connection of its own, from the next
+	// revision on: every watcher lists at or after it.
+	recTopo, err := Connect(ctx, t.Dial, 1, 1, "")
+	if err != nil {
+		return nil, err
+	}
+	defer recTopo.Close()
+	head, err := admin.Get(ctx, keyspace.CompactRevKey)
+	if err != nil {
+		return nil, fmt.Errorf("read the current revision: %w", err)
+	}
+	rec := NewRecorder(recTopo.Streams[0], wl.Prefixes())
+	total := int64(o.WriteRate * o.Duration.Seconds())
+	env := NewEnv(epoch, total+1024, o.WriterConcurrency, rec)
+	rctx, stopRecorder := context.WithCancel(ctx)
+	defer stopRecorder()
+	var recWG sync.WaitGroup
+	recWG.Add(1)
+	go func() {
+		defer recWG.Done()
+		rec.Run(rctx, head.Header.Revision+1)
+	}()
+
 	// Watchers.
-	watchPrefix := keyspace.Build(keyspace.Key{Prefix: o.Prefix, Resource: "pods", Name: "x"})
-	watchPrefix = strings.TrimSuffix(watchPrefix, "x")
+	watchTopo, err := Connect(ctx, t.Dial, o.Connections, o.Streams, o.Profile.Source())
+	if err != nil {
+		return nil, err
+	}
+	defer watchTopo.Close()
 	wctx, stopWatchers := context.WithCancel(ctx)
 	defer stopWatchers()
 	refls := make([]*Reflector, o.Watchers)
-	var wwg sync.WaitGroup
 	for i := range refls {
-		refls[i] = NewReflector(i, t.Watch, watchPrefix, o.PageSize, start)
-		wwg.Add(1)
-		go func() {
-			defer wwg.Done()
-			refls[i].Run(wctx)
-		}()
+		resource := o.WatchResources[i%len(o.WatchResources)]
+		refls[i] = NewReflector(env, ReflectorOptions{
+			ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
+			Stream: watchTopo.StreamFor(i), PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks,
+		})
 	}
-	logf("starting %d watchers (LIST pages of %d, WATCH with prevKV)", o.Watchers, o.PageSize)
-	for _, r := range refls {
-		select {
-		case <-r.Synced():
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	live.setWatchers(refls, rec)
+	live.setPhase("syncing")
+	logf("starting %d %s watchers of %s on %d streams over %d connections (LIST pages of %d, WATCH with prevKV)",
+		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, o.PageSize)
+	var wwg sync.WaitGroup
+	if err := startReflectors(ctx, wctx, refls, o.StartConcurrency, o.SyncTimeout, &wwg); err != nil {
+		return nil, err
 	}
 
 	// Writers, on schedule from now.
-	total := int64(o.WriteRate * o.Duration.Seconds())
-	ops := plan(o.Seed, live, total, o.WriteRate, o.Mix, o.Namespaces)
-	res.Writes.Planned = total
-	writeStart := time.Now()
-	offset := writeStart.Sub(start)
-	for i := range ops {
-		ops[i].scheduled += offset
+	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.WriteRate, Total: total, Workers: o.WriterConcurrency, Timeout: o.WriteTimeout})
+	if err != nil {
+		return nil, err
 	}
-	logf("writing %d ops at %.0f/s for %v (create/update/delete %d/%d/%d)", total, o.WriteRate, o.Duration,
-		o.Mix.CreatePercent, o.Mix.UpdatePercent, o.Mix.DeletePercent)
+	live.setWriters(writers, total)
+	writeStart := env.Since()
+	env.SetIntervalOrigin(writeStart)
+	live.setPhase("writing")
+	logf("writing %d ops at %.0f/s for %v (resources %s; create/update/delete %d/%d/%d)", total, o.WriteRate, o.Duration,
+		o.ResourceMix, o.Mix.CreatePercent, o.Mix.UpdatePercent, o.Mix.DeletePercent)
 	writeCtx, stopWriters := context.WithCancel(ctx)
 	defer stopWriters()
-	writersDone := make(chan struct{})
-	go func() {
-		defer close(writersDone)
-		w.run(writeCtx, ops, states)
-	}()
+	writeDone := make(chan report.WriteStats, 1)
+	go func() { writeDone <- writers.Run(writeCtx) }()
 
-	// Compactor, defragmentation and the held-back watchers.
-	maint := &maintenance{t: t, o: o, start: start, refls: refls, logf: logf, res: res}
+	var cr *ConsistentReader
+	var crWG sync.WaitGroup
+	if o.Profile == ProfileAPIServerCache && o.ConsistentListRate > 0 {
+		reqs := map[*Stream]*ProgressRequester{}
+		for _, s := range watchTopo.Streams {
+			reqs[s] = NewProgressRequester(s, o.Clock)
+			go reqs[s].Run(wctx)
+		}
+		cr = NewConsistentReader(env, refls, reqs, DefaultPageSize)
+		crWG.Add(1)
+		go func() {
+			defer crWG.Done()
+			cr.Run(writeCtx, o.ConsistentListRate, o.Duration)
+		}()
+	}
+
+	maint := &maintenance{t: t, admin: admin, o: o, env: env, refls: refls, logf: logf, res: res}
 	maintDone := make(chan struct{})
 	go func() {
 		defer close(maintDone)
-		maint.run(ctx, writeStart.Add(o.Duration))
+		maint.run(ctx, epoch.Add(writeStart+o.Duration))
 	}()
 
+	var ws report.WriteStats
 	select {
-	case <-writersDone:
+	case ws = <-writeDone:
 	case <-ctx.Done():
 		stopWriters()
-		<-writersDone
+		ws = <-writeDone
 	}
+	crWG.Wait()
 	<-maintDone
 	for _, r := range refls {
 		r.Release()
@@ -246,42 +413,151 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	res.Writes = ws
 
-	// Final state, then wait for every watcher to confirm it.
-	final, err := t.Writer.Get(ctx, watchPrefix, clientv3.WithPrefix())
+	// Final state, then wait for the recorder and every watcher to
+	// confirm it.
+	live.setPhase("confirming")
+	final, err := admin.Get(ctx, keyspace.CompactRevKey)
 	if err != nil {
-		return nil, fmt.Errorf("read final state: %w", err)
+		return nil, fmt.Errorf("read the final revision: %w", err)
 	}
-	res.Final = report.FinalState{Revision: final.Header.Revision, CompactRevision: maint.compacted, Objects: int64(len(final.Kvs))}
-	logf("writes done at revision %d; waiting for watchers to confirm it", final.Header.Revision)
-	unsynced := waitSynced(ctx, t.Watch, refls, final.Header.Revision, o.ProgressRequestPeriod, o.SyncTimeout)
+	finalRev := final.Header.Revision
+	res.Final.Revision, res.Final.CompactRevision = finalRev, maint.compacted
+	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
+	if err := rec.WaitFor(ctx, finalRev, o.ProgressRequestPeriod); err != nil && ctx.Err() == nil {
+		logf("history recorder did not reach revision %d: %v", finalRev, err)
+	}
+	unsynced := waitSynced(ctx, watchTopo.Streams, refls, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
 	stopWatchers()
 	wwg.Wait()
-	if size, err := compaction.MemberSize(ctx, t.Writer, t.Endpoints[0]); err == nil {
+	finishValidation(ctx, rec, refls, o.ProgressRequestPeriod, logf)
+	stopRecorder()
+	recWG.Wait()
+	if size, err := compaction.MemberSize(ctx, admin, t.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
 	}
-
-	collect(res, w, refls, final, unsynced)
+	if cr != nil {
+		res.ConsistentReads = cr.Result()
+	}
+	if err := collect(ctx, res, env, admin, o, refls, unsynced); err != nil {
+		return nil, err
+	}
+	res.Self = self.finish(ctx)
 	return res, nil
 }
 
-// waitSynced requests progress notifications until every reflector has
-// seen revision rev or the timeout passes, and returns how many did not.
-func waitSynced(ctx context.Context, c *clientv3.Client, refls []*Reflector, rev int64, period, timeout time.Duration) int {
+func scenario(o Options) report.Scenario {
+	return report.Scenario{
+		Profile: string(o.Profile), Prefix: o.Prefix, Objects: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
+		Namespaces: o.Namespaces, Watchers: o.Watchers, WatchResources: o.WatchResources,
+		Connections: o.Connections, Streams: o.Streams, WriterConnections: o.WriterConnections,
+		WriteRatePerSecond: o.WriteRate, DurationMs: report.Ms(o.Duration), PageSize: o.PageSize,
+		ResourceMix: report.ResourceMix{PodsPercent: o.ResourceMix.PodsPercent, ConfigMapsPercent: o.ResourceMix.ConfigMapsPercent,
+			EventsPercent: o.ResourceMix.EventsPercent},
+		CompactionIntervalMs: report.Ms(o.CompactionInterval), CreatePercent: o.Mix.CreatePercent,
+		UpdatePercent: o.Mix.UpdatePercent, DeletePercent: o.Mix.DeletePercent,
+		WriterConcurrency: o.WriterConcurrency, HeldBackWatchers: o.HoldBack, Seed: o.Seed,
+		Defragment: o.Defragment, PhysicalCompaction: o.PhysicalCompaction,
+		ProgressRequestPeriod: report.Ms(o.ProgressRequestPeriod), EventTTLMs: report.Ms(o.EventTTL),
+		ConsistentListRatePerSecond: consistentRate(o), StartConcurrency: max(o.StartConcurrency, 0),
+	}
+}
+
+func consistentRate(o Options) float64 {
+	if o.Profile != ProfileAPIServerCache {
+		return 0
+	}
+	return max(o.ConsistentListRate, 0)
+}
+
+// startReflectors runs every reflector under wctx, at most concurrency
+// listing at once, and waits until all have synced or timeout passes.
+func startReflectors(ctx, wctx context.Context, refls []*Reflector, concurrency int, timeout time.Duration, wg *sync.WaitGroup) error {
+	if concurrency <= 0 {
+		concurrency = len(refls)
+	}
+	sem := make(chan struct{}, concurrency)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for _, r := range refls {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("watchers did not list within %v", timeout)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.Run(wctx)
+		}()
+		go func() {
+			select {
+			case <-r.Synced():
+			case <-r.Done():
+			}
+			<-sem
+		}()
+	}
+	for _, r := range refls {
+		select {
+		case <-r.Synced():
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("watcher %d did not list within %v", r.ID(), timeout)
+		}
+	}
+	return nil
+}
+
+// finishValidation waits until the history covers every stopped
+// reflector's last revision (lease expiries may have moved etcd on after
+// the final revision), then completes each reflector's validation.
+func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, period time.Duration, logf func(string, ...any)) {
+	var last int64
+	for _, r := range refls {
+		last = max(last, r.LastRevision())
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := rec.WaitFor(wctx, last, period); err != nil {
+		logf("history recorder did not reach revision %d: %v", last, err)
+	}
+	for _, r := range refls {
+		r.Finish()
+	}
+}
+
+// waitSynced requests progress notifications on every stream until every
+// reflector has seen revision rev or the timeout passes, and returns how
+// many did not.
+func waitSynced(ctx context.Context, streams []*Stream, refls []*Reflector, rev int64, period, timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
 	for {
-		behind := 0
+		behind := map[int]bool{}
 		for _, r := range refls {
 			if r.LastRevision() < rev {
-				behind++
+				behind[r.Options().Stream.ID] = true
 			}
 		}
-		if behind == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return behind
+		n := 0
+		for _, r := range refls {
+			if r.LastRevision() < rev {
+				n++
+			}
 		}
-		// One request reaches every watch on the shared stream.
-		c.RequestProgress(WatchContext(ctx))
-		sleep(ctx, period)
+		if n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return n
+		}
+		for _, s := range streams {
+			if behind[s.ID] {
+				s.RequestProgress(ctx) // one request reaches every watch on the stream
+			}
+		}
+		sleepCtx(ctx, period)
 	}
 }
 
@@ -289,8 +565,9 @@ func waitSynced(ctx context.Context, c *clientv3.Client, refls []*Reflector, rev
 // across a compaction and defragments once after it.
 type maintenance struct {
 	t     Target
+	admin *clientv3.Client
 	o     Options
-	start time.Time
+	env   *Env
 	refls []*Reflector
 	logf  func(string, ...any)
 	res   *report.RunResult
@@ -302,7 +579,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 	if m.o.CompactionInterval < 0 {
 		return
 	}
-	c := compaction.NewCompactor(m.t.Writer)
+	c := compaction.NewCompactor(m.admin)
 	c.Physical = m.o.PhysicalCompaction
 	var held []*Reflector
 	var heldRev int64
@@ -321,8 +598,8 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 		if !time.Now().Before(next) {
 			// The size before the compaction that precedes the
 			// defragmentation is the one the result reports.
-			before, beforeErr := compaction.MemberSize(ctx, m.t.Writer, m.t.Endpoints[0])
-			at := time.Since(m.start)
+			before, beforeErr := compaction.MemberSize(ctx, m.admin, m.t.Endpoints[0])
+			at := m.env.Since()
 			tick, err := c.Tick(ctx)
 			if tick.Compacted != 0 || err != nil {
 				rec := report.Compaction{AtMs: report.Ms(at), Revision: tick.Compacted, DurationMs: report.Ms(tick.Duration)}
@@ -340,7 +617,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 				if beforeErr == nil {
 					m.res.DBSize.BeforeCompactionBytes, m.res.DBSize.BeforeCompactionInUseBytes = before.Bytes, before.InUseBytes
 				}
-				if s, err := compaction.MemberSize(ctx, m.t.Writer, m.t.Endpoints[0]); err == nil {
+				if s, err := compaction.MemberSize(ctx, m.admin, m.t.Endpoints[0]); err == nil {
 					m.res.DBSize.AfterCompactionBytes, m.res.DBSize.AfterCompactionInUseBytes = s.Bytes, s.InUseBytes
 				}
 				if held != nil {
@@ -363,15 +640,15 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 		if !wake.Before(end) {
 			return
 		}
-		if !sleep(ctx, time.Until(wake)) {
+		if !sleepCtx(ctx, time.Until(wake)) {
 			return
 		}
 	}
 }
 
 func (m *maintenance) defrag(ctx context.Context) {
-	at := time.Since(m.start)
-	d, err := compaction.Defragment(ctx, m.t.Writer, m.t.Endpoints[0])
+	at := m.env.Since()
+	d, err := compaction.Defragment(ctx, m.admin, m.t.Endpoints[0])
 	rec := &report.Defrag{AtMs: report.Ms(at), DurationMs: report.Ms(d.Duration)}
 	if err != nil {
 		rec.Error = err.Error()
@@ -382,125 +659,220 @@ func (m *maintenance) defrag(ctx context.Context) {
 	m.res.Defrag = rec
 }
 
-// collect fills the result from the writers' record and the reflectors.
-func collect(res *report.RunResult, w *writers, refls []*Reflector, final *clientv3.GetResponse, unsynced int) {
-	w.mu.Lock()
-	records := w.records
-	w.mu.Unlock()
-	sort.Slice(records, func(i, j int) bool { return records[i].scheduled < records[j].scheduled })
+// collect fills the result from the Env and the reflectors, which have
+// stopped: delivery and write latencies, lists, and the validation,
+// including each cache against etcd's state at the reflector's last
+// revision.
+func collect(ctx context.Context, res *report.RunResult, env *Env, admin *clientv3.Client, o Options, refls []*Reflector, unsynced int) error {
+	tm := env.timing
+	tm.mu.Lock()
+	res.Writes.Latency = tm.writes.summary()
+	res.Delivery.FromCommit = tm.fromCommit.summary()
+	res.Delivery.FromSend = tm.fromSend.summary()
+	res.Delivery.DeliveredBeforeResponse = tm.beforeResponse
+	res.Delivery.TimedEvents, res.Delivery.UntimedEvents = tm.timed, tm.untimed
+	tm.mu.Unlock()
+	res.Intervals = tm.series()
 
-	writeLat := newHistogram()
-	byRev := make(map[int64]*writeRecord, len(records))
-	errSamples := map[string]bool{}
-	for i := range records {
-		rec := &records[i]
-		writeLat.record(rec.done - rec.scheduled)
-		if rec.conflict {
-			res.Writes.Conflicts++
-		}
-		if rec.err != nil {
-			res.Writes.Errors++
-			if len(errSamples) < 5 {
-				errSamples[rec.err.Error()] = true
-			}
-			continue
-		}
-		res.Writes.Completed++
-		switch rec.op {
-		case OpCreate:
-			res.Writes.Creates++
-		case OpUpdate:
-			res.Writes.Updates++
-		case OpDelete:
-			res.Writes.Deletes++
-		}
-		byRev[rec.rev] = rec
-	}
-	for e := range errSamples {
-		res.Writes.ErrorSamples = append(res.Writes.ErrorSamples, e)
-	}
-	sort.Strings(res.Writes.ErrorSamples)
-	res.Writes.Latency = writeLat.summary()
-
-	fromCommit, fromSend := newHistogram(), newHistogram()
-	etcdState := make(map[string]int64, len(final.Kvs))
-	for _, kv := range final.Kvs {
-		etcdState[string(kv.Key)] = kv.ModRevision
-	}
-	v := &res.Validation
-	v.UnsyncedWatchers = unsynced
-	addViolation := func(x report.Violation) {
-		if len(v.Violations) < 50 {
-			v.Violations = append(v.Violations, x)
-		}
-	}
+	initial := newHistogram()
+	var unverified, missing int64
 	for _, r := range refls {
-		r.mu.Lock()
-		ws := report.WatcherStats{ID: r.id, Lists: r.lists, LastRevision: r.lastRev, CacheObjects: len(r.cache), HeldBack: r.heldSince != 0}
-		for _, s := range r.sessions {
-			got := make(map[int64]bool, len(s.events))
-			for _, ev := range s.events {
-				got[ev.rev] = true
-				ws.Events++
-				wr, ok := byRev[ev.rev]
-				if !ok {
-					continue // a write whose response was lost, or not ours
-				}
-				fromSend.record(ev.at - wr.sent)
-				d := ev.at - wr.done
-				if d < 0 {
-					res.Delivery.DeliveredBeforeResponse++
-					d = 0
-				}
-				fromCommit.record(d)
+		st := r.Stats()
+		ro := r.Options()
+		res.Delivery.Events += st.Events
+		unverified += st.Unverified
+		missing += st.PrevKVMissing
+		res.Watchers = append(res.Watchers, report.WatcherStats{
+			ID: ro.ID, Resource: ro.Resource, Stream: ro.Stream.ID, Connection: ro.Stream.Conn, Events: st.Events,
+			Lists: st.Lists, Sessions: st.Sessions, ProgressNotifies: st.ProgressNotifies, LastRevision: r.LastRevision(),
+			CacheObjects: st.CacheObjects, HeldBack: st.HeldBack,
+		})
+		for i, l := range r.Lists() {
+			if i == 0 {
+				res.InitialLists.Count++
+				res.InitialLists.Objects += l.Objects
+				res.InitialLists.Bytes += l.Bytes
+				res.InitialLists.Pages += int64(l.Pages)
+				initial.record(l.Duration)
+				continue
 			}
-			// Reliable: every write inside [from, covered] must have arrived.
-			for rev := s.from; rev <= s.covered; rev++ {
-				if wr, ok := byRev[rev]; ok && !got[rev] {
-					v.Lost++
-					addViolation(report.Violation{Watcher: r.id, Kind: "lost", Revision: rev, Key: wr.key,
-						Detail: fmt.Sprintf("watch from %d confirmed up to %d", s.from, s.covered)})
-				}
-			}
+			res.Relists = append(res.Relists, relistReport(ro, l))
 		}
-		res.Delivery.Events += ws.Events
-		v.OutOfOrder += r.viol.outOfOrder
-		v.Duplicated += r.viol.duplicated
-		v.PrevKVMismatches += r.viol.prevKV
-		for _, x := range r.viol.samples {
-			addViolation(report.Violation{Watcher: r.id, Kind: x.kind, Revision: x.rev, Key: x.key, Detail: x.detail})
-		}
-		for _, rl := range r.relists {
-			res.Relists = append(res.Relists, report.Relist{
-				Watcher: r.id, Reason: rl.reason, FromRevision: rl.from, CompactRevision: rl.compactRev,
-				ListRevision: rl.listRev, AtMs: report.Ms(rl.at), DurationMs: report.Ms(rl.took),
-				Objects: rl.objects, Bytes: rl.bytes, Pages: rl.pages,
-			})
-		}
-		cache := r.cache
-		r.mu.Unlock()
-		// At the end, the cache must equal etcd's state.
-		for key, rev := range etcdState {
-			if got, ok := cache[key]; !ok || got != rev {
-				v.CacheMismatches++
-				addViolation(report.Violation{Watcher: r.id, Kind: "cache", Revision: rev, Key: key,
-					Detail: fmt.Sprintf("cache holds mod_revision %d (present %v)", got, ok)})
-			}
-		}
-		for key, rev := range cache {
-			if _, ok := etcdState[key]; !ok {
-				v.CacheMismatches++
-				addViolation(report.Violation{Watcher: r.id, Kind: "cache", Revision: rev, Key: key, Detail: "deleted in etcd, still cached"})
-			}
-		}
-		res.Watchers = append(res.Watchers, ws)
 	}
-	res.Delivery.FromCommit = fromCommit.summary()
-	res.Delivery.FromSend = fromSend.summary()
+	res.InitialLists.Latency = initial.summary()
+	res.Delivery.EventsPerSecond = tm.eventsPerSecond(res.Delivery.Events)
 	if res.Relists == nil {
 		res.Relists = []report.Relist{}
 	}
 	if res.Compaction == nil {
 		res.Compaction = []report.Compaction{}
+	}
+
+	// Final state per resource, and each cache against etcd at the
+	// reflector's last revision.
+	for _, resource := range Resources {
+		resp, err := admin.Get(ctx, ResourcePrefix(o.Prefix, resource), clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(res.Final.Revision))
+		if err != nil {
+			return fmt.Errorf("count %s at revision %d: %w", resource, res.Final.Revision, err)
+		}
+		res.Final.Resources = append(res.Final.Resources, report.ResourceCount{Resource: resource, Objects: resp.Count})
+		res.Final.Objects += resp.Count
+	}
+	states := map[string]map[string]int64{}
+	for _, r := range refls {
+		ro := r.Options()
+		rev := r.LastRevision()
+		id := fmt.Sprintf("%s@%d", ro.Prefix, rev)
+		state, ok := states[id]
+		if !ok {
+			resp, err := admin.Get(ctx, ro.Prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
+			if err != nil {
+				return fmt.Errorf("read %s at revision %d: %w", ro.Prefix, rev, err)
+			}
+			state = make(map[string]int64, len(resp.Kvs))
+			for _, kv := range resp.Kvs {
+				state[string(kv.Key)] = kv.ModRevision
+			}
+			states[id] = state
+		}
+		compareCache(env.Violations, ro.ID, rev, r.Cache(), state)
+	}
+
+	res.Validation = validationReport(env, unsynced, unverified, missing)
+	return nil
+}
+
+// compareCache reports every key whose presence or mod_revision differs
+// between a cache and etcd's state, in key order.
+func compareCache(vs *Violations, watcher int, rev int64, cache, state map[string]int64) {
+	var keys []string
+	for k, want := range state {
+		if got, ok := cache[k]; !ok || got != want {
+			keys = append(keys, k)
+		}
+	}
+	for k := range cache {
+		if _, ok := state[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want, inEtcd := state[k]
+		got, cached := cache[k]
+		detail := fmt.Sprintf("at revision %d etcd holds mod_revision %d (present %v), the cache %d (present %v)", rev, want, inEtcd, got, cached)
+		vs.Add(Violation{Watcher: watcher, Kind: ViolationCache, Revision: max(want, got), Key: k, Detail: detail})
+	}
+}
+
+func relistReport(ro ReflectorOptions, l ListRecord) report.Relist {
+	rl := report.Relist{
+		Watcher: ro.ID, Resource: ro.Resource, Reason: l.Reason, FromRevision: l.FailedWatchFrom, CompactRevision: l.CompactRevision,
+		ListRevision: l.Revision, AtMs: report.Ms(l.At), DurationMs: report.Ms(l.Duration), BackoffMs: report.Ms(l.Backoff),
+		Objects: l.Objects, Bytes: l.Bytes, Pages: l.Pages,
+	}
+	for _, a := range l.Attempts {
+		ra := report.ListAttempt{ResourceVersion: a.ResourceVersion, Limit: a.Limit, ReadRevision: a.ReadRevision, Revision: a.Revision,
+			Pages: a.Pages, Objects: a.Objects, FullListFallback: a.FullListFallback, DurationMs: report.Ms(a.Duration)}
+		if a.Err != nil {
+			ra.Error = listErrorName(a.Err)
+		}
+		rl.Attempts = append(rl.Attempts, ra)
+	}
+	return rl
+}
+
+// listErrorName names a list error as kube-apiserver would answer it.
+func listErrorName(err error) string {
+	switch {
+	case isExpired(err):
+		return "410 expired (compacted)"
+	case isTooLarge(err):
+		return "too large resource version"
+	}
+	return err.Error()
+}
+
+// liveState feeds Options.OnProgress.
+type liveState struct {
+	o       Options
+	start   time.Time
+	mu      sync.Mutex
+	phase   string
+	refls   []*Reflector
+	rec     *Recorder
+	writers *Writers
+	planned int64
+}
+
+func (l *liveState) setPhase(p string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.phase = p
+}
+
+func (l *liveState) setWatchers(r []*Reflector, rec *Recorder) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refls, l.rec = r, rec
+}
+
+func (l *liveState) setWriters(w *Writers, planned int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writers, l.planned = w, planned
+}
+
+func (l *liveState) snapshot() Progress {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := Progress{Phase: l.phase, Elapsed: time.Since(l.start), WritesPlanned: l.planned, Watchers: l.o.Watchers}
+	if l.writers != nil {
+		wp := l.writers.Progress()
+		p.WritesDone, p.WriteErrors = wp.Completed, wp.Errors
+	}
+	for _, r := range l.refls {
+		p.Events += r.events.Load()
+		select {
+		case <-r.Synced():
+			p.SyncedWatchers++
+		default:
+		}
+		r.mu.Lock()
+		p.Relists += max(len(r.lists)-1, 0)
+		r.mu.Unlock()
+		p.Violations = r.env.Violations.Total()
+	}
+	if l.rec != nil {
+		p.RecorderRevision = l.rec.Watermark()
+	}
+	return p
+}
+
+// report calls OnProgress periodically until the returned stop is called.
+func (l *liveState) report(ctx context.Context) (stop func()) {
+	if l.o.OnProgress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(l.o.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				l.o.OnProgress(l.snapshot())
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
 	}
 }

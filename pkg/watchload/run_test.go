@@ -2,72 +2,161 @@ package watchload_test
 
 import (
 	"context"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
+	"github.com/kubestore/etcdkit/internal/embedetcd"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
-func TestRunForcesRelistAndLosesNothing(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	writer := etcdtest.NewClient(t, srv)
-	watch := etcdtest.NewClient(t, srv)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	res, err := watchload.Run(ctx, watchload.Target{Writer: writer, Watch: watch, Endpoints: srv.Endpoints, Embedded: true}, watchload.Options{
-		Objects:            120,
-		Namespaces:         3,
-		Watchers:           3,
-		WriteRate:          150,
-		Duration:           3 * time.Second,
-		PageSize:           50, // several pages per list
-		CompactionInterval: time.Second,
-		PhysicalCompaction: true,
-		HoldBack:           1,
-		Defragment:         true,
-		Seed:               3,
-	})
-	if err != nil {
-		t.Fatal(err)
+func target(srv *embedetcd.Server) watchload.Target {
+	return watchload.Target{Endpoints: srv.Endpoints, Embedded: true, Dial: func(ctx context.Context) (*clientv3.Client, error) {
+		return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	}}
+}
+
+// smallRun is a short run that compacts twice and holds watcher 0 (a pods
+// watcher) back across the first compaction.
+func smallRun(profile watchload.Profile) watchload.Options {
+	return watchload.Options{
+		Profile: profile, Objects: 120, ConfigMaps: 20, Events: 40, Namespaces: 3, Watchers: 6, Connections: 2, Streams: 3,
+		WriteRate: 150, Duration: 3 * time.Second, PageSize: 50, CompactionInterval: time.Second,
+		PhysicalCompaction: true, HoldBack: 1, Defragment: true, EventTTL: 2 * time.Second, Seed: 3,
+	}
+}
+
+func checkCommon(t *testing.T, res *report.RunResult, wantPageSize int64) {
+	t.Helper()
+	if res.SchemaVersion != report.RunSchemaVersion {
+		t.Errorf("schema version %d", res.SchemaVersion)
 	}
 	if res.Writes.Completed != res.Writes.Planned || res.Writes.Errors != 0 {
 		t.Errorf("writes: %d of %d completed, %d errors %v", res.Writes.Completed, res.Writes.Planned, res.Writes.Errors, res.Writes.ErrorSamples)
 	}
+	if !res.Validation.OK() {
+		t.Errorf("validation failed: %s\n%+v", res.Validation.Summary(), res.Validation)
+	}
+	if res.Validation.HistoryEvents < res.Writes.Completed {
+		t.Errorf("history recorded %d events, fewer than the %d writes", res.Validation.HistoryEvents, res.Writes.Completed)
+	}
+	if res.Delivery.TimedEvents == 0 || res.Delivery.FromSend.P50Ms < res.Delivery.FromCommit.P50Ms {
+		t.Errorf("delivery: %+v", res.Delivery)
+	}
+	if res.InitialLists.Count != int64(res.Scenario.Watchers) {
+		t.Errorf("%d initial lists, want one per watcher", res.InitialLists.Count)
+	}
 	if len(res.Relists) == 0 {
 		t.Fatalf("no relist although watcher 0 was held back across a compaction; compactions: %+v", res.Compaction)
 	}
+	for _, rl := range res.Relists {
+		if rl.Watcher != 0 {
+			t.Errorf("watcher %d relisted; only the held-back watcher should have", rl.Watcher)
+		}
+		for _, a := range rl.Attempts {
+			if a.Limit != 0 && a.Limit != wantPageSize {
+				t.Errorf("relist attempt %+v: page size %d, want %d", a, a.Limit, wantPageSize)
+			}
+		}
+	}
+	var sum int64
+	for _, rc := range res.Final.Resources {
+		sum += rc.Objects
+	}
+	if len(res.Final.Resources) != 3 || sum != res.Final.Objects {
+		t.Errorf("final resources %+v do not add up to %d", res.Final.Resources, res.Final.Objects)
+	}
+	if len(res.Intervals) < 3 || res.Self.CPUSeconds <= 0 || res.Self.MaxRSSBytes <= 0 {
+		t.Errorf("%d intervals, self %+v", len(res.Intervals), res.Self)
+	}
+}
+
+func TestRunInformer(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := watchload.Run(ctx, target(srv), smallRun(watchload.ProfileInformer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCommon(t, res, 50)
+	// The held-back informer's first relist: at its last revision, 410,
+	// then at the latest; paginated because its first list was.
 	rl := res.Relists[0]
-	if rl.Watcher != 0 || rl.Reason != "compacted" || rl.CompactRevision <= rl.FromRevision || rl.Objects == 0 || rl.Pages < 2 {
-		t.Errorf("relist %+v: want watcher 0, reason compacted, compact revision above the watch's, several pages", rl)
+	if rl.Reason != "compacted" || rl.CompactRevision <= rl.FromRevision || len(rl.Attempts) != 2 ||
+		rl.Attempts[0].ResourceVersion != strconv.FormatInt(rl.FromRevision-1, 10) || rl.Attempts[0].Error == "" ||
+		rl.Attempts[1].ResourceVersion != "" || rl.Attempts[1].Error != "" || rl.Pages < 2 {
+		t.Errorf("relist %+v: want reason compacted, a 410 at revision %d then a paginated list at the latest", rl, rl.FromRevision-1)
 	}
-	for _, r := range res.Relists[1:] {
-		if r.Watcher != 0 {
-			t.Errorf("watcher %d relisted; only the held-back watcher should have", r.Watcher)
-		}
-	}
-	if !res.Validation.OK() {
-		t.Errorf("validation failed: %+v", res.Validation)
-	}
-	// Every watcher that was not held back saw every write.
-	for _, w := range res.Watchers[1:] {
-		if w.Events != res.Writes.Completed {
-			t.Errorf("watcher %d got %d events, want %d", w.ID, w.Events, res.Writes.Completed)
-		}
-	}
-	if res.Delivery.FromCommit.Count == 0 || res.Delivery.FromSend.P50Ms < res.Delivery.FromCommit.P50Ms {
-		t.Errorf("delivery latencies: from commit %+v, from send %+v", res.Delivery.FromCommit, res.Delivery.FromSend)
+	if rl.BackoffMs < 800 || rl.BackoffMs >= 1600 {
+		t.Errorf("relist after %.0f ms of backoff, want client-go's first step, in [800, 1600)", rl.BackoffMs)
 	}
 	if res.Defrag == nil || res.Defrag.Error != "" || res.DBSize.AfterDefragBytes == 0 || res.DBSize.AfterDefragBytes > res.DBSize.AfterCompactionBytes {
 		t.Errorf("defrag %+v, sizes %+v: want a defrag that did not grow the file", res.Defrag, res.DBSize)
 	}
-	got, err := writer.Get(ctx, "/registry/pods/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+}
+
+func TestRunAPIServerCache(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	o := smallRun(watchload.ProfileAPIServerCache)
+	o.PageSize = 0 // the cacher's 10,000
+	o.ConsistentListRate = 20
+	res, err := watchload.Run(ctx, target(srv), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Count != res.Final.Objects {
-		t.Errorf("final objects %d, etcd holds %d", res.Final.Objects, got.Count)
+	checkCommon(t, res, watchload.CacherPageSize)
+	rl := res.Relists[0]
+	if len(rl.Attempts) != 1 || rl.Attempts[0].ReadRevision != 0 || rl.Attempts[0].Error != "" || rl.BackoffMs != 1000 {
+		t.Errorf("cache relist %+v: want one list at the latest after the cacher's 1 s pause", rl)
+	}
+	cr := res.ConsistentReads
+	if cr == nil || cr.Requests < 40 || cr.ServedFromCache == 0 || cr.Errors != 0 {
+		t.Errorf("consistent reads %+v: want about 60 requests, served from the caches", cr)
+	}
+}
+
+// TestRunCatchesPlantedLoss drops one event from watcher 1's stream: the
+// run must report it lost, at its revision, and the watcher's cache stale.
+func TestRunCatchesPlantedLoss(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	o := smallRun(watchload.ProfileInformer)
+	o.Duration, o.CompactionInterval, o.HoldBack, o.Defragment = 2*time.Second, -1, 0, false
+	o.WatchResources = []string{watchload.ResourcePods}
+	var dropped atomic.Int64
+	var responses atomic.Int32
+	o.Hooks.OnResponse = func(watcher int, resp *clientv3.WatchResponse) {
+		if watcher != 1 || len(resp.Events) == 0 || responses.Add(1) != 20 {
+			return
+		}
+		dropped.Store(resp.Events[0].Kv.ModRevision)
+		resp.Events = resp.Events[1:]
+	}
+	res, err := watchload.Run(ctx, target(srv), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Validation
+	if v.OK() || v.Lost != 1 {
+		t.Fatalf("validation %s: want exactly one lost event", v.Summary())
+	}
+	found := false
+	for _, x := range v.Violations {
+		if x.Kind == "reliable" {
+			found = x.Watcher == 1 && x.Revision == dropped.Load()
+		}
+	}
+	if !found {
+		t.Errorf("violations %+v: want the loss reported for watcher 1 at revision %d", v.Violations, dropped.Load())
 	}
 }

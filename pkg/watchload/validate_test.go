@@ -1,55 +1,193 @@
 package watchload
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/kubestore/etcdkit/pkg/report"
 )
 
-// TestCollectFindsPlantedViolations plants a lost event and a stale cache
-// entry and checks that collect reports both, with their revisions.
-func TestCollectFindsPlantedViolations(t *testing.T) {
-	w := &writers{records: []writeRecord{
-		{op: OpUpdate, key: "/registry/pods/ns/a", rev: 10, sent: time.Millisecond, done: 2 * time.Millisecond},
-		{op: OpUpdate, key: "/registry/pods/ns/b", rev: 11, sent: time.Millisecond, done: 2 * time.Millisecond},
-		{op: OpUpdate, key: "/registry/pods/ns/a", rev: 12, sent: time.Millisecond, done: 2 * time.Millisecond},
-	}}
-	r := NewReflector(4, nil, "/registry/pods/", 500, time.Now())
-	r.cache = map[string]int64{"/registry/pods/ns/a": 12, "/registry/pods/ns/b": 9}
-	// The watch covered 10..12 but revision 11 never arrived.
-	r.sessions = []*session{{from: 10, covered: 12, events: []eventRecord{{rev: 10, at: 3 * time.Millisecond}, {rev: 12, at: 3 * time.Millisecond}}}}
-	final := &clientv3.GetResponse{Kvs: []*mvccpb.KeyValue{
-		{Key: []byte("/registry/pods/ns/a"), ModRevision: 12},
-		{Key: []byte("/registry/pods/ns/b"), ModRevision: 11},
-	}}
-	res := &report.RunResult{}
-	collect(res, w, []*Reflector{r}, final, 0)
-	v := res.Validation
-	if v.Lost != 1 || v.CacheMismatches != 1 || v.OK() {
-		t.Fatalf("validation %+v: want 1 lost, 1 cache mismatch, not OK", v)
-	}
-	kinds := map[string]int64{}
-	for _, x := range v.Violations {
-		kinds[x.Kind] = x.Revision
-		if x.Watcher != 4 {
-			t.Errorf("violation %+v names watcher %d, want 4", x, x.Watcher)
+const testPrefix = "/registry/pods/"
+
+// hist returns a recorder whose history under testPrefix holds entries,
+// complete up to watermark.
+func hist(t *testing.T, watermark int64, entries ...histEntry) *Recorder {
+	t.Helper()
+	rec := NewRecorder(nil, []string{testPrefix})
+	for _, e := range entries {
+		if err := rec.hist[0].append(e); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if kinds["lost"] != 11 || kinds["cache"] != 11 {
-		t.Errorf("violations %+v: want lost at 11 and cache mismatch at 11", v.Violations)
+	rec.watermark.Store(watermark)
+	return rec
+}
+
+func put(rev int64, key string) histEntry {
+	return histEntry{rev: rev, key: testPrefix + key, put: true}
+}
+func create(rev int64, key string) histEntry {
+	return histEntry{rev: rev, key: testPrefix + key, put: true, create: true}
+}
+func del(rev int64, key string) histEntry { return histEntry{rev: rev, key: testPrefix + key} }
+
+// event turns a history entry into the watch event etcd would send.
+func event(e histEntry) *clientv3.Event {
+	kv := &mvccpb.KeyValue{Key: []byte(e.key), ModRevision: e.rev, CreateRevision: 1}
+	if e.create {
+		kv.CreateRevision = e.rev
 	}
-	if res.Delivery.Events != 2 || res.Delivery.FromCommit.Count != 2 {
-		t.Errorf("delivery %+v: want 2 events", res.Delivery)
+	typ := mvccpb.PUT
+	if !e.put {
+		typ = mvccpb.DELETE
+	}
+	return &clientv3.Event{Type: typ, Kv: kv}
+}
+
+// step is one thing a watch delivers: a response of events, or a progress
+// notification (progress > 0).
+type step struct {
+	events   []histEntry
+	progress int64
+}
+
+func resp(es ...histEntry) step { return step{events: es} }
+func progress(rev int64) step   { return step{progress: rev} }
+func deliver(v *validator, steps []step) {
+	for _, s := range steps {
+		v.drain()
+		if s.progress > 0 {
+			v.progress(s.progress)
+			continue
+		}
+		evs := make([]*clientv3.Event, len(s.events))
+		for i, e := range s.events {
+			evs[i] = event(e)
+		}
+		v.events(evs)
+	}
+	v.finish()
+}
+
+// TestValidatorCatchesPlantedViolations plants one violation of each
+// guarantee in an otherwise correct watch and checks that the validator
+// reports it, with its revision.
+func TestValidatorCatchesPlantedViolations(t *testing.T) {
+	history := []histEntry{create(10, "a"), create(11, "b"), put(12, "a"), put(13, "b"), create(14, "c"), create(14, "d"), del(15, "a")}
+	tests := []struct {
+		name     string
+		from     int64
+		steps    []step
+		wantKind ViolationKind // "" means no violation at all
+		wantRev  int64
+	}{
+		{name: "correct watch", from: 10, steps: []step{resp(history[0]), resp(history[1], history[2]), resp(history[3]), progress(13),
+			resp(history[4], history[5]), resp(history[6]), progress(15)}},
+		{name: "correct resumed watch", from: 12, steps: []step{resp(history[2], history[3]), progress(14 - 1), resp(history[4], history[5])}},
+		{name: "ordered", from: 10, steps: []step{resp(history[0], history[2]), resp(history[1])}, wantKind: ViolationOrdered, wantRev: 11},
+		{name: "unique, in a row", from: 10, steps: []step{resp(history[0], history[1], history[1])}, wantKind: ViolationUnique, wantRev: 11},
+		{name: "unique, within a revision", from: 14, steps: []step{resp(history[4], history[5], history[4])}, wantKind: ViolationUnique, wantRev: 14},
+		{name: "atomic", from: 14, steps: []step{resp(history[4]), resp(history[5])}, wantKind: ViolationAtomic, wantRev: 14},
+		{name: "reliable", from: 10, steps: []step{resp(history[0], history[1]), resp(history[3])}, wantKind: ViolationReliable, wantRev: 12},
+		{name: "reliable, within a revision", from: 14, steps: []step{resp(history[5], history[6])}, wantKind: ViolationReliable, wantRev: 14},
+		{name: "reliable, before a progress notification", from: 10, steps: []step{resp(history[0]), progress(12)}, wantKind: ViolationReliable, wantRev: 11},
+		{name: "resumable", from: 12, steps: []step{resp(history[3])}, wantKind: ViolationResumable, wantRev: 13},
+		{name: "bookmarkable, event after progress", from: 10, steps: []step{resp(history[0]), progress(12), resp(history[1])}, wantKind: ViolationBookmarkable, wantRev: 11},
+		{name: "bookmarkable, progress backwards", from: 10, steps: []step{resp(history[0], history[1]), progress(12), progress(11)}, wantKind: ViolationBookmarkable, wantRev: 11},
+		{name: "unexpected key", from: 10, steps: []step{resp(history[0], put(11, "zz"))}, wantKind: ViolationUnexpected, wantRev: 11},
+		{name: "unexpected type", from: 15, steps: []step{resp(put(15, "a"))}, wantKind: ViolationUnexpected, wantRev: 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := hist(t, 15, history...)
+			vs := &Violations{}
+			v := newValidator(7, rec, testPrefix, vs)
+			v.startSession(tt.from)
+			deliver(v, tt.steps)
+			if tt.wantKind == "" {
+				if n := vs.Total(); n != 0 {
+					t.Fatalf("got %d violations %+v, want none", n, vs.Samples())
+				}
+				return
+			}
+			if vs.Count(tt.wantKind) == 0 {
+				t.Fatalf("got %+v, want a %s violation", vs.Samples(), tt.wantKind)
+			}
+			for _, x := range vs.Samples() {
+				if x.Kind != tt.wantKind {
+					continue
+				}
+				if x.Revision != tt.wantRev || x.Watcher != 7 {
+					t.Errorf("%s violation at revision %d by watcher %d, want revision %d by watcher 7", x.Kind, x.Revision, x.Watcher, tt.wantRev)
+				}
+				return
+			}
+		})
+	}
+}
+
+// TestValidatorWaitsForTheHistory delivers events before the recorder has
+// them: they wait, and are checked once the watermark passes them.
+func TestValidatorWaitsForTheHistory(t *testing.T) {
+	rec := hist(t, 9)
+	vs := &Violations{}
+	v := newValidator(0, rec, testPrefix, vs)
+	v.startSession(10)
+	v.events([]*clientv3.Event{event(create(10, "a")), event(create(12, "c"))})
+	if len(v.queue)-v.qHead != 2 { // the session start (from 10) needed only revision 9
+		t.Fatalf("queued %d items, want the 2 events", len(v.queue)-v.qHead)
+	}
+	for _, e := range []histEntry{create(10, "a"), create(11, "b"), create(12, "c")} {
+		rec.hist[0].append(e)
+	}
+	rec.watermark.Store(12)
+	v.drain()
+	if len(v.queue) != 0 {
+		t.Fatalf("%d items still queued after the watermark passed them", len(v.queue))
+	}
+	if got := vs.Count(ViolationReliable); got != 1 || vs.Samples()[0].Revision != 11 {
+		t.Errorf("lost events %d %+v, want revision 11", got, vs.Samples())
+	}
+	// Events beyond the history at the end are unverified, not violations.
+	v.events([]*clientv3.Event{event(create(13, "d"))})
+	v.finish()
+	if v.unverified != 1 || vs.Total() != 1 {
+		t.Errorf("unverified %d, violations %d: want 1 unverified event and no new violation", v.unverified, vs.Total())
+	}
+}
+
+// TestRecorderReportsGaps feeds the recorder a revision sequence with a
+// hole: a whole-keyspace watch must see every revision.
+func TestRecorderReportsGaps(t *testing.T) {
+	rec := NewRecorder(nil, []string{testPrefix})
+	rec.lastRev = 4
+	for _, e := range []histEntry{create(5, "a"), put(6, "a"), put(9, "a")} {
+		if err := rec.record(event(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Keys outside the prefixes advance the revision but are not kept.
+	if err := rec.record(&clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("compact_rev_key"), ModRevision: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if gaps := rec.Gaps(); len(gaps) != 1 || gaps[0] != (RevisionGap{From: 7, To: 8}) {
+		t.Errorf("gaps %+v, want 7..8", gaps)
+	}
+	if n := rec.hist[0].len(); n != 3 || rec.Events() != 3 {
+		t.Errorf("history holds %d events (counted %d), want 3", n, rec.Events())
+	}
+	if i := rec.hist[0].search(7); i != 2 {
+		t.Errorf("search(7) = %d, want 2 (the event at 9)", i)
 	}
 }
 
 func TestApplyChecksPrevKV(t *testing.T) {
-	r := NewReflector(0, nil, "/p/", 500, time.Now())
-	r.cache = map[string]int64{"/p/a": 5}
+	env := NewEnv(time.Now(), 0, 1, nil)
+	r := NewReflector(env, ReflectorOptions{Prefix: "/p/"})
+	r.cache = map[string]*cacheEntry{"/p/a": {rev: 5}}
 	ev := func(typ mvccpb.Event_EventType, key string, create, mod, prev int64) *clientv3.Event {
 		e := &clientv3.Event{Type: typ, Kv: &mvccpb.KeyValue{Key: []byte(key), CreateRevision: create, ModRevision: mod}}
 		if prev != 0 {
@@ -57,18 +195,37 @@ func TestApplyChecksPrevKV(t *testing.T) {
 		}
 		return e
 	}
-	r.apply(ev(mvccpb.PUT, "/p/a", 2, 6, 5), 6, "/p/a") // consistent update
-	if r.viol.prevKV != 0 {
-		t.Fatalf("consistent update flagged: %+v", r.viol.samples)
+	r.apply(ev(mvccpb.PUT, "/p/a", 2, 6, 5)) // consistent update
+	if n := env.Violations.Total(); n != 0 {
+		t.Fatalf("consistent update flagged: %+v", env.Violations.Samples())
 	}
-	r.apply(ev(mvccpb.PUT, "/p/a", 2, 8, 7), 8, "/p/a")      // an update at 7 was missed
-	r.apply(ev(mvccpb.PUT, "/p/b", 9, 9, 0), 9, "/p/b")      // create: fine
-	r.apply(ev(mvccpb.PUT, "/p/b", 10, 10, 0), 10, "/p/b")   // created twice
-	r.apply(ev(mvccpb.DELETE, "/p/c", 0, 11, 3), 11, "/p/c") // delete of an unknown key
-	if r.viol.prevKV != 3 {
-		t.Fatalf("prevKV violations = %d, want 3: %+v", r.viol.prevKV, r.viol.samples)
+	r.apply(ev(mvccpb.PUT, "/p/a", 2, 8, 7))     // an update at 7 was missed
+	r.apply(ev(mvccpb.PUT, "/p/b", 9, 9, 0))     // create: fine
+	r.apply(ev(mvccpb.PUT, "/p/b", 10, 10, 0))   // created twice
+	r.apply(ev(mvccpb.DELETE, "/p/c", 0, 11, 3)) // delete of an unknown key
+	r.apply(ev(mvccpb.PUT, "/p/b", 10, 12, 0))   // update without prevKV: missing, not a violation
+	if got := env.Violations.Count(ViolationPrevKV); got != 3 {
+		t.Fatalf("prevKV violations = %d, want 3: %+v", got, env.Violations.Samples())
 	}
-	if got := r.viol.samples[0].rev; got != 8 {
+	if got := env.Violations.Samples()[0].Revision; got != 8 {
 		t.Errorf("first violation at revision %d, want 8", got)
+	}
+	if got := r.prevKVMissing.Load(); got != 1 {
+		t.Errorf("prevKV missing %d, want 1", got)
+	}
+}
+
+func TestCompareCache(t *testing.T) {
+	vs := &Violations{}
+	state := map[string]int64{"/p/a": 12, "/p/b": 11, "/p/c": 3}
+	cache := map[string]int64{"/p/a": 12, "/p/b": 9, "/p/d": 14}
+	compareCache(vs, 2, 20, cache, state)
+	var got []string
+	for _, x := range vs.Samples() {
+		got = append(got, fmt.Sprintf("%s@%d", x.Key, x.Revision))
+	}
+	want := "/p/c@3 /p/b@11 /p/d@14" // by revision
+	if strings.Join(got, " ") != want || vs.Count(ViolationCache) != 3 {
+		t.Errorf("cache mismatches %v, want %s", got, want)
 	}
 }

@@ -4,329 +4,306 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
+	"slices"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/report"
 )
 
-// KV is what writers need from etcd; *clientv3.Client satisfies it.
-type KV interface {
-	Txn(ctx context.Context) clientv3.Txn
+// WriterOptions shape an open-loop write load.
+type WriterOptions struct {
+	// Rate is the scheduled writes per second: op i is due at start +
+	// i/Rate, whatever happened to earlier ops.
+	Rate float64
+	// Total is the number of ops scheduled.
+	Total int64
+	// Workers is the number of concurrent workers (etcd benchmark's
+	// --clients); worker i uses connection i mod len(kvs).
+	Workers int
+	// Timeout bounds one op; 0 means 10 seconds.
+	Timeout time.Duration
+	// QueueDepth bounds the ops waiting for one worker; 0 means 4096.
+	// When every queue is full the dispatcher waits, and the waiting
+	// counts in the latency of the ops it delays.
+	QueueDepth int
 }
 
-var _ KV = (*clientv3.Client)(nil)
+// Writers runs an open-loop write load: a dispatcher hands op i to a
+// worker at its due time, and its latency runs from that due time to the
+// end of the op, so a stalled member or a saturated client cannot hide the
+// ops it delayed (no coordinated omission). Failed and timed-out ops are
+// counted in the latency, at the time they failed, and reported beside it.
+// Ops with Shard >= 0 go to that worker, in order; the others to any.
+type Writers struct {
+	env *Env
+	kvs []KV
+	wl  Workload
+	o   WriterOptions
 
-// OpType is a write's kind.
-type OpType uint8
+	sent, done, errs, timeouts, conflicts, unsent atomic.Int64
+	byKind                                        [4]atomic.Int64
 
-// The write kinds, as kube-apiserver issues them (etcd3/store.go Create,
-// GuaranteedUpdate, Delete).
-const (
-	OpCreate OpType = iota
-	OpUpdate
-	OpDelete
-)
-
-func (o OpType) String() string {
-	return [...]string{"create", "update", "delete"}[o]
-}
-
-// Mix is the share of each write kind, in percent; they sum to 100.
-type Mix struct {
-	CreatePercent, UpdatePercent, DeletePercent int
-}
-
-// DefaultMix is a churning workload: pods mostly get status updates, some
-// are created and deleted.
-var DefaultMix = Mix{CreatePercent: 20, UpdatePercent: 70, DeletePercent: 10}
-
-// Validate checks that the shares are not negative and sum to 100.
-func (m Mix) Validate() error {
-	if m.CreatePercent < 0 || m.UpdatePercent < 0 || m.DeletePercent < 0 ||
-		m.CreatePercent+m.UpdatePercent+m.DeletePercent != 100 {
-		return fmt.Errorf("write mix %d/%d/%d must be non-negative and sum to 100", m.CreatePercent, m.UpdatePercent, m.DeletePercent)
-	}
-	return nil
-}
-
-// writeRecord is one write as the writer saw it. Times are offsets from
-// the run's start.
-type writeRecord struct {
-	op        OpType
-	key       string
-	rev       int64 // the write's revision; 0 if it failed
-	scheduled time.Duration
-	sent      time.Duration
-	done      time.Duration
-	err       error
-	conflict  bool
-}
-
-// plannedOp is a write the dispatcher decided on.
-type plannedOp struct {
-	op        OpType
-	ns, name  string
-	scheduled time.Duration
-}
-
-// objectState is a writer's knowledge of one key it owns.
-type objectState struct {
-	modRevision int64
-	generation  int
-}
-
-// writers runs open-loop writes: op i is scheduled at start + i/rate
-// whatever happened to earlier ops, and its latency counts from that
-// moment. Ops on one key go to the same worker, in order, so each worker
-// knows its keys' mod_revisions and writes with kube-apiserver's
-// compare-and-swap transactions.
-type writers struct {
-	kv      KV
-	prefix  string // e.g. "/registry"
-	codec   *keyspace.Codec
-	seed    uint64
-	workers int
-	start   time.Time
-	timeout time.Duration
+	lastDone []int64 // per worker
 
 	mu      sync.Mutex
-	records []writeRecord
+	samples map[string]int
 }
 
-// objectKey returns the etcd key of pod ns/name.
-func (w *writers) objectKey(ns, name string) string {
-	return keyspace.Build(keyspace.Key{Prefix: w.prefix, Resource: "pods", Namespace: ns, Name: name})
-}
-
-// seedObjects creates n pods across namespaces before the run and returns
-// their names per namespace, with their state for the workers.
-func (w *writers) seedObjects(ctx context.Context, n, namespaces, concurrency int) ([]plannedOp, map[string]*objectState, error) {
-	gen := keyspace.NewGenerator(w.seed)
-	live := make([]plannedOp, n)
-	for i := range n {
-		live[i] = plannedOp{op: OpCreate, ns: fmt.Sprintf("ns-%d", i%namespaces), name: fmt.Sprintf("seed-%d", i)}
+// NewWriters returns writers of wl on kvs that publish into env, which
+// must have been made for at least o.Workers writers.
+func NewWriters(env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writers, error) {
+	if o.Rate <= 0 || o.Workers < 1 || len(kvs) == 0 {
+		return nil, fmt.Errorf("writers: rate %v, workers %d and connections %d must be positive", o.Rate, o.Workers, len(kvs))
 	}
-	states := make(map[string]*objectState, n)
-	var mu sync.Mutex
-	errc := make(chan error, concurrency)
-	next := make(chan plannedOp)
+	if o.Workers > len(env.timing.inflight.sent) {
+		return nil, fmt.Errorf("writers: %d workers, but the environment tracks %d", o.Workers, len(env.timing.inflight.sent))
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.QueueDepth <= 0 {
+		o.QueueDepth = 4096
+	}
+	return &Writers{env: env, kvs: kvs, wl: wl, o: o, samples: map[string]int{}, lastDone: make([]int64, o.Workers)}, nil
+}
+
+// WriterProgress is a live view of the writers.
+type WriterProgress struct {
+	Sent      int64 // ops handed to etcd
+	Completed int64 // ops that succeeded
+	Errors    int64 // ops that failed
+}
+
+// Progress returns the counters so far.
+func (w *Writers) Progress() WriterProgress {
+	return WriterProgress{Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load()}
+}
+
+// Run schedules o.Total ops from now on and returns when all are done or
+// ctx ends; ops not sent by then are counted as unsent. Write latencies
+// go into the Env's histograms and interval series; the returned stats
+// carry the counts.
+func (w *Writers) Run(ctx context.Context) report.WriteStats {
+	start := w.env.timing.now()
+	shared := make(chan Op, w.o.QueueDepth)
+	queues := make([]chan Op, w.o.Workers)
+	guards := make([]*opGuard, w.o.Workers)
 	var wg sync.WaitGroup
-	for range concurrency {
+	for i := range queues {
+		queues[i] = make(chan Op, w.o.QueueDepth)
+		guards[i] = &opGuard{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for op := range next {
-				val, err := w.codec.Encode(gen.Pod(op.ns, op.name, 0))
-				if err != nil {
-					errc <- err
-					return
-				}
-				key := w.objectKey(op.ns, op.name)
-				resp, err := w.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-					Then(clientv3.OpPut(key, string(val))).Commit()
-				if err != nil {
-					errc <- fmt.Errorf("seed %s: %w", key, err)
-					return
-				}
-				if !resp.Succeeded {
-					errc <- fmt.Errorf("seed %s: key already exists; the prefix %s is not empty", key, w.prefix)
-					return
-				}
-				mu.Lock()
-				states[key] = &objectState{modRevision: resp.Header.Revision}
-				mu.Unlock()
-			}
+			w.work(ctx, i, queues[i], shared, guards[i])
 		}()
 	}
-	var err error
-feed:
-	for _, op := range live {
-		select {
-		case next <- op:
-		case err = <-errc:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errc:
-		default:
-		}
-	}
-	return live, states, err
-}
-
-// plan decides every op of the run up front, deterministically from the
-// seed: which kind, which object, when.
-func plan(seed uint64, live []plannedOp, total int64, rate float64, mix Mix, namespaces int) []plannedOp {
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	names := make([]plannedOp, len(live))
-	copy(names, live)
-	ops := make([]plannedOp, 0, total)
-	created := 0
-	for i := range total {
-		at := time.Duration(float64(i) / rate * float64(time.Second))
-		p := r.IntN(100)
-		switch {
-		case p < mix.CreatePercent || len(names) == 0:
-			op := plannedOp{op: OpCreate, ns: fmt.Sprintf("ns-%d", created%namespaces), name: fmt.Sprintf("churn-%d", created), scheduled: at}
-			created++
-			names = append(names, op)
-			ops = append(ops, op)
-		case p < mix.CreatePercent+mix.UpdatePercent:
-			t := names[r.IntN(len(names))]
-			ops = append(ops, plannedOp{op: OpUpdate, ns: t.ns, name: t.name, scheduled: at})
-		default:
-			j := r.IntN(len(names))
-			t := names[j]
-			names[j] = names[len(names)-1]
-			names = names[:len(names)-1]
-			ops = append(ops, plannedOp{op: OpDelete, ns: t.ns, name: t.name, scheduled: at})
-		}
-	}
-	return ops
-}
-
-// run executes ops on schedule until they are all done or ctx ends.
-func (w *writers) run(ctx context.Context, ops []plannedOp, states map[string]*objectState) {
-	queues := make([]chan plannedOp, w.workers)
-	owned := make([]map[string]*objectState, w.workers)
-	for i := range queues {
-		queues[i] = make(chan plannedOp, 1024)
-		owned[i] = map[string]*objectState{}
-	}
-	shard := func(key string) int {
-		h := fnv.New32a()
-		h.Write([]byte(key))
-		return int(h.Sum32() % uint32(w.workers))
-	}
-	for key, st := range states {
-		owned[shard(key)][key] = st
-	}
-	var wg sync.WaitGroup
-	for i := range queues {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.work(ctx, queues[i], owned[i])
-		}()
-	}
-	for _, op := range ops {
-		if d := time.Until(w.start.Add(op.scheduled)); d > 0 {
-			if !sleep(ctx, d) {
+	workersDone := make(chan struct{})
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		watchdog(ctx, guards, w.o.Timeout, workersDone)
+	}()
+	interval := float64(time.Second) / w.o.Rate
+	var i int64
+	for i = 0; i < w.o.Total; i++ {
+		due := start + int64(float64(i)*interval)
+		if d := due - w.env.timing.now(); d > 0 {
+			if !sleepCtx(ctx, time.Duration(d)) {
 				break
 			}
 		}
-		q := queues[shard(w.objectKey(op.ns, op.name))]
+		op := w.wl.Next(i)
+		op.Scheduled = time.Duration(due)
+		q := shared
+		if op.Shard >= 0 {
+			q = queues[op.Shard%len(queues)]
+		}
+		handed := false
 		select {
 		case q <- op:
+			handed = true
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
+		if !handed {
 			break
 		}
 	}
+	w.unsent.Add(w.o.Total - i) // never handed to a worker
+	close(shared)
 	for _, q := range queues {
 		close(q)
 	}
 	wg.Wait()
-}
+	close(workersDone)
+	<-watchdogDone
 
-// work executes one worker's ops in order.
-func (w *writers) work(ctx context.Context, q <-chan plannedOp, states map[string]*objectState) {
-	gen := keyspace.NewGenerator(w.seed)
-	for op := range q {
-		if ctx.Err() != nil {
-			continue // drain; unsent ops are not recorded
-		}
-		key := w.objectKey(op.ns, op.name)
-		rec := writeRecord{op: op.op, key: key, scheduled: op.scheduled, sent: time.Since(w.start)}
-		st := states[key]
-		if st == nil {
-			st = &objectState{}
-			states[key] = st
-		}
-		rec.rev, rec.conflict, rec.err = w.do(ctx, gen, op, key, st)
-		rec.done = time.Since(w.start)
-		w.mu.Lock()
-		w.records = append(w.records, rec)
-		w.mu.Unlock()
+	st := report.WriteStats{
+		Planned: w.o.Total, Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load(),
+		Timeouts: w.timeouts.Load(), Unsent: w.unsent.Load(), Conflicts: w.conflicts.Load(),
+		Creates: w.byKind[OpCreate].Load(), Updates: w.byKind[OpUpdate].Load(),
+		Deletes: w.byKind[OpDelete].Load(), Puts: w.byKind[OpPut].Load(),
 	}
+	w.mu.Lock()
+	for s := range w.samples {
+		st.ErrorSamples = append(st.ErrorSamples, s)
+	}
+	if last := slices.Max(w.lastDone); last > start {
+		st.ThroughputPerSecond = float64(st.Completed) / time.Duration(last-start).Seconds()
+		st.DurationMs = report.Ms(time.Duration(last - start))
+	}
+	w.mu.Unlock()
+	sort.Strings(st.ErrorSamples)
+	return st
 }
 
-var errNotFound = errors.New("object not found")
-
-// do performs one op with kube-apiserver's transactions: create if the key
-// does not exist; update and delete if its mod_revision is the one last
-// seen, re-reading it once on a conflict as GuaranteedUpdate retries
-// (k8s.io/apiserver/pkg/storage/etcd3/store.go). It returns the write's
-// revision.
-func (w *writers) do(ctx context.Context, gen *keyspace.Generator, op plannedOp, key string, st *objectState) (rev int64, conflict bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
-	for attempt := 0; attempt < 2; attempt++ {
-		var cmp clientv3.Cmp
-		var then clientv3.Op
-		switch op.op {
-		case OpCreate:
-			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", 0)
-			val, err := w.codec.Encode(gen.Pod(op.ns, op.name, 0))
-			if err != nil {
-				return 0, conflict, err
-			}
-			then = clientv3.OpPut(key, string(val))
-		case OpUpdate:
-			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", st.modRevision)
-			val, err := w.codec.Encode(gen.Pod(op.ns, op.name, st.generation+1))
-			if err != nil {
-				return 0, conflict, err
-			}
-			then = clientv3.OpPut(key, string(val))
-		case OpDelete:
-			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", st.modRevision)
-			then = clientv3.OpDelete(key)
+// work runs one worker: its own queue first, shared ops when it is idle.
+func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op, guard *opGuard) {
+	kv := w.kvs[id%len(w.kvs)]
+	t := w.env.timing
+	batch := make([]writeSample, 0, 64)
+	flush := func() {
+		if len(batch) > 0 {
+			t.addWrites(batch)
+			batch = batch[:0]
 		}
-		resp, err := w.kv.Txn(ctx).If(cmp).Then(then).Else(clientv3.OpGet(key)).Commit()
-		if err != nil {
-			return 0, conflict, err
-		}
-		if resp.Succeeded {
-			switch op.op {
-			case OpCreate:
-				st.modRevision, st.generation = resp.Header.Revision, 0
-			case OpUpdate:
-				st.modRevision = resp.Header.Revision
-				st.generation++
-			case OpDelete:
-				st.modRevision = 0
+	}
+	defer flush()
+	for own != nil || shared != nil {
+		var op Op
+		var ok bool
+		select {
+		case op, ok = <-own:
+			if !ok {
+				own = nil
+				continue
 			}
-			return resp.Header.Revision, conflict, nil
-		}
-		// Someone else (or an earlier write whose response was lost) moved
-		// the key: adopt what etcd holds and try once more.
-		conflict = true
-		kvs := resp.Responses[0].GetResponseRange().GetKvs()
-		if len(kvs) == 0 {
-			st.modRevision = 0
-			if op.op != OpCreate {
-				return 0, conflict, fmt.Errorf("%s %s: %w", op.op, key, errNotFound)
+		case op, ok = <-shared:
+			if !ok {
+				shared = nil
+				continue
 			}
+		}
+		if ctx.Err() != nil {
+			w.unsent.Add(1)
 			continue
 		}
-		st.modRevision = kvs[0].ModRevision
-		if op.op == OpCreate {
-			return 0, conflict, fmt.Errorf("create %s: already exists", key)
+		sent := t.now()
+		t.inflight.begin(id, sent)
+		w.sent.Add(1)
+		octx := guard.begin(time.Now())
+		rev, conflict, err := w.wl.Do(octx, id, kv, op)
+		guard.end()
+		if err != nil && context.Cause(octx) == errOpTimeout {
+			err = fmt.Errorf("%w after %v: %v", errOpTimeout, w.o.Timeout, err)
+		}
+		done := t.now()
+		if rev != 0 {
+			t.ring.publish(rev, sent, done)
+		}
+		t.inflight.end(id)
+		if conflict {
+			w.conflicts.Add(1)
+		}
+		if err != nil {
+			w.errs.Add(1)
+			if isTimeout(err) {
+				w.timeouts.Add(1)
+			}
+			w.mu.Lock()
+			if len(w.samples) < 5 {
+				w.samples[err.Error()]++
+			}
+			w.mu.Unlock()
+		} else {
+			w.done.Add(1)
+			w.byKind[op.Kind].Add(1)
+		}
+		w.lastDone[id] = done // read after the workers have finished
+		batch = append(batch, writeSample{scheduled: int64(op.Scheduled), done: done, failed: err != nil})
+		if len(batch) == cap(batch) {
+			flush()
 		}
 	}
-	return 0, conflict, fmt.Errorf("%s %s: conflict persisted", op.op, key)
+}
+
+// errOpTimeout is the cause of an op cancelled by the watchdog.
+var errOpTimeout = errors.New("write timed out")
+
+// opGuard bounds one worker's op in flight without a timer per op: the
+// worker's context is reused from op to op, and a watchdog shared by all
+// workers cancels it (cause errOpTimeout) when the op in flight has run
+// longer than the timeout, or when the run ends.
+type opGuard struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	sent   time.Time // zero when idle
+}
+
+// begin returns the context for the next op.
+func (g *opGuard) begin(now time.Time) context.Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx == nil || g.ctx.Err() != nil {
+		g.ctx, g.cancel = context.WithCancelCause(context.Background())
+	}
+	g.sent = now
+	return g.ctx
+}
+
+func (g *opGuard) end() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sent = time.Time{}
+}
+
+// expire cancels the op in flight if it started before deadline (or
+// unconditionally when deadline is zero).
+func (g *opGuard) expire(deadline time.Time, cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cancel != nil && !g.sent.IsZero() && (deadline.IsZero() || g.sent.Before(deadline)) {
+		g.cancel(cause)
+		g.ctx = nil
+	}
+}
+
+// watchdog expires ops older than timeout every timeout/100 (at least
+// every millisecond, at most every 100 ms) until done is closed, and every
+// op in flight when ctx ends.
+func watchdog(ctx context.Context, guards []*opGuard, timeout time.Duration, done <-chan struct{}) {
+	period := min(max(timeout/100, time.Millisecond), 100*time.Millisecond)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			deadline := time.Now().Add(-timeout)
+			for _, g := range guards {
+				g.expire(deadline, errOpTimeout)
+			}
+		case <-ctx.Done():
+			for _, g := range guards {
+				g.expire(time.Time{}, context.Cause(ctx))
+			}
+			<-done
+			return
+		case <-done:
+			return
+		}
+	}
+}
+
+// isTimeout reports whether err is a client deadline or etcd's own
+// request timeout.
+func isTimeout(err error) bool {
+	return errors.Is(err, errOpTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrTimeout) ||
+		errors.Is(err, rpctypes.ErrGRPCTimeout) || errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail) ||
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost)
 }

@@ -2,6 +2,10 @@
 package command
 
 import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kubestore/etcdkit/internal/cli"
@@ -9,19 +13,45 @@ import (
 
 // NewRootCommand returns a fresh lwbench command tree.
 func NewRootCommand() *cobra.Command {
+	var cpuProfile string
+	var profileFile *os.File
 	root := &cobra.Command{
 		Use:   "lwbench",
 		Short: "Kubernetes-style list/watch load against etcd, with compaction and defragmentation",
-		Long: `lwbench drives the load Kubernetes puts on etcd: writers churn pods while
-reflector-like clients LIST then WATCH from the list's revision and relist when
-their revision has been compacted; compaction runs on kube-apiserver's schedule
-and a defragmentation stalls the member. It measures event delivery latency,
-relists and their cost, and checks that no event is lost.
+		Long: `lwbench drives the load Kubernetes puts on etcd: writers churn pods, configmaps
+and events while informers (or kube-apiserver's watch caches) LIST then WATCH
+from the list's revision and relist when their revision has been compacted;
+compaction runs on kube-apiserver's schedule and a defragmentation stalls the
+member. It measures event delivery latency, relists and their cost, and checks
+every watch against etcd's guarantees.
 
 By default it starts its own etcd member in a temporary directory; use
 --endpoints to drive an existing cluster.`,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if cpuProfile == "" {
+				return nil
+			}
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return cli.FlagErrorf("--cpu-profile %s: %v", cpuProfile, err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return fmt.Errorf("--cpu-profile %s: %w", cpuProfile, err)
+			}
+			profileFile = f
+			return nil
+		},
+		PersistentPostRunE: func(cmd *cobra.Command, args []string) error {
+			if profileFile == nil {
+				return nil
+			}
+			pprof.StopCPUProfile()
+			return profileFile.Close()
+		},
 	}
+	root.PersistentFlags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of lwbench (and an embedded member) to this file")
 	cli.PrepareRoot(root)
-	root.AddCommand(newRunCommand(nil))
+	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
 	return root
 }

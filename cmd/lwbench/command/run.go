@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,8 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubestore/etcdkit/internal/cli"
-	"github.com/kubestore/etcdkit/internal/embedetcd"
-	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -28,65 +25,69 @@ import (
 const externalDefaultPrefix = "/lwbench"
 
 type runOptions struct {
-	format      output.Format
-	formatValue *output.FormatValue
+	out          outputOptions
+	target       targetOptions
+	snapshotPath string
 
-	endpoints     []string
-	dataDir       string
-	unsafeNoFsync bool
-	snapshotPath  string
-	dialTimeout   time.Duration
-
-	load          watchload.Options
-	createPercent int
-	updatePercent int
-	deletePercent int
-	noDefrag      bool
-	logical       bool
+	load           watchload.Options
+	profile        string
+	createPercent  int
+	updatePercent  int
+	deletePercent  int
+	resourceMix    string
+	watchResources []string
+	noDefrag       bool
+	logical        bool
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
-	o.formatValue = output.NewFormatValue(&o.format, output.FormatTable)
-	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names())
-	fs.StringSliceVar(&o.endpoints, "endpoints", nil, "etcd client URLs to drive instead of an embedded member (comma-separated)")
-	fs.StringVar(&o.dataDir, "data-dir", "", "keep the embedded member's data here (an empty or new directory); default: a temporary directory, removed afterwards")
-	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "run the embedded member without fsync (faster, write latencies unrealistic)")
+	o.out.AddFlags(fs, true)
+	o.target.AddFlags(fs)
 	fs.StringVar(&o.snapshotPath, "snapshot", "", "save an etcd snapshot to this file at the end (for etcdinspect)")
-	fs.DurationVar(&o.dialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to --endpoints")
 
 	d := watchload.Options{}.Defaults()
+	fs.StringVar(&o.profile, "profile", string(watchload.ProfileInformer), "client the watchers model: informer (client-go reflector, watch cache off) or apiserver-cache (kube-apiserver's watch cache)")
 	fs.StringVar(&o.load.Prefix, "prefix", "", fmt.Sprintf("Kubernetes etcd prefix to write under (default %s embedded, %s with --endpoints)", keyspace.DefaultPrefix, externalDefaultPrefix))
 	fs.IntVar(&o.load.Objects, "objects", d.Objects, "pods created before the load")
-	fs.IntVar(&o.load.Namespaces, "namespaces", d.Namespaces, "namespaces the pods are spread across")
-	fs.IntVar(&o.load.Watchers, "watchers", d.Watchers, "reflector-like clients watching the pods")
+	fs.IntVar(&o.load.ConfigMaps, "configmaps", 0, "configmaps created before the load (default --objects/5; negative: none)")
+	fs.IntVar(&o.load.Events, "events", 0, "events created before the load (default --objects/2; negative: none)")
+	fs.IntVar(&o.load.Namespaces, "namespaces", d.Namespaces, "namespaces the objects are spread across")
+	fs.IntVar(&o.load.Watchers, "watchers", d.Watchers, "watchers (informers, or watch caches with --profile apiserver-cache)")
+	fs.StringSliceVar(&o.watchResources, "watch-resources", watchload.Resources, "resources the watchers watch, assigned round robin")
+	fs.IntVar(&o.load.Connections, "conns", d.Connections, "connections (gRPC clients) the watchers use")
+	fs.IntVar(&o.load.Streams, "streams", 0, "watch streams over those connections (default --conns)")
+	fs.IntVar(&o.load.WriterConnections, "writer-conns", d.WriterConnections, "connections the writers use")
 	fs.Float64Var(&o.load.WriteRate, "write-rate", d.WriteRate, "scheduled writes per second (open loop)")
 	fs.DurationVar(&o.load.Duration, "duration", d.Duration, "length of the write phase")
-	fs.Int64Var(&o.load.PageSize, "page-size", d.PageSize, "LIST page size (client-go's pager uses 500)")
+	fs.StringVar(&o.resourceMix, "resource-mix", d.ResourceMix.String(), "share of writes per resource, in percent")
+	fs.Int64Var(&o.load.PageSize, "page-size", 0, "LIST page size (default: the profile's, 500 informer, 10000 apiserver-cache)")
 	fs.IntVar(&o.load.WriterConcurrency, "writer-concurrency", d.WriterConcurrency, "concurrent writer workers")
 	fs.DurationVar(&o.load.CompactionInterval, "compaction-interval", 0, "kube-apiserver compactor interval (--etcd-compaction-interval); default: a third of --duration; negative: never compact")
 	fs.IntVar(&o.load.HoldBack, "hold-back", 1, "watchers held back across a compaction so that they must relist")
 	fs.BoolVar(&o.noDefrag, "no-defrag", false, "do not defragment after the compaction")
 	fs.BoolVar(&o.logical, "logical-compaction", false, "do not wait for compactions to finish deleting (kube-apiserver does not wait); db sizes after compaction are then approximate")
-	fs.IntVar(&o.createPercent, "create-percent", d.Mix.CreatePercent, "share of writes that create a pod")
-	fs.IntVar(&o.updatePercent, "update-percent", d.Mix.UpdatePercent, "share of writes that update a pod")
-	fs.IntVar(&o.deletePercent, "delete-percent", d.Mix.DeletePercent, "share of writes that delete a pod")
+	fs.IntVar(&o.createPercent, "create-percent", d.Mix.CreatePercent, "share of pod and configmap writes that create")
+	fs.IntVar(&o.updatePercent, "update-percent", d.Mix.UpdatePercent, "share of pod and configmap writes that update")
+	fs.IntVar(&o.deletePercent, "delete-percent", d.Mix.DeletePercent, "share of pod and configmap writes that delete")
+	fs.DurationVar(&o.load.EventTTL, "event-ttl", d.EventTTL, "lease TTL of events (kube-apiserver's --event-ttl)")
+	fs.Float64Var(&o.load.ConsistentListRate, "consistent-list-rate", d.ConsistentListRate, "consistent LISTs per second served by the watch caches (apiserver-cache)")
+	fs.IntVar(&o.load.StartConcurrency, "start-concurrency", d.StartConcurrency, "watchers listing at once at the start; negative: all at once")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of the objects and the write plan")
 }
 
 // Validate checks flags and fills the options derived from them.
 func (o *runOptions) Validate() error {
-	if o.dataDir != "" && len(o.endpoints) > 0 {
-		return cli.FlagErrorf("--data-dir and --endpoints cannot be used together")
+	if err := o.target.Validate(); err != nil {
+		return err
 	}
-	if o.dataDir != "" {
-		entries, err := os.ReadDir(o.dataDir)
-		if err == nil && len(entries) > 0 {
-			return cli.FlagErrorf("--data-dir %s is not empty; lwbench only writes to an empty or new directory", o.dataDir)
-		}
+	p, err := watchload.ParseProfile(o.profile)
+	if err != nil {
+		return cli.FlagErrorf("--profile: %v", err)
 	}
+	o.load.Profile = p
 	if o.load.Prefix == "" {
 		o.load.Prefix = keyspace.DefaultPrefix
-		if len(o.endpoints) > 0 {
+		if len(o.target.endpoints) > 0 {
 			o.load.Prefix = externalDefaultPrefix
 		}
 	}
@@ -98,6 +99,15 @@ func (o *runOptions) Validate() error {
 	if err := o.load.Mix.Validate(); err != nil {
 		return cli.FlagErrorf("--create-percent, --update-percent, --delete-percent: %v", err)
 	}
+	if o.load.ResourceMix, err = watchload.ParseResourceMix(o.resourceMix); err != nil {
+		return cli.FlagErrorf("--resource-mix: %v", err)
+	}
+	o.load.WatchResources = o.watchResources
+	for _, r := range o.watchResources {
+		if r != watchload.ResourcePods && r != watchload.ResourceConfigMaps && r != watchload.ResourceEvents {
+			return cli.FlagErrorf("--watch-resources: %q is not pods, configmaps or events", r)
+		}
+	}
 	switch {
 	case o.load.Objects < 0:
 		return cli.FlagErrorf("--objects must not be negative")
@@ -105,16 +115,29 @@ func (o *runOptions) Validate() error {
 		return cli.FlagErrorf("--namespaces must be at least 1")
 	case o.load.Watchers < 1:
 		return cli.FlagErrorf("--watchers must be at least 1")
+	case o.load.Connections < 1:
+		return cli.FlagErrorf("--conns must be at least 1")
+	case o.load.Streams < 0:
+		return cli.FlagErrorf("--streams must not be negative")
+	case o.load.WriterConnections < 1:
+		return cli.FlagErrorf("--writer-conns must be at least 1")
 	case o.load.WriteRate <= 0:
 		return cli.FlagErrorf("--write-rate must be positive")
 	case o.load.Duration <= 0:
 		return cli.FlagErrorf("--duration must be positive")
-	case o.load.PageSize < 1:
-		return cli.FlagErrorf("--page-size must be at least 1")
+	case o.load.PageSize < 0:
+		return cli.FlagErrorf("--page-size must not be negative")
 	case o.load.WriterConcurrency < 1:
 		return cli.FlagErrorf("--writer-concurrency must be at least 1")
 	case o.load.HoldBack < 0 || o.load.HoldBack > o.load.Watchers:
 		return cli.FlagErrorf("--hold-back must be between 0 and --watchers (%d)", o.load.Watchers)
+	case o.load.EventTTL < 0:
+		return cli.FlagErrorf("--event-ttl must not be negative")
+	case o.load.ConsistentListRate < 0:
+		return cli.FlagErrorf("--consistent-list-rate must not be negative")
+	}
+	if o.load.ConsistentListRate == 0 {
+		o.load.ConsistentListRate = -1 // explicit 0: none
 	}
 	if o.snapshotPath != "" {
 		if fi, err := os.Stat(o.snapshotPath); err == nil && fi.IsDir() {
@@ -147,75 +170,41 @@ func newRunCommand(runF func(*cobra.Command, *runOptions) error) *cobra.Command 
 		},
 	}
 	o.AddFlags(cmd.Flags())
-	cmd.RegisterFlagCompletionFunc("write-out", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return o.formatValue.Allowed(), cobra.ShellCompDirectiveNoFileComp
-	})
+	o.out.registerCompletion(cmd)
 	return cmd
 }
 
 func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
-	began := time.Now()
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(errOut, "[%6.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+	con := newConsole(errOut)
+	defer con.Done()
+	o.load.Logf = con.Logf
+	o.load.OnProgress = func(p watchload.Progress) {
+		con.Progress(fmt.Sprintf("%s %5.1fs  writes %d/%d (%d errors)  events %d  relists %d  synced %d/%d  violations %d",
+			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.Relists,
+			p.SyncedWatchers, p.Watchers, p.Violations))
 	}
-	o.load.Logf = logf
-
-	endpoints := o.endpoints
-	embedded := len(endpoints) == 0
-	if embedded {
-		dir := o.dataDir
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "lwbench-etcd-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			dir = tmp
-		}
-		srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir, UnsafeNoFsync: o.unsafeNoFsync})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		endpoints = srv.Endpoints
-		logf("started an embedded etcd member in %s at %s", dir, strings.Join(endpoints, ","))
-	}
-	newClient := func() (*clientv3.Client, error) {
-		c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: o.dialTimeout, Logger: zap.NewNop()})
-		if err != nil {
-			return nil, fmt.Errorf("connect to %s: %w", strings.Join(endpoints, ","), err)
-		}
-		return c, nil
-	}
-	writer, err := newClient()
+	target, release, err := o.target.open(ctx, con.Logf)
+	defer release()
 	if err != nil {
 		return err
 	}
-	defer writer.Close()
-	watch, err := newClient()
-	if err != nil {
-		return err
-	}
-	defer watch.Close()
-
-	res, err := watchload.Run(ctx, watchload.Target{Writer: writer, Watch: watch, Endpoints: endpoints, Embedded: embedded}, o.load)
+	res, err := watchload.Run(ctx, target, o.load)
+	con.Done()
 	if err != nil {
 		return err
 	}
 	if o.snapshotPath != "" {
-		cfg := clientv3.Config{Endpoints: endpoints[:1], DialTimeout: o.dialTimeout, Logger: zap.NewNop()}
+		cfg := clientv3.Config{Endpoints: target.Endpoints[:1], DialTimeout: o.target.dialTimeout, Logger: zap.NewNop()}
 		if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, o.snapshotPath); err != nil {
 			return fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
 		}
-		logf("saved a snapshot to %s", o.snapshotPath)
+		con.Logf("saved a snapshot to %s", o.snapshotPath)
 	}
-	if err := output.Write(out, o.format, report.MakeRunTable(res), res); err != nil {
+	if err := o.out.write(out, errOut, report.MakeRunTable(res), res, res.Intervals, report.RunBenchstat(res)); err != nil {
 		return err
 	}
 	if !res.Validation.OK() {
-		return fmt.Errorf("watch guarantees violated: %d lost, %d duplicated, %d out of order, %d prevKV mismatches, %d cache mismatches, %d unsynced watchers",
-			res.Validation.Lost, res.Validation.Duplicated, res.Validation.OutOfOrder, res.Validation.PrevKVMismatches,
-			res.Validation.CacheMismatches, res.Validation.UnsyncedWatchers)
+		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	inspect "github.com/kubestore/etcdkit/cmd/etcdinspect/command"
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 func TestRunFlags(t *testing.T) {
@@ -27,10 +28,22 @@ func TestRunFlags(t *testing.T) {
 		check      func(t *testing.T, o *runOptions)
 	}{
 		{name: "defaults", args: nil, wantPrefix: "/registry", check: func(t *testing.T, o *runOptions) {
-			if !o.load.Defragment || !o.load.PhysicalCompaction || o.load.HoldBack != 1 || o.load.PageSize != 500 {
+			if !o.load.Defragment || !o.load.PhysicalCompaction || o.load.HoldBack != 1 || o.load.PageSize != 0 ||
+				o.load.Profile != watchload.ProfileInformer || o.load.ResourceMix != watchload.DefaultResourceMix ||
+				len(o.load.WatchResources) != 3 {
 				t.Errorf("defaults %+v", o.load)
 			}
 		}},
+		{name: "apiserver cache profile", args: []string{"--profile", "apiserver-cache", "--resource-mix", "pods=100", "--watch-resources", "pods"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.Profile != watchload.ProfileAPIServerCache || o.load.ResourceMix.PodsPercent != 100 || len(o.load.WatchResources) != 1 {
+					t.Errorf("options %+v", o.load)
+				}
+			}},
+		{name: "unknown profile", args: []string{"--profile", "kubelet"}, wantErr: "--profile"},
+		{name: "bad resource mix", args: []string{"--resource-mix", "pods=50,nodes=50"}, wantErr: "--resource-mix"},
+		{name: "bad watch resource", args: []string{"--watch-resources", "nodes"}, wantErr: "--watch-resources"},
+		{name: "no connections", args: []string{"--conns", "0"}, wantErr: "--conns"},
 		{name: "external target defaults to its own prefix", args: []string{"--endpoints", "http://127.0.0.1:2379"}, wantPrefix: "/lwbench"},
 		{name: "explicit prefix, trailing slash dropped", args: []string{"--prefix", "/kubernetes.io/"}, wantPrefix: "/kubernetes.io"},
 		{name: "data dir with endpoints", args: []string{"--data-dir", t.TempDir(), "--endpoints", "http://x:1"}, wantErr: "--data-dir and --endpoints"},
@@ -117,14 +130,19 @@ func TestRunThenInspect(t *testing.T) {
 	if err := json.Unmarshal(inspectJSON("usage", snap, "-w", "json"), &usage); err != nil {
 		t.Fatal(err)
 	}
-	var pods int64 = -1
+	counted := map[string]int64{}
 	for _, r := range usage.Rows {
-		if r.Resource == "pods" {
-			pods = r.Objects
+		counted[r.Resource] = r.Objects
+	}
+	// Events live for --event-ttl (1 hour by default), so nothing expires
+	// between the end of the run and the snapshot.
+	for _, rc := range res.Final.Resources {
+		if got, ok := counted[rc.Resource]; !ok || got != rc.Objects {
+			t.Errorf("etcdinspect counts %d live %s, lwbench reported %d", got, rc.Resource, rc.Objects)
 		}
 	}
-	if pods != res.Final.Objects {
-		t.Errorf("etcdinspect counts %d live pods, lwbench reported %d", pods, res.Final.Objects)
+	if counted["pods"] == 0 {
+		t.Errorf("etcdinspect counts no pods: %+v", usage.Rows)
 	}
 	var st struct {
 		Revision, CompactRevision int64

@@ -1,0 +1,171 @@
+package command
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// parse runs a subcommand with a runF hook and returns its exit code and
+// stderr.
+func parse(t *testing.T, sub *cobra.Command, args ...string) (int, string) {
+	t.Helper()
+	root := &cobra.Command{Use: "lwbench"}
+	cli.PrepareRoot(root)
+	root.AddCommand(sub)
+	var errOut bytes.Buffer
+	code := cli.Run(root, append([]string{sub.Name()}, args...), &errOut)
+	return code, errOut.String()
+}
+
+func TestBenchFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		sub     func() *cobra.Command
+		args    []string
+		wantErr string
+	}{
+		{name: "watch defaults", sub: func() *cobra.Command {
+			return newWatchCommand(func(*cobra.Command, *watchOptions) error { return nil })
+		}},
+		{name: "watch streams above watchers", sub: func() *cobra.Command { return newWatchCommand(nil) }, args: []string{"--watchers", "5", "--streams", "6"}, wantErr: "--streams"},
+		{name: "watch conns above streams", sub: func() *cobra.Command { return newWatchCommand(nil) }, args: []string{"--streams", "2", "--conns", "3"}, wantErr: "--conns"},
+		{name: "watch zero rate", sub: func() *cobra.Command { return newWatchCommand(nil) }, args: []string{"--put-rate", "0"}, wantErr: "--put-rate"},
+		{name: "put defaults", sub: func() *cobra.Command { return newPutCommand(func(*cobra.Command, *putOptions) error { return nil }) }},
+		{name: "put conns above clients", sub: func() *cobra.Command { return newPutCommand(nil) }, args: []string{"--clients", "2", "--conns", "3"}, wantErr: "--conns"},
+		{name: "put negative value size", sub: func() *cobra.Command { return newPutCommand(nil) }, args: []string{"--value-size", "-1"}, wantErr: "--value-size"},
+		{name: "list defaults", sub: func() *cobra.Command { return newListCommand(func(*cobra.Command, *listOptions) error { return nil }) }},
+		{name: "list bad page size", sub: func() *cobra.Command { return newListCommand(nil) }, args: []string{"--page-sizes", "500,all"}, wantErr: "--page-sizes"},
+		{name: "list descending objects", sub: func() *cobra.Command { return newListCommand(nil) }, args: []string{"--objects", "100,10"}, wantErr: "ascending"},
+		{name: "list bad mode", sub: func() *cobra.Command { return newListCommand(nil) }, args: []string{"--modes", "full,fast"}, wantErr: "fast"},
+		{name: "list bad resource", sub: func() *cobra.Command { return newListCommand(nil) }, args: []string{"--resource", "nodes"}, wantErr: "nodes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, errOut := parse(t, tt.sub(), tt.args...)
+			if tt.wantErr == "" {
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, errOut)
+				}
+				return
+			}
+			if code != cli.ExitUsage || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("exit %d, stderr %q; want %d mentioning %q", code, errOut, cli.ExitUsage, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBenchCommands runs watch, put and list on an embedded member and
+// reads their JSON, interval CSV and benchstat outputs back.
+func TestBenchCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd; skipped under -short")
+	}
+	dir := t.TempDir()
+	tests := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, out []byte)
+	}{
+		{name: "watch", args: []string{"watch", "--watchers", "20", "--streams", "4", "--puts", "50", "--put-rate", "500", "--value-size", "4", "--keys", "1"},
+			check: func(t *testing.T, out []byte) {
+				var r report.WatchResult
+				if err := json.Unmarshal(out, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.SchemaVersion != report.WatchSchemaVersion || r.Delivery.Events != 1000 || !r.Validation.OK() {
+					t.Errorf("watch result: schema %d, %d events, validation %s", r.SchemaVersion, r.Delivery.Events, r.Validation.Summary())
+				}
+			}},
+		{name: "put", args: []string{"put", "--total", "100", "--rate", "1000", "--value-size", "8", "--clients", "4"},
+			check: func(t *testing.T, out []byte) {
+				var r report.PutResult
+				if err := json.Unmarshal(out, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.SchemaVersion != report.PutSchemaVersion || r.Writes.Completed != 100 {
+					t.Errorf("put result: schema %d, writes %+v", r.SchemaVersion, r.Writes)
+				}
+			}},
+		{name: "list", args: []string{"list", "--objects", "10,30", "--page-sizes", "10,none", "--repeats", "2"},
+			check: func(t *testing.T, out []byte) {
+				var r report.ListResult
+				if err := json.Unmarshal(out, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.SchemaVersion != report.ListSchemaVersion || len(r.Rows) != 12 {
+					t.Errorf("list result: schema %d, %d rows", r.SchemaVersion, len(r.Rows))
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bench := filepath.Join(dir, tt.name+".bench")
+			args := append(tt.args, "--unsafe-no-fsync", "-w", "json", "--benchstat", bench)
+			csvPath := ""
+			if tt.name != "list" {
+				csvPath = filepath.Join(dir, tt.name+".csv")
+				args = append(args, "--interval-csv", csvPath)
+			}
+			root := NewRootCommand()
+			var out, errOut bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&errOut)
+			if code := cli.Run(root, args, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			tt.check(t, out.Bytes())
+			b, err := os.ReadFile(bench)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), "\nBenchmarkLwbench") || !strings.Contains(string(b), "goos: ") {
+				t.Errorf("benchstat file:\n%s", b)
+			}
+			if csvPath != "" {
+				f, err := os.Open(csvPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				rows, err := csv.NewReader(f).ReadAll()
+				if err != nil || len(rows) < 2 || rows[0][0] != "start_ms" {
+					t.Errorf("interval CSV: %v, %d rows", err, len(rows))
+				}
+			}
+		})
+	}
+}
+
+// TestExternalPrefixDefaults checks that no subcommand writes into a real
+// cluster's /registry unless asked to.
+func TestExternalPrefixDefaults(t *testing.T) {
+	ext := []string{"--endpoints", "http://127.0.0.1:2379"}
+	var w *watchOptions
+	if code, errOut := parse(t, newWatchCommand(func(_ *cobra.Command, o *watchOptions) error { w = o; return nil }), ext...); code != 0 {
+		t.Fatal(errOut)
+	}
+	var p *putOptions
+	if code, errOut := parse(t, newPutCommand(func(_ *cobra.Command, o *putOptions) error { p = o; return nil }), append(ext, "--value-size", "8")...); code != 0 {
+		t.Fatal(errOut)
+	}
+	var l *listOptions
+	if code, errOut := parse(t, newListCommand(func(_ *cobra.Command, o *listOptions) error { l = o; return nil }), ext...); code != 0 {
+		t.Fatal(errOut)
+	}
+	for name, got := range map[string]string{"watch": w.load.Prefix, "put": p.load.Prefix, "list": l.load.Prefix} {
+		if !strings.HasPrefix(got, "/lwbench") {
+			t.Errorf("%s with --endpoints writes under %q, want /lwbench...", name, got)
+		}
+	}
+}

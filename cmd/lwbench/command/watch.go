@@ -1,0 +1,136 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+type watchOptions struct {
+	out    outputOptions
+	target targetOptions
+	load   watchload.WatchOptions
+	prevKV bool
+	notify bool
+}
+
+func (o *watchOptions) AddFlags(fs *pflag.FlagSet) {
+	o.out.AddFlags(fs, true)
+	o.target.AddFlags(fs)
+	d := watchload.WatchOptions{}.Defaults()
+	fs.StringVar(&o.load.Prefix, "prefix", "", "key prefix the watchers watch (default /lwbench/watch/ for raw values; for pods /registry embedded, /lwbench with --endpoints)")
+	fs.IntVar(&o.load.Watchers, "watchers", d.Watchers, "watches of the prefix")
+	fs.IntVar(&o.load.Streams, "streams", d.Streams, "watch streams the watchers are spread over (etcd benchmark's --streams)")
+	fs.IntVar(&o.load.Connections, "conns", d.Connections, "connections the streams are spread over")
+	fs.IntVar(&o.load.Keys, "keys", d.Keys, "keys the puts go to (etcd benchmark's --key-space-size); pods with --value-size 0")
+	fs.IntVar(&o.load.ValueSize, "value-size", 0, "raw value size in bytes; 0: update Kubernetes pods with kube-apiserver's transactions")
+	fs.Int64Var(&o.load.Puts, "puts", d.Puts, "puts to make")
+	fs.Float64Var(&o.load.PutRate, "put-rate", d.PutRate, "scheduled puts per second (open loop)")
+	fs.IntVar(&o.load.PutWorkers, "put-workers", d.PutWorkers, "concurrent put workers")
+	fs.IntVar(&o.load.PutConnections, "put-conns", d.PutConnections, "connections the put workers use")
+	fs.BoolVar(&o.prevKV, "prev-kv", true, "watch with prevKV, as Kubernetes does")
+	fs.BoolVar(&o.notify, "progress-notify", true, "watch with progress notifications, as Kubernetes does")
+	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of keys and objects")
+}
+
+func (o *watchOptions) Validate() error {
+	if err := o.target.Validate(); err != nil {
+		return err
+	}
+	o.load.NoPrevKV, o.load.NoProgressNotify = !o.prevKV, !o.notify
+	if o.load.Prefix == "" && len(o.target.endpoints) > 0 {
+		// Never write into a real cluster's /registry by default.
+		o.load.Prefix = externalDefaultPrefix + "/watch/"
+		if o.load.ValueSize == 0 {
+			o.load.Prefix = externalDefaultPrefix
+		}
+	}
+	switch {
+	case o.load.Watchers < 1:
+		return cli.FlagErrorf("--watchers must be at least 1")
+	case o.load.Streams < 1 || o.load.Streams > o.load.Watchers:
+		return cli.FlagErrorf("--streams must be between 1 and --watchers (%d)", o.load.Watchers)
+	case o.load.Connections < 1 || o.load.Connections > o.load.Streams:
+		return cli.FlagErrorf("--conns must be between 1 and --streams (%d)", o.load.Streams)
+	case o.load.Keys < 1:
+		return cli.FlagErrorf("--keys must be at least 1")
+	case o.load.ValueSize < 0:
+		return cli.FlagErrorf("--value-size must not be negative")
+	case o.load.Puts < 1:
+		return cli.FlagErrorf("--puts must be at least 1")
+	case o.load.PutRate <= 0:
+		return cli.FlagErrorf("--put-rate must be positive")
+	case o.load.PutWorkers < 1:
+		return cli.FlagErrorf("--put-workers must be at least 1")
+	case o.load.PutConnections < 1:
+		return cli.FlagErrorf("--put-conns must be at least 1")
+	}
+	return nil
+}
+
+// newWatchCommand returns `lwbench watch`; runF replaces the run in flag
+// tests.
+func newWatchCommand(runF func(*cobra.Command, *watchOptions) error) *cobra.Command {
+	o := &watchOptions{}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Measure watch fan-out: events per second and delivery latency from many watchers of one prefix",
+		Long: `watch creates --watchers watches of one prefix over --streams streams and
+--conns connections, then puts --puts values at --put-rate to --keys keys under
+the prefix, so that every put reaches every watcher. It reports events per
+second, delivery latency from each put's response and send, watch creation
+time, and checks every watch against a recorded history.
+
+To compare with etcd's benchmark watch, use the same --streams, watchers
+(--watch-per-stream x --streams), --conns and --put-total, raw values, no prevKV
+and no progress notifications, and the same key space on both sides (the
+benchmark's default --key-space-size 1 puts every watcher on one key).`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd, o)
+			}
+			return runWatch(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	o.out.registerCompletion(cmd)
+	return cmd
+}
+
+func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error {
+	con := newConsole(errOut)
+	defer con.Done()
+	o.load.Logf = con.Logf
+	o.load.OnProgress = func(p watchload.Progress) {
+		con.Progress(fmt.Sprintf("%s %5.1fs  puts %d/%d (%d errors)  events %d  created %d/%d  violations %d",
+			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.SyncedWatchers, p.Watchers, p.Violations))
+	}
+	target, release, err := o.target.open(ctx, con.Logf)
+	defer release()
+	if err != nil {
+		return err
+	}
+	res, err := watchload.Watch(ctx, target, o.load)
+	con.Done()
+	if err != nil {
+		return err
+	}
+	if err := o.out.write(out, errOut, report.MakeWatchTable(res), res, res.Intervals, report.WatchBenchstat(res)); err != nil {
+		return err
+	}
+	if !res.Validation.OK() {
+		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
+	}
+	return nil
+}

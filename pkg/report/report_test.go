@@ -1,0 +1,85 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestValidationOK(t *testing.T) {
+	tests := []struct {
+		name        string
+		v           Validation
+		wantOK      bool
+		wantSummary string
+	}{
+		{name: "clean", v: Validation{HistoryEvents: 10, PrevKVMissing: 3}, wantOK: true, wantSummary: "none"},
+		{name: "lost", v: Validation{Lost: 2, Violations: []Violation{{Watcher: 4, Kind: "reliable", Revision: 17}}},
+			wantSummary: "2 lost, first: reliable at revision 17 (watcher 4)"},
+		{name: "unverified", v: Validation{UnverifiedEvents: 1}, wantSummary: "1 unverified events"},
+		{name: "recorder", v: Validation{RecorderError: "history recorder: compacted"}, wantSummary: "history recorder: compacted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.v.OK(); got != tt.wantOK {
+				t.Errorf("OK() = %v, want %v", got, tt.wantOK)
+			}
+			if got := tt.v.Summary(); got != tt.wantSummary {
+				t.Errorf("Summary() = %q, want %q", got, tt.wantSummary)
+			}
+		})
+	}
+}
+
+// TestBenchstatFormat checks the lines benchstat parses: a name starting
+// with Benchmark and a GOMAXPROCS suffix, an iteration count, then value
+// and unit pairs.
+func TestBenchstatFormat(t *testing.T) {
+	r := &RunResult{Scenario: Scenario{Profile: "informer", Watchers: 10, WriteRatePerSecond: 200, DurationMs: 20000}}
+	r.Writes.ThroughputPerSecond = 199.5
+	r.Writes.Latency.P99Ms = 3.25
+	var b bytes.Buffer
+	if err := WriteBenchstat(&b, "Test CPU", RunBenchstat(r)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 5 || lines[3] != "cpu: Test CPU" {
+		t.Fatalf("output:\n%s", b.String())
+	}
+	line := regexp.MustCompile(`^BenchmarkLwbenchRun/profile=informer/watchers=10/rate=200-\d+\t1(\t[-0-9.e+]+ [a-z0-9/-]+)+$`)
+	if !line.MatchString(lines[4]) {
+		t.Errorf("benchmark line %q is not in Go's benchmark format", lines[4])
+	}
+	for _, want := range []string{"\t2e+10 ns/op", "\t199.5 writes/s", "\t3.25 p99-write-ms"} {
+		if !strings.Contains(lines[4], want) {
+			t.Errorf("benchmark line %q lacks %q", lines[4], want)
+		}
+	}
+}
+
+func TestIntervalTable(t *testing.T) {
+	tb := MakeIntervalTable([]Interval{{StartMs: 0, WritesScheduled: 200, Events: 2000, DeliveryP99Ms: 1.5}, {StartMs: 1000}})
+	if len(tb.Header) != 11 || len(tb.Rows) != 2 || tb.Rows[0][7] != "2000" || tb.Rows[0][9] != "1.500" || tb.Rows[1][0] != "1000.000" {
+		t.Errorf("table %+v", tb)
+	}
+}
+
+// TestRunResultJSON checks the names the schema documents and that a
+// result with nothing in it still renders.
+func TestRunResultJSON(t *testing.T) {
+	r := &RunResult{SchemaVersion: RunSchemaVersion, Relists: []Relist{{Attempts: []ListAttempt{{ResourceVersion: ""}}}}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"schemaVersion":2`, `"resourceVersion":""`, `"fromCommit":`, `"intervals":null`, `"self":{`, `"p999Ms"`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+	if tb := MakeRunTable(r); len(tb.Rows) < 30 || tb.Header[0] != "metric" {
+		t.Errorf("run table %d rows", len(tb.Rows))
+	}
+}

@@ -1,0 +1,36 @@
+package watchload
+
+import (
+	"time"
+)
+
+// Env is what the parts of one load share: the epoch every time is
+// measured from, the join of writes with the events they caused, the
+// history oracle and the violations found. Writers publish into it;
+// Reflectors record into it. An Env is safe for concurrent use.
+type Env struct {
+	// Epoch is the zero of every offset in a result.
+	Epoch time.Time
+	// Recorder is the history the watchers are validated against; nil
+	// disables the history checks (reliable, resumable, unexpected).
+	Recorder *Recorder
+	// Violations collects what every watcher found.
+	Violations *Violations
+
+	timing *timing
+}
+
+// NewEnv returns an Env. ringCapacity bounds how many revisions back an
+// event can still be matched with its write (rounded up to a power of
+// two; each slot is 24 bytes); writers is the number of writer workers
+// that will publish into it.
+func NewEnv(epoch time.Time, ringCapacity int64, writers int, rec *Recorder) *Env {
+	return &Env{Epoch: epoch, Recorder: rec, Violations: &Violations{}, timing: newTiming(epoch, ringCapacity, writers)}
+}
+
+// Since returns the time elapsed since the epoch.
+func (e *Env) Since() time.Duration { return time.Duration(e.timing.now()) }
+
+// SetIntervalOrigin starts the one-second interval series at offset from
+// the epoch (usually when the writes start).
+func (e *Env) SetIntervalOrigin(offset time.Duration) { e.timing.setOrigin(int64(offset)) }

@@ -1,0 +1,319 @@
+package watchload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// histEntry is one event of the recorded history.
+type histEntry struct {
+	rev    int64
+	key    string
+	put    bool // false: delete
+	create bool // a put that created the key
+}
+
+// history is an append-only, revision-ordered log of the events under one
+// prefix. One goroutine appends; any number read the published prefix
+// without locks. Entries live in fixed chunks so that appending never moves
+// what readers hold.
+type history struct {
+	dir [histMaxChunks]atomic.Pointer[[histChunk]histEntry]
+	n   atomic.Int64 // published entries
+}
+
+const (
+	histChunk     = 4096
+	histMaxChunks = 1 << 16 // 268M events
+)
+
+var errHistoryFull = errors.New("recorded history is full")
+
+// append publishes e; only the recorder calls it.
+func (h *history) append(e histEntry) error {
+	i := h.n.Load()
+	c := i / histChunk
+	if c >= histMaxChunks {
+		return errHistoryFull
+	}
+	chunk := h.dir[c].Load()
+	if chunk == nil {
+		chunk = new([histChunk]histEntry)
+		h.dir[c].Store(chunk)
+	}
+	chunk[i%histChunk] = e
+	h.n.Store(i + 1)
+	return nil
+}
+
+// len returns the number of published entries.
+func (h *history) len() int64 { return h.n.Load() }
+
+// at returns entry i < len().
+func (h *history) at(i int64) *histEntry {
+	return &h.dir[i/histChunk].Load()[i%histChunk]
+}
+
+// search returns the index of the first published entry with revision >=
+// rev, or len() if there is none.
+func (h *history) search(rev int64) int64 {
+	n := h.len()
+	return int64(sort.Search(int(n), func(i int) bool { return h.at(int64(i)).rev >= rev }))
+}
+
+// Recorder is the oracle the watchers are validated against: one watch on
+// the whole key space, from a revision on, that records every event under
+// the watched prefixes. Because it watches every key, every revision from
+// its start on must reach it (etcd bumps the revision only for a
+// transaction that changed at least one key: server/storage/mvcc/
+// kvstore_txn.go End), so a revision it never sees
+// is itself a lost event, which it reports. It should run on a connection
+// of its own, never held back. A Recorder is safe for concurrent use.
+type Recorder struct {
+	stream   *Stream
+	prefixes []string
+	hist     []*history
+
+	// watermark is the highest revision up to which the history is
+	// complete: every event at or below it has been recorded.
+	watermark atomic.Int64
+	lastRev   int64 // recorder goroutine only
+
+	intern map[string]string // recorder goroutine only
+	events atomic.Int64
+
+	mu      sync.Mutex
+	gaps    []RevisionGap
+	err     error
+	started bool
+	waiters []revWaiter
+}
+
+// RevisionGap is a range of revisions the recorder's watch skipped.
+type RevisionGap struct {
+	// From and To are the first and last missing revisions.
+	From, To int64
+}
+
+type revWaiter struct {
+	rev int64
+	ch  chan struct{}
+}
+
+// NewRecorder returns a recorder of the events under prefixes (each ending
+// in "/", none a prefix of another) watching on stream.
+func NewRecorder(stream *Stream, prefixes []string) *Recorder {
+	r := &Recorder{stream: stream, prefixes: prefixes, intern: map[string]string{}}
+	for range prefixes {
+		r.hist = append(r.hist, &history{})
+	}
+	return r
+}
+
+// history returns the history of prefix, nil if it is not recorded.
+func (r *Recorder) history(prefix string) *history {
+	for i, p := range r.prefixes {
+		if p == prefix {
+			return r.hist[i]
+		}
+	}
+	return nil
+}
+
+// Watermark returns the revision up to which the history is complete.
+func (r *Recorder) Watermark() int64 { return r.watermark.Load() }
+
+// Events returns the number of events recorded.
+func (r *Recorder) Events() int64 { return r.events.Load() }
+
+// Gaps returns the revision ranges the recorder's watch skipped, in order.
+func (r *Recorder) Gaps() []RevisionGap {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]RevisionGap(nil), r.gaps...)
+}
+
+// Err returns the error that stopped the recorder, if any: its watch was
+// compacted (the history is then incomplete) or the history is full.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Run records every event from revision from on until ctx ends. It
+// resumes a watch that etcd or the connection ended, from the revision
+// after the last one recorded; it returns an error if that revision has
+// been compacted or the history is full, and nil when ctx ends.
+func (r *Recorder) Run(ctx context.Context, from int64) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("recorder already started")
+	}
+	r.started = true
+	r.mu.Unlock()
+	r.lastRev = from - 1
+	r.setWatermark(from - 1)
+	for ctx.Err() == nil {
+		err := r.watch(ctx, r.lastRev+1)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var ce *CompactedError
+		if errors.As(err, &ce) || errors.Is(err, errHistoryFull) {
+			r.mu.Lock()
+			r.err = fmt.Errorf("history recorder: %w", err)
+			r.mu.Unlock()
+			return r.err
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (r *Recorder) watch(ctx context.Context, from int64) error {
+	wctx, cancel := context.WithCancel(r.stream.Context(ctx))
+	defer cancel()
+	wch := r.stream.Client.Watch(wctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(from), clientv3.WithProgressNotify())
+	for resp := range wch {
+		if resp.CompactRevision != 0 {
+			return &CompactedError{From: from, CompactRevision: resp.CompactRevision}
+		}
+		if err := resp.Err(); err != nil {
+			return err
+		}
+		if resp.IsProgressNotify() {
+			if rev := resp.Header.Revision; rev > r.lastRev {
+				// Every revision has an event on a whole-keyspace watch:
+				// a progress notification past the last event means the
+				// events in between never came.
+				r.gap(r.lastRev+1, rev)
+				r.lastRev = rev
+				r.setWatermark(rev)
+			}
+			continue
+		}
+		for _, ev := range resp.Events {
+			if err := r.record(ev); err != nil {
+				return err
+			}
+		}
+		r.setWatermark(r.lastRev)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.New("recorder watch closed")
+}
+
+func (r *Recorder) record(ev *clientv3.Event) error {
+	rev := ev.Kv.ModRevision
+	if rev > r.lastRev+1 {
+		r.gap(r.lastRev+1, rev-1)
+	}
+	if rev > r.lastRev {
+		r.lastRev = rev
+	}
+	key := ev.Kv.Key
+	for i, p := range r.prefixes {
+		if len(key) < len(p) || string(key[:len(p)]) != p {
+			continue
+		}
+		k, ok := r.intern[string(key)]
+		if !ok {
+			k = string(key)
+			r.intern[k] = k
+		}
+		r.events.Add(1)
+		return r.hist[i].append(histEntry{rev: rev, key: k, put: ev.Type == mvccpb.PUT, create: ev.IsCreate()})
+	}
+	return nil
+}
+
+func (r *Recorder) gap(from, to int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gaps = append(r.gaps, RevisionGap{From: from, To: to})
+}
+
+func (r *Recorder) setWatermark(rev int64) {
+	r.watermark.Store(rev)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.waiters[:0]
+	for _, w := range r.waiters {
+		if w.rev <= rev {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	r.waiters = kept
+}
+
+// WaitFor blocks until the history is complete up to rev, requesting
+// progress notifications on the recorder's stream every period while it
+// waits. It returns ctx's error if ctx ends first and the recorder's error
+// if it stopped.
+func (r *Recorder) WaitFor(ctx context.Context, rev int64, period time.Duration) error {
+	r.mu.Lock()
+	if r.watermark.Load() >= rev {
+		r.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	r.waiters = append(r.waiters, revWaiter{rev: rev, ch: ch})
+	r.mu.Unlock()
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		if err := r.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			r.stream.RequestProgress(ctx) // best effort: etcd answers once synced
+		}
+	}
+}
+
+// resourceOf returns the resource of an etcd key under prefix, e.g. "pods"
+// for /registry/pods/ns/name.
+func resourceOf(prefix, key string) string {
+	rest := strings.TrimPrefix(key, prefix+"/")
+	if i := strings.IndexByte(rest, '/'); i > 0 {
+		return rest[:i]
+	}
+	return rest
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,116 @@
+package watchload
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Profile names the Kubernetes client a Reflector models.
+type Profile string
+
+// The profiles.
+const (
+	// ProfileInformer is client-go's reflector reading etcd through a
+	// kube-apiserver whose watch cache is off (--watch-cache=false), so
+	// that every LIST and WATCH reaches etcd: LIST in pages of 500 (the
+	// pager's default) pinned to the first page's revision, WATCH from
+	// that revision with prevKV and progress notifications, relist on
+	// "too old resource version" first at the last revision seen and, if
+	// that is compacted too, at the latest, with client-go's backoff
+	// between iterations (client-go tools/cache/reflector.go,
+	// tools/pager/pager.go).
+	ProfileInformer Profile = "informer"
+	// ProfileAPIServerCache is kube-apiserver's watch cache of one
+	// resource (the cacher): its reflector LISTs in pages of 10,000 at the
+	// latest revision whatever resourceVersion it asks for (its
+	// listerWatcher drops it), keeps one WATCH per resource with prevKV
+	// and progress notifications on a stream of its own, watches again
+	// after watch errors other than compaction for up to 30 s
+	// (MaxInternalErrorRetryDuration), restarts one second after the
+	// watch ends otherwise, and serves consistent LISTs from the
+	// cache once a progress notification shows the cache is fresh
+	// (KEP-2340; k8s.io/apiserver/pkg/storage/cacher/cacher.go,
+	// lister_watcher.go, watch_cache.go, progress/watch_progress.go).
+	ProfileAPIServerCache Profile = "apiserver-cache"
+)
+
+// Profiles lists every profile.
+var Profiles = []Profile{ProfileInformer, ProfileAPIServerCache}
+
+// ParseProfile returns the profile named s.
+func ParseProfile(s string) (Profile, error) {
+	for _, p := range Profiles {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown profile %q (want %s or %s)", s, ProfileInformer, ProfileAPIServerCache)
+}
+
+// Page sizes of the profiles.
+const (
+	// DefaultPageSize is client-go's pager page size (tools/pager/pager.go
+	// defaultPageSize), the LIST limit of an informer.
+	DefaultPageSize = 500
+	// CacherPageSize is the watch cache's LIST page size
+	// (k8s.io/apiserver/pkg/storage/cacher/cacher.go
+	// storageWatchListPageSize), also etcd's benchmark range --paginate.
+	CacherPageSize = 10000
+)
+
+// DefaultMinWatchTimeout is client-go's shortest watch: each watch asks
+// for a timeout uniform in [5 min, 10 min) (tools/cache/reflector.go
+// defaultMinWatchTimeout), after which the reflector watches again from
+// its last revision without listing.
+const DefaultMinWatchTimeout = 5 * time.Minute
+
+// SourceCache is the gRPC "source" metadata of the cacher's watches.
+const SourceCache = "cache"
+
+// profileSpec is what distinguishes the profiles' list/watch behaviour.
+type profileSpec struct {
+	// pageSize is the pager's default page size.
+	pageSize int64
+	// forcePageSize is set when the reflector's WatchListPageSize is set,
+	// so every list is paginated at pageSize, whatever its
+	// resourceVersion.
+	forcePageSize bool
+	// listIgnoresRV: the cacher's listerWatcher does not pass the
+	// resourceVersion to storage, so every list reads the latest revision.
+	listIgnoresRV bool
+	// source is the gRPC "source" metadata of its streams.
+	source string
+	// internalErrorRetry is the reflector's MaxInternalErrorRetryDuration:
+	// for that long after the first, watch errors other than a
+	// compaction (internal errors at the API) are retried by watching
+	// again without a list (client-go tools/cache/
+	// retry_with_deadline.go). 0 for informers; the cacher sets 30 s.
+	internalErrorRetry time.Duration
+	// delayer makes the pause between ListAndWatch iterations.
+	delayer func(clk clock.PassiveClock, rnd func() float64) Delayer
+}
+
+func (p Profile) spec() profileSpec {
+	if p == ProfileAPIServerCache {
+		return profileSpec{
+			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, source: SourceCache,
+			internalErrorRetry: 30 * time.Second,
+			delayer:            func(clock.PassiveClock, func() float64) Delayer { return FixedDelay(CacherRestartPeriod) },
+		}
+	}
+	return profileSpec{
+		pageSize: DefaultPageSize,
+		delayer: func(clk clock.PassiveClock, rnd func() float64) Delayer {
+			return NewReflectorBackoff(clk, rnd)
+		},
+	}
+}
+
+// Source returns the gRPC "source" metadata of the profile's watch
+// streams: "cache" for the cacher, empty for informers.
+func (p Profile) Source() string { return p.spec().source }
+
+// DefaultPageSize returns the profile's LIST page size.
+func (p Profile) DefaultPageSize() int64 { return p.spec().pageSize }

@@ -1,0 +1,159 @@
+package watchload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// PutOptions shape an open-loop write load alone. Zero fields take their
+// defaults (Defaults).
+type PutOptions struct {
+	// Prefix starts every raw key; with Kubernetes objects it is the
+	// --etcd-prefix. Default "/lwbench/put/" or "/registry".
+	Prefix string
+	// Keys is the raw key space (etcd benchmark's --key-space-size), or
+	// the pods seeded with Kubernetes objects.
+	Keys int
+	// KeySize pads raw keys to at least this many bytes.
+	KeySize int
+	// ValueSize > 0 puts raw values of that size with plain Puts, as etcd's
+	// benchmark put does; 0 runs the Kubernetes workload (pods,
+	// configmaps, events with kube-apiserver's transactions).
+	ValueSize int
+	// Sequential picks raw keys in turn instead of at random.
+	Sequential bool
+	// Total ops at Rate per second, by Workers workers (benchmark's
+	// --clients) over Connections connections (--conns). A Rate above
+	// what etcd sustains measures its throughput ceiling, with latency
+	// from schedule that grows with the queue, as it would for clients.
+	Total       int64
+	Rate        float64 // scheduled ops per second
+	Workers     int     // concurrent workers
+	Connections int     // connections of the workers
+	// Timeout bounds one op.
+	Timeout time.Duration
+	// Seed makes keys and objects reproducible.
+	Seed uint64
+	// Logf receives one line per phase.
+	Logf func(format string, args ...any)
+	// OnProgress, if set, is called every 500 ms with a live view.
+	OnProgress func(Progress)
+}
+
+// Defaults returns o with zero fields set.
+func (o PutOptions) Defaults() PutOptions {
+	if o.Prefix == "" {
+		o.Prefix = "/lwbench/put/"
+		if o.ValueSize == 0 {
+			o.Prefix = keyspace.DefaultPrefix
+		}
+	}
+	if o.Keys == 0 {
+		o.Keys = 1000
+	}
+	if o.Total == 0 {
+		o.Total = 10000
+	}
+	if o.Rate == 0 {
+		o.Rate = 1000
+	}
+	if o.Workers == 0 {
+		o.Workers = 16
+	}
+	if o.Connections == 0 {
+		o.Connections = 1
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	return o
+}
+
+// Validate checks options after Defaults.
+func (o PutOptions) Validate() error {
+	if o.Keys < 1 || o.Total < 1 || o.Rate <= 0 || o.Workers < 1 || o.Connections < 1 || o.ValueSize < 0 || o.KeySize < 0 {
+		return errors.New("keys, total, rate, workers and connections must be positive")
+	}
+	return nil
+}
+
+// Put runs an open-loop write load and measures throughput and latency
+// from schedule.
+func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error) {
+	o = o.Defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	epoch := time.Now()
+	res := &report.PutResult{
+		SchemaVersion: report.PutSchemaVersion, StartedAt: epoch.UTC(),
+		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints},
+		Scenario: report.PutScenario{
+			Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Total: o.Total, RatePerSecond: o.Rate,
+			Workers: o.Workers, Connections: o.Connections, Seed: o.Seed, SequentialKeys: o.Sequential,
+		},
+	}
+	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
+	topo, err := Connect(ctx, t.Dial, o.Connections, o.Connections, "")
+	if err != nil {
+		return nil, err
+	}
+	defer topo.Close()
+	st, err := topo.Conns[0].Status(ctx, t.Endpoints[0])
+	if err != nil {
+		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
+	}
+	res.Target.EtcdVersion = st.Version
+	kvs := make([]KV, len(topo.Conns))
+	for i, c := range topo.Conns {
+		kvs[i] = c
+	}
+	var wl Workload
+	if o.ValueSize > 0 {
+		wl = &RawWorkload{Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Sequential: o.Sequential, Seed: o.Seed}
+	} else {
+		kw, err := NewKubernetesWorkload(KubernetesWorkloadOptions{
+			Prefix: o.Prefix, Namespaces: 10, Pods: o.Keys, ConfigMaps: o.Keys / 5, Events: o.Keys / 2,
+			Mix: DefaultMix, ResourceMix: DefaultResourceMix, Workers: o.Workers, Seed: o.Seed,
+		})
+		if err != nil {
+			return nil, err
+		}
+		logf("seeding %d pods, %d configmaps, %d events", o.Keys, o.Keys/5, o.Keys/2)
+		if _, err := kw.Seed(ctx, kvs, o.Workers); err != nil {
+			return nil, fmt.Errorf("seed objects: %w", err)
+		}
+		res.Scenario.KubernetesObjects = o.Keys + o.Keys/5 + o.Keys/2
+		wl = kw
+	}
+	env := NewEnv(epoch, 1024, o.Workers, nil)
+	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.Rate, Total: o.Total, Workers: o.Workers, Timeout: o.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	live := &liveState{o: Options{OnProgress: o.OnProgress, ProgressInterval: 500 * time.Millisecond}, start: epoch, phase: "putting"}
+	live.setWriters(writers, o.Total)
+	stopProgress := live.report(ctx)
+	defer stopProgress()
+	env.SetIntervalOrigin(env.Since())
+	logf("putting %d ops at %.0f/s with %d workers over %d connections", o.Total, o.Rate, o.Workers, o.Connections)
+	res.Writes = writers.Run(ctx)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	env.timing.mu.Lock()
+	res.Writes.Latency = env.timing.writes.summary()
+	env.timing.mu.Unlock()
+	res.Intervals = env.timing.series()
+	res.Self = self.finish(ctx)
+	return res, nil
+}

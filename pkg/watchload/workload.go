@@ -1,0 +1,622 @@
+package watchload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+)
+
+// KV is what writers need from one etcd connection; *clientv3.Client
+// satisfies it.
+type KV interface {
+	Txn(ctx context.Context) clientv3.Txn
+	Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error)
+	Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error)
+}
+
+var _ KV = (*clientv3.Client)(nil)
+
+// OpType is a write's kind.
+type OpType uint8
+
+// The write kinds. Create, update and delete are kube-apiserver's
+// transactions (k8s.io/apiserver/pkg/storage/etcd3/store.go Create,
+// GuaranteedUpdate, Delete); put is a plain Put, as etcd's benchmark
+// sends.
+const (
+	OpCreate OpType = iota
+	OpUpdate
+	OpDelete
+	OpPut
+)
+
+// String returns create, update, delete or put.
+func (o OpType) String() string {
+	return [...]string{"create", "update", "delete", "put"}[o]
+}
+
+// Op is one planned write.
+type Op struct {
+	Kind      OpType // create, update, delete or put
+	Resource  string // e.g. pods; empty for raw puts
+	Namespace string // the object's namespace
+	Name      string // the object's name
+	Key       string // the etcd key
+	// Shard is the worker that must perform it (ops on one key go to one
+	// worker, in order), or -1 for any.
+	Shard int
+	// Scheduled is when it is due, since the Env's epoch.
+	Scheduled time.Duration
+}
+
+// Workload plans and performs writes for Writers.
+type Workload interface {
+	// Next returns op i. Writers call it from one goroutine, for i = 0,
+	// 1, ... in order; the same seed gives the same ops.
+	Next(i int64) Op
+	// Do performs op on worker's behalf with kv and returns the revision
+	// it committed at, whether it met a conflict on the way, and its
+	// error. A worker calls Do for its ops in order, never concurrently
+	// with itself.
+	Do(ctx context.Context, worker int, kv KV, op Op) (rev int64, conflict bool, err error)
+}
+
+// Mix is the share of each write kind for pods and configmaps, in
+// percent; they sum to 100.
+type Mix struct {
+	CreatePercent int // percent of writes that create
+	UpdatePercent int // percent that update
+	DeletePercent int // percent that delete
+}
+
+// DefaultMix is a churning workload: pods mostly get status updates, some
+// are created and deleted.
+var DefaultMix = Mix{CreatePercent: 20, UpdatePercent: 70, DeletePercent: 10}
+
+// Validate checks that the shares are not negative and sum to 100.
+func (m Mix) Validate() error {
+	if m.CreatePercent < 0 || m.UpdatePercent < 0 || m.DeletePercent < 0 ||
+		m.CreatePercent+m.UpdatePercent+m.DeletePercent != 100 {
+		return fmt.Errorf("write mix %d/%d/%d must be non-negative and sum to 100", m.CreatePercent, m.UpdatePercent, m.DeletePercent)
+	}
+	return nil
+}
+
+// The resources of the Kubernetes workload.
+const (
+	ResourcePods       = "pods"
+	ResourceConfigMaps = "configmaps"
+	ResourceEvents     = "events"
+)
+
+// Resources lists them, in the order results show them.
+var Resources = []string{ResourcePods, ResourceConfigMaps, ResourceEvents}
+
+// ResourceMix is the share of writes going to each resource, in percent;
+// they sum to 100.
+type ResourceMix struct {
+	PodsPercent       int // percent of writes to pods
+	ConfigMapsPercent int // percent to configmaps
+	EventsPercent     int // percent to events
+}
+
+// DefaultResourceMix: most writes are pod status updates and events, a few
+// touch configmaps.
+var DefaultResourceMix = ResourceMix{PodsPercent: 60, ConfigMapsPercent: 10, EventsPercent: 30}
+
+// Validate checks that the shares are not negative and sum to 100.
+func (m ResourceMix) Validate() error {
+	if m.PodsPercent < 0 || m.ConfigMapsPercent < 0 || m.EventsPercent < 0 ||
+		m.PodsPercent+m.ConfigMapsPercent+m.EventsPercent != 100 {
+		return fmt.Errorf("resource mix %d/%d/%d must be non-negative and sum to 100", m.PodsPercent, m.ConfigMapsPercent, m.EventsPercent)
+	}
+	return nil
+}
+
+// ParseResourceMix parses "pods=60,configmaps=10,events=30"; resources
+// left out get 0.
+func ParseResourceMix(s string) (ResourceMix, error) {
+	var m ResourceMix
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		var n int
+		if _, err := fmt.Sscanf(val, "%d", &n); !ok || err != nil {
+			return m, fmt.Errorf("resource mix %q: want resource=percent, got %q", s, part)
+		}
+		switch name {
+		case ResourcePods:
+			m.PodsPercent = n
+		case ResourceConfigMaps:
+			m.ConfigMapsPercent = n
+		case ResourceEvents:
+			m.EventsPercent = n
+		default:
+			return m, fmt.Errorf("resource mix %q: unknown resource %q (want pods, configmaps, events)", s, name)
+		}
+	}
+	return m, m.Validate()
+}
+
+// String formats the mix as ParseResourceMix reads it.
+func (m ResourceMix) String() string {
+	return fmt.Sprintf("pods=%d,configmaps=%d,events=%d", m.PodsPercent, m.ConfigMapsPercent, m.EventsPercent)
+}
+
+// eventCreatePercent is the share of event writes that create an event;
+// the rest are repeats that bump an existing event's count (client-go's
+// event correlator patches count and lastTimestamp: tools/record/
+// events_cache.go). Events are never
+// deleted by writers: their lease expires.
+const eventCreatePercent = 80
+
+// DefaultEventTTL is kube-apiserver's --event-ttl default
+// (k8s.io/kubernetes cmd/kube-apiserver/app/options/options.go EventTTL).
+const DefaultEventTTL = time.Hour
+
+// KubernetesWorkloadOptions shape a KubernetesWorkload.
+type KubernetesWorkloadOptions struct {
+	// Prefix is kube-apiserver's --etcd-prefix, e.g. "/registry".
+	Prefix string
+	// Namespaces the objects are spread across.
+	Namespaces int
+	// Pods, ConfigMaps and Events are created by Seed.
+	Pods, ConfigMaps, Events int
+	// Mix of creates, updates and deletes for pods and configmaps.
+	Mix Mix
+	// ResourceMix is the share of writes per resource.
+	ResourceMix ResourceMix
+	// EventTTL is the events' lease TTL (--event-ttl); 0 means
+	// DefaultEventTTL.
+	EventTTL time.Duration
+	// Workers is the number of writer workers ops are sharded over.
+	Workers int
+	// Seed makes objects and the op plan reproducible.
+	Seed uint64
+}
+
+// KubernetesWorkload writes pods, configmaps and events encoded with
+// Kubernetes' own protobuf serializer, with kube-apiserver's transactions:
+// create if the key does not exist; update and delete if its mod_revision
+// is the one last read, re-reading once on a conflict as GuaranteedUpdate
+// does; events attached to leases shared as kube-apiserver's lease manager
+// shares them. Ops on one key go to one worker, so each worker knows its
+// keys' mod_revisions.
+type KubernetesWorkload struct {
+	o      KubernetesWorkloadOptions
+	codec  *keyspace.Codec
+	leases *leaseManager
+	gens   []*keyspace.Generator // per worker
+
+	// planner state (Next's goroutine)
+	rng     *rand.Rand
+	live    map[string][]plannedObject
+	created map[string]int
+
+	states []map[string]*objectState // per worker
+}
+
+type plannedObject struct{ ns, name, owner string }
+
+// objectState is a worker's knowledge of one key it owns.
+type objectState struct {
+	modRevision int64
+	generation  int
+	owner       string // the pod an event is about
+	create      bool   // generation counts from 1 (events)
+}
+
+// NewKubernetesWorkload returns the workload; Seed must run before the
+// writers start.
+func NewKubernetesWorkload(o KubernetesWorkloadOptions) (*KubernetesWorkload, error) {
+	if o.Workers < 1 {
+		return nil, errors.New("kubernetes workload: workers must be positive")
+	}
+	if o.Namespaces < 1 {
+		o.Namespaces = 1
+	}
+	if o.EventTTL <= 0 {
+		o.EventTTL = DefaultEventTTL
+	}
+	codec, err := keyspace.NewCodec()
+	if err != nil {
+		return nil, err
+	}
+	w := &KubernetesWorkload{
+		o: o, codec: codec, leases: newLeaseManager(),
+		rng:     rand.New(rand.NewPCG(o.Seed, 0x5eed)),
+		live:    map[string][]plannedObject{},
+		created: map[string]int{},
+	}
+	for range o.Workers {
+		w.gens = append(w.gens, keyspace.NewGenerator(o.Seed))
+		w.states = append(w.states, map[string]*objectState{})
+	}
+	return w, nil
+}
+
+// Prefixes returns the etcd prefixes of the workload's resources, e.g.
+// "/registry/pods/", in the order of Resources.
+func (w *KubernetesWorkload) Prefixes() []string {
+	out := make([]string, len(Resources))
+	for i, r := range Resources {
+		out[i] = ResourcePrefix(w.o.Prefix, r)
+	}
+	return out
+}
+
+// ResourcePrefix returns the etcd prefix of a built-in namespaced resource
+// under prefix, e.g. "/registry/pods/".
+func ResourcePrefix(prefix, resource string) string {
+	return strings.TrimSuffix(keyspace.Build(keyspace.Key{Prefix: prefix, Resource: resource, Name: "x"}), "x")
+}
+
+func (w *KubernetesWorkload) key(resource, ns, name string) string {
+	return keyspace.Build(keyspace.Key{Prefix: w.o.Prefix, Resource: resource, Namespace: ns, Name: name})
+}
+
+func (w *KubernetesWorkload) shard(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(w.o.Workers))
+}
+
+// Seed creates the initial objects with `concurrency` parallel creates on
+// kvs (round robin) and returns how many of each resource it created. It
+// fails, wrapping ErrObjectExists, if a key already exists: the prefix
+// holds an earlier run's objects.
+func (w *KubernetesWorkload) Seed(ctx context.Context, kvs []KV, concurrency int) (map[string]int, error) {
+	var objs []seedObject
+	for i := range w.o.Pods {
+		objs = append(objs, seedObject{ResourcePods, w.seedName(ResourcePods, i)})
+	}
+	for i := range w.o.ConfigMaps {
+		objs = append(objs, seedObject{ResourceConfigMaps, w.seedName(ResourceConfigMaps, i)})
+	}
+	for i := range w.o.Events {
+		objs = append(objs, seedObject{ResourceEvents, w.seedName(ResourceEvents, i)})
+	}
+	counts := map[string]int{}
+	for _, o := range objs {
+		w.live[o.resource] = append(w.live[o.resource], o.obj)
+		counts[o.resource]++
+	}
+	return counts, w.create(ctx, kvs, concurrency, objs)
+}
+
+// SeedRange creates objects [from, to) of one resource, named as Seed
+// names them, without planning writes to them: for LIST benchmarks that
+// grow a resource step by step.
+func (w *KubernetesWorkload) SeedRange(ctx context.Context, kvs []KV, resource string, from, to, concurrency int) error {
+	var objs []seedObject
+	for i := from; i < to; i++ {
+		objs = append(objs, seedObject{resource, w.seedName(resource, i)})
+	}
+	return w.create(ctx, kvs, concurrency, objs)
+}
+
+type seedObject struct {
+	resource string
+	obj      plannedObject
+}
+
+// seedName returns seeded object i of a resource: pods seed-i,
+// configmaps seed-cm-i, and events about seeded pods.
+func (w *KubernetesWorkload) seedName(resource string, i int) plannedObject {
+	switch resource {
+	case ResourceConfigMaps:
+		return plannedObject{ns: w.ns(i), name: fmt.Sprintf("seed-cm-%d", i)}
+	case ResourceEvents:
+		owner := plannedObject{ns: w.ns(i), name: fmt.Sprintf("pod-%d", i)}
+		if w.o.Pods > 0 {
+			owner = w.seedName(ResourcePods, i%w.o.Pods)
+		}
+		return plannedObject{ns: owner.ns, name: eventName(owner.name, uint64(i)), owner: owner.name}
+	}
+	return plannedObject{ns: w.ns(i), name: fmt.Sprintf("seed-%d", i)}
+}
+
+// create writes objs with concurrent creates and records their state for
+// the worker that owns each key.
+func (w *KubernetesWorkload) create(ctx context.Context, kvs []KV, concurrency int, objs []seedObject) error {
+	concurrency = max(concurrency, 1)
+	jobs := make(chan seedObject)
+	errc := make(chan error, concurrency)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kv := kvs[c%len(kvs)]
+			gen := keyspace.NewGenerator(w.o.Seed)
+			for j := range jobs {
+				key := w.key(j.resource, j.obj.ns, j.obj.name)
+				st := &objectState{owner: j.obj.owner}
+				if _, _, err := w.write(ctx, gen, kv, OpCreate, j.resource, j.obj.ns, j.obj.name, key, st); err != nil {
+					errc <- fmt.Errorf("seed %s: %w", key, err)
+					return
+				}
+				mu.Lock()
+				w.states[w.shard(key)][key] = st
+				mu.Unlock()
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, o := range objs {
+		select {
+		case jobs <- o:
+		case err = <-errc:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errc:
+		default:
+		}
+	}
+	return err
+}
+
+func (w *KubernetesWorkload) ns(i int) string { return fmt.Sprintf("ns-%d", i%w.o.Namespaces) }
+
+// eventName is the name client-go's recorder gives an event: the object's
+// name, a dot and a hexadecimal timestamp.
+func eventName(owner string, n uint64) string {
+	return fmt.Sprintf("%s.%016x", owner, 0x188a000000000000+n*7919)
+}
+
+// Next plans op i: a resource by the resource mix, a kind by the write
+// mix, a target among the objects planned to exist.
+func (w *KubernetesWorkload) Next(i int64) Op {
+	r := w.rng
+	p := r.IntN(100)
+	m := w.o.ResourceMix
+	resource := ResourceEvents
+	switch {
+	case p < m.PodsPercent:
+		resource = ResourcePods
+	case p < m.PodsPercent+m.ConfigMapsPercent:
+		resource = ResourceConfigMaps
+	}
+	live := w.live[resource]
+	var op Op
+	op.Resource = resource
+	if resource == ResourceEvents {
+		if r.IntN(100) < eventCreatePercent || len(live) == 0 {
+			pods := w.live[ResourcePods]
+			owner := plannedObject{ns: w.ns(int(i)), name: fmt.Sprintf("pod-%d", i)}
+			if len(pods) > 0 {
+				owner = pods[r.IntN(len(pods))]
+			}
+			n := w.created[resource]
+			w.created[resource]++
+			obj := plannedObject{ns: owner.ns, name: eventName(owner.name, uint64(1<<32+n)), owner: owner.name}
+			w.live[resource] = append(live, obj)
+			op.Kind, op.Namespace, op.Name = OpCreate, obj.ns, obj.name
+		} else {
+			t := live[r.IntN(len(live))]
+			op.Kind, op.Namespace, op.Name = OpUpdate, t.ns, t.name
+		}
+	} else {
+		q := r.IntN(100)
+		switch {
+		case q < w.o.Mix.CreatePercent || len(live) == 0:
+			n := w.created[resource]
+			w.created[resource]++
+			name := fmt.Sprintf("churn-%d", n)
+			if resource == ResourceConfigMaps {
+				name = fmt.Sprintf("churn-cm-%d", n)
+			}
+			obj := plannedObject{ns: w.ns(n), name: name}
+			w.live[resource] = append(live, obj)
+			op.Kind, op.Namespace, op.Name = OpCreate, obj.ns, obj.name
+		case q < w.o.Mix.CreatePercent+w.o.Mix.UpdatePercent:
+			t := live[r.IntN(len(live))]
+			op.Kind, op.Namespace, op.Name = OpUpdate, t.ns, t.name
+		default:
+			j := r.IntN(len(live))
+			t := live[j]
+			live[j] = live[len(live)-1]
+			w.live[resource] = live[:len(live)-1]
+			op.Kind, op.Namespace, op.Name = OpDelete, t.ns, t.name
+		}
+	}
+	op.Key = w.key(resource, op.Namespace, op.Name)
+	op.Shard = w.shard(op.Key)
+	return op
+}
+
+// Do performs op with kube-apiserver's transactions.
+func (w *KubernetesWorkload) Do(ctx context.Context, worker int, kv KV, op Op) (int64, bool, error) {
+	states := w.states[worker]
+	st := states[op.Key]
+	if st == nil {
+		st = &objectState{}
+		if op.Resource == ResourceEvents {
+			st.owner = strings.SplitN(op.Name, ".", 2)[0]
+		}
+		states[op.Key] = st
+	}
+	return w.write(ctx, w.gens[worker], kv, op.Kind, op.Resource, op.Namespace, op.Name, op.Key, st)
+}
+
+func (w *KubernetesWorkload) object(gen *keyspace.Generator, resource, ns, name string, st *objectState, generation int) runtime.Object {
+	switch resource {
+	case ResourceConfigMaps:
+		return gen.ConfigMap(ns, name, generation, gen.ConfigMapDataBytes(ns, name))
+	case ResourceEvents:
+		return gen.Event(ns, name, st.owner, generation+1)
+	}
+	return gen.Pod(ns, name, generation)
+}
+
+// write performs one op: create if the key does not exist; update and
+// delete if its mod_revision is the one last seen, re-reading it once on a
+// conflict as GuaranteedUpdate retries. Events get a lease from the lease
+// manager on every write, as kube-apiserver's TTL-aware store does.
+func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator, kv KV, kind OpType, resource, ns, name, key string, st *objectState) (rev int64, conflict bool, err error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		var cmp clientv3.Cmp
+		var then clientv3.Op
+		var putOpts []clientv3.OpOption
+		if resource == ResourceEvents && kind != OpDelete {
+			id, err := w.leases.get(ctx, kv, w.o.EventTTL)
+			if err != nil {
+				return 0, conflict, fmt.Errorf("lease for %s: %w", key, err)
+			}
+			putOpts = append(putOpts, clientv3.WithLease(id))
+		}
+		switch kind {
+		case OpCreate:
+			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", 0)
+			val, err := w.codec.Encode(w.object(gen, resource, ns, name, st, 0))
+			if err != nil {
+				return 0, conflict, err
+			}
+			then = clientv3.OpPut(key, string(val), putOpts...)
+		case OpUpdate:
+			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", st.modRevision)
+			val, err := w.codec.Encode(w.object(gen, resource, ns, name, st, st.generation+1))
+			if err != nil {
+				return 0, conflict, err
+			}
+			then = clientv3.OpPut(key, string(val), putOpts...)
+		case OpDelete:
+			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", st.modRevision)
+			then = clientv3.OpDelete(key)
+		default:
+			return 0, conflict, fmt.Errorf("%s: not a Kubernetes write", kind)
+		}
+		resp, err := kv.Txn(ctx).If(cmp).Then(then).Else(clientv3.OpGet(key)).Commit()
+		if err != nil {
+			return 0, conflict, err
+		}
+		if resp.Succeeded {
+			switch kind {
+			case OpCreate:
+				st.modRevision, st.generation = resp.Header.Revision, 0
+			case OpUpdate:
+				st.modRevision = resp.Header.Revision
+				st.generation++
+			case OpDelete:
+				st.modRevision = 0
+			}
+			return resp.Header.Revision, conflict, nil
+		}
+		// Someone else (an expired lease, or an earlier write whose
+		// response was lost) moved the key: adopt what etcd holds and try
+		// once more.
+		conflict = true
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 0 {
+			st.modRevision = 0
+			if kind == OpUpdate && resource == ResourceEvents {
+				// The event's lease expired: client-go's recorder creates
+				// it again when its patch finds it gone
+				// (tools/record/event.go recordEvent).
+				kind, st.generation = OpCreate, 0
+				continue
+			}
+			if kind != OpCreate {
+				return 0, conflict, fmt.Errorf("%s %s: %w", kind, key, ErrObjectNotFound)
+			}
+			continue
+		}
+		st.modRevision = kvs[0].ModRevision
+		if kind == OpCreate {
+			return 0, conflict, fmt.Errorf("create %s: %w", key, ErrObjectExists)
+		}
+	}
+	return 0, conflict, fmt.Errorf("%s %s: conflict persisted", kind, key)
+}
+
+// RawWorkload writes values of a fixed size to a key space with plain
+// Puts, as etcd's benchmark put does: key i of Keys is the prefix and i
+// zero-padded to KeySize bytes, and every op picks a key uniformly at
+// random (or in turn with Sequential). Ops go to any worker.
+type RawWorkload struct {
+	// Prefix starts every key.
+	Prefix string
+	// Keys is the key space size (etcd benchmark's --key-space-size).
+	Keys int
+	// KeySize pads keys to this many bytes at least.
+	KeySize int
+	// ValueSize is the value size in bytes.
+	ValueSize int
+	// Sequential picks keys in turn instead of at random.
+	Sequential bool
+	// Seed makes the key choice reproducible.
+	Seed uint64
+
+	rng   *rand.Rand
+	value string
+	keys  []string // precomputed when the key space is small
+	once  sync.Once
+}
+
+// rawKeysPrecomputed bounds the key space whose keys are built once.
+const rawKeysPrecomputed = 1 << 20
+
+// Key returns key i.
+func (w *RawWorkload) Key(i int) string {
+	if i < len(w.keys) {
+		return w.keys[i]
+	}
+	digits := max(w.KeySize-len(w.Prefix), len(fmt.Sprint(max(w.Keys-1, 0))))
+	return fmt.Sprintf("%s%0*d", w.Prefix, digits, i)
+}
+
+// Next picks op i's key.
+func (w *RawWorkload) Next(i int64) Op {
+	w.once.Do(w.init)
+	k := int(i % int64(max(w.Keys, 1)))
+	if !w.Sequential {
+		k = w.rng.IntN(max(w.Keys, 1))
+	}
+	return Op{Kind: OpPut, Key: w.Key(k), Shard: -1}
+}
+
+func (w *RawWorkload) init() {
+	w.rng = rand.New(rand.NewPCG(w.Seed, 0xbe4c))
+	w.value = strings.Repeat("v", w.ValueSize)
+	if w.Keys <= rawKeysPrecomputed {
+		keys := make([]string, w.Keys)
+		for i := range keys {
+			keys[i] = w.Key(i)
+		}
+		w.keys = keys
+	}
+}
+
+// Do puts the value.
+func (w *RawWorkload) Do(ctx context.Context, _ int, kv KV, op Op) (int64, bool, error) {
+	w.once.Do(w.init)
+	resp, err := kv.Put(ctx, op.Key, w.value)
+	if err != nil {
+		return 0, false, err
+	}
+	return resp.Header.Revision, false, nil
+}
+
+var (
+	_ Workload = (*KubernetesWorkload)(nil)
+	_ Workload = (*RawWorkload)(nil)
+)

@@ -1,0 +1,111 @@
+package watchload
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+)
+
+// stallingKV is the real client with stalls injected before chosen puts,
+// as a member that stops answering would cause.
+type stallingKV struct {
+	KV
+	n      atomic.Int64
+	stalls map[int64]time.Duration // put number (from 1) -> stall
+}
+
+func (s *stallingKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	if d, ok := s.stalls[s.n.Add(1)]; ok {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.KV.Put(ctx, key, val, opts...)
+}
+
+// recordingWorkload remembers when each op was due.
+type recordingWorkload struct {
+	*RawWorkload
+	mu        sync.Mutex
+	scheduled []time.Duration
+}
+
+func (w *recordingWorkload) Do(ctx context.Context, worker int, kv KV, op Op) (int64, bool, error) {
+	w.mu.Lock()
+	w.scheduled = append(w.scheduled, op.Scheduled)
+	w.mu.Unlock()
+	return w.RawWorkload.Do(ctx, worker, kv, op)
+}
+
+// TestWritersAreOpenLoop stalls one write for 300 ms and makes another
+// time out. Op i is due at start + i/rate whatever happened before, so the
+// ops queued behind the stall carry the wait in their latency (a closed
+// loop would hide it), and the timed-out op is an error counted in the
+// latency at the time it failed.
+func TestWritersAreOpenLoop(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	const rate, total = 100.0, 60
+	kv := &stallingKV{KV: c, stalls: map[int64]time.Duration{11: 300 * time.Millisecond, 51: 5 * time.Second}}
+	wl := &recordingWorkload{RawWorkload: &RawWorkload{Prefix: "/open-loop/", Keys: 10, ValueSize: 8}}
+	env := NewEnv(time.Now(), 1024, 1, nil)
+	w, err := NewWriters(env, []KV{kv}, wl, WriterOptions{Rate: rate, Total: total, Workers: 1, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SetIntervalOrigin(env.Since())
+	st := w.Run(t.Context())
+
+	// The schedule: op i due exactly i/rate after op 0.
+	for i, at := range wl.scheduled {
+		if want := time.Duration(i) * time.Second / rate; at-wl.scheduled[0] != want {
+			t.Fatalf("op %d due at +%v, want +%v", i, at-wl.scheduled[0], want)
+		}
+	}
+	if st.Completed != total-1 || st.Errors != 1 || st.Timeouts != 1 || st.Unsent != 0 || len(st.ErrorSamples) != 1 {
+		t.Errorf("stats %+v: want %d completed, 1 error that is a timeout", st, total-1)
+	}
+	lat := env.timing.writes.summary()
+	if lat.Count != total {
+		t.Errorf("latency counted %d ops, want all %d, the failed one included", lat.Count, total)
+	}
+	// Ops 11..29 were due while op 10 stalled and waited at least 100 ms:
+	// more than 10% of the ops, so p90 must show it.
+	if lat.P90Ms < 100 {
+		t.Errorf("p90 %.1f ms: the ops queued behind the 300 ms stall were not charged for it", lat.P90Ms)
+	}
+	if lat.MaxMs < 1000 {
+		t.Errorf("max %.1f ms: the timed-out op should count its full second", lat.MaxMs)
+	}
+	if iv := env.timing.series(); len(iv) == 0 || iv[0].WriteP99Ms < 250 {
+		t.Errorf("interval 0 %+v: want its p99 to show the stall", iv)
+	}
+}
+
+func TestWritersCountUnsentOnCancel(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	env := NewEnv(time.Now(), 1024, 2, nil)
+	w, err := NewWriters(env, []KV{c}, &RawWorkload{Prefix: "/cancel/", Keys: 10, ValueSize: 8}, WriterOptions{Rate: 100, Total: 1000, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	st := w.Run(ctx)
+	if st.Unsent == 0 || st.Sent+st.Unsent != st.Planned || st.Completed+st.Errors != st.Sent {
+		t.Errorf("stats %+v: want sent + unsent = planned and completed + errors = sent", st)
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("the run outlived its context")
+	}
+}
