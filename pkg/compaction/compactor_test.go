@@ -1,8 +1,10 @@
 package compaction_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
@@ -98,5 +100,28 @@ func TestDefragmentShrinksAfterCompaction(t *testing.T) {
 	}
 	if res.After.Bytes >= res.Before.Bytes || res.Duration <= 0 {
 		t.Errorf("defrag %+v: want a smaller file after", res)
+	}
+}
+
+func TestDefragmentAllLeaderLast(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	ctx := t.Context()
+	// A single member is its own leader: it goes last, after an endpoint
+	// that does not answer.
+	dead := "http://127.0.0.1:1"
+	order := compaction.LeaderLast(ctx, c, []string{srv.Endpoints[0], dead}, time.Second)
+	if len(order) != 2 || order[0] != dead || order[1] != srv.Endpoints[0] {
+		t.Fatalf("LeaderLast = %v, want the dead endpoint first and the leader last", order)
+	}
+	res, err := compaction.DefragmentAll(ctx, c, []string{srv.Endpoints[0]})
+	if err != nil || len(res) != 1 || res[0].Endpoint != srv.Endpoints[0] || res[0].Duration <= 0 {
+		t.Fatalf("DefragmentAll = %+v, %v", res, err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	res, err = compaction.DefragmentAll(tctx, c, []string{srv.Endpoints[0], dead, srv.Endpoints[0]})
+	if err == nil || len(res) != 2 {
+		t.Fatalf("DefragmentAll past a dead member = %d results, %v; want it to stop at the second with an error", len(res), err)
 	}
 }

@@ -60,3 +60,41 @@ func Defragment(ctx context.Context, m Maintenance, endpoint string) (DefragResu
 	res.After, err = MemberSize(ctx, m, endpoint)
 	return res, err
 }
+
+// DefragmentAll defragments the members one after another, never two at
+// once, so that a cluster keeps a quorum serving while one member is
+// blocked, as etcd's maintenance guide and operators' tools do (the
+// OpenShift defrag controller, etcd-defrag). It measures each member and
+// stops at the first error, returning the members done so far. The order
+// is the caller's: defragmenting the leader last avoids a leader election
+// storm on slow disks (etcd-defrag does so).
+func DefragmentAll(ctx context.Context, m Maintenance, endpoints []string) ([]DefragResult, error) {
+	results := make([]DefragResult, 0, len(endpoints))
+	for _, ep := range endpoints {
+		res, err := Defragment(ctx, m, ep)
+		results = append(results, res)
+		if err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+// LeaderLast returns endpoints reordered so that the member that reports
+// itself leader comes last; members that do not answer within timeout keep
+// their place before it. The input slice is not modified.
+func LeaderLast(ctx context.Context, m Maintenance, endpoints []string, timeout time.Duration) []string {
+	out := make([]string, 0, len(endpoints))
+	var leader []string
+	for _, ep := range endpoints {
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		st, err := m.Status(sctx, ep)
+		cancel()
+		if err == nil && st.Leader != 0 && st.Header != nil && st.Leader == st.Header.MemberId {
+			leader = append(leader, ep)
+			continue
+		}
+		out = append(out, ep)
+	}
+	return append(out, leader...)
+}
