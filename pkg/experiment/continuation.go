@@ -42,7 +42,7 @@ type ContinuationOptions struct {
 	// WriteRate is the pod updates per second meanwhile (200).
 	WriteRate float64
 	// CompactEvery and Retain shape the every-N-revisions compactor
-	// (compaction.RevisionCompactor) that ticks every 50 ms; 0 derives
+	// (compaction.RevisionCompactor) that ticks every 10 ms; 0 derives
 	// them from the control case of each page size: with D its median list
 	// time, Every = WriteRate*D/2 and Retain = 3*WriteRate*D/4, so that a
 	// list is hit by a compaction about half the time.
@@ -240,7 +240,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	if err := run.startWriters(ctx, o.WriteRate, int64(o.WriteRate*600)); err != nil {
 		return cc, err
 	}
-	// The compactor ticks every 50 ms for the whole case.
+	// The compactor ticks every 10 ms for the whole case.
 	cctx, stopCompactor := context.WithCancel(ctx)
 	var cwg sync.WaitGroup
 	var compactErr error
@@ -250,7 +250,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			t := time.NewTicker(50 * time.Millisecond)
+			t := time.NewTicker(10 * time.Millisecond)
 			defer t.Stop()
 			for {
 				select {

@@ -133,10 +133,10 @@ type CompactionSweepCase struct {
 	RelistObjects  int64 `json:"relistObjects"`
 	RelistBytes    int64 `json:"relistBytes"`
 	// DB sizes at the start of the writes, their peak, and at the end.
-	DBSizeStartBytes     int64 `json:"dbSizeStartBytes"`
-	DBSizePeakBytes      int64 `json:"dbSizePeakBytes"`
-	DBSizeEndBytes       int64 `json:"dbSizeEndBytes"`
-	DBSizeEndInUseBytes  int64 `json:"dbSizeEndInUseBytes"`
+	DBSizeStartBytes     int64                  `json:"dbSizeStartBytes"`
+	DBSizePeakBytes      int64                  `json:"dbSizePeakBytes"`
+	DBSizeEndBytes       int64                  `json:"dbSizeEndBytes"`
+	DBSizeEndInUseBytes  int64                  `json:"dbSizeEndInUseBytes"`
 	Writes               report.WriteStats      `json:"writes"` // the pod writes
 	Probe                compaction.ProbeWindow `json:"probe"`  // during the writes
 	Validation           Validation             `json:"validation"`
