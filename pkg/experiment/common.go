@@ -227,15 +227,9 @@ func (s *session) sampleSizes(ctx context.Context, every time.Duration) {
 }
 
 // tick runs one compactor tick and marks it if it compacted.
-func (s *session) tick(ctx context.Context, t compaction.Ticker, gate *compaction.Gate) (compaction.TickResult, error) {
+func (s *session) tick(ctx context.Context, t compaction.Ticker) (compaction.TickResult, error) {
 	start := time.Now()
-	var res compaction.TickResult
-	var err error
-	if gate != nil {
-		res, err = gate.Tick(ctx, t)
-	} else {
-		res, err = t.Tick(ctx)
-	}
+	res, err := t.Tick(ctx)
 	if res.Compacted != 0 {
 		s.mark(MarkCompaction, fmt.Sprintf("compact %d", res.Compacted), start, time.Now(), res.Compacted)
 	}
@@ -309,6 +303,17 @@ func maxOf(xs []float64) float64 {
 	m := 0.0
 	for _, x := range xs {
 		m = max(m, x)
+	}
+	return m
+}
+
+func minOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := xs[0]
+	for _, x := range xs[1:] {
+		m = min(m, x)
 	}
 	return m
 }

@@ -43,9 +43,10 @@ type ContinuationOptions struct {
 	WriteRate float64
 	// CompactEvery and Retain shape the every-N-revisions compactor
 	// (compaction.RevisionCompactor) that ticks every 10 ms; 0 derives
-	// them from the control case of each page size: with D its median list
-	// time, Every = WriteRate*D/2 and Retain = 3*WriteRate*D/4, so that a
-	// list is hit by a compaction about half the time.
+	// them from the control case of each page size: with D its fastest
+	// list, Every = WriteRate*D/2 and Retain = 3*WriteRate*D/4, so that a
+	// list that takes D is hit by a compaction about half the time and a
+	// slower one more often.
 	CompactEvery, Retain int64
 	// MaxAttempts bounds the restarts of one list (10).
 	MaxAttempts int
@@ -146,8 +147,10 @@ type ContinuationCase struct {
 	RequestsP50 float64 `json:"requestsP50"`
 	BytesP50    float64 `json:"bytesP50"`
 	WastedPages int64   `json:"wastedPages"`
-	// DurationP50Ms and DurationMaxMs are the lists' total time.
+	// DurationP50Ms, DurationMinMs and DurationMaxMs are the lists' total
+	// time.
 	DurationP50Ms float64 `json:"durationP50Ms"`
+	DurationMinMs float64 `json:"durationMinMs"`
 	DurationMaxMs float64 `json:"durationMaxMs"`
 	// Probe covers the case.
 	Probe  compaction.ProbeWindow `json:"probe"`
@@ -191,7 +194,7 @@ func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
 			}
 			every, retain := o.CompactEvery, o.Retain
 			if every == 0 {
-				revs := o.WriteRate * control.DurationP50Ms / 1000
+				revs := o.WriteRate * control.DurationMinMs / 1000
 				every = max(int64(revs/2), 2)
 				if retain == 0 {
 					retain = max(int64(revs*3/4), 2)
@@ -258,7 +261,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 					return
 				case <-t.C:
 				}
-				tick, err := s.tick(cctx, rc, nil)
+				tick, err := s.tick(cctx, rc)
 				if tick.Compacted != 0 {
 					cc.Compactions++
 				}
@@ -303,6 +306,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	s.mark(MarkPhase, label, start, end, 0)
 	cc.Probe = s.window(start, end)
 	cc.DurationMaxMs = maxOf(durations)
+	cc.DurationMinMs = minOf(durations)
 	cc.DurationP50Ms = percentile(durations, 0.5)
 	cc.RequestsP50 = percentile(requests, 0.5)
 	cc.BytesP50 = percentile(bytes, 0.5)

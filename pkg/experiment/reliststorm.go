@@ -276,12 +276,12 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 			c.stop(ctx)
 			return rc, err
 		}
-		if _, err := s.tick(ctx, compactor, nil); err != nil {
+		if _, err := s.tick(ctx, compactor); err != nil {
 			c.stop(ctx)
 			return rc, err
 		}
 		sleepCtx(ctx, o.Hold/2)
-		tick, err := s.tick(ctx, compactor, nil)
+		tick, err := s.tick(ctx, compactor)
 		if err != nil {
 			c.stop(ctx)
 			return rc, err

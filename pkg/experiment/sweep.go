@@ -244,7 +244,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 				if !sleepCtx(bctx, time.Until(next)) {
 					return
 				}
-				tick, err := s.tick(bctx, comp, nil)
+				tick, err := s.tick(bctx, comp)
 				if err != nil {
 					if bctx.Err() == nil {
 						compactErr = err

@@ -74,6 +74,7 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.Padding = vg.Points(2)
 	return p
 }
 
@@ -215,7 +216,7 @@ func Latency(tl experiment.Timeline, title string) (*plot.Plot, error) {
 		}
 		top = max(top, iv.MaxMs)
 	}
-	top *= 1.1
+	top *= 1.5 // room for the legend above the data
 	var end float64
 	if n := len(tl.Probe.Series); n > 0 {
 		end = (tl.Probe.Series[n-1].StartMs + tl.Probe.SeriesIntervalMs) / 1000
@@ -299,6 +300,7 @@ func bands(p *plot.Plot, marks []experiment.Mark, kind string, c color.Color, to
 func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
 	p := newPlot(title, "time since start (s)", "db size (MB, decimal)")
 	i := 0
+	top := 1.0
 	for _, r := range results {
 		for _, tl := range r.Timelines {
 			if len(tl.DBSize) == 0 {
@@ -308,6 +310,7 @@ func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
 			i++
 			var total, inUse plotter.XYs
 			for _, s := range tl.DBSize {
+				top = max(top, float64(s.Bytes)/1e6)
 				total = append(total, plotter.XY{X: s.AtMs / 1000, Y: float64(s.Bytes) / 1e6})
 				inUse = append(inUse, plotter.XY{X: s.AtMs / 1000, Y: float64(s.InUseBytes) / 1e6})
 			}
@@ -327,6 +330,7 @@ func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
 		return nil, nil
 	}
 	p.Y.Min = 0
+	p.Y.Max = top * 1.5 // room for the legend above the data
 	return p, nil
 }
 

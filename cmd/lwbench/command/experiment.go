@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -198,6 +199,7 @@ func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), val
 			if runF != nil {
 				return runF(cmd, o)
 			}
+			limitMemory()
 			con := newConsole(cmd.ErrOrStderr())
 			defer con.Done()
 			res, err := run(cmd.Context(), o, con.Logf)
@@ -211,6 +213,31 @@ func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), val
 	add(cmd.Flags())
 	o.registerCompletion(cmd)
 	return cmd
+}
+
+// limitMemory sets a soft memory limit of a quarter of the machine's RAM
+// (at least 1 GiB) unless GOMEMLIMIT is set. lwbench collects garbage
+// late (GOGC 400, main.go); the experiments' concurrent LISTs of tens of
+// thousands of objects, served by an embedded member in the same process,
+// would otherwise let the heap grow to many times what is live.
+func limitMemory() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	f, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(f), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil {
+				debug.SetMemoryLimit(max(kb*1024/4, 1<<30))
+			}
+			return
+		}
+	}
 }
 
 // parsePageSizes reads page sizes; "none" is 0 (unpaginated) when allowed.
