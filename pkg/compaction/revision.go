@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -59,10 +58,6 @@ type RevisionCompactor struct {
 func NewRevisionCompactor(kv KV, every int64) *RevisionCompactor {
 	return &RevisionCompactor{kv: kv, Every: every}
 }
-
-// ErrNoRevisionInterval is returned by RevisionCompactor.Tick when Every is
-// not positive.
-var ErrNoRevisionInterval = errors.New("compact every N revisions: N must be positive")
 
 // Tick reads the store's revision with an empty (read-only) transaction,
 // which does not move it, and compacts if the policy says so. The result's

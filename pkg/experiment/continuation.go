@@ -41,12 +41,16 @@ type ContinuationOptions struct {
 	PageDelay time.Duration
 	// WriteRate is the pod updates per second meanwhile (200).
 	WriteRate float64
-	// CompactEvery and Retain shape the every-N-revisions compactor
-	// (compaction.RevisionCompactor) that ticks every 10 ms; 0 derives
-	// them from the control case of each page size: with D its fastest
-	// list, Every = WriteRate*D/2 and Retain = 3*WriteRate*D/4, so that a
-	// list that takes D is hit by a compaction about half the time and a
-	// slower one more often.
+	// RetainLists are the compactor settings compared, as the history
+	// each compaction keeps in lists' worth of revisions: with R the
+	// median revisions the store moved during one list of the control,
+	// the every-N-revisions compactor (compaction.RevisionCompactor,
+	// ticking every 10 ms) keeps factor*R revisions and compacts every
+	// factor*R/2 (2, 1, 0.5). A list that outlasts the history kept has a
+	// continuation page compacted under it.
+	RetainLists []float64
+	// CompactEvery and Retain, if CompactEvery is set, replace
+	// RetainLists with one explicit setting, in revisions.
 	CompactEvery, Retain int64
 	// MaxAttempts bounds the restarts of one list (10).
 	MaxAttempts int
@@ -73,6 +77,9 @@ func (o ContinuationOptions) Defaults() ContinuationOptions {
 	if o.WriteRate == 0 {
 		o.WriteRate = 200
 	}
+	if len(o.RetainLists) == 0 {
+		o.RetainLists = []float64{2, 1, 0.5}
+	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 10
 	}
@@ -98,6 +105,11 @@ func (o ContinuationOptions) Validate() error {
 	if o.Objects < 1 || o.Lists < 1 || o.WriteRate <= 0 || o.MaxAttempts < 1 || o.PageDelay < 0 || o.CompactEvery < 0 || o.Retain < 0 {
 		return errors.New("objects, lists, write rate and attempts must be positive; page delay and compaction not negative")
 	}
+	for _, f := range o.RetainLists {
+		if f <= 0 {
+			return errors.New("retained history must be a positive number of lists' worth")
+		}
+	}
 	return nil
 }
 
@@ -111,13 +123,14 @@ type ContinuationResult struct {
 
 // ContinuationScenario echoes the options.
 type ContinuationScenario struct {
-	Objects            int     `json:"objects"`            // pods listed
-	PageSizes          []int64 `json:"pageSizes"`          // LIST limits
-	Lists              int     `json:"lists"`              // lists per case
-	PageDelayMs        float64 `json:"pageDelayMs"`        // client work between pages
-	WriteRatePerSecond float64 `json:"writeRatePerSecond"` // pod updates per second
-	MaxAttempts        int     `json:"maxAttempts"`        // restarts allowed per list
-	Seed               uint64  `json:"seed"`               // seed of objects and writes
+	Objects            int       `json:"objects"`            // pods listed
+	PageSizes          []int64   `json:"pageSizes"`          // LIST limits
+	RetainLists        []float64 `json:"retainLists"`        // history kept, in lists' worth of revisions
+	Lists              int       `json:"lists"`              // lists per case
+	PageDelayMs        float64   `json:"pageDelayMs"`        // client work between pages
+	WriteRatePerSecond float64   `json:"writeRatePerSecond"` // pod updates per second
+	MaxAttempts        int       `json:"maxAttempts"`        // restarts allowed per list
+	Seed               uint64    `json:"seed"`               // seed of objects and writes
 }
 
 // ContinuationCase is one page size and fallback.
@@ -127,12 +140,14 @@ type ContinuationCase struct {
 	// control, in which no compactor runs.
 	Fallback   string `json:"fallback"`
 	Compacting bool   `json:"compacting"`
-	// CompactEvery and Retain are the compactor's, in revisions (0 in
-	// the control).
-	CompactEvery int64 `json:"compactEvery"`
-	Retain       int64 `json:"retain"`
-	Compactions  int   `json:"compactions"` // compactions during the case
-	Lists        int   `json:"lists"`       // lists run
+	// RetainLists is the history kept in lists' worth of revisions (0 in
+	// the control and with an explicit setting); CompactEvery and Retain
+	// the compactor's, in revisions (0 in the control).
+	RetainLists  float64 `json:"retainLists"`
+	CompactEvery int64   `json:"compactEvery"`
+	Retain       int64   `json:"retain"`
+	Compactions  int     `json:"compactions"` // compactions during the case
+	Lists        int     `json:"lists"`       // lists run
 	// Expired counts lists that met ErrCompacted on a continuation page
 	// at least once; Restarts every such page (each wasted the pages
 	// before it); Fallbacks the unpaginated lists made after one; Failed
@@ -147,6 +162,9 @@ type ContinuationCase struct {
 	RequestsP50 float64 `json:"requestsP50"`
 	BytesP50    float64 `json:"bytesP50"`
 	WastedPages int64   `json:"wastedPages"`
+	// RevisionsP50 is the median number of revisions the store moved
+	// during one list, retries included.
+	RevisionsP50 float64 `json:"revisionsP50"`
 	// DurationP50Ms, DurationMinMs and DurationMaxMs are the lists' total
 	// time.
 	DurationP50Ms float64 `json:"durationP50Ms"`
@@ -162,7 +180,8 @@ type ContinuationCase struct {
 // first page's revision and continued from the last key + "\x00", as
 // kube-apiserver's etcd3 store reads a paginated LIST) while pods are
 // updated: first with no compaction (the control, which also measures
-// how long a list takes), then with an every-N-revisions compactor for
+// how many revisions pass during a list), then with an every-N-revisions
+// compactor keeping each of RetainLists lists' worth of history, for
 // each fallback. A list whose continuation page is compacted restarts or
 // falls back to one unpaginated list.
 func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
@@ -172,7 +191,7 @@ func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
 	}
 	epoch := time.Now()
 	res := newResult(NameContinuation, o.Common, epoch)
-	cr := &ContinuationResult{Scenario: ContinuationScenario{Objects: o.Objects, PageSizes: o.PageSizes, Lists: o.Lists,
+	cr := &ContinuationResult{Scenario: ContinuationScenario{Objects: o.Objects, PageSizes: o.PageSizes, RetainLists: o.RetainLists, Lists: o.Lists,
 		PageDelayMs: report.Ms(o.PageDelay), WriteRatePerSecond: o.WriteRate, MaxAttempts: o.MaxAttempts, Seed: o.Seed}}
 	res.Continuation = cr
 	s, err := openSession(ctx, o.Common, "all", epoch)
@@ -192,21 +211,29 @@ func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
 			if err != nil {
 				return err
 			}
-			every, retain := o.CompactEvery, o.Retain
-			if every == 0 {
-				revs := o.WriteRate * control.DurationMinMs / 1000
-				every = max(int64(revs/2), 2)
-				if retain == 0 {
-					retain = max(int64(revs*3/4), 2)
+			type setting struct {
+				factor        float64
+				every, retain int64
+			}
+			var settings []setting
+			if o.CompactEvery > 0 {
+				settings = append(settings, setting{0, o.CompactEvery, max(o.Retain, o.CompactEvery)})
+			} else {
+				for _, f := range o.RetainLists {
+					retain := max(int64(f*control.RevisionsP50), 2)
+					settings = append(settings, setting{f, max(retain/2, 1), retain})
 				}
 			}
 			cases := []ContinuationCase{control}
-			for _, fb := range []string{FallbackRestart, FallbackFullList} {
-				c, err := continuationCase(ctx, s, l, o, ps, fb, every, retain)
-				if err != nil {
-					return err
+			for _, st := range settings {
+				for _, fb := range []string{FallbackRestart, FallbackFullList} {
+					c, err := continuationCase(ctx, s, l, o, ps, fb, st.every, st.retain)
+					if err != nil {
+						return err
+					}
+					c.RetainLists = st.factor
+					cases = append(cases, c)
 				}
-				cases = append(cases, c)
 			}
 			for _, c := range cases {
 				cr.Cases = append(cr.Cases, c)
@@ -226,8 +253,11 @@ func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
 }
 
 func (c ContinuationCase) name() string {
-	if !c.Compacting {
+	switch {
+	case !c.Compacting:
 		return "control"
+	case c.RetainLists > 0:
+		return fmt.Sprintf("%s, history %g lists", c.Fallback, c.RetainLists)
 	}
 	return c.Fallback
 }
@@ -272,14 +302,27 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 			}
 		}()
 	}
-	var durations, requests, bytes []float64
+	var durations, requests, bytes, revisions []float64
 	for range o.Lists {
+		before, err := s.revision(ctx)
+		if err != nil {
+			stopCompactor()
+			cwg.Wait()
+			return cc, err
+		}
 		lo, err := listWithFallback(ctx, s.admin, l.podsPrefix, pageSize, o.PageDelay, fallback, o.MaxAttempts)
 		if err != nil {
 			stopCompactor()
 			cwg.Wait()
 			return cc, err
 		}
+		after, err := s.revision(ctx)
+		if err != nil {
+			stopCompactor()
+			cwg.Wait()
+			return cc, err
+		}
+		revisions = append(revisions, float64(after-before))
 		if lo.restarts > 0 {
 			cc.Expired++
 		}
@@ -310,6 +353,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	cc.DurationP50Ms = percentile(durations, 0.5)
 	cc.RequestsP50 = percentile(requests, 0.5)
 	cc.BytesP50 = percentile(bytes, 0.5)
+	cc.RevisionsP50 = percentile(revisions, 0.5)
 	return cc, nil
 }
 

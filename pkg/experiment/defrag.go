@@ -108,23 +108,45 @@ type DefragStallCase struct {
 	CompactionMs    float64 `json:"compactionMs"`
 	// OverlapMs is how long compaction and defragmentation ran together.
 	OverlapMs float64 `json:"overlapMs"`
-	// DefragMs is the Defragment call.
+	// DefragMs is the defragmentation of every member, one after another
+	// (the leader last); with one member, its Defragment call.
 	DefragMs float64 `json:"defragMs"`
-	// Sizes before and after the defragmentation.
+	// Sizes before and after the defragmentation, summed over the members
+	// defragmented.
 	BeforeBytes      int64 `json:"beforeBytes"`
 	BeforeInUseBytes int64 `json:"beforeInUseBytes"`
 	AfterBytes       int64 `json:"afterBytes"`
 	AfterInUseBytes  int64 `json:"afterInUseBytes"`
+	// Members are the members defragmented, in order: every member of the
+	// target, except in the overlapping case, which defragments the first.
+	Members []DefragMember `json:"members"`
 	// Probe covers the operations due from the start of the
 	// defragmentation (or of the overlapping compaction) to its end.
 	Probe compaction.ProbeWindow `json:"probe"`
 }
 
-// DefragStall grows one member to each size (new keys, each written twice
-// so that half the file is history), compacts it physically, and
-// defragments it while the probe runs; then, unless NoOverlap, rewrites
+// DefragMember is one member's defragmentation.
+type DefragMember struct {
+	Endpoint         string  `json:"endpoint"`         // the member's client URL
+	DefragMs         float64 `json:"defragMs"`         // its Defragment call
+	BeforeBytes      int64   `json:"beforeBytes"`      // db file size before
+	BeforeInUseBytes int64   `json:"beforeInUseBytes"` // in use before
+	AfterBytes       int64   `json:"afterBytes"`       // db file size after
+	AfterInUseBytes  int64   `json:"afterInUseBytes"`  // in use after
+}
+
+func memberDefrag(d compaction.DefragResult) DefragMember {
+	return DefragMember{Endpoint: d.Endpoint, DefragMs: report.Ms(d.Duration), BeforeBytes: d.Before.Bytes,
+		BeforeInUseBytes: d.Before.InUseBytes, AfterBytes: d.After.Bytes, AfterInUseBytes: d.After.InUseBytes}
+}
+
+// DefragStall grows the target to each size (new keys, each written twice
+// so that half the file is history; the first member's file size counts),
+// compacts it physically, and defragments every member, one at a time and
+// the leader last, while the probe runs; then, unless NoOverlap, rewrites
 // those keys once more, requests a compaction and starts the
-// defragmentation OverlapDelay later, while etcd is still deleting.
+// defragmentation of the first member OverlapDelay later, while etcd is
+// still deleting.
 func DefragStall(ctx context.Context, o DefragStallOptions) (*Result, error) {
 	o = o.Defaults()
 	if err := o.Validate(); err != nil {
@@ -203,15 +225,25 @@ func defragCase(ctx context.Context, s *session, g *grower, o DefragStallOptions
 	s.mark(MarkCompaction, fmt.Sprintf("compact %d", rev), cstart, cend, rev)
 	c.CompactRevision, c.CompactionMs = rev, report.Ms(cend.Sub(cstart))
 	sleepCtx(ctx, 500*time.Millisecond) // a quiet probe baseline before
+	// Every member, one at a time, the leader last.
+	order := compaction.LeaderLast(ctx, s.admin, s.t.Endpoints, 5*time.Second)
 	dstart := time.Now()
-	d, err := compaction.Defragment(ctx, s.admin, s.t.Endpoints[0])
+	ds, err := compaction.DefragmentAll(ctx, s.admin, order)
 	dend := time.Now()
 	if err != nil {
 		return c, err
 	}
-	s.mark(MarkDefrag, fmt.Sprintf("defrag %d MB", d.Before.Bytes/1e6), dstart, dend, 0)
-	c.DefragMs = report.Ms(d.Duration)
-	c.BeforeBytes, c.BeforeInUseBytes, c.AfterBytes, c.AfterInUseBytes = d.Before.Bytes, d.Before.InUseBytes, d.After.Bytes, d.After.InUseBytes
+	at := dstart
+	for _, d := range ds {
+		s.mark(MarkDefrag, fmt.Sprintf("defrag %s, %d MB", d.Endpoint, d.Before.Bytes/1e6), at, at.Add(d.Duration), 0)
+		at = at.Add(d.Duration)
+		c.Members = append(c.Members, memberDefrag(d))
+		c.BeforeBytes += d.Before.Bytes
+		c.BeforeInUseBytes += d.Before.InUseBytes
+		c.AfterBytes += d.After.Bytes
+		c.AfterInUseBytes += d.After.InUseBytes
+	}
+	c.DefragMs = report.Ms(dend.Sub(dstart))
 	c.Probe = s.window(dstart, dend)
 	sleepCtx(ctx, 500*time.Millisecond)
 	return c, nil
@@ -240,6 +272,7 @@ func overlapCase(ctx context.Context, s *session, g *grower, o DefragStallOption
 	c.CompactRevision, c.CompactionMs, c.OverlapMs = rev, report.Ms(r.Compaction.Duration()), report.Ms(r.Overlap)
 	c.DefragMs = report.Ms(r.Defrag.Duration)
 	d := r.Defrag
+	c.Members = []DefragMember{memberDefrag(d)}
 	c.BeforeBytes, c.BeforeInUseBytes, c.AfterBytes, c.AfterInUseBytes = d.Before.Bytes, d.Before.InUseBytes, d.After.Bytes, d.After.InUseBytes
 	end := r.DefragSpan.End
 	if r.Compaction.End.After(end) {

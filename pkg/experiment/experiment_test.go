@@ -154,9 +154,15 @@ func TestDefragStall(t *testing.T) {
 		if c.BeforeBytes < c.TargetBytes/2 {
 			t.Errorf("%+v: db of %d bytes before defrag, want about %d", c, c.BeforeBytes, c.TargetBytes)
 		}
-		if c.AfterBytes > c.BeforeBytes || c.AfterInUseBytes > c.BeforeInUseBytes {
+		// The file never grows; the pages in use may, by a little: the
+		// defragmented copy fills its pages to bbolt's fill percent, not
+		// fuller.
+		if c.AfterBytes > c.BeforeBytes || c.AfterInUseBytes > c.BeforeInUseBytes+c.BeforeInUseBytes/50 {
 			t.Errorf("size %d overlapping %v: %d (%d in use) bytes after defrag, %d (%d) before; want not larger",
 				c.TargetBytes, c.Overlapping, c.AfterBytes, c.AfterInUseBytes, c.BeforeBytes, c.BeforeInUseBytes)
+		}
+		if len(c.Members) != 1 || c.Members[0].AfterBytes != c.AfterBytes {
+			t.Errorf("size %d: members %+v, want the one member with the case's sizes", c.TargetBytes, c.Members)
 		}
 		if c.DefragMs <= 0 || c.Probe.Ops == 0 {
 			t.Errorf("size %d: defrag %v ms, %d probe operations during it", c.TargetBytes, c.DefragMs, c.Probe.Ops)

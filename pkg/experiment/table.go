@@ -56,11 +56,19 @@ func relistStormTable(rs *RelistStormResult) report.Table {
 }
 
 func continuationTable(cr *ContinuationResult) report.Table {
-	t := report.Table{Header: []string{"page size", "fallback", "compact every", "retain", "compactions", "lists", "expired lists",
-		"restarts", "full lists", "failed", "wasted pages", "requests p50", "KB p50", "time p50 ms", "time max ms", "probe p99 ms"}}
+	t := report.Table{Header: []string{"page size", "fallback", "history kept (lists)", "compact every", "retain", "revisions per list p50",
+		"compactions", "lists", "expired lists", "restarts", "full lists", "failed", "wasted pages", "requests p50", "KB p50",
+		"time p50 ms", "time max ms", "probe p99 ms"}}
 	t.Numeric = numeric(len(t.Header), 1)
 	for _, c := range cr.Cases {
-		t.Rows = append(t.Rows, []string{n(c.PageSize), c.name(), n(c.CompactEvery), n(c.Retain), n(c.Compactions), n(c.Lists),
+		fb, kept := c.Fallback, "-"
+		if !c.Compacting {
+			fb = "control"
+		} else if c.RetainLists > 0 {
+			kept = fmt.Sprintf("%g", c.RetainLists)
+		}
+		t.Rows = append(t.Rows, []string{n(c.PageSize), fb, kept, n(c.CompactEvery), n(c.Retain), fmt.Sprintf("%.0f", c.RevisionsP50),
+			n(c.Compactions), n(c.Lists),
 			n(c.Expired), n(c.Restarts), n(c.Fallbacks), n(c.Failed), n(c.WastedPages), fmt.Sprintf("%.0f", c.RequestsP50),
 			fmt.Sprintf("%.0f", c.BytesP50/1e3), ms0(c.DurationP50Ms), ms0(c.DurationMaxMs), ms(c.Probe.P99Ms)})
 	}

@@ -152,7 +152,7 @@ func Figures(results []*experiment.Result) ([]Figure, error) {
 			p, err = catchupFigure(r.Catchup, title)
 			n = r.Name() + "-catchup"
 		case r.Continuation != nil:
-			title = r.Name() + ": paginated LIST time by fallback"
+			title = r.Name() + ": paginated LIST time by history kept and fallback"
 			p, err = continuationFigure(r.Continuation, title)
 			n = r.Name() + "-lists"
 		}
@@ -439,21 +439,51 @@ func catchupFigure(cr *experiment.CatchupResult, title string) (*plot.Plot, erro
 }
 
 func continuationFigure(cr *experiment.ContinuationResult, title string) (*plot.Plot, error) {
-	p := newPlot(title, "LIST page size", "median time per list, retries included (ms)")
-	series := map[string]plotter.XYs{}
-	var order []string
-	for _, c := range cr.Cases {
-		name := "control (no compaction)"
-		if c.Compacting {
-			name = "compacting, " + c.Fallback
-		}
-		if _, ok := series[name]; !ok {
-			order = append(order, name)
-		}
-		series[name] = append(series[name], plotter.XY{X: float64(c.PageSize), Y: c.DurationP50Ms})
+	p := newPlot(title, "history kept by the compactor (lists' worth of revisions)", "median time per list, retries included (ms)")
+	type key struct {
+		pageSize int64
+		fallback string
 	}
-	for i, name := range order {
-		if err := line(p, series[name], palette[i%len(palette)], name, false, true); err != nil {
+	series := map[key]plotter.XYs{}
+	var order []key
+	control := map[int64]float64{}
+	var xmax float64
+	for _, c := range cr.Cases {
+		if !c.Compacting {
+			control[c.PageSize] = c.DurationP50Ms
+			continue
+		}
+		if c.RetainLists <= 0 {
+			continue
+		}
+		k := key{c.PageSize, c.Fallback}
+		if _, ok := series[k]; !ok {
+			order = append(order, k)
+		}
+		series[k] = append(series[k], plotter.XY{X: c.RetainLists, Y: c.DurationP50Ms})
+		xmax = max(xmax, c.RetainLists)
+	}
+	if len(order) == 0 {
+		return nil, nil
+	}
+	pages := map[int64]int{}
+	for _, k := range order {
+		if _, ok := pages[k.pageSize]; !ok {
+			pages[k.pageSize] = len(pages)
+		}
+	}
+	for _, k := range order {
+		c := palette[pages[k.pageSize]%len(palette)]
+		xys := series[k]
+		sort.Slice(xys, func(a, b int) bool { return xys[a].X < xys[b].X })
+		label := fmt.Sprintf("page size %d, %s", k.pageSize, k.fallback)
+		if err := line(p, xys, c, label, k.fallback == experiment.FallbackFullList, true); err != nil {
+			return nil, err
+		}
+	}
+	for ps, d := range control {
+		c := palette[pages[ps]%len(palette)]
+		if err := line(p, plotter.XYs{{X: 0, Y: d}, {X: xmax * 1.05, Y: d}}, c, fmt.Sprintf("page size %d, no compaction", ps), true, false); err != nil {
 			return nil, err
 		}
 	}

@@ -46,7 +46,9 @@ func TestFigures(t *testing.T) {
 			Catchup: &experiment.CatchupResult{Scenario: experiment.CatchupScenario{MaxRevisionsPerSecond: 10000, Objects: 10, PageSize: 500},
 				Cases: []experiment.CatchupCase{{Revisions: 1000, CatchupMs: 100, RelistMs: 2}}}},
 		{Experiment: experiment.NameContinuation, Timelines: []experiment.Timeline{timeline("all")},
-			Continuation: &experiment.ContinuationResult{Cases: []experiment.ContinuationCase{{PageSize: 100, DurationP50Ms: 50}}}},
+			Continuation: &experiment.ContinuationResult{Cases: []experiment.ContinuationCase{{PageSize: 100, DurationP50Ms: 50},
+				{PageSize: 100, Compacting: true, Fallback: experiment.FallbackRestart, RetainLists: 1, DurationP50Ms: 80},
+				{PageSize: 100, Compacting: true, Fallback: experiment.FallbackFullList, RetainLists: 1, DurationP50Ms: 60}}}},
 	}
 	figs, err := plot.Figures(results)
 	if err != nil {

@@ -206,13 +206,31 @@ func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), val
 			if err != nil {
 				return err
 			}
-			return o.write(cmd.OutOrStdout(), res)
+			if err := o.write(cmd.OutOrStdout(), res); err != nil {
+				return err
+			}
+			return violations(res)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	add(cmd.Flags())
 	o.registerCompletion(cmd)
 	return cmd
+}
+
+// violations returns an error wrapping watchload.ErrViolations when a case
+// lost an event or broke another watch guarantee, as `lwbench run` does:
+// the result has been written, and the exit code says it is not clean.
+func violations(res *experiment.Result) error {
+	var lost, other int64
+	for _, c := range res.Cases {
+		lost += c.LostEvents
+		other += c.OtherViolations
+	}
+	if lost+other == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d lost events, %d other violations (see the result's validation)", watchload.ErrViolations, lost, other)
 }
 
 // limitMemory sets a soft memory limit of a quarter of the machine's RAM
@@ -338,11 +356,11 @@ func newContinuationCommand(runF func(*cobra.Command, *experimentOptions) error)
 		`continuation seeds --objects pods and, per --page-sizes, runs --lists paginated
 LISTs (pages pinned to the first page's revision, as kube-apiserver reads a
 paginated list from etcd) while pods are updated: first without compaction
-(the control, which also times a list), then with a compactor every N
-revisions for each fallback: restart the paginated list, or one unpaginated
-list as client-go's pager does (FullListIfExpired). By default N is half the
-revisions written during one list and the compactor keeps three quarters, so
-a list is hit about half the time.
+(the control, which also counts the revisions written during one list), then
+with a compactor every N revisions keeping each of --retain-lists lists' worth
+of history, for each fallback: restart the paginated list, or one unpaginated
+list as client-go's pager does (FullListIfExpired). A list that outlasts the
+history kept has a continuation page compacted under it.
 Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 		func(fs *pflag.FlagSet) {
 			fs.IntVar(&eo.Objects, "objects", 0, "pods listed (default 10000; --quick 1000)")
@@ -350,8 +368,9 @@ Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 			fs.IntVar(&eo.Lists, "lists", 0, "lists per case (default 20; --quick 4)")
 			fs.DurationVar(&eo.PageDelay, "page-delay", 0, "client work between pages (default 5ms; --quick 10ms)")
 			fs.Float64Var(&eo.WriteRate, "write-rate", 0, "pod updates per second (default 200)")
-			fs.Int64Var(&eo.CompactEvery, "compact-every", 0, "compact every N revisions (default: derived from the control's list time)")
-			fs.Int64Var(&eo.Retain, "retain", 0, "revisions each compaction keeps (default: derived, or --compact-every)")
+			fs.Float64SliceVar(&eo.RetainLists, "retain-lists", nil, "history the compactor keeps, in lists' worth of the control's revisions; it compacts every half of it (default 2,1,0.5)")
+			fs.Int64Var(&eo.CompactEvery, "compact-every", 0, "instead of --retain-lists: compact every N revisions")
+			fs.Int64Var(&eo.Retain, "retain", 0, "with --compact-every: revisions each compaction keeps (default: --compact-every)")
 			fs.IntVar(&eo.MaxAttempts, "max-attempts", 0, "lists a restarting client makes before giving up (default 10)")
 		},
 		func(o *experimentOptions) error {
@@ -361,7 +380,7 @@ Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 			}
 			eo.Common = o.common(nil)
 			if err := eo.Defaults().Validate(); err != nil {
-				return cli.FlagErrorf("--objects, --lists, --page-delay, --write-rate, --compact-every, --retain, --max-attempts: %v", err)
+				return cli.FlagErrorf("--objects, --lists, --page-delay, --write-rate, --retain-lists, --compact-every, --retain, --max-attempts: %v", err)
 			}
 			return nil
 		},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/experiment"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 func TestExperimentFlags(t *testing.T) {
@@ -138,5 +140,16 @@ func TestExperimentThenReport(t *testing.T) {
 	var errOut bytes.Buffer
 	if code := cli.Run(root, []string{"report", bad}, &errOut); code != cli.ExitError || !strings.Contains(errOut.String(), "bad.json") {
 		t.Errorf("report of a run result: exit %d, %q; want 1 naming the file", code, errOut.String())
+	}
+}
+
+func TestViolationsExitCode(t *testing.T) {
+	clean := &experiment.Result{Cases: []experiment.CaseSummary{{Case: "a"}, {Case: "b"}}}
+	if err := violations(clean); err != nil {
+		t.Errorf("clean result: %v", err)
+	}
+	lost := &experiment.Result{Cases: []experiment.CaseSummary{{Case: "a"}, {Case: "b", LostEvents: 2, OtherViolations: 1}}}
+	if err := violations(lost); !errors.Is(err, watchload.ErrViolations) || !strings.Contains(err.Error(), "2 lost") {
+		t.Errorf("result with lost events: %v, want ErrViolations counting them", err)
 	}
 }
