@@ -12,7 +12,7 @@
 #   provenance.json                  machine, versions, date, commit, commands, times
 #   README.md                        the tables and plots, each with the command that made it
 #                                    (scripts/suitereadme); the full run also writes results/README.md
-# The full suite takes about 20 to 30 minutes on a 2-core machine; --quick
+# The full suite takes about 12 minutes on a 2-core machine; --quick
 # (small sizes) under 2 minutes. Every number comes from the runs; nothing is
 # edited by hand.
 set -euo pipefail

@@ -66,8 +66,19 @@ func TestProbeSeriesAndWindow(t *testing.T) {
 	p := NewProbe(kv, ProbeOptions{Key: "k", RatePerSecond: 100, Epoch: epoch, SeriesInterval: 100 * time.Millisecond, Timeout: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	// While the stall holds the operations due from 300 ms, Settle waits
+	// for them to end; a Window taken then counts them.
+	settled := make(chan ProbeWindow, 1)
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		p.Settle(context.Background(), 450*time.Millisecond)
+		settled <- p.Window(250*time.Millisecond, 450*time.Millisecond)
+	}()
 	p.Run(ctx)
 	r := p.Result()
+	if w := <-settled; w.Ops < 10 || w.MaxMs < 300 {
+		t.Errorf("window over the stall taken after Settle, during the run: %+v; want its ~20 operations at ~400 ms", w)
+	}
 	if len(r.Series) < 9 || r.SeriesIntervalMs != 100 {
 		t.Fatalf("series of %d buckets of %v ms, want about 10 of 100", len(r.Series), r.SeriesIntervalMs)
 	}

@@ -88,6 +88,9 @@ type Probe struct {
 	samples []ProbeSample // in completion order, at most o.MaxSamples
 	dropped int64
 	errs    map[string]int
+	// inflight holds the due offsets of the operations sent and not yet
+	// ended, by operation number.
+	inflight map[int]time.Duration
 }
 
 // ProbeSample is one probe operation. Offsets run from the probe's epoch.
@@ -111,7 +114,7 @@ type probeKind struct {
 // NewProbe returns a probe of key through kv.
 func NewProbe(kv ProbeKV, o ProbeOptions) *Probe {
 	o = o.defaults()
-	p := &Probe{kv: kv, o: o, errs: map[string]int{}}
+	p := &Probe{kv: kv, o: o, errs: map[string]int{}, inflight: map[int]time.Duration{}}
 	for i := range p.ops {
 		p.ops[i].hist = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
 	}
@@ -147,10 +150,13 @@ func (p *Probe) Run(ctx context.Context) {
 			return
 		}
 		wg.Add(1)
+		p.mu.Lock()
+		p.inflight[i] = due.Sub(p.start)
+		p.mu.Unlock()
 		go func(i int, due time.Time) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			p.do(i%2 == 0, due)
+			p.do(i, due)
 		}(i, due)
 	}
 }
@@ -163,7 +169,8 @@ func (p *Probe) finish(wg *sync.WaitGroup) {
 	p.mu.Unlock()
 }
 
-func (p *Probe) do(write bool, due time.Time) {
+func (p *Probe) do(i int, due time.Time) {
+	write := i%2 == 0
 	ctx, cancel := context.WithTimeout(context.Background(), p.o.Timeout)
 	defer cancel()
 	var err error
@@ -175,6 +182,7 @@ func (p *Probe) do(write bool, due time.Time) {
 	done := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.inflight, i)
 	k := &p.ops[0]
 	if !write {
 		k = &p.ops[1]
@@ -320,8 +328,37 @@ func (p *Probe) Epoch() time.Time {
 	return p.start
 }
 
+// Settle waits until every operation due before `until` (an offset from
+// the epoch) has ended, so that a Window up to it counts the operations a
+// stall still holds; each ends by its timeout, so Settle waits at most
+// about ProbeOptions.Timeout, or until ctx ends.
+func (p *Probe) Settle(ctx context.Context, until time.Duration) {
+	deadline := time.Now().Add(p.o.Timeout + time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		p.mu.Lock()
+		pending := false
+		for _, due := range p.inflight {
+			if due < until {
+				pending = true
+				break
+			}
+		}
+		p.mu.Unlock()
+		if !pending {
+			return
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
 // Window summarises the operations due in [from, to), offsets from the
-// epoch. A stall that starts in the window counts in full, even if it
+// epoch; call Settle(to) first for the operations still in flight to
+// count. A stall that starts in the window counts in full, even if it
 // lasts beyond to.
 func (p *Probe) Window(from, to time.Duration) ProbeWindow {
 	p.mu.Lock()

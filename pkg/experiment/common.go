@@ -268,8 +268,10 @@ func (s *session) close() Timeline {
 	return Timeline{Name: s.name, Probe: s.probe.Result(), Marks: marks, DBSize: sizes}
 }
 
-// window summarises the probe between two moments.
+// window summarises the probe's operations due between two moments,
+// once those held by a stall have ended.
 func (s *session) window(from, to time.Time) compaction.ProbeWindow {
+	s.probe.Settle(context.Background(), to.Sub(s.epoch))
 	return s.probe.Window(from.Sub(s.epoch), to.Sub(s.epoch))
 }
 

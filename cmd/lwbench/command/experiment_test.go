@@ -133,7 +133,15 @@ func TestExperimentThenReport(t *testing.T) {
 	if figs, _ := filepath.Glob(filepath.Join(plots, "*.png")); len(figs) < 4 {
 		t.Errorf("report --plots wrote %d figures, want each result's latency and catch-up plots", len(figs))
 	}
-	// Not an experiment result: a clear error naming the file.
+	// A run result is one row; anything else is a clear error naming the
+	// file.
+	runJSON := filepath.Join(dir, "myrun.json")
+	os.WriteFile(runJSON, []byte(`{"schemaVersion": 2, "scenario": {"profile": "informer", "watchers": 3},
+		"relists": [{"objects": 10, "bytes": 100, "durationMs": 5, "backoffMs": 800}], "validation": {"lost": 0}}`), 0o644)
+	rows, err = csv.NewReader(bytes.NewReader(run("report", runJSON, "-w", "csv"))).ReadAll()
+	if err != nil || len(rows) != 2 || rows[1][0] != "myrun" || rows[1][1] != experiment.NameRun || rows[1][4] != "1" || rows[1][5] != "10" {
+		t.Errorf("report of a run result = %q, %v; want one row named myrun with 1 relist of 10 objects", rows, err)
+	}
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"schemaVersion": 2, "scenario": {}}`), 0o644)
 	root := NewRootCommand()

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -12,6 +14,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/plot"
+	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 type reportOptions struct {
@@ -43,8 +46,8 @@ func newReportCommand(runF func(*cobra.Command, *reportOptions) error) *cobra.Co
 		Use:   "report RESULT.json...",
 		Short: "Compare experiment results in one table, and plot them",
 		Long: `report reads the JSON results of relist-storm, continuation, compaction-sweep,
-defrag-stall and catchup (-w json, or --out) and renders them as one comparison
-table, a row per case, in the columns every experiment shares: relists and what
+defrag-stall and catchup (-w json, or --out), and of lwbench run -w json, and
+renders them as one comparison table, a row per case (a run is one case), in the columns every experiment shares: relists and what
 they read, time to resync, LIST restarts, compactions, defragmentation time,
 write throughput and latency, the probe's latency, stall and errors, db sizes
 and lost events. --plots DIR writes every result's figures plus db size over
@@ -106,13 +109,23 @@ func readResult(path string) (*experiment.Result, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a JSON result: %w", path, err)
 	}
+	if r.Experiment == "" {
+		// Perhaps `lwbench run -w json`: its scenario names a profile.
+		var run report.RunResult
+		if err := json.Unmarshal(b, &run); err == nil && run.Scenario.Profile != "" {
+			if run.SchemaVersion > report.RunSchemaVersion {
+				return nil, fmt.Errorf("%s: run schema version %d is newer than this lwbench reads (%d)", path, run.SchemaVersion, report.RunSchemaVersion)
+			}
+			return experiment.FromRun(&run, strings.TrimSuffix(filepath.Base(path), ".json")), nil
+		}
+	}
 	known := false
 	for _, n := range experiment.Names {
 		known = known || r.Experiment == n
 	}
 	switch {
 	case !known:
-		return nil, fmt.Errorf("%s: not an experiment result (experiment %q; want one of relist-storm, continuation, compaction-sweep, defrag-stall, catchup)", path, r.Experiment)
+		return nil, fmt.Errorf("%s: not an experiment or run result (experiment %q; want one of relist-storm, continuation, compaction-sweep, defrag-stall, catchup, or lwbench run's JSON)", path, r.Experiment)
 	case r.SchemaVersion > experiment.SchemaVersion:
 		return nil, fmt.Errorf("%s: schema version %d is newer than this lwbench reads (%d)", path, r.SchemaVersion, experiment.SchemaVersion)
 	}
