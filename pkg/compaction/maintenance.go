@@ -11,8 +11,8 @@ import (
 
 // Span is a wall-clock interval: when an operation started and ended.
 type Span struct {
-	Start time.Time
-	End   time.Time
+	Start time.Time // when it began
+	End   time.Time // when it returned
 }
 
 // Duration returns End - Start.

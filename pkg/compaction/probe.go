@@ -214,8 +214,8 @@ func (p *Probe) do(i int, due time.Time) {
 
 // ProbeResult is what a probe saw.
 type ProbeResult struct {
-	Writes ProbeStats `json:"writes"`
-	Reads  ProbeStats `json:"reads"`
+	Writes ProbeStats `json:"writes"` // the Puts
+	Reads  ProbeStats `json:"reads"`  // the Gets
 	// LongestStallMs is the longest time during which at least one
 	// operation was due and none completed successfully.
 	LongestStallMs float64 `json:"longestStallMs"`
@@ -263,10 +263,10 @@ type ProbeWindow struct {
 
 // ProbeStats summarises one kind of probe operation.
 type ProbeStats struct {
-	Count    int64          `json:"count"`
-	Errors   int64          `json:"errors"`
-	Timeouts int64          `json:"timeouts"`
-	Latency  report.Latency `json:"latency"`
+	Count    int64          `json:"count"`    // operations sent
+	Errors   int64          `json:"errors"`   // operations that failed, timeouts included
+	Timeouts int64          `json:"timeouts"` // of which hit their timeout
+	Latency  report.Latency `json:"latency"`  // from schedule to end, failures included
 }
 
 // Result summarises the probe so far; call it after Run returns for the

@@ -44,7 +44,7 @@ type CatchupOptions struct {
 	Concurrency int
 	// Namespaces and Seed as for the relist storm (10, 1).
 	Namespaces int
-	Seed       uint64
+	Seed       uint64 // seed of the objects (1)
 }
 
 // Defaults fills zero fields.
@@ -89,8 +89,8 @@ func (o CatchupOptions) Validate() error {
 
 // CatchupResult is the catch-up experiment's own result.
 type CatchupResult struct {
-	Scenario CatchupScenario `json:"scenario"`
-	Cases    []CatchupCase   `json:"cases"` // one per distance, in order
+	Scenario CatchupScenario `json:"scenario"` // the options
+	Cases    []CatchupCase   `json:"cases"`    // one per distance, in order
 }
 
 // CatchupScenario echoes the options.
@@ -110,30 +110,30 @@ type CatchupCase struct {
 	// Revisions the store revisions between its start and the last
 	// update (the probe's writes included).
 	Behind    int64 `json:"behind"`
-	Revisions int64 `json:"revisions"`
+	Revisions int64 `json:"revisions"` // store revisions from FromRevision to the last update
 	// FromRevision is where the watch resumed; ToRevision the last update.
 	FromRevision int64 `json:"fromRevision"`
-	ToRevision   int64 `json:"toRevision"`
+	ToRevision   int64 `json:"toRevision"` // the last update's revision
 	// CatchupMs is from the Watch call to the last update's event;
 	// Events and Responses what arrived, EventBytes their keys, values and
 	// prevKVs; RevisionsPerSecond the store revisions covered per second.
 	CatchupMs          float64 `json:"catchupMs"`
-	Events             int64   `json:"events"`
-	Responses          int64   `json:"responses"`
-	EventBytes         int64   `json:"eventBytes"`
-	RevisionsPerSecond float64 `json:"revisionsPerSecond"`
+	Events             int64   `json:"events"`             // events received
+	Responses          int64   `json:"responses"`          // watch responses received
+	EventBytes         int64   `json:"eventBytes"`         // keys, values and prevKVs of the events
+	RevisionsPerSecond float64 `json:"revisionsPerSecond"` // Revisions over the catch-up time
 	// Missing and Unexpected compare the events with the updates'
 	// revisions: both must be 0 (no event lost, none invented).
 	Missing    int64 `json:"missing"`
-	Unexpected int64 `json:"unexpected"`
+	Unexpected int64 `json:"unexpected"` // events not caused by an update, or repeated
 	// RelistMs and RelistBytes: a paginated LIST of the objects at the
 	// latest revision (what a watcher whose revision was compacted must
 	// do instead); RelistUnpaginatedMs the same in one request.
 	RelistMs            float64 `json:"relistMs"`
-	RelistPages         int     `json:"relistPages"`
-	RelistObjects       int64   `json:"relistObjects"`
-	RelistBytes         int64   `json:"relistBytes"`
-	RelistUnpaginatedMs float64 `json:"relistUnpaginatedMs"`
+	RelistPages         int     `json:"relistPages"`         // range requests of the relist
+	RelistObjects       int64   `json:"relistObjects"`       // objects it read
+	RelistBytes         int64   `json:"relistBytes"`         // key and value bytes it read
+	RelistUnpaginatedMs float64 `json:"relistUnpaginatedMs"` // the same list in one request, ms
 	// Probe covers the catch-up.
 	Probe compaction.ProbeWindow `json:"probe"`
 }

@@ -56,7 +56,7 @@ type ContinuationOptions struct {
 	MaxAttempts int
 	// Namespaces and Seed as for the relist storm (10, 1).
 	Namespaces int
-	Seed       uint64
+	Seed       uint64 // seed of the objects and writes (1)
 }
 
 // Defaults fills zero fields.
@@ -115,7 +115,7 @@ func (o ContinuationOptions) Validate() error {
 
 // ContinuationResult is the continuation experiment's own result.
 type ContinuationResult struct {
-	Scenario ContinuationScenario `json:"scenario"`
+	Scenario ContinuationScenario `json:"scenario"` // the options
 	// Cases are per page size: the control (no compaction), then each
 	// fallback under compaction.
 	Cases []ContinuationCase `json:"cases"`
@@ -139,37 +139,37 @@ type ContinuationCase struct {
 	// Fallback is "restart" or "full-list"; Compacting is false for the
 	// control, in which no compactor runs.
 	Fallback   string `json:"fallback"`
-	Compacting bool   `json:"compacting"`
+	Compacting bool   `json:"compacting"` // false for the control
 	// RetainLists is the history kept in lists' worth of revisions (0 in
 	// the control and with an explicit setting); CompactEvery and Retain
 	// the compactor's, in revisions (0 in the control).
 	RetainLists  float64 `json:"retainLists"`
-	CompactEvery int64   `json:"compactEvery"`
-	Retain       int64   `json:"retain"`
-	Compactions  int     `json:"compactions"` // compactions during the case
-	Lists        int     `json:"lists"`       // lists run
+	CompactEvery int64   `json:"compactEvery"` // compacts every this many revisions (0: control)
+	Retain       int64   `json:"retain"`       // revisions each compaction keeps
+	Compactions  int     `json:"compactions"`  // compactions during the case
+	Lists        int     `json:"lists"`        // lists run
 	// Expired counts lists that met ErrCompacted on a continuation page
 	// at least once; Restarts every such page (each wasted the pages
 	// before it); Fallbacks the unpaginated lists made after one; Failed
 	// the lists that gave up after MaxAttempts.
 	Expired   int `json:"expired"`
-	Restarts  int `json:"restarts"`
-	Fallbacks int `json:"fallbacks"`
-	Failed    int `json:"failed"`
+	Restarts  int `json:"restarts"`  // continuation pages answered ErrCompacted
+	Fallbacks int `json:"fallbacks"` // unpaginated lists made after one
+	Failed    int `json:"failed"`    // lists that gave up after MaxAttempts
 	// Requests and Bytes are per list, medians: range requests made and
 	// key and value bytes read, wasted pages included. WastedPages sums
 	// the pages read by attempts that were then abandoned.
 	RequestsP50 float64 `json:"requestsP50"`
-	BytesP50    float64 `json:"bytesP50"`
-	WastedPages int64   `json:"wastedPages"`
+	BytesP50    float64 `json:"bytesP50"`    // key and value bytes read per list, median
+	WastedPages int64   `json:"wastedPages"` // pages read by abandoned attempts
 	// RevisionsP50 is the median number of revisions the store moved
 	// during one list, retries included.
 	RevisionsP50 float64 `json:"revisionsP50"`
 	// DurationP50Ms, DurationMinMs and DurationMaxMs are the lists' total
 	// time.
 	DurationP50Ms float64 `json:"durationP50Ms"`
-	DurationMinMs float64 `json:"durationMinMs"`
-	DurationMaxMs float64 `json:"durationMaxMs"`
+	DurationMinMs float64 `json:"durationMinMs"` // fastest list, ms
+	DurationMaxMs float64 `json:"durationMaxMs"` // slowest list, ms
 	// Probe covers the case.
 	Probe  compaction.ProbeWindow `json:"probe"`
 	Writes report.WriteStats      `json:"writes"` // pod updates during the case

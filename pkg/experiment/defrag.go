@@ -76,7 +76,7 @@ func (o DefragStallOptions) Validate() error {
 
 // DefragStallResult is the defragmentation experiment's own result.
 type DefragStallResult struct {
-	Scenario DefragStallScenario `json:"scenario"`
+	Scenario DefragStallScenario `json:"scenario"` // the options
 	// Cases are per size: the defragmentation after the compaction, then
 	// (unless disabled) the one overlapping a compaction.
 	Cases []DefragStallCase `json:"cases"`
@@ -84,11 +84,11 @@ type DefragStallResult struct {
 
 // DefragStallScenario echoes the options.
 type DefragStallScenario struct {
-	SizesBytes     []int64 `json:"sizesBytes"`     // db file sizes grown to
-	ValueSizeBytes int     `json:"valueSizeBytes"` // each value
-	Overlap        bool    `json:"overlap"`        // overlapping cases run
-	OverlapDelayMs float64 `json:"overlapDelayMs"` // defrag start after the compaction request
-	ProbeRate      float64 `json:"probeRatePerSecond"`
+	SizesBytes     []int64 `json:"sizesBytes"`         // db file sizes grown to
+	ValueSizeBytes int     `json:"valueSizeBytes"`     // each value
+	Overlap        bool    `json:"overlap"`            // overlapping cases run
+	OverlapDelayMs float64 `json:"overlapDelayMs"`     // defrag start after the compaction request
+	ProbeRate      float64 `json:"probeRatePerSecond"` // probe operations per second
 }
 
 // DefragStallCase is one defragmentation.
@@ -100,12 +100,12 @@ type DefragStallCase struct {
 	// Keys and Revisions are the live keys and the revisions written to
 	// reach this case; LoadMs how long that took.
 	Keys      int64   `json:"keys"`
-	Revisions int64   `json:"revisions"`
-	LoadMs    float64 `json:"loadMs"`
+	Revisions int64   `json:"revisions"` // revisions written to reach the case
+	LoadMs    float64 `json:"loadMs"`    // time the writes took, ms
 	// CompactRevision and CompactionMs: the physical compaction before the
 	// defragmentation (or during it).
 	CompactRevision int64   `json:"compactRevision"`
-	CompactionMs    float64 `json:"compactionMs"`
+	CompactionMs    float64 `json:"compactionMs"` // the physical compaction, ms
 	// OverlapMs is how long compaction and defragmentation ran together.
 	OverlapMs float64 `json:"overlapMs"`
 	// DefragMs is the defragmentation of every member, one after another
@@ -114,9 +114,9 @@ type DefragStallCase struct {
 	// Sizes before and after the defragmentation, summed over the members
 	// defragmented.
 	BeforeBytes      int64 `json:"beforeBytes"`
-	BeforeInUseBytes int64 `json:"beforeInUseBytes"`
-	AfterBytes       int64 `json:"afterBytes"`
-	AfterInUseBytes  int64 `json:"afterInUseBytes"`
+	BeforeInUseBytes int64 `json:"beforeInUseBytes"` // in use before, summed over the members
+	AfterBytes       int64 `json:"afterBytes"`       // db file size after, summed over the members
+	AfterInUseBytes  int64 `json:"afterInUseBytes"`  // in use after, summed over the members
 	// Members are the members defragmented, in order: every member of the
 	// target, except in the overlapping case, which defragments the first.
 	Members []DefragMember `json:"members"`

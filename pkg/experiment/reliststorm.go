@@ -104,7 +104,7 @@ func pick[T any](quick bool, q, full T) T {
 
 // RelistStormResult is the relist storm's own result.
 type RelistStormResult struct {
-	Options RelistStormScenario `json:"scenario"`
+	Options RelistStormScenario `json:"scenario"` // the options
 	// Cases are in the order run: per object count, each page size, then
 	// the control.
 	Cases []RelistStormCase `json:"cases"`
@@ -133,7 +133,7 @@ type RelistStormCase struct {
 	// HeldRevision is the newest revision a held informer had seen;
 	// CompactRevision the revision compacted to (0 in the control).
 	HeldRevision    int64 `json:"heldRevision"`
-	CompactRevision int64 `json:"compactRevision"`
+	CompactRevision int64 `json:"compactRevision"` // revision compacted to; 0 in the control
 	// ReleaseAtMs is when the informers were let go, from the epoch.
 	ReleaseAtMs float64 `json:"releaseAtMs"`
 	Watchers    int     `json:"watchers"` // informers
@@ -142,10 +142,10 @@ type RelistStormCase struct {
 	// the latest is two); Pages, Objects and Bytes what the successful
 	// ones read (key and value bytes).
 	Relists        int   `json:"relists"`
-	RelistRequests int   `json:"relistRequests"`
-	RelistPages    int64 `json:"relistPages"`
-	RelistObjects  int64 `json:"relistObjects"`
-	RelistBytes    int64 `json:"relistBytes"`
+	RelistRequests int   `json:"relistRequests"` // LIST requests of the relists
+	RelistPages    int64 `json:"relistPages"`    // range requests of the successful ones
+	RelistObjects  int64 `json:"relistObjects"`  // objects they read
+	RelistBytes    int64 `json:"relistBytes"`    // key and value bytes they read
 	// Expired counts LIST requests answered 410 (compacted).
 	Expired int `json:"expired"`
 	// Resync is, per informer, the time from its release until its cache

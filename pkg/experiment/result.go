@@ -48,11 +48,11 @@ type Result struct {
 	// experiment, or one per case when each case has its own member.
 	Timelines []Timeline `json:"timelines"`
 
-	RelistStorm     *RelistStormResult     `json:"relistStorm,omitempty"`
-	Continuation    *ContinuationResult    `json:"continuation,omitempty"`
-	CompactionSweep *CompactionSweepResult `json:"compactionSweep,omitempty"`
-	DefragStall     *DefragStallResult     `json:"defragStall,omitempty"`
-	Catchup         *CatchupResult         `json:"catchup,omitempty"`
+	RelistStorm     *RelistStormResult     `json:"relistStorm,omitempty"`     // set for relist-storm
+	Continuation    *ContinuationResult    `json:"continuation,omitempty"`    // set for continuation
+	CompactionSweep *CompactionSweepResult `json:"compactionSweep,omitempty"` // set for compaction-sweep
+	DefragStall     *DefragStallResult     `json:"defragStall,omitempty"`     // set for defrag-stall
+	Catchup         *CatchupResult         `json:"catchup,omitempty"`         // set for catchup
 }
 
 // Name returns the label of the result, or its experiment's name.
@@ -93,7 +93,7 @@ type CaseSummary struct {
 	ListRestarts int64 `json:"listRestarts"`
 	// Compactions and Defrags count the maintenance done in the case.
 	Compactions int `json:"compactions"`
-	Defrags     int `json:"defrags"`
+	Defrags     int `json:"defrags"` // defragmentations in the case
 	// DefragMs is the longest defragmentation of the case.
 	DefragMs float64 `json:"defragMs"`
 	// WritesPerSecond and WriteP99Ms are the load's writes (0 if none).
@@ -105,10 +105,10 @@ type CaseSummary struct {
 	// DBSizeBeforeBytes and DBSizeAfterBytes are the member's file size at
 	// the case's start and end (after defrag, for defrag-stall).
 	DBSizeBeforeBytes int64 `json:"dbSizeBeforeBytes"`
-	DBSizeAfterBytes  int64 `json:"dbSizeAfterBytes"`
+	DBSizeAfterBytes  int64 `json:"dbSizeAfterBytes"` // file size at the end (after defrag, for defrag-stall)
 	// LostEvents and OtherViolations count broken watch guarantees.
 	LostEvents      int64 `json:"lostEvents"`
-	OtherViolations int64 `json:"otherViolations"`
+	OtherViolations int64 `json:"otherViolations"` // every other broken guarantee (see Validation)
 }
 
 // Timeline is what happened on one member over time.
@@ -153,17 +153,17 @@ type SizeSample struct {
 // Validation counts broken watch guarantees over an experiment's watchers
 // (see pkg/watchload and report.Validation for each kind).
 type Validation struct {
-	Lost         int64 `json:"lost"`         // events never delivered (Reliable)
-	Duplicated   int64 `json:"duplicated"`   // Unique
-	OutOfOrder   int64 `json:"outOfOrder"`   // Ordered
-	Atomic       int64 `json:"atomic"`       // revisions split over responses
-	Resumable    int64 `json:"resumable"`    // watches not resuming at their start
-	Bookmarkable int64 `json:"bookmarkable"` // events at or below a progress notification
-	Unexpected   int64 `json:"unexpected"`   // events absent from the history
-	PrevKV       int64 `json:"prevKVMismatches"`
-	Cache        int64 `json:"cacheMismatches"` // keys differing from etcd at the end
-	RecorderGaps int64 `json:"recorderGaps"`    // revisions the recorder skipped
-	Unverified   int64 `json:"unverifiedEvents"`
+	Lost         int64 `json:"lost"`             // events never delivered (Reliable)
+	Duplicated   int64 `json:"duplicated"`       // Unique
+	OutOfOrder   int64 `json:"outOfOrder"`       // Ordered
+	Atomic       int64 `json:"atomic"`           // revisions split over responses
+	Resumable    int64 `json:"resumable"`        // watches not resuming at their start
+	Bookmarkable int64 `json:"bookmarkable"`     // events at or below a progress notification
+	Unexpected   int64 `json:"unexpected"`       // events absent from the history
+	PrevKV       int64 `json:"prevKVMismatches"` // prevKV or create flag disagreeing with the cache
+	Cache        int64 `json:"cacheMismatches"`  // keys differing from etcd at the end
+	RecorderGaps int64 `json:"recorderGaps"`     // revisions the recorder skipped
+	Unverified   int64 `json:"unverifiedEvents"` // events the history never covered, and watchers that never confirmed the end
 	// HistoryEvents is the number of events recorded.
 	HistoryEvents int64 `json:"historyEvents"`
 	// RecorderError is why the history is incomplete, if it is.

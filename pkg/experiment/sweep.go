@@ -28,7 +28,7 @@ type CompactionSweepOptions struct {
 	// 12 s), as watches broken by a network blip or an apiserver restart,
 	// and resume from their last revision.
 	Watchers, Flaky             int
-	Disconnect, DisconnectEvery time.Duration
+	Disconnect, DisconnectEvery time.Duration // the disconnections: how long, how often
 	// WriteRate is the pod writes per second (200 / 500).
 	WriteRate float64
 	// Physical waits for each compaction to finish deleting; kube-apiserver
@@ -36,7 +36,7 @@ type CompactionSweepOptions struct {
 	Physical bool
 	// Namespaces and Seed as for the relist storm (10, 1).
 	Namespaces int
-	Seed       uint64
+	Seed       uint64 // seed of the objects and writes (1)
 }
 
 // Defaults fills zero fields.
@@ -99,8 +99,8 @@ func (o CompactionSweepOptions) Validate() error {
 
 // CompactionSweepResult is the sweep's own result.
 type CompactionSweepResult struct {
-	Scenario CompactionSweepScenario `json:"scenario"`
-	Cases    []CompactionSweepCase   `json:"cases"` // one per interval, in order
+	Scenario CompactionSweepScenario `json:"scenario"` // the options
+	Cases    []CompactionSweepCase   `json:"cases"`    // one per interval, in order
 }
 
 // CompactionSweepScenario echoes the options.
@@ -123,23 +123,23 @@ type CompactionSweepCase struct {
 	// Compactions counts compactions; CompactionP50Ms and
 	// CompactionMaxMs time the Compact calls.
 	Compactions     int     `json:"compactions"`
-	CompactionP50Ms float64 `json:"compactionP50Ms"`
-	CompactionMaxMs float64 `json:"compactionMaxMs"`
+	CompactionP50Ms float64 `json:"compactionP50Ms"` // median Compact call, ms
+	CompactionMaxMs float64 `json:"compactionMaxMs"` // slowest Compact call, ms
 	// Disconnections counts the flaky informers' lost watches; Relists the
 	// LIST phases they (or any informer) ran after the first, with what
 	// they read.
 	Disconnections int   `json:"disconnections"`
-	Relists        int   `json:"relists"`
-	RelistObjects  int64 `json:"relistObjects"`
-	RelistBytes    int64 `json:"relistBytes"`
+	Relists        int   `json:"relists"`       // LIST phases after the first, every informer
+	RelistObjects  int64 `json:"relistObjects"` // objects they read
+	RelistBytes    int64 `json:"relistBytes"`   // key and value bytes they read
 	// DB sizes at the start of the writes, their peak, and at the end.
 	DBSizeStartBytes     int64                  `json:"dbSizeStartBytes"`
-	DBSizePeakBytes      int64                  `json:"dbSizePeakBytes"`
-	DBSizeEndBytes       int64                  `json:"dbSizeEndBytes"`
-	DBSizeEndInUseBytes  int64                  `json:"dbSizeEndInUseBytes"`
-	Writes               report.WriteStats      `json:"writes"` // the pod writes
-	Probe                compaction.ProbeWindow `json:"probe"`  // during the writes
-	Validation           Validation             `json:"validation"`
+	DBSizePeakBytes      int64                  `json:"dbSizePeakBytes"`      // largest file size sampled
+	DBSizeEndBytes       int64                  `json:"dbSizeEndBytes"`       // file size at the end
+	DBSizeEndInUseBytes  int64                  `json:"dbSizeEndInUseBytes"`  // in use at the end
+	Writes               report.WriteStats      `json:"writes"`               // the pod writes
+	Probe                compaction.ProbeWindow `json:"probe"`                // during the writes
+	Validation           Validation             `json:"validation"`           // the watch checks
 	FinalRevision        int64                  `json:"finalRevision"`        // when the writes ended
 	FinalCompactRevision int64                  `json:"finalCompactRevision"` // the last compacted to
 }
