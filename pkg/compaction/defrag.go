@@ -36,10 +36,10 @@ func MemberSize(ctx context.Context, m Maintenance, endpoint string) (Size, erro
 
 // DefragResult is one measured defragmentation.
 type DefragResult struct {
-	Endpoint string
-	Duration time.Duration
-	Before   Size
-	After    Size
+	Endpoint string        // the member
+	Duration time.Duration // the Defragment call: how long the member was blocked
+	Before   Size          // size before
+	After    Size          // size after
 }
 
 // Defragment defragments one member and measures its size before and

@@ -20,8 +20,33 @@
 //	t=I   txn(version==1) succeeds: version 2, compact(R0); rev := R1
 //	t=2I  txn(version==2) succeeds: version 3, compact(R1); rev := R2
 //
+// Compactor runs it one Tick at a time on its caller's schedule.
+//
+// # Every N revisions
+//
+// RevisionCompactor compacts every N revisions, keeping a fixed number of
+// revisions of history, as etcd's --auto-compaction-mode=revision and
+// etcd's benchmark --compact-index-delta do. Both compactors implement
+// Ticker.
+//
 // # Defragmentation
 //
 // Defragment rewrites one member's bbolt file and blocks its reads and
 // writes for the whole duration (server/storage/backend/backend.go defrag).
+// DefragmentAll does one member at a time, never two; LeaderLast orders the
+// leader last. A compaction deletes the compacted revisions in batches of
+// 1,000 with 10 ms pauses under the backend's batch lock
+// (server/storage/mvcc/kvstore_compaction.go), and a defragmentation that
+// starts between two batches holds the member until both are done: Gate
+// keeps them apart, and CompactThenDefragment measures either order,
+// in turn or overlapping.
+//
+// # Probe
+//
+// Probe reads and writes one key at a fixed rate while an experiment
+// runs: latency from each operation's scheduled time (a stalled member
+// cannot hide the operations it delayed), errors, timeouts, the longest
+// stall, a series of buckets for latency-over-time plots, and windows
+// around the events an experiment marks. Its samples are bounded
+// (ProbeOptions.MaxSamples).
 package compaction

@@ -37,6 +37,19 @@ type ProbeOptions struct {
 	// When it is reached the next operation waits, and its latency still
 	// counts from its scheduled time.
 	MaxInFlight int
+	// Epoch is the zero of every offset the probe reports (samples,
+	// series, stalls, windows); the zero value means the moment Run
+	// starts. Experiments pass their own epoch so that the probe's times
+	// line up with their compactions and defragmentations.
+	Epoch time.Time
+	// SeriesInterval is the width of the buckets of ProbeResult.Series; 0
+	// means one second.
+	SeriesInterval time.Duration
+	// MaxSamples bounds the samples kept (24 bytes each); 0 means 1<<20,
+	// about 14 hours at 20 operations per second. Operations past it still
+	// count in the totals and histograms but not in the series, windows
+	// and stalls; ProbeResult.DroppedSamples counts them.
+	MaxSamples int
 }
 
 func (o ProbeOptions) defaults() ProbeOptions {
@@ -48,6 +61,12 @@ func (o ProbeOptions) defaults() ProbeOptions {
 	}
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = 256
+	}
+	if o.SeriesInterval <= 0 {
+		o.SeriesInterval = time.Second
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = 1 << 20
 	}
 	return o
 }
@@ -62,13 +81,29 @@ type Probe struct {
 	kv ProbeKV
 	o  ProbeOptions
 
-	mu        sync.Mutex
-	start     time.Time
-	end       time.Duration // when Run returned, from start
-	ops       [2]probeKind
-	successes []time.Duration // completion offsets of successful operations
-	scheduled []time.Duration // scheduled offsets of all operations
-	errs      map[string]int
+	mu      sync.Mutex
+	start   time.Time     // the epoch
+	end     time.Duration // when Run returned, from the epoch
+	ops     [2]probeKind
+	samples []ProbeSample // in completion order, at most o.MaxSamples
+	dropped int64
+	errs    map[string]int
+	// inflight holds the due offsets of the operations sent and not yet
+	// ended, by operation number.
+	inflight map[int]time.Duration
+}
+
+// ProbeSample is one probe operation. Offsets run from the probe's epoch.
+type ProbeSample struct {
+	// At is when the operation was due.
+	At time.Duration
+	// Latency runs from At to the operation's end, success or failure.
+	Latency time.Duration
+	// Write is true for a Put, false for a Get.
+	Write bool
+	// Failed is true when the operation returned an error; Timeout when
+	// that error was its deadline.
+	Failed, Timeout bool
 }
 
 type probeKind struct {
@@ -79,7 +114,7 @@ type probeKind struct {
 // NewProbe returns a probe of key through kv.
 func NewProbe(kv ProbeKV, o ProbeOptions) *Probe {
 	o = o.defaults()
-	p := &Probe{kv: kv, o: o, errs: map[string]int{}}
+	p := &Probe{kv: kv, o: o, errs: map[string]int{}, inflight: map[int]time.Duration{}}
 	for i := range p.ops {
 		p.ops[i].hist = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
 	}
@@ -89,13 +124,17 @@ func NewProbe(kv ProbeKV, o ProbeOptions) *Probe {
 // Run probes until ctx ends and then waits for the operations in flight.
 func (p *Probe) Run(ctx context.Context) {
 	p.mu.Lock()
-	p.start = time.Now()
+	p.start = p.o.Epoch
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	first := time.Now()
 	p.mu.Unlock()
 	sem := make(chan struct{}, p.o.MaxInFlight)
 	var wg sync.WaitGroup
 	interval := time.Duration(float64(time.Second) / p.o.RatePerSecond)
 	for i := 0; ; i++ {
-		due := p.start.Add(time.Duration(i) * interval)
+		due := first.Add(time.Duration(i) * interval)
 		t := time.NewTimer(time.Until(due))
 		select {
 		case <-ctx.Done():
@@ -111,10 +150,13 @@ func (p *Probe) Run(ctx context.Context) {
 			return
 		}
 		wg.Add(1)
+		p.mu.Lock()
+		p.inflight[i] = due.Sub(p.start)
+		p.mu.Unlock()
 		go func(i int, due time.Time) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			p.do(i%2 == 0, due)
+			p.do(i, due)
 		}(i, due)
 	}
 }
@@ -127,7 +169,8 @@ func (p *Probe) finish(wg *sync.WaitGroup) {
 	p.mu.Unlock()
 }
 
-func (p *Probe) do(write bool, due time.Time) {
+func (p *Probe) do(i int, due time.Time) {
+	write := i%2 == 0
 	ctx, cancel := context.WithTimeout(context.Background(), p.o.Timeout)
 	defer cancel()
 	var err error
@@ -139,6 +182,7 @@ func (p *Probe) do(write bool, due time.Time) {
 	done := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.inflight, i)
 	k := &p.ops[0]
 	if !write {
 		k = &p.ops[1]
@@ -146,26 +190,32 @@ func (p *Probe) do(write bool, due time.Time) {
 	k.count++
 	lat := max(done.Sub(due)/time.Microsecond, 1)
 	k.hist.RecordValue(min(int64(lat), k.hist.HighestTrackableValue()))
-	p.scheduled = append(p.scheduled, due.Sub(p.start))
+	smp := ProbeSample{At: due.Sub(p.start), Latency: done.Sub(due), Write: write, Failed: err != nil}
 	if err != nil {
 		k.errors++
 		if errors.Is(err, context.DeadlineExceeded) {
 			k.timeouts++
+			smp.Timeout = true
 		}
+	}
+	if len(p.samples) < p.o.MaxSamples {
+		p.samples = append(p.samples, smp)
+	} else {
+		p.dropped++
+	}
+	if err != nil {
 		if len(p.errs) < 10 {
 			p.errs[err.Error()]++
 		} else if _, ok := p.errs[err.Error()]; ok {
 			p.errs[err.Error()]++
 		}
-		return
 	}
-	p.successes = append(p.successes, done.Sub(p.start))
 }
 
 // ProbeResult is what a probe saw.
 type ProbeResult struct {
-	Writes ProbeStats `json:"writes"`
-	Reads  ProbeStats `json:"reads"`
+	Writes ProbeStats `json:"writes"` // the Puts
+	Reads  ProbeStats `json:"reads"`  // the Gets
 	// LongestStallMs is the longest time during which at least one
 	// operation was due and none completed successfully.
 	LongestStallMs float64 `json:"longestStallMs"`
@@ -173,14 +223,50 @@ type ProbeResult struct {
 	StallStartMs float64 `json:"stallStartMs"`
 	// Errors counts each distinct error message (at most ten messages).
 	Errors map[string]int `json:"errors,omitempty"`
+	// SeriesIntervalMs is the width of each Series bucket.
+	SeriesIntervalMs float64 `json:"seriesIntervalMs"`
+	// Series buckets the operations by the time they were due, from the
+	// epoch, in order; empty buckets are included.
+	Series []ProbeInterval `json:"series"`
+	// DroppedSamples counts operations past ProbeOptions.MaxSamples, left
+	// out of Series and the stall.
+	DroppedSamples int64 `json:"droppedSamples,omitempty"`
+}
+
+// ProbeInterval is one bucket of the probe's series: the operations due
+// in [StartMs, StartMs+SeriesIntervalMs), reads and writes together.
+type ProbeInterval struct {
+	StartMs  float64 `json:"startMs"`  // bucket start, ms from the epoch
+	Ops      int64   `json:"ops"`      // operations due in the bucket
+	Errors   int64   `json:"errors"`   // of which failed, timeouts included
+	Timeouts int64   `json:"timeouts"` // of which timed out
+	P50Ms    float64 `json:"p50Ms"`    // median latency from schedule, ms (0 without operations)
+	P99Ms    float64 `json:"p99Ms"`    // 99th percentile, ms
+	MaxMs    float64 `json:"maxMs"`    // slowest, ms
+}
+
+// ProbeWindow summarises the probe operations due within a time window,
+// reads and writes together.
+type ProbeWindow struct {
+	FromMs   float64 `json:"fromMs"`   // window start, ms from the epoch
+	ToMs     float64 `json:"toMs"`     // window end, ms from the epoch
+	Ops      int64   `json:"ops"`      // operations due in the window
+	Errors   int64   `json:"errors"`   // of which failed, timeouts included
+	Timeouts int64   `json:"timeouts"` // of which timed out
+	P50Ms    float64 `json:"p50Ms"`    // median latency from schedule, ms
+	P99Ms    float64 `json:"p99Ms"`    // 99th percentile, ms
+	MaxMs    float64 `json:"maxMs"`    // slowest, ms
+	// LongestStallMs is the longest time, starting inside the window,
+	// during which operations were due and none succeeded.
+	LongestStallMs float64 `json:"longestStallMs"`
 }
 
 // ProbeStats summarises one kind of probe operation.
 type ProbeStats struct {
-	Count    int64          `json:"count"`
-	Errors   int64          `json:"errors"`
-	Timeouts int64          `json:"timeouts"`
-	Latency  report.Latency `json:"latency"`
+	Count    int64          `json:"count"`    // operations sent
+	Errors   int64          `json:"errors"`   // operations that failed, timeouts included
+	Timeouts int64          `json:"timeouts"` // of which hit their timeout
+	Latency  report.Latency `json:"latency"`  // from schedule to end, failures included
 }
 
 // Result summarises the probe so far; call it after Run returns for the
@@ -196,13 +282,153 @@ func (p *Probe) Result() ProbeResult {
 		k := p.ops[i]
 		*dst = ProbeStats{Count: k.count, Errors: k.errors, Timeouts: k.timeouts, Latency: latencyOf(k.hist)}
 	}
-	end := p.end
-	if end == 0 && !p.start.IsZero() {
-		end = time.Since(p.start)
-	}
-	stall, at := longestStall(p.scheduled, p.successes, end)
+	end := p.endLocked()
+	scheduled, successes := p.offsetsLocked(0, end+time.Nanosecond)
+	stall, at := longestStall(scheduled, successes, end)
 	res.LongestStallMs, res.StallStartMs = report.Ms(stall), report.Ms(at)
+	res.SeriesIntervalMs = report.Ms(p.o.SeriesInterval)
+	res.Series = p.seriesLocked(end)
+	res.DroppedSamples = p.dropped
 	return res
+}
+
+// endLocked returns when Run ended, or now while it runs, from the epoch.
+func (p *Probe) endLocked() time.Duration {
+	if p.end != 0 || p.start.IsZero() {
+		return p.end
+	}
+	return time.Since(p.start)
+}
+
+// offsetsLocked returns the due offsets of the samples due in [from, to)
+// and the completion offsets of every successful sample.
+func (p *Probe) offsetsLocked(from, to time.Duration) (scheduled, successes []time.Duration) {
+	for _, s := range p.samples {
+		if s.At >= from && s.At < to {
+			scheduled = append(scheduled, s.At)
+		}
+		if !s.Failed {
+			successes = append(successes, s.At+s.Latency)
+		}
+	}
+	return scheduled, successes
+}
+
+// Samples returns a copy of the samples kept, in completion order.
+func (p *Probe) Samples() []ProbeSample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]ProbeSample(nil), p.samples...)
+}
+
+// Epoch returns the zero of the probe's offsets; zero before Run.
+func (p *Probe) Epoch() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.start
+}
+
+// Settle waits until every operation due before `until` (an offset from
+// the epoch) has ended, so that a Window up to it counts the operations a
+// stall still holds; each ends by its timeout, so Settle waits at most
+// about ProbeOptions.Timeout, or until ctx ends.
+func (p *Probe) Settle(ctx context.Context, until time.Duration) {
+	deadline := time.Now().Add(p.o.Timeout + time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		p.mu.Lock()
+		pending := false
+		for _, due := range p.inflight {
+			if due < until {
+				pending = true
+				break
+			}
+		}
+		p.mu.Unlock()
+		if !pending {
+			return
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+// Window summarises the operations due in [from, to), offsets from the
+// epoch; call Settle(to) first for the operations still in flight to
+// count. A stall that starts in the window counts in full, even if it
+// lasts beyond to.
+func (p *Probe) Window(from, to time.Duration) ProbeWindow {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := ProbeWindow{FromMs: report.Ms(from), ToMs: report.Ms(to)}
+	var lats []time.Duration
+	for _, s := range p.samples {
+		if s.At < from || s.At >= to {
+			continue
+		}
+		w.Ops++
+		if s.Failed {
+			w.Errors++
+		}
+		if s.Timeout {
+			w.Timeouts++
+		}
+		lats = append(lats, s.Latency)
+	}
+	w.P50Ms, w.P99Ms, w.MaxMs = quantiles(lats)
+	scheduled, successes := p.offsetsLocked(from, to)
+	stall, _ := longestStall(scheduled, successes, p.endLocked())
+	w.LongestStallMs = report.Ms(stall)
+	return w
+}
+
+// seriesLocked buckets the samples by due time up to end.
+func (p *Probe) seriesLocked(end time.Duration) []ProbeInterval {
+	width := p.o.SeriesInterval
+	n := int(end/width) + 1
+	if end <= 0 || len(p.samples) == 0 {
+		return []ProbeInterval{}
+	}
+	lats := make([][]time.Duration, n)
+	out := make([]ProbeInterval, n)
+	for i := range out {
+		out[i].StartMs = report.Ms(time.Duration(i) * width)
+	}
+	for _, s := range p.samples {
+		i := int(s.At / width)
+		if i < 0 || i >= n {
+			continue
+		}
+		out[i].Ops++
+		if s.Failed {
+			out[i].Errors++
+		}
+		if s.Timeout {
+			out[i].Timeouts++
+		}
+		lats[i] = append(lats[i], s.Latency)
+	}
+	for i := range out {
+		out[i].P50Ms, out[i].P99Ms, out[i].MaxMs = quantiles(lats[i])
+	}
+	return out
+}
+
+// quantiles returns the median, 99th percentile and maximum of lats in
+// milliseconds (nearest rank), zeros when empty. It sorts lats.
+func quantiles(lats []time.Duration) (p50, p99, maxMs float64) {
+	if len(lats) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	rank := func(q float64) time.Duration {
+		i := int(q*float64(len(lats))+0.999999) - 1
+		return lats[min(max(i, 0), len(lats)-1)]
+	}
+	return report.Ms(rank(0.5)), report.Ms(rank(0.99)), report.Ms(lats[len(lats)-1])
 }
 
 // longestStall finds the longest interval that starts when an operation

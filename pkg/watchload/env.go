@@ -2,6 +2,8 @@ package watchload
 
 import (
 	"time"
+
+	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 // Env is what the parts of one load share: the epoch every time is
@@ -34,3 +36,12 @@ func (e *Env) Since() time.Duration { return time.Duration(e.timing.now()) }
 // SetIntervalOrigin starts the one-second interval series at offset from
 // the epoch (usually when the writes start).
 func (e *Env) SetIntervalOrigin(offset time.Duration) { e.timing.setOrigin(int64(offset)) }
+
+// WriteLatency summarises the latency of every write the Env's Writers
+// have recorded so far, from each write's scheduled time to its end,
+// failures included (what RunResult.Writes.Latency reports).
+func (e *Env) WriteLatency() report.Latency {
+	e.timing.mu.Lock()
+	defer e.timing.mu.Unlock()
+	return e.timing.writes.summary()
+}

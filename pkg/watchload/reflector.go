@@ -142,6 +142,9 @@ type ReflectorOptions struct {
 	Stream *Stream
 	// PageSize overrides the profile's LIST page size.
 	PageSize int64
+	// Unpaginated makes every LIST one unpaginated request (limit 0), as
+	// a client whose pager page size is 0 lists; it overrides PageSize.
+	Unpaginated bool
 	// Clock times backoffs and watch timeouts; nil is the real clock.
 	// Latencies always use the real monotonic clock.
 	Clock clock.WithTicker
@@ -218,6 +221,9 @@ func NewReflector(env *Env, o ReflectorOptions) *Reflector {
 	spec := o.Profile.spec()
 	if o.PageSize > 0 {
 		spec.pageSize = o.PageSize
+	}
+	if o.Unpaginated {
+		spec.pageSize = 0
 	}
 	if o.MinWatchTimeout <= 0 {
 		o.MinWatchTimeout = DefaultMinWatchTimeout

@@ -1,0 +1,517 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/experiment"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/plot"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// experimentOptions are the flags every experiment subcommand shares.
+type experimentOptions struct {
+	target           targetOptions
+	format           output.Format
+	formatValue      *output.FormatValue
+	outDir           string
+	quick            bool
+	label            string
+	prefix           string
+	probeRate        float64
+	allowMaintenance bool
+}
+
+func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
+	o.formatValue = output.NewFormatValue(&o.format, output.FormatTable)
+	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names())
+	o.target.AddFlags(fs)
+	fs.StringVar(&o.outDir, "out", "", "also write NAME.json, NAME.md (markdown table) and NAME-*.png (plots) into this directory, NAME being --label or the experiment")
+	fs.BoolVar(&o.quick, "quick", false, "small sizes: the whole experiment in seconds (what the tests and run-suite.sh --quick use)")
+	fs.StringVar(&o.label, "label", "", "name of this result in comparisons and file names (default: the experiment)")
+	fs.StringVar(&o.prefix, "prefix", "", fmt.Sprintf("Kubernetes etcd prefix to write under (default %s embedded, %s/<experiment>-<time> with --endpoints)", keyspace.DefaultPrefix, externalDefaultPrefix))
+	fs.Float64Var(&o.probeRate, "probe-rate", 0, "probe operations per second, reads and writes alternating (default 20; defrag-stall 50)")
+	fs.BoolVar(&o.allowMaintenance, "allow-maintenance", false, "with --endpoints: allow the experiment to compact (losing every key's history) and defragment that cluster")
+}
+
+func (o *experimentOptions) Validate(name string) error {
+	if err := o.target.Validate(); err != nil {
+		return err
+	}
+	if len(o.target.endpoints) > 0 && !o.allowMaintenance {
+		return cli.FlagErrorf("--endpoints: %s compacts the cluster (every key's history below the compacted revision is lost) and may defragment it; pass --allow-maintenance to do so", name)
+	}
+	if o.probeRate < 0 {
+		return cli.FlagErrorf("--probe-rate must not be negative")
+	}
+	if o.label != "" && strings.ContainsAny(o.label, `/\`) {
+		return cli.FlagErrorf("--label %q must not contain a path separator", o.label)
+	}
+	if o.prefix == "" && len(o.target.endpoints) > 0 {
+		o.prefix = fmt.Sprintf("%s/%s-%d", externalDefaultPrefix, name, time.Now().Unix())
+	}
+	if o.prefix != "" && (!strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "") {
+		return cli.FlagErrorf("--prefix %q must start with '/' and name a path", o.prefix)
+	}
+	if o.outDir != "" {
+		if fi, err := os.Stat(o.outDir); err != nil || !fi.IsDir() {
+			return cli.FlagErrorf("--out %s is not a directory", o.outDir)
+		}
+	}
+	return nil
+}
+
+// common returns the options every experiment takes, with a target
+// factory that starts an embedded member per timeline (in a subdirectory
+// of --data-dir, if given) or returns --endpoints.
+func (o *experimentOptions) common(logf func(string, ...any)) experiment.Common {
+	c := experiment.Common{Prefix: o.prefix, Quick: o.quick, Label: o.label, Logf: logf}
+	c.Probe.RatePerSecond = o.probeRate
+	c.NewTarget = func(ctx context.Context, name string) (watchload.Target, func(), error) {
+		t := o.target
+		if t.dataDir != "" {
+			t.dataDir = filepath.Join(o.target.dataDir, fileName(name))
+		}
+		return t.open(ctx, logf)
+	}
+	return c
+}
+
+// fileName makes a timeline's name usable as a directory name.
+func fileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' || r == '=' {
+			return '-'
+		}
+		return r
+	}, s)
+}
+
+func (o *experimentOptions) registerCompletion(cmd *cobra.Command) {
+	cmd.RegisterFlagCompletionFunc("write-out", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return o.formatValue.Allowed(), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// write renders the result to out and, with --out, to files.
+func (o *experimentOptions) write(out io.Writer, res *experiment.Result) error {
+	if err := output.Write(out, o.format, experiment.MakeTable(res), res); err != nil {
+		return err
+	}
+	if o.outDir == "" {
+		return nil
+	}
+	return writeResultFiles(o.outDir, res)
+}
+
+// writeResultFiles writes NAME.json, NAME.md and the plots of one result.
+func writeResultFiles(dir string, res *experiment.Result) error {
+	base := filepath.Join(dir, res.Name())
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	var md strings.Builder
+	env := res.Environment
+	fmt.Fprintf(&md, "etcd %s (%s), %s; %s, %d cores, %.1f GiB, %s; %s; %s; %.0f s\n\n", res.Target.EtcdVersion, targetKind(res.Target.Embedded),
+		res.Experiment, env.CPUModel, env.Cores, float64(env.MemoryBytes)/(1<<30), env.Kernel, env.GoVersion,
+		res.StartedAt.Format(time.RFC3339), res.DurationMs/1000)
+	if err := output.Write(&md, output.FormatMarkdown, experiment.MakeTable(res), nil); err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	figs, err := plot.Figures([]*experiment.Result{res})
+	if err != nil {
+		return err
+	}
+	for i, f := range figs {
+		if !strings.HasPrefix(f.Name, res.Name()+"-") {
+			figs[i].Name = res.Name() + "-" + f.Name // db-size, relist-cost: one per result here
+		}
+	}
+	return writeFigures(dir, figs)
+}
+
+func targetKind(embedded bool) string {
+	if embedded {
+		return "embedded member"
+	}
+	return "external cluster"
+}
+
+// writeFigures writes each figure as DIR/NAME.png.
+func writeFigures(dir string, figs []plot.Figure) error {
+	for _, f := range figs {
+		path := filepath.Join(dir, f.Name+".png")
+		w, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = f.WritePNG(w)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// experimentCommand builds one experiment subcommand: add registers its
+// own flags, validate checks them after the shared ones, and run performs
+// the experiment.
+func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), validate func(o *experimentOptions) error,
+	run func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error),
+	runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	o := &experimentOptions{}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cli.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(use); err != nil {
+				return err
+			}
+			if err := validate(o); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd, o)
+			}
+			limitMemory()
+			con := newConsole(cmd.ErrOrStderr())
+			defer con.Done()
+			res, err := run(cmd.Context(), o, con.Logf)
+			if err != nil {
+				return err
+			}
+			if err := o.write(cmd.OutOrStdout(), res); err != nil {
+				return err
+			}
+			return violations(res)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	add(cmd.Flags())
+	o.registerCompletion(cmd)
+	return cmd
+}
+
+// violations returns an error wrapping watchload.ErrViolations when a case
+// lost an event or broke another watch guarantee, as `lwbench run` does:
+// the result has been written, and the exit code says it is not clean.
+func violations(res *experiment.Result) error {
+	var lost, other int64
+	for _, c := range res.Cases {
+		lost += c.LostEvents
+		other += c.OtherViolations
+	}
+	if lost+other == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d lost events, %d other violations (see the result's validation)", watchload.ErrViolations, lost, other)
+}
+
+// limitMemory sets a soft memory limit of a quarter of the machine's RAM
+// (at least 1 GiB) unless GOMEMLIMIT is set. lwbench collects garbage
+// late (GOGC 400, main.go); the experiments' concurrent LISTs of tens of
+// thousands of objects, served by an embedded member in the same process,
+// would otherwise let the heap grow to many times what is live.
+func limitMemory() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	f, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(f), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil {
+				debug.SetMemoryLimit(max(kb*1024/4, 1<<30))
+			}
+			return
+		}
+	}
+}
+
+// parsePageSizes reads page sizes; "none" is 0 (unpaginated) when allowed.
+func parsePageSizes(flag string, values []string, allowNone bool) ([]int64, error) {
+	var out []int64
+	for _, s := range values {
+		if s == "none" && allowNone {
+			out = append(out, 0)
+			continue
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 1 {
+			if allowNone {
+				return nil, cli.FlagErrorf("%s: %q is not a positive number or none", flag, s)
+			}
+			return nil, cli.FlagErrorf("%s: %q is not a positive number", flag, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseSize reads a decimal size such as 100MB, 1GB or 5000000.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	u := strings.ToUpper(s)
+	for _, x := range []struct {
+		suffix string
+		mult   int64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}} {
+		if strings.HasSuffix(u, x.suffix) {
+			u, mult = strings.TrimSuffix(u, x.suffix), x.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("%q is not a size like 100MB or 1GB", s)
+	}
+	return int64(v * float64(mult)), nil
+}
+
+func toInt64s(v []int) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// newRelistStormCommand returns `lwbench relist-storm`.
+func newRelistStormCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	var eo experiment.RelistStormOptions
+	var pageSizes []string
+	return experimentCommand("relist-storm",
+		"Informers held back past a compaction all relist at once: relists, resync time, bytes, probe latency",
+		`relist-storm seeds pods at each --objects count and, for each --page-sizes,
+starts --watchers client-go informers, holds them all back, compacts past
+their revision with kube-apiserver's compactor and releases them: each watch
+fails with "required revision has been compacted" and the informer relists as
+client-go does (backoff, LIST at its revision, 410, LIST at the latest). A
+control case per count holds them back as long without compacting. It reports
+relists, LIST requests, objects and bytes, time to resync per informer, and a
+fixed-rate probe's latency meanwhile; every watch is validated.
+Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
+		func(fs *pflag.FlagSet) {
+			fs.IntSliceVar(&eo.Objects, "objects", nil, "pod counts, ascending (default 1000,10000,50000; --quick 100,1000)")
+			fs.StringSliceVar(&pageSizes, "page-sizes", []string{"500", "10000", "none"}, "informers' LIST page sizes (none: unpaginated)")
+			fs.IntVar(&eo.Watchers, "watchers", 0, "informers per case (default 10; --quick 3)")
+			fs.IntVar(&eo.Connections, "conns", 0, "connections the informers use (default 2; --quick 1)")
+			fs.Float64Var(&eo.WriteRate, "write-rate", 0, "pod updates per second during each case (default 50)")
+			fs.DurationVar(&eo.Hold, "hold", 0, "how long the informers are held back (default 2s; --quick 1s)")
+			fs.BoolVar(&eo.NoControl, "no-control", false, "skip the control case without compaction")
+		},
+		func(o *experimentOptions) error {
+			var err error
+			if eo.PageSizes, err = parsePageSizes("--page-sizes", pageSizes, true); err != nil {
+				return err
+			}
+			eo.Common = o.common(nil)
+			if err := eo.Defaults().Validate(); err != nil {
+				return cli.FlagErrorf("--objects, --page-sizes, --watchers, --conns, --write-rate, --hold: %v", err)
+			}
+			return nil
+		},
+		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+			eo.Common = o.common(logf)
+			return experiment.RelistStorm(ctx, eo)
+		}, runF)
+}
+
+// newContinuationCommand returns `lwbench continuation`.
+func newContinuationCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	var eo experiment.ContinuationOptions
+	var pageSizes []string
+	return experimentCommand("continuation",
+		"Paginated LISTs while compaction runs: expired continuations, restart against client-go's full-list fallback",
+		`continuation seeds --objects pods and, per --page-sizes, runs --lists paginated
+LISTs (pages pinned to the first page's revision, as kube-apiserver reads a
+paginated list from etcd) while pods are updated: first without compaction
+(the control, which also counts the revisions written during one list), then
+with a compactor every N revisions keeping each of --retain-lists lists' worth
+of history, for each fallback: restart the paginated list, or one unpaginated
+list as client-go's pager does (FullListIfExpired). A list that outlasts the
+history kept has a continuation page compacted under it.
+Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
+		func(fs *pflag.FlagSet) {
+			fs.IntVar(&eo.Objects, "objects", 0, "pods listed (default 10000; --quick 1000)")
+			fs.StringSliceVar(&pageSizes, "page-sizes", nil, "LIST page sizes (default 500,1000; --quick 100,250)")
+			fs.IntVar(&eo.Lists, "lists", 0, "lists per case (default 20; --quick 4)")
+			fs.DurationVar(&eo.PageDelay, "page-delay", 0, "client work between pages (default 5ms; --quick 10ms)")
+			fs.Float64Var(&eo.WriteRate, "write-rate", 0, "pod updates per second (default 200)")
+			fs.Float64SliceVar(&eo.RetainLists, "retain-lists", nil, "history the compactor keeps, in lists' worth of the control's revisions; it compacts every half of it (default 2,1,0.5)")
+			fs.Int64Var(&eo.CompactEvery, "compact-every", 0, "instead of --retain-lists: compact every N revisions")
+			fs.Int64Var(&eo.Retain, "retain", 0, "with --compact-every: revisions each compaction keeps (default: --compact-every)")
+			fs.IntVar(&eo.MaxAttempts, "max-attempts", 0, "lists a restarting client makes before giving up (default 10)")
+		},
+		func(o *experimentOptions) error {
+			var err error
+			if eo.PageSizes, err = parsePageSizes("--page-sizes", pageSizes, false); err != nil {
+				return err
+			}
+			eo.Common = o.common(nil)
+			if err := eo.Defaults().Validate(); err != nil {
+				return cli.FlagErrorf("--objects, --lists, --page-delay, --write-rate, --retain-lists, --compact-every, --retain, --max-attempts: %v", err)
+			}
+			return nil
+		},
+		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+			eo.Common = o.common(logf)
+			return experiment.Continuation(ctx, eo)
+		}, runF)
+}
+
+// newCompactionSweepCommand returns `lwbench compaction-sweep`.
+func newCompactionSweepCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	var eo experiment.CompactionSweepOptions
+	var intervals []string
+	return experimentCommand("compaction-sweep",
+		"The same Kubernetes load under each --etcd-compaction-interval: db size over time, relists, write cost",
+		`compaction-sweep runs the same load once per --intervals, each on a fresh
+member: pods seeded, informers watching them, pods written at --write-rate for
+--duration, --flaky informers losing their watch for --disconnect every
+--disconnect-every, and kube-apiserver's compactor at the interval (never:
+no compaction). It reports db size over time, compactions, relists (only
+when a compaction passed a disconnected informer), write throughput and
+latency, and the probe.
+Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s (6s).`,
+		func(fs *pflag.FlagSet) {
+			fs.StringSliceVar(&intervals, "intervals", nil, "compaction intervals, or never (default never,2s,5s,15s,30s; --quick never,1s,4s)")
+			fs.DurationVar(&eo.Duration, "duration", 0, "write phase per interval (default 60s; --quick 6s)")
+			fs.IntVar(&eo.Objects, "objects", 0, "pods seeded (default 2000; --quick 300)")
+			fs.IntVar(&eo.Watchers, "watchers", 0, "informers (default 10; --quick 3)")
+			fs.IntVar(&eo.Flaky, "flaky", 0, "informers that lose their watch periodically (default 3; --quick 1)")
+			fs.DurationVar(&eo.Disconnect, "disconnect", 0, "how long each loses it (default 6s; --quick 2s)")
+			fs.DurationVar(&eo.DisconnectEvery, "disconnect-every", 0, "how often (default 12s; --quick 3s)")
+			fs.Float64Var(&eo.WriteRate, "write-rate", 0, "pod writes per second (default 500; --quick 200)")
+			fs.BoolVar(&eo.Physical, "physical", false, "wait for each compaction to finish deleting (kube-apiserver does not)")
+		},
+		func(o *experimentOptions) error {
+			eo.Intervals = nil
+			for _, s := range intervals {
+				if s == "never" {
+					eo.Intervals = append(eo.Intervals, -1)
+					continue
+				}
+				d, err := time.ParseDuration(s)
+				if err != nil || d <= 0 {
+					return cli.FlagErrorf("--intervals: %q is not a positive duration or never", s)
+				}
+				eo.Intervals = append(eo.Intervals, d)
+			}
+			eo.Common = o.common(nil)
+			if err := eo.Defaults().Validate(); err != nil {
+				return cli.FlagErrorf("--duration, --objects, --watchers, --flaky, --disconnect, --disconnect-every, --write-rate: %v", err)
+			}
+			return nil
+		},
+		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+			eo.Common = o.common(logf)
+			return experiment.CompactionSweep(ctx, eo)
+		}, runF)
+}
+
+// newDefragStallCommand returns `lwbench defrag-stall`.
+func newDefragStallCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	var eo experiment.DefragStallOptions
+	var sizes []string
+	return experimentCommand("defrag-stall",
+		"Defragmentation at each db size: how long the member stops, the probe's stall and errors, sizes before and after",
+		`defrag-stall grows one member to each of --sizes (new keys written twice, so
+half the file is history), compacts it, and defragments it while a probe reads
+and writes at a fixed rate: defragmentation time, the probe's latency, longest
+stall, errors and timeouts, db size and size in use before and after. Then
+(unless --no-overlap) it rewrites those keys and starts a defragmentation
+--overlap-delay after requesting a compaction, while etcd is still deleting.
+Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
+		func(fs *pflag.FlagSet) {
+			fs.StringSliceVar(&sizes, "sizes", nil, "db sizes to grow to, ascending (default 100MB,500MB,1GB; --quick 8MB,24MB)")
+			fs.IntVar(&eo.ValueSize, "value-size", 0, "bytes per value (default 4096; --quick 512)")
+			fs.BoolVar(&eo.NoOverlap, "no-overlap", false, "skip the defragmentations that overlap a compaction")
+			fs.DurationVar(&eo.OverlapDelay, "overlap-delay", 0, "start of the overlapping defragmentation after the compaction request (default 20ms)")
+			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel puts growing the member (default 32)")
+		},
+		func(o *experimentOptions) error {
+			eo.Sizes = nil
+			for _, s := range sizes {
+				v, err := parseSize(s)
+				if err != nil {
+					return cli.FlagErrorf("--sizes: %v", err)
+				}
+				eo.Sizes = append(eo.Sizes, v)
+			}
+			eo.Common = o.common(nil)
+			if err := eo.Defaults().Validate(); err != nil {
+				return cli.FlagErrorf("--sizes, --value-size, --overlap-delay, --concurrency: %v", err)
+			}
+			return nil
+		},
+		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+			eo.Common = o.common(logf)
+			return experiment.DefragStall(ctx, eo)
+		}, runF)
+}
+
+// newCatchupCommand returns `lwbench catchup`.
+func newCatchupCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	var eo experiment.CatchupOptions
+	var behind []int
+	return experimentCommand("catchup",
+		"A watcher resuming from an old, uncompacted revision far behind, against a relist",
+		`catchup seeds --objects pods and, for each --behind, updates them that many times
+while a watcher is away, then resumes its watch from the old revision (nothing
+compacted) until it is current: etcd sends a lagging watcher at most 1,000
+revisions per response, one round every 100 ms. It then times a relist of the
+same pods, paginated and not, and checks that every update arrived once.
+Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
+		func(fs *pflag.FlagSet) {
+			fs.IntSliceVar(&behind, "behind", nil, "updates the watcher misses, ascending (default 1000,10000,50000; --quick 1000,5000)")
+			fs.IntVar(&eo.Objects, "objects", 0, "pods updated and relisted (default 1000; --quick 200)")
+			fs.Int64Var(&eo.PageSize, "page-size", 0, "the relist's page size (default 500)")
+			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel updates (default 32)")
+		},
+		func(o *experimentOptions) error {
+			eo.Behind = toInt64s(behind)
+			if len(behind) == 0 {
+				eo.Behind = nil
+			}
+			eo.Common = o.common(nil)
+			if err := eo.Defaults().Validate(); err != nil {
+				return cli.FlagErrorf("--behind, --objects, --page-size, --concurrency: %v", err)
+			}
+			return nil
+		},
+		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+			eo.Common = o.common(logf)
+			return experiment.Catchup(ctx, eo)
+		}, runF)
+}

@@ -1,0 +1,332 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// Catchup rates of etcd's watchable store (server/storage/mvcc/
+// watchable_store.go): an unsynced watcher gets at most
+// CatchupMaxRevisionsPerResponse revisions per response, and the unsynced
+// watchers are served every CatchupSyncPeriod, so a single lagging
+// watcher catches up at most about 10,000 revisions per second.
+const (
+	CatchupMaxRevisionsPerResponse = 1000                   // watchBatchMaxRevs
+	CatchupSyncPeriod              = 100 * time.Millisecond // watchResyncPeriod
+)
+
+// CatchupOptions shape the catch-up experiment. Zero fields take the
+// defaults of Common.Quick (quick / full).
+type CatchupOptions struct {
+	Common
+	// Behind are the revisions the watcher falls behind, ascending (1000,
+	// 5000 / 1000, 10000, 50000).
+	Behind []int64
+	// Objects is the pods the updates go to and a relist reads (200 /
+	// 1000).
+	Objects int
+	// PageSize is the relist's page size (500); the relist is also timed
+	// unpaginated.
+	PageSize int64
+	// Concurrency is the parallel updates that put the watcher behind
+	// (32).
+	Concurrency int
+	// Namespaces and Seed as for the relist storm (10, 1).
+	Namespaces int
+	Seed       uint64 // seed of the objects (1)
+}
+
+// Defaults fills zero fields.
+func (o CatchupOptions) Defaults() CatchupOptions {
+	o.Common = o.Common.defaults(NameCatchup)
+	if len(o.Behind) == 0 {
+		o.Behind = pick(o.Quick, []int64{1000, 5000}, []int64{1000, 10000, 50000})
+	}
+	if o.Objects == 0 {
+		o.Objects = pick(o.Quick, 200, 1000)
+	}
+	if o.PageSize == 0 {
+		o.PageSize = watchload.DefaultPageSize
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 32
+	}
+	if o.Namespaces == 0 {
+		o.Namespaces = 10
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// Validate checks options after Defaults.
+func (o CatchupOptions) Validate() error {
+	if err := o.Common.validate(); err != nil {
+		return err
+	}
+	for i, b := range o.Behind {
+		if b < 1 || (i > 0 && b <= o.Behind[i-1]) {
+			return errors.New("revisions behind must be positive and ascending")
+		}
+	}
+	if o.Objects < 1 || o.PageSize < 1 || o.Concurrency < 1 {
+		return errors.New("objects, page size and concurrency must be positive")
+	}
+	return nil
+}
+
+// CatchupResult is the catch-up experiment's own result.
+type CatchupResult struct {
+	Scenario CatchupScenario `json:"scenario"` // the options
+	Cases    []CatchupCase   `json:"cases"`    // one per distance, in order
+}
+
+// CatchupScenario echoes the options.
+type CatchupScenario struct {
+	Behind   []int64 `json:"behind"`   // revisions behind
+	Objects  int     `json:"objects"`  // pods updated and relisted
+	PageSize int64   `json:"pageSize"` // the relist's page size
+	// MaxRevisionsPerSecond is etcd's bound for one unsynced watcher:
+	// 1,000 revisions per response, one round every 100 ms.
+	MaxRevisionsPerSecond float64 `json:"maxRevisionsPerSecond"`
+	Seed                  uint64  `json:"seed"` // seed of the objects
+}
+
+// CatchupCase is one distance.
+type CatchupCase struct {
+	// Behind is the updates written while the watcher was away;
+	// Revisions the store revisions between its start and the last
+	// update (the probe's writes included).
+	Behind    int64 `json:"behind"`
+	Revisions int64 `json:"revisions"` // store revisions from FromRevision to the last update
+	// FromRevision is where the watch resumed; ToRevision the last update.
+	FromRevision int64 `json:"fromRevision"`
+	ToRevision   int64 `json:"toRevision"` // the last update's revision
+	// CatchupMs is from the Watch call to the last update's event;
+	// Events and Responses what arrived, EventBytes their keys, values and
+	// prevKVs; RevisionsPerSecond the store revisions covered per second.
+	CatchupMs          float64 `json:"catchupMs"`
+	Events             int64   `json:"events"`             // events received
+	Responses          int64   `json:"responses"`          // watch responses received
+	EventBytes         int64   `json:"eventBytes"`         // keys, values and prevKVs of the events
+	RevisionsPerSecond float64 `json:"revisionsPerSecond"` // Revisions over the catch-up time
+	// Missing and Unexpected compare the events with the updates'
+	// revisions: both must be 0 (no event lost, none invented).
+	Missing    int64 `json:"missing"`
+	Unexpected int64 `json:"unexpected"` // events not caused by an update, or repeated
+	// RelistMs and RelistBytes: a paginated LIST of the objects at the
+	// latest revision (what a watcher whose revision was compacted must
+	// do instead); RelistUnpaginatedMs the same in one request.
+	RelistMs            float64 `json:"relistMs"`
+	RelistPages         int     `json:"relistPages"`         // range requests of the relist
+	RelistObjects       int64   `json:"relistObjects"`       // objects it read
+	RelistBytes         int64   `json:"relistBytes"`         // key and value bytes it read
+	RelistUnpaginatedMs float64 `json:"relistUnpaginatedMs"` // the same list in one request, ms
+	// Probe covers the catch-up.
+	Probe compaction.ProbeWindow `json:"probe"`
+}
+
+// Catchup seeds the pods, then per distance notes the revision, updates
+// the pods Behind times in all (nothing is compacted), and resumes a watch
+// (with prevKV, as kube-apiserver watches) from the noted revision + 1
+// until the last update's event: the catch-up of a watcher that was away
+// but whose revision is still there. It then times the alternative, a
+// relist of the same pods. Every update's event must arrive exactly once.
+func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
+	o = o.Defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	epoch := time.Now()
+	res := newResult(NameCatchup, o.Common, epoch)
+	cr := &CatchupResult{Scenario: CatchupScenario{Behind: o.Behind, Objects: o.Objects, PageSize: o.PageSize,
+		MaxRevisionsPerSecond: CatchupMaxRevisionsPerResponse / CatchupSyncPeriod.Seconds(), Seed: o.Seed}}
+	res.Catchup = cr
+	s, err := openSession(ctx, o.Common, "all", epoch)
+	if err != nil {
+		return nil, err
+	}
+	res.Target = s.target()
+	runErr := func() error {
+		l, err := newLoad(ctx, s, o.Prefix+"/catchup", o.Objects, o.Namespaces, o.Seed)
+		if err != nil {
+			return err
+		}
+		defer l.close()
+		all, err := s.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix())
+		if err != nil {
+			return fmt.Errorf("read the pods: %w", err)
+		}
+		for _, b := range o.Behind {
+			c, err := catchupCase(ctx, s, l, o, all.Kvs, b)
+			if err != nil {
+				return err
+			}
+			cr.Cases = append(cr.Cases, c)
+			res.Cases = append(res.Cases, c.summary())
+			o.Logf("catchup: %d behind: caught up in %.0f ms (%.0f revisions/s, %d responses), relist %.0f ms (%d bytes)",
+				c.Behind, c.CatchupMs, c.RevisionsPerSecond, c.Responses, c.RelistMs, c.RelistBytes)
+		}
+		return nil
+	}()
+	res.Timelines = append(res.Timelines, s.close())
+	if runErr != nil {
+		return nil, runErr
+	}
+	res.finish(epoch)
+	return res, nil
+}
+
+func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs []*mvccpb.KeyValue, behind int64) (CatchupCase, error) {
+	c := CatchupCase{Behind: behind}
+	from, err := s.revision(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.FromRevision = from + 1
+	// Update the pods round robin, each put one revision.
+	start := time.Now()
+	revs := make([]int64, 0, behind)
+	var mu sync.Mutex
+	jobs := make(chan int64)
+	errc := make(chan error, o.Concurrency)
+	var wg sync.WaitGroup
+	for w := range o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kv := l.kvs[w%len(l.kvs)]
+			for i := range jobs {
+				src := kvs[int(i)%len(kvs)]
+				resp, err := kv.Put(ctx, string(src.Key), string(src.Value))
+				if err != nil {
+					errc <- err
+					return
+				}
+				mu.Lock()
+				revs = append(revs, resp.Header.Revision)
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range behind {
+		select {
+		case jobs <- i:
+		case err = <-errc:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errc:
+		default:
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("update pods: %w", err)
+	}
+	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
+	c.ToRevision = revs[len(revs)-1]
+	c.Revisions = c.ToRevision - from
+	s.mark(MarkPhase, fmt.Sprintf("%d updates while the watcher is away", behind), start, time.Now(), 0)
+
+	// Catch up.
+	wc, err := s.t.Dial(ctx)
+	if err != nil {
+		return c, err
+	}
+	defer wc.Close()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	got := make([]int64, 0, behind)
+	wstart := time.Now()
+	wch := wc.Watch(clientv3.WithRequireLeader(wctx), l.podsPrefix, clientv3.WithPrefix(), clientv3.WithRev(c.FromRevision), clientv3.WithPrevKV())
+	var last int64
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			return c, fmt.Errorf("watch from %d: %w", c.FromRevision, err)
+		}
+		c.Responses++
+		for _, ev := range resp.Events {
+			got = append(got, ev.Kv.ModRevision)
+			c.EventBytes += int64(len(ev.Kv.Key) + len(ev.Kv.Value))
+			if ev.PrevKv != nil {
+				c.EventBytes += int64(len(ev.PrevKv.Key) + len(ev.PrevKv.Value))
+			}
+			last = ev.Kv.ModRevision
+		}
+		if last >= c.ToRevision {
+			break
+		}
+	}
+	wend := time.Now()
+	cancel()
+	if last < c.ToRevision {
+		return c, fmt.Errorf("watch from %d ended at revision %d, before %d", c.FromRevision, last, c.ToRevision)
+	}
+	c.CatchupMs = report.Ms(wend.Sub(wstart))
+	c.Events = int64(len(got))
+	c.RevisionsPerSecond = float64(c.Revisions) / wend.Sub(wstart).Seconds()
+	c.Missing, c.Unexpected = compareRevisions(revs, got)
+	s.mark(MarkPhase, fmt.Sprintf("catch up %d revisions", c.Revisions), wstart, wend, 0)
+	c.Probe = s.window(wstart, wend)
+
+	// The alternative: relist.
+	rstart := time.Now()
+	lo, err := listWithFallback(ctx, s.admin, l.podsPrefix, o.PageSize, 0, FallbackRestart, 10)
+	if err != nil {
+		return c, err
+	}
+	c.RelistMs, c.RelistPages, c.RelistObjects, c.RelistBytes = report.Ms(lo.duration), lo.requests, lo.objects, lo.bytes
+	s.mark(MarkPhase, "relist", rstart, time.Now(), 0)
+	ustart := time.Now()
+	if _, err := s.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix()); err != nil {
+		return c, fmt.Errorf("unpaginated list: %w", err)
+	}
+	c.RelistUnpaginatedMs = report.Ms(time.Since(ustart))
+	return c, nil
+}
+
+// compareRevisions counts the wanted revisions missing from got and the
+// ones in got that are not wanted (or repeated); want is sorted.
+func compareRevisions(want, got []int64) (missing, unexpected int64) {
+	seen := make(map[int64]int, len(got))
+	for _, r := range got {
+		seen[r]++
+	}
+	for _, r := range want {
+		if seen[r] == 0 {
+			missing++
+		} else {
+			seen[r]--
+		}
+	}
+	for _, n := range seen {
+		unexpected += int64(n)
+	}
+	return missing, unexpected
+}
+
+func (c CatchupCase) summary() CaseSummary {
+	return CaseSummary{Experiment: NameCatchup, Case: fmt.Sprintf("behind=%d", c.Behind), ResyncP50Ms: c.CatchupMs,
+		ResyncMaxMs: c.CatchupMs, RelistObjects: c.RelistObjects, RelistBytes: c.RelistBytes, Probe: c.Probe,
+		LostEvents: c.Missing, OtherViolations: c.Unexpected}
+}

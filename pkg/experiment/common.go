@@ -1,0 +1,321 @@
+package experiment
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// TargetFactory returns the etcd for one timeline of an experiment, named
+// name (e.g. "interval=5s"), and a function that releases it. Embedded
+// members are new each call; an existing cluster is returned as it is.
+type TargetFactory func(ctx context.Context, name string) (watchload.Target, func(), error)
+
+// Common are the options every experiment takes.
+type Common struct {
+	// NewTarget provides the etcd; required.
+	NewTarget TargetFactory
+	// Prefix is the Kubernetes prefix (kube-apiserver's --etcd-prefix)
+	// the experiment writes under; empty means /registry. Each case adds
+	// a path element of its own below it.
+	Prefix string
+	// Quick selects the small sizes (lwbench --quick, the tests).
+	Quick bool
+	// Label names the result in comparisons.
+	Label string
+	// Probe shapes the probe that runs throughout; its Key defaults to
+	// /lwbench-probe/<experiment>, its rate to 20 per second, its series
+	// buckets to 250 ms. Epoch is set by the experiment.
+	Probe compaction.ProbeOptions
+	// SizeInterval is how often the db size is sampled; 0 means 500 ms.
+	SizeInterval time.Duration
+	// Logf, if set, receives one line per phase.
+	Logf func(format string, args ...any)
+}
+
+func (c Common) defaults(experiment string) Common {
+	if c.Prefix == "" {
+		c.Prefix = keyspace.DefaultPrefix
+	}
+	c.Prefix = strings.TrimRight(c.Prefix, "/")
+	if c.Probe.Key == "" {
+		c.Probe.Key = "/lwbench-probe/" + experiment
+	}
+	if c.Probe.SeriesInterval == 0 {
+		c.Probe.SeriesInterval = 250 * time.Millisecond
+	}
+	if c.SizeInterval <= 0 {
+		c.SizeInterval = 500 * time.Millisecond
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c
+}
+
+func (c Common) validate() error {
+	if c.NewTarget == nil {
+		return errors.New("experiment: no target factory")
+	}
+	if !strings.HasPrefix(c.Prefix, "/") {
+		return fmt.Errorf("prefix %q must start with '/'", c.Prefix)
+	}
+	return nil
+}
+
+// newResult starts a Result.
+func newResult(name string, c Common, epoch time.Time) *Result {
+	return &Result{SchemaVersion: SchemaVersion, Experiment: name, StartedAt: epoch.UTC(), Quick: c.Quick, Label: c.Label,
+		Environment: detectEnvironment(), Cases: []CaseSummary{}, Timelines: []Timeline{}}
+}
+
+// finish stamps the duration.
+func (r *Result) finish(epoch time.Time) { r.DurationMs = report.Ms(time.Since(epoch)) }
+
+// detectEnvironment reads the machine's description.
+func detectEnvironment() Environment {
+	env := Environment{CPUModel: watchload.CPUModel(), Cores: runtime.NumCPU(), GoVersion: runtime.Version()}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if fields := strings.Fields(sc.Text()); len(fields) >= 2 && fields[0] == "MemTotal:" {
+				kb, _ := strconv.ParseInt(fields[1], 10, 64)
+				env.MemoryBytes = kb * 1024
+			}
+		}
+		f.Close()
+	}
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		env.Kernel = utsString(u.Sysname[:]) + " " + utsString(u.Release[:])
+	}
+	return env
+}
+
+func utsString[T int8 | uint8](b []T) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}
+
+// session is one member under observation: the probe runs against it
+// and its db size is sampled from open to close, and marks collect the
+// compactions and defragmentations done to it.
+type session struct {
+	name    string
+	t       watchload.Target
+	release func()
+	admin   *clientv3.Client
+	epoch   time.Time
+	logf    func(string, ...any)
+	version string
+
+	probe     *compaction.Probe
+	stopProbe context.CancelFunc
+	probeDone chan struct{}
+
+	stopSizes context.CancelFunc
+	sizesDone chan struct{}
+
+	mu    sync.Mutex
+	marks []Mark
+	sizes []SizeSample
+}
+
+// openSession gets a target, connects, and starts the probe and the size
+// sampler. The caller must close it.
+func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*session, error) {
+	t, release, err := c.NewTarget(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Endpoints) == 0 || t.Dial == nil {
+		release()
+		return nil, errors.New("target needs endpoints and a dialer")
+	}
+	admin, err := t.Dial(ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	s := &session{name: name, t: t, release: release, admin: admin, epoch: epoch, logf: c.Logf}
+	st, err := admin.Status(ctx, t.Endpoints[0])
+	if err != nil {
+		admin.Close()
+		release()
+		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
+	}
+	s.version = st.Version
+	po := c.Probe
+	po.Epoch = epoch
+	s.probe = compaction.NewProbe(admin, po)
+	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopProbe, s.probeDone = stop, make(chan struct{})
+	go func() {
+		defer close(s.probeDone)
+		s.probe.Run(pctx)
+	}()
+	sctx, stopSizes := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopSizes, s.sizesDone = stopSizes, make(chan struct{})
+	go func() {
+		defer close(s.sizesDone)
+		s.sampleSizes(sctx, c.SizeInterval)
+	}()
+	return s, nil
+}
+
+// target describes the member for the result.
+func (s *session) target() report.Target {
+	return report.Target{Embedded: s.t.Embedded, Endpoints: s.t.Endpoints, EtcdVersion: s.version}
+}
+
+func (s *session) since() time.Duration { return time.Since(s.epoch) }
+
+func (s *session) offset(t time.Time) float64 { return report.Ms(t.Sub(s.epoch)) }
+
+// mark records an event from start to end.
+func (s *session) mark(kind, label string, start, end time.Time, rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks = append(s.marks, Mark{Kind: kind, AtMs: s.offset(start), EndMs: s.offset(end), Label: label, Revision: rev})
+}
+
+// size returns the first member's size.
+func (s *session) size(ctx context.Context) (compaction.Size, error) {
+	return compaction.MemberSize(ctx, s.admin, s.t.Endpoints[0])
+}
+
+func (s *session) sampleSizes(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, every)
+		size, err := s.size(sctx)
+		cancel()
+		if err == nil {
+			s.mu.Lock()
+			s.sizes = append(s.sizes, SizeSample{AtMs: report.Ms(s.since()), Bytes: size.Bytes, InUseBytes: size.InUseBytes})
+			s.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tick runs one compactor tick and marks it if it compacted.
+func (s *session) tick(ctx context.Context, t compaction.Ticker) (compaction.TickResult, error) {
+	start := time.Now()
+	res, err := t.Tick(ctx)
+	if res.Compacted != 0 {
+		s.mark(MarkCompaction, fmt.Sprintf("compact %d", res.Compacted), start, time.Now(), res.Compacted)
+	}
+	return res, err
+}
+
+// revision returns the store's current revision.
+func (s *session) revision(ctx context.Context) (int64, error) {
+	resp, err := s.admin.Get(ctx, "/lwbench-experiment-revision", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("read the current revision: %w", err)
+	}
+	return resp.Header.Revision, nil
+}
+
+// close stops the probe and the sampler, releases the target and returns
+// the timeline.
+func (s *session) close() Timeline {
+	s.stopProbe()
+	<-s.probeDone
+	s.stopSizes()
+	<-s.sizesDone
+	s.admin.Close()
+	s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	marks := append([]Mark(nil), s.marks...)
+	sort.SliceStable(marks, func(i, j int) bool { return marks[i].AtMs < marks[j].AtMs })
+	if marks == nil {
+		marks = []Mark{}
+	}
+	sizes := append([]SizeSample(nil), s.sizes...)
+	if sizes == nil {
+		sizes = []SizeSample{}
+	}
+	return Timeline{Name: s.name, Probe: s.probe.Result(), Marks: marks, DBSize: sizes}
+}
+
+// window summarises the probe's operations due between two moments,
+// once those held by a stall have ended.
+func (s *session) window(from, to time.Time) compaction.ProbeWindow {
+	s.probe.Settle(context.Background(), to.Sub(s.epoch))
+	return s.probe.Window(from.Sub(s.epoch), to.Sub(s.epoch))
+}
+
+// sleepCtx sleeps d or until ctx ends; false if ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// percentile returns the nearest-rank q-quantile of xs (sorted here), 0
+// for none.
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Float64s(xs)
+	i := int(q*float64(len(xs))+0.999999) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func minOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := xs[0]
+	for _, x := range xs[1:] {
+		m = min(m, x)
+	}
+	return m
+}

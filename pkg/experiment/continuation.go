@@ -1,0 +1,444 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// The fallbacks of a paginated LIST whose continuation page was
+// compacted.
+const (
+	// FallbackRestart lists again from the first page, at the latest
+	// revision, up to ContinuationOptions.MaxAttempts times.
+	FallbackRestart = "restart"
+	// FallbackFullList lists once more without a limit at the requested
+	// resourceVersion (here the latest), as client-go's pager does
+	// (tools/pager/pager.go, FullListIfExpired, on by default).
+	FallbackFullList = "full-list"
+)
+
+// ContinuationOptions shape the continuation-expiry experiment. Zero
+// fields take the defaults of Common.Quick (quick / full).
+type ContinuationOptions struct {
+	Common
+	// Objects is the number of pods listed (1000 / 10000).
+	Objects int
+	// PageSizes are the LIST limits (100, 250 / 500, 1000).
+	PageSizes []int64
+	// Lists is the number of lists per case (4 / 20).
+	Lists int
+	// PageDelay is the client's work between two pages (10 ms / 5 ms), as
+	// a consumer decoding and handling each page.
+	PageDelay time.Duration
+	// WriteRate is the pod updates per second meanwhile (200).
+	WriteRate float64
+	// RetainLists are the compactor settings compared, as the history
+	// each compaction keeps in lists' worth of revisions: with R the
+	// median revisions the store moved during one list of the control,
+	// the every-N-revisions compactor (compaction.RevisionCompactor,
+	// ticking every 10 ms) keeps factor*R revisions and compacts every
+	// factor*R/2 (2, 1, 0.5). A list that outlasts the history kept has a
+	// continuation page compacted under it.
+	RetainLists []float64
+	// CompactEvery and Retain, if CompactEvery is set, replace
+	// RetainLists with one explicit setting, in revisions.
+	CompactEvery, Retain int64
+	// MaxAttempts bounds the restarts of one list (10).
+	MaxAttempts int
+	// Namespaces and Seed as for the relist storm (10, 1).
+	Namespaces int
+	Seed       uint64 // seed of the objects and writes (1)
+}
+
+// Defaults fills zero fields.
+func (o ContinuationOptions) Defaults() ContinuationOptions {
+	o.Common = o.Common.defaults(NameContinuation)
+	if o.Objects == 0 {
+		o.Objects = pick(o.Quick, 1000, 10000)
+	}
+	if len(o.PageSizes) == 0 {
+		o.PageSizes = pick(o.Quick, []int64{100, 250}, []int64{500, 1000})
+	}
+	if o.Lists == 0 {
+		o.Lists = pick(o.Quick, 4, 20)
+	}
+	if o.PageDelay == 0 {
+		o.PageDelay = pick(o.Quick, 10*time.Millisecond, 5*time.Millisecond)
+	}
+	if o.WriteRate == 0 {
+		o.WriteRate = 200
+	}
+	if len(o.RetainLists) == 0 {
+		o.RetainLists = []float64{2, 1, 0.5}
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10
+	}
+	if o.Namespaces == 0 {
+		o.Namespaces = 10
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// Validate checks options after Defaults.
+func (o ContinuationOptions) Validate() error {
+	if err := o.Common.validate(); err != nil {
+		return err
+	}
+	for _, p := range o.PageSizes {
+		if p < 1 {
+			return errors.New("page sizes must be positive: a continuation needs pages")
+		}
+	}
+	if o.Objects < 1 || o.Lists < 1 || o.WriteRate <= 0 || o.MaxAttempts < 1 || o.PageDelay < 0 || o.CompactEvery < 0 || o.Retain < 0 {
+		return errors.New("objects, lists, write rate and attempts must be positive; page delay and compaction not negative")
+	}
+	for _, f := range o.RetainLists {
+		if f <= 0 {
+			return errors.New("retained history must be a positive number of lists' worth")
+		}
+	}
+	return nil
+}
+
+// ContinuationResult is the continuation experiment's own result.
+type ContinuationResult struct {
+	Scenario ContinuationScenario `json:"scenario"` // the options
+	// Cases are per page size: the control (no compaction), then each
+	// fallback under compaction.
+	Cases []ContinuationCase `json:"cases"`
+}
+
+// ContinuationScenario echoes the options.
+type ContinuationScenario struct {
+	Objects            int       `json:"objects"`            // pods listed
+	PageSizes          []int64   `json:"pageSizes"`          // LIST limits
+	RetainLists        []float64 `json:"retainLists"`        // history kept, in lists' worth of revisions
+	Lists              int       `json:"lists"`              // lists per case
+	PageDelayMs        float64   `json:"pageDelayMs"`        // client work between pages
+	WriteRatePerSecond float64   `json:"writeRatePerSecond"` // pod updates per second
+	MaxAttempts        int       `json:"maxAttempts"`        // restarts allowed per list
+	Seed               uint64    `json:"seed"`               // seed of objects and writes
+}
+
+// ContinuationCase is one page size and fallback.
+type ContinuationCase struct {
+	PageSize int64 `json:"pageSize"` // LIST limit
+	// Fallback is "restart" or "full-list"; Compacting is false for the
+	// control, in which no compactor runs.
+	Fallback   string `json:"fallback"`
+	Compacting bool   `json:"compacting"` // false for the control
+	// RetainLists is the history kept in lists' worth of revisions (0 in
+	// the control and with an explicit setting); CompactEvery and Retain
+	// the compactor's, in revisions (0 in the control).
+	RetainLists  float64 `json:"retainLists"`
+	CompactEvery int64   `json:"compactEvery"` // compacts every this many revisions (0: control)
+	Retain       int64   `json:"retain"`       // revisions each compaction keeps
+	Compactions  int     `json:"compactions"`  // compactions during the case
+	Lists        int     `json:"lists"`        // lists run
+	// Expired counts lists that met ErrCompacted on a continuation page
+	// at least once; Restarts every such page (each wasted the pages
+	// before it); Fallbacks the unpaginated lists made after one; Failed
+	// the lists that gave up after MaxAttempts.
+	Expired   int `json:"expired"`
+	Restarts  int `json:"restarts"`  // continuation pages answered ErrCompacted
+	Fallbacks int `json:"fallbacks"` // unpaginated lists made after one
+	Failed    int `json:"failed"`    // lists that gave up after MaxAttempts
+	// Requests and Bytes are per list, medians: range requests made and
+	// key and value bytes read, wasted pages included. WastedPages sums
+	// the pages read by attempts that were then abandoned.
+	RequestsP50 float64 `json:"requestsP50"`
+	BytesP50    float64 `json:"bytesP50"`    // key and value bytes read per list, median
+	WastedPages int64   `json:"wastedPages"` // pages read by abandoned attempts
+	// RevisionsP50 is the median number of revisions the store moved
+	// during one list, retries included.
+	RevisionsP50 float64 `json:"revisionsP50"`
+	// DurationP50Ms, DurationMinMs and DurationMaxMs are the lists' total
+	// time.
+	DurationP50Ms float64 `json:"durationP50Ms"`
+	DurationMinMs float64 `json:"durationMinMs"` // fastest list, ms
+	DurationMaxMs float64 `json:"durationMaxMs"` // slowest list, ms
+	// Probe covers the case.
+	Probe  compaction.ProbeWindow `json:"probe"`
+	Writes report.WriteStats      `json:"writes"` // pod updates during the case
+}
+
+// Continuation runs the continuation-expiry experiment: it seeds the pods,
+// then per page size runs Lists paginated lists (each page pinned to the
+// first page's revision and continued from the last key + "\x00", as
+// kube-apiserver's etcd3 store reads a paginated LIST) while pods are
+// updated: first with no compaction (the control, which also measures
+// how many revisions pass during a list), then with an every-N-revisions
+// compactor keeping each of RetainLists lists' worth of history, for
+// each fallback. A list whose continuation page is compacted restarts or
+// falls back to one unpaginated list.
+func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
+	o = o.Defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	epoch := time.Now()
+	res := newResult(NameContinuation, o.Common, epoch)
+	cr := &ContinuationResult{Scenario: ContinuationScenario{Objects: o.Objects, PageSizes: o.PageSizes, RetainLists: o.RetainLists, Lists: o.Lists,
+		PageDelayMs: report.Ms(o.PageDelay), WriteRatePerSecond: o.WriteRate, MaxAttempts: o.MaxAttempts, Seed: o.Seed}}
+	res.Continuation = cr
+	s, err := openSession(ctx, o.Common, "all", epoch)
+	if err != nil {
+		return nil, err
+	}
+	res.Target = s.target()
+	runErr := func() error {
+		o.Logf("continuation: seeding %d pods", o.Objects)
+		l, err := newLoad(ctx, s, o.Prefix+"/continuation", o.Objects, o.Namespaces, o.Seed)
+		if err != nil {
+			return err
+		}
+		defer l.close()
+		for _, ps := range o.PageSizes {
+			control, err := continuationCase(ctx, s, l, o, ps, FallbackRestart, 0, 0)
+			if err != nil {
+				return err
+			}
+			type setting struct {
+				factor        float64
+				every, retain int64
+			}
+			var settings []setting
+			if o.CompactEvery > 0 {
+				settings = append(settings, setting{0, o.CompactEvery, max(o.Retain, o.CompactEvery)})
+			} else {
+				for _, f := range o.RetainLists {
+					retain := max(int64(f*control.RevisionsP50), 2)
+					settings = append(settings, setting{f, max(retain/2, 1), retain})
+				}
+			}
+			cases := []ContinuationCase{control}
+			for _, st := range settings {
+				for _, fb := range []string{FallbackRestart, FallbackFullList} {
+					c, err := continuationCase(ctx, s, l, o, ps, fb, st.every, st.retain)
+					if err != nil {
+						return err
+					}
+					c.RetainLists = st.factor
+					cases = append(cases, c)
+				}
+			}
+			for _, c := range cases {
+				cr.Cases = append(cr.Cases, c)
+				res.Cases = append(res.Cases, c.summary())
+				o.Logf("continuation: page size %d, %s: %d of %d lists expired, %d restarts, %d fallbacks, %d failed, p50 %.0f ms",
+					c.PageSize, c.name(), c.Expired, c.Lists, c.Restarts, c.Fallbacks, c.Failed, c.DurationP50Ms)
+			}
+		}
+		return nil
+	}()
+	res.Timelines = append(res.Timelines, s.close())
+	if runErr != nil {
+		return nil, runErr
+	}
+	res.finish(epoch)
+	return res, nil
+}
+
+func (c ContinuationCase) name() string {
+	switch {
+	case !c.Compacting:
+		return "control"
+	case c.RetainLists > 0:
+		return fmt.Sprintf("%s, history %g lists", c.Fallback, c.RetainLists)
+	}
+	return c.Fallback
+}
+
+func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOptions, pageSize int64, fallback string, every, retain int64) (ContinuationCase, error) {
+	cc := ContinuationCase{PageSize: pageSize, Fallback: fallback, Compacting: every > 0, CompactEvery: every, Retain: retain, Lists: o.Lists}
+	start := time.Now()
+	run, err := l.startCase(ctx, watcherOptions{conns: 1, syncTimeout: time.Minute}, int64(o.WriteRate*600)+1)
+	if err != nil {
+		return cc, err
+	}
+	defer run.stop(ctx)
+	if err := run.startWriters(ctx, o.WriteRate, int64(o.WriteRate*600)); err != nil {
+		return cc, err
+	}
+	// The compactor ticks every 10 ms for the whole case.
+	cctx, stopCompactor := context.WithCancel(ctx)
+	var cwg sync.WaitGroup
+	var compactErr error
+	if every > 0 {
+		rc := compaction.NewRevisionCompactor(s.admin, every)
+		rc.Retain = retain
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-cctx.Done():
+					return
+				case <-t.C:
+				}
+				tick, err := s.tick(cctx, rc)
+				if tick.Compacted != 0 {
+					cc.Compactions++
+				}
+				if err != nil && cctx.Err() == nil && !errors.Is(err, rpctypes.ErrCompacted) {
+					compactErr = err
+					return
+				}
+			}
+		}()
+	}
+	var durations, requests, bytes, revisions []float64
+	for range o.Lists {
+		before, err := s.revision(ctx)
+		if err != nil {
+			stopCompactor()
+			cwg.Wait()
+			return cc, err
+		}
+		lo, err := listWithFallback(ctx, s.admin, l.podsPrefix, pageSize, o.PageDelay, fallback, o.MaxAttempts)
+		if err != nil {
+			stopCompactor()
+			cwg.Wait()
+			return cc, err
+		}
+		after, err := s.revision(ctx)
+		if err != nil {
+			stopCompactor()
+			cwg.Wait()
+			return cc, err
+		}
+		revisions = append(revisions, float64(after-before))
+		if lo.restarts > 0 {
+			cc.Expired++
+		}
+		cc.Restarts += lo.restarts
+		cc.WastedPages += lo.wastedPages
+		if lo.fallback {
+			cc.Fallbacks++
+		}
+		if !lo.ok {
+			cc.Failed++
+		}
+		durations = append(durations, report.Ms(lo.duration))
+		requests = append(requests, float64(lo.requests))
+		bytes = append(bytes, float64(lo.bytes))
+	}
+	stopCompactor()
+	cwg.Wait()
+	if compactErr != nil {
+		return cc, compactErr
+	}
+	cc.Writes = run.stopWriters()
+	end := time.Now()
+	label := fmt.Sprintf("page size %d: %s", pageSize, cc.name())
+	s.mark(MarkPhase, label, start, end, 0)
+	cc.Probe = s.window(start, end)
+	cc.DurationMaxMs = maxOf(durations)
+	cc.DurationMinMs = minOf(durations)
+	cc.DurationP50Ms = percentile(durations, 0.5)
+	cc.RequestsP50 = percentile(requests, 0.5)
+	cc.BytesP50 = percentile(bytes, 0.5)
+	cc.RevisionsP50 = percentile(revisions, 0.5)
+	return cc, nil
+}
+
+// listOutcome is one LIST with its retries.
+type listOutcome struct {
+	ok          bool
+	restarts    int   // continuation pages that met ErrCompacted
+	fallback    bool  // an unpaginated list was made
+	requests    int   // range requests
+	bytes       int64 // key and value bytes read, wasted pages included
+	wastedPages int64 // pages of abandoned attempts
+	objects     int64 // objects of the successful attempt
+	duration    time.Duration
+}
+
+// listWithFallback lists every key under prefix in pages of limit, the
+// pages pinned to the first page's revision, sleeping delay after each
+// page. When a continuation page has been compacted it restarts (up to
+// maxAttempts lists in all) or, with FallbackFullList, lists once without
+// a limit at the latest revision. Errors other than ErrCompacted end it.
+func listWithFallback(ctx context.Context, kv clientv3.KV, prefix string, limit int64, delay time.Duration, fallback string, maxAttempts int) (listOutcome, error) {
+	var lo listOutcome
+	start := time.Now()
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var rev int64
+		key := prefix
+		var pages, objects int64
+		expired := false
+		for {
+			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(limit)}
+			if rev > 0 {
+				opts = append(opts, clientv3.WithRev(rev))
+			}
+			resp, err := kv.Get(ctx, key, opts...)
+			lo.requests++
+			if err != nil {
+				if rev > 0 && (errors.Is(err, rpctypes.ErrCompacted) || errors.Is(err, rpctypes.ErrGRPCCompacted)) {
+					expired = true
+					break
+				}
+				return lo, fmt.Errorf("list %s: %w", prefix, err)
+			}
+			pages++
+			if rev == 0 {
+				rev = resp.Header.Revision
+			}
+			for _, kv := range resp.Kvs {
+				lo.bytes += int64(len(kv.Key) + len(kv.Value))
+				objects++
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+			if !sleepCtx(ctx, delay) {
+				return lo, ctx.Err()
+			}
+		}
+		if !expired {
+			lo.ok, lo.objects = true, objects
+			break
+		}
+		lo.restarts++
+		lo.wastedPages += pages
+		if fallback == FallbackFullList {
+			resp, err := kv.Get(ctx, prefix, clientv3.WithRange(end))
+			lo.requests++
+			lo.fallback = true
+			if err != nil {
+				return lo, fmt.Errorf("unpaginated list %s: %w", prefix, err)
+			}
+			for _, kv := range resp.Kvs {
+				lo.bytes += int64(len(kv.Key) + len(kv.Value))
+			}
+			lo.ok, lo.objects = true, int64(len(resp.Kvs))
+			break
+		}
+	}
+	lo.duration = time.Since(start)
+	return lo, nil
+}
+
+func (c ContinuationCase) summary() CaseSummary {
+	return CaseSummary{Experiment: NameContinuation, Case: fmt.Sprintf("pageSize=%d %s", c.PageSize, c.name()),
+		ResyncP50Ms: c.DurationP50Ms, ResyncMaxMs: c.DurationMaxMs, ListRestarts: int64(c.Restarts), Compactions: c.Compactions,
+		WritesPerSecond: c.Writes.ThroughputPerSecond, WriteP99Ms: c.Writes.Latency.P99Ms, Probe: c.Probe}
+}

@@ -1,0 +1,44 @@
+// Package experiment measures what compaction and defragmentation do to
+// the clients of etcd, with Kubernetes' own clients modelled by
+// pkg/watchload and kube-apiserver's compactor, defragmentation and a
+// fixed-rate probe from pkg/compaction. Each experiment returns one
+// versioned Result that lwbench renders as a table, JSON and plots.
+//
+// # Experiments
+//
+//   - RelistStorm: W informers held back past a compaction all relist at
+//     once; swept over object count and LIST page size. A control case per
+//     object count holds them back as long without compacting: no relist.
+//   - Continuation: paginated LISTs pinned to their first page's revision
+//     while a compactor runs; how often a list meets ErrCompacted on a
+//     continuation page, and what each fallback costs: restart the
+//     paginated list, or one unpaginated list as client-go's pager does
+//     (tools/pager/pager.go FullListIfExpired).
+//   - CompactionSweep: the same Kubernetes load under kube-apiserver's
+//     compactor at several intervals, and never: db size over time,
+//     relists of watchers that disconnect for a while, write latency and
+//     throughput.
+//   - DefragStall: a member grown to each db size, compacted, then
+//     defragmented while the probe runs: how long the member stops, what
+//     the probe sees, sizes before and after; then once more with the
+//     defragmentation started while a compaction is still deleting.
+//   - Catchup: a watcher resuming from a revision far behind (still
+//     uncompacted) against a relist of the same objects. etcd sends a
+//     lagging ("unsynced") watcher at most 1,000 revisions per response and
+//     resyncs unsynced watchers every 100 ms (server/storage/mvcc/
+//     watchable_store.go watchBatchMaxRevs, syncWatchersLoop).
+//
+// # Time
+//
+// Every offset in a Result (atMs, startMs) runs from the experiment's
+// epoch, its start; the probe shares that epoch, so its latency series
+// and the compaction and defragmentation marks line up on one axis.
+//
+// # Targets
+//
+// An experiment asks its TargetFactory for a member per timeline: one for
+// the whole experiment, except CompactionSweep, which wants a fresh member
+// per case so that db sizes start equal. lwbench's factory starts an
+// embedded member each time, or returns the same --endpoints (then the
+// cases share the cluster, each under a prefix of its own).
+package experiment

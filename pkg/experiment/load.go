@@ -1,0 +1,328 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// load is one Kubernetes prefix on a session's member: pods seeded with
+// kube-apiserver's encoding and transactions, a history recorder from the
+// end of the seeding on, and, per case, writers updating the pods and
+// informers watching them.
+type load struct {
+	s          *session
+	prefix     string // the Kubernetes prefix, e.g. /registry/n1000
+	podsPrefix string // e.g. /registry/n1000/pods/
+	pods       int
+	wl         *watchload.KubernetesWorkload
+	workers    int
+	writerTopo *watchload.Topology
+	kvs        []watchload.KV
+	recTopo    *watchload.Topology
+	rec        *watchload.Recorder
+	stopRec    context.CancelFunc
+	recDone    chan struct{}
+	seededAt   int64 // the revision after seeding
+}
+
+// newLoad seeds pods under prefix and starts recording the history.
+func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces int, seed uint64) (*load, error) {
+	l := &load{s: s, prefix: prefix, podsPrefix: watchload.ResourcePrefix(prefix, watchload.ResourcePods), pods: pods, workers: 16}
+	var err error
+	l.writerTopo, err = watchload.Connect(ctx, s.t.Dial, 2, 2, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range l.writerTopo.Conns {
+		l.kvs = append(l.kvs, c)
+	}
+	l.wl, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
+		Prefix: prefix, Namespaces: namespaces, Pods: pods, Workers: l.workers, Seed: seed,
+		Mix:         watchload.Mix{CreatePercent: 10, UpdatePercent: 80, DeletePercent: 10},
+		ResourceMix: watchload.ResourceMix{PodsPercent: 100},
+	})
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	start := time.Now()
+	if _, err := l.wl.Seed(ctx, l.kvs, 32); err != nil {
+		l.close()
+		return nil, fmt.Errorf("seed %d pods under %s: %w", pods, prefix, err)
+	}
+	s.mark(MarkPhase, fmt.Sprintf("seed %d pods", pods), start, time.Now(), 0)
+	if l.seededAt, err = s.revision(ctx); err != nil {
+		l.close()
+		return nil, err
+	}
+	l.recTopo, err = watchload.Connect(ctx, s.t.Dial, 1, 1, "")
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	l.rec = watchload.NewRecorder(l.recTopo.Streams[0], []string{l.podsPrefix})
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	l.stopRec, l.recDone = stop, make(chan struct{})
+	go func() {
+		defer close(l.recDone)
+		l.rec.Run(rctx, l.seededAt+1)
+	}()
+	return l, nil
+}
+
+// close stops the recorder and closes the connections.
+func (l *load) close() {
+	if l.stopRec != nil {
+		l.stopRec()
+		<-l.recDone
+	}
+	if l.recTopo != nil {
+		l.recTopo.Close()
+	}
+	if l.writerTopo != nil {
+		l.writerTopo.Close()
+	}
+}
+
+// caseRun is one case's writers and watchers on a load.
+type caseRun struct {
+	l       *load
+	env     *watchload.Env
+	writers *watchload.Writers
+	stopW   context.CancelFunc
+	wdone   chan report.WriteStats
+	topo    *watchload.Topology
+	refls   []*watchload.Reflector
+	stopR   context.CancelFunc
+	rwg     sync.WaitGroup
+}
+
+// watcherOptions shape a case's informers.
+type watcherOptions struct {
+	watchers, conns int
+	pageSize        int64 // 0: unpaginated
+	syncTimeout     time.Duration
+}
+
+// startCase starts n informers of the pods (listing all at once) and
+// waits until they have listed; maxWrites bounds the writes the case may
+// make.
+func (l *load) startCase(ctx context.Context, o watcherOptions, maxWrites int64) (*caseRun, error) {
+	c := &caseRun{l: l, env: watchload.NewEnv(l.s.epoch, maxWrites+1024, l.workers, l.rec)}
+	var err error
+	c.topo, err = watchload.Connect(ctx, l.s.t.Dial, o.conns, o.conns, "")
+	if err != nil {
+		return nil, err
+	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	c.stopR = stop
+	for i := range o.watchers {
+		ro := watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
+			Prefix: l.podsPrefix, Stream: c.topo.StreamFor(i), PageSize: o.pageSize, Unpaginated: o.pageSize == 0}
+		r := watchload.NewReflector(c.env, ro)
+		c.refls = append(c.refls, r)
+		c.rwg.Add(1)
+		go func() {
+			defer c.rwg.Done()
+			r.Run(rctx)
+		}()
+	}
+	deadline := time.NewTimer(o.syncTimeout)
+	defer deadline.Stop()
+	for _, r := range c.refls {
+		select {
+		case <-r.Synced():
+		case <-ctx.Done():
+			c.stop(ctx)
+			return nil, ctx.Err()
+		case <-deadline.C:
+			c.stop(ctx)
+			return nil, fmt.Errorf("watcher %d did not list within %v", r.ID(), o.syncTimeout)
+		}
+	}
+	return c, nil
+}
+
+// startWriters writes at rate, at most total ops, until stopWriters.
+func (c *caseRun) startWriters(ctx context.Context, rate float64, total int64) error {
+	w, err := watchload.NewWriters(c.env, c.l.kvs, c.l.wl, watchload.WriterOptions{Rate: rate, Total: total, Workers: c.l.workers, Timeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	c.writers, c.stopW, c.wdone = w, stop, make(chan report.WriteStats, 1)
+	go func() { c.wdone <- w.Run(wctx) }()
+	return nil
+}
+
+// stopWriters ends the writes and returns their counts.
+func (c *caseRun) stopWriters() report.WriteStats {
+	if c.writers == nil {
+		return report.WriteStats{}
+	}
+	c.stopW()
+	ws := <-c.wdone
+	ws.Latency = c.env.WriteLatency()
+	c.writers = nil
+	return ws
+}
+
+// waitRevision asks for progress notifications every 100 ms until every
+// watcher has seen rev (or timeout passes) and returns how many have not.
+func (c *caseRun) waitRevision(ctx context.Context, rev int64, timeout time.Duration) int {
+	deadline := time.Now().Add(timeout)
+	for {
+		behind := 0
+		for _, r := range c.refls {
+			if r.LastRevision() < rev {
+				behind++
+			}
+		}
+		if behind == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return behind
+		}
+		for _, st := range c.topo.Streams {
+			st.RequestProgress(ctx)
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return behind
+		}
+	}
+}
+
+// stop ends the watchers and closes their connections.
+func (c *caseRun) stop(ctx context.Context) {
+	c.stopWriters()
+	c.stopR()
+	c.rwg.Wait()
+	c.topo.Close()
+}
+
+// finish stops the writers, waits until every watcher and the recorder
+// have seen the final revision, stops the watchers, completes their
+// validation and compares each cache with etcd at the watcher's last
+// revision.
+func (c *caseRun) finish(ctx context.Context) (report.WriteStats, Validation, error) {
+	ws := c.stopWriters()
+	final, err := c.l.s.revision(ctx)
+	if err != nil {
+		c.stop(ctx)
+		return ws, Validation{}, err
+	}
+	unsynced := c.waitRevision(ctx, final, 30*time.Second)
+	var last int64
+	for _, r := range c.refls {
+		last = max(last, r.LastRevision())
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c.l.rec.WaitFor(wctx, max(last, final), 100*time.Millisecond)
+	cancel()
+	c.stop(ctx)
+	for _, r := range c.refls {
+		r.Finish()
+	}
+	if err := c.checkCaches(ctx); err != nil {
+		return ws, Validation{}, err
+	}
+	v := validation(c.env, c.refls)
+	v.Unverified += int64(unsynced) // a watcher that never confirmed the end is unverified
+	return ws, v, nil
+}
+
+// checkCaches reports every key whose presence or mod_revision differs
+// between a watcher's cache and etcd at the watcher's last revision.
+func (c *caseRun) checkCaches(ctx context.Context) error {
+	states := map[int64]map[string]int64{}
+	for _, r := range c.refls {
+		rev := r.LastRevision()
+		state, ok := states[rev]
+		if !ok {
+			resp, err := c.l.s.admin.Get(ctx, c.l.podsPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
+			if err != nil {
+				return fmt.Errorf("read %s at revision %d: %w", c.l.podsPrefix, rev, err)
+			}
+			state = make(map[string]int64, len(resp.Kvs))
+			for _, kv := range resp.Kvs {
+				state[string(kv.Key)] = kv.ModRevision
+			}
+			states[rev] = state
+		}
+		cache := r.Cache()
+		var bad []string
+		for k, want := range state {
+			if got, ok := cache[k]; !ok || got != want {
+				bad = append(bad, k)
+			}
+		}
+		for k := range cache {
+			if _, ok := state[k]; !ok {
+				bad = append(bad, k)
+			}
+		}
+		sort.Strings(bad)
+		for _, k := range bad {
+			c.env.Violations.Add(watchload.Violation{Watcher: r.ID(), Kind: watchload.ViolationCache, Revision: rev, Key: k,
+				Detail: fmt.Sprintf("at revision %d etcd holds mod_revision %d, the cache %d", rev, state[k], cache[k])})
+		}
+	}
+	return nil
+}
+
+// validation turns an Env's violations into counts.
+func validation(env *watchload.Env, refls []*watchload.Reflector) Validation {
+	vs := env.Violations
+	rec := env.Recorder
+	v := Validation{
+		Lost: vs.Count(watchload.ViolationReliable), Duplicated: vs.Count(watchload.ViolationUnique),
+		OutOfOrder: vs.Count(watchload.ViolationOrdered), Atomic: vs.Count(watchload.ViolationAtomic),
+		Resumable: vs.Count(watchload.ViolationResumable), Bookmarkable: vs.Count(watchload.ViolationBookmarkable),
+		Unexpected: vs.Count(watchload.ViolationUnexpected), PrevKV: vs.Count(watchload.ViolationPrevKV),
+		Cache: vs.Count(watchload.ViolationCache), HistoryEvents: rec.Events(),
+	}
+	for _, g := range rec.Gaps() {
+		v.RecorderGaps += g.To - g.From + 1
+	}
+	if err := rec.Err(); err != nil {
+		v.RecorderError = err.Error()
+	}
+	for _, r := range refls {
+		v.Unverified += r.Stats().Unverified
+	}
+	for _, x := range vs.Samples() {
+		v.Samples = append(v.Samples, report.Violation{Watcher: x.Watcher, Kind: string(x.Kind), Revision: x.Revision, Key: x.Key, Detail: x.Detail})
+	}
+	return v
+}
+
+// add sums two validations (samples of both, up to 50).
+func (v Validation) add(o Validation) Validation {
+	v.Lost += o.Lost
+	v.Duplicated += o.Duplicated
+	v.OutOfOrder += o.OutOfOrder
+	v.Atomic += o.Atomic
+	v.Resumable += o.Resumable
+	v.Bookmarkable += o.Bookmarkable
+	v.Unexpected += o.Unexpected
+	v.PrevKV += o.PrevKV
+	v.Cache += o.Cache
+	v.RecorderGaps = max(v.RecorderGaps, o.RecorderGaps)
+	v.Unverified += o.Unverified
+	v.HistoryEvents = max(v.HistoryEvents, o.HistoryEvents)
+	if v.RecorderError == "" {
+		v.RecorderError = o.RecorderError
+	}
+	for _, s := range o.Samples {
+		if len(v.Samples) < 50 {
+			v.Samples = append(v.Samples, s)
+		}
+	}
+	return v
+}

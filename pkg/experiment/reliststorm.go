@@ -1,0 +1,420 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// RelistStormOptions shape a relist storm. Zero fields take the defaults
+// of Common.Quick (quick / full).
+type RelistStormOptions struct {
+	Common
+	// Objects are the pod counts, ascending (100, 1000 / 1000, 10000,
+	// 50000); each count is seeded under a prefix of its own.
+	Objects []int
+	// PageSizes are the informers' LIST page sizes; 0 is unpaginated
+	// (500, 10000, 0).
+	PageSizes []int64
+	// Watchers are the informers of each case (3 / 10), on Connections
+	// connections (1 / 2).
+	Watchers, Connections int
+	// WriteRate is the pod updates per second during each case (50).
+	WriteRate float64
+	// Hold is how long the informers are held back (1 s / 2 s); the
+	// compaction that passes them happens meanwhile.
+	Hold time.Duration
+	// NoControl skips the control case per object count, in which the
+	// informers are held back as long with no compaction.
+	NoControl bool
+	// Namespaces the pods are spread across (10).
+	Namespaces int
+	// Seed makes the objects and writes reproducible (1).
+	Seed uint64
+	// ResyncTimeout bounds a case's wait for every informer to resync
+	// (2 minutes).
+	ResyncTimeout time.Duration
+}
+
+// Defaults fills zero fields.
+func (o RelistStormOptions) Defaults() RelistStormOptions {
+	o.Common = o.Common.defaults(NameRelistStorm)
+	if len(o.Objects) == 0 {
+		o.Objects = pick(o.Quick, []int{100, 1000}, []int{1000, 10000, 50000})
+	}
+	if len(o.PageSizes) == 0 {
+		o.PageSizes = []int64{watchload.DefaultPageSize, watchload.CacherPageSize, 0}
+	}
+	if o.Watchers == 0 {
+		o.Watchers = pick(o.Quick, 3, 10)
+	}
+	if o.Connections == 0 {
+		o.Connections = pick(o.Quick, 1, 2)
+	}
+	if o.WriteRate == 0 {
+		o.WriteRate = 50
+	}
+	if o.Hold == 0 {
+		o.Hold = pick(o.Quick, time.Second, 2*time.Second)
+	}
+	if o.Namespaces == 0 {
+		o.Namespaces = 10
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.ResyncTimeout == 0 {
+		o.ResyncTimeout = 2 * time.Minute
+	}
+	return o
+}
+
+// Validate checks options after Defaults.
+func (o RelistStormOptions) Validate() error {
+	if err := o.Common.validate(); err != nil {
+		return err
+	}
+	for i, n := range o.Objects {
+		if n < 1 || (i > 0 && n <= o.Objects[i-1]) {
+			return errors.New("object counts must be positive and ascending")
+		}
+	}
+	for _, p := range o.PageSizes {
+		if p < 0 {
+			return errors.New("page sizes must not be negative (0: unpaginated)")
+		}
+	}
+	if o.Watchers < 1 || o.Connections < 1 || o.WriteRate <= 0 || o.Hold <= 0 {
+		return errors.New("watchers, connections, write rate and hold must be positive")
+	}
+	return nil
+}
+
+func pick[T any](quick bool, q, full T) T {
+	if quick {
+		return q
+	}
+	return full
+}
+
+// RelistStormResult is the relist storm's own result.
+type RelistStormResult struct {
+	Options RelistStormScenario `json:"scenario"` // the options
+	// Cases are in the order run: per object count, each page size, then
+	// the control.
+	Cases []RelistStormCase `json:"cases"`
+	// Validation sums every case's watch checks.
+	Validation Validation `json:"validation"`
+}
+
+// RelistStormScenario echoes the options.
+type RelistStormScenario struct {
+	Objects            []int   `json:"objects"`            // pod counts
+	PageSizes          []int64 `json:"pageSizes"`          // 0: unpaginated
+	Watchers           int     `json:"watchers"`           // informers per case
+	Connections        int     `json:"connections"`        // their connections
+	WriteRatePerSecond float64 `json:"writeRatePerSecond"` // pod updates per second
+	HoldMs             float64 `json:"holdMs"`             // how long informers are held back
+	Control            bool    `json:"control"`            // control cases run
+	Seed               uint64  `json:"seed"`               // seed of objects and writes
+}
+
+// RelistStormCase is one object count and page size.
+type RelistStormCase struct {
+	Objects  int   `json:"objects"`  // pods listed
+	PageSize int64 `json:"pageSize"` // 0: unpaginated
+	// Compacted is false for the control case.
+	Compacted bool `json:"compacted"`
+	// HeldRevision is the newest revision a held informer had seen;
+	// CompactRevision the revision compacted to (0 in the control).
+	HeldRevision    int64 `json:"heldRevision"`
+	CompactRevision int64 `json:"compactRevision"` // revision compacted to; 0 in the control
+	// ReleaseAtMs is when the informers were let go, from the epoch.
+	ReleaseAtMs float64 `json:"releaseAtMs"`
+	Watchers    int     `json:"watchers"` // informers
+	// Relists counts LIST phases after the first, over all informers;
+	// RelistRequests the LIST requests they made (a 410 then a list at
+	// the latest is two); Pages, Objects and Bytes what the successful
+	// ones read (key and value bytes).
+	Relists        int   `json:"relists"`
+	RelistRequests int   `json:"relistRequests"` // LIST requests of the relists
+	RelistPages    int64 `json:"relistPages"`    // range requests of the successful ones
+	RelistObjects  int64 `json:"relistObjects"`  // objects they read
+	RelistBytes    int64 `json:"relistBytes"`    // key and value bytes they read
+	// Expired counts LIST requests answered 410 (compacted).
+	Expired int `json:"expired"`
+	// Resync is, per informer, the time from its release until its cache
+	// was current again: the failed watch, client-go's backoff, and the
+	// relist (or, without a relist, until it had seen the revision of its
+	// release). ListMs is the relists' own duration.
+	ResyncP50Ms  float64 `json:"resyncP50Ms"`
+	ResyncMaxMs  float64 `json:"resyncMaxMs"`  // slowest informer
+	ListP50Ms    float64 `json:"listP50Ms"`    // median relist duration (attempts together)
+	ListMaxMs    float64 `json:"listMaxMs"`    // slowest relist
+	BackoffP50Ms float64 `json:"backoffP50Ms"` // median pause before a relist
+	// Probe is the probe from the release until every informer resynced.
+	Probe compaction.ProbeWindow `json:"probe"`
+	// Writes are the pod updates during the case.
+	Writes     report.WriteStats `json:"writes"`
+	Validation Validation        `json:"validation"` // the case's watch checks
+}
+
+// RelistStorm runs the relist storm. For each object count it seeds the
+// pods, and for each page size (then once more as the control) it starts
+// the informers, lets them list and watch while pods are updated, holds
+// them all back, compacts past the revision they hold with
+// kube-apiserver's algorithm (two ticks of a Compactor: the second
+// compacts to the revision the first saw, after the hold), and releases
+// them together. Each informer's watch then fails with ErrCompacted and
+// it relists as client-go does. In the control nothing is compacted and
+// no informer may relist. Every watch is validated against the recorded
+// history and every cache against etcd at the end.
+func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
+	o = o.Defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	epoch := time.Now()
+	res := newResult(NameRelistStorm, o.Common, epoch)
+	rs := &RelistStormResult{Options: RelistStormScenario{Objects: o.Objects, PageSizes: o.PageSizes, Watchers: o.Watchers,
+		Connections: o.Connections, WriteRatePerSecond: o.WriteRate, HoldMs: report.Ms(o.Hold), Control: !o.NoControl, Seed: o.Seed}}
+	res.RelistStorm = rs
+	s, err := openSession(ctx, o.Common, "all", epoch)
+	if err != nil {
+		return nil, err
+	}
+	res.Target = s.target()
+	compactor := compaction.NewCompactor(s.admin)
+	compactor.Physical = true
+	runErr := func() error {
+		for _, n := range o.Objects {
+			o.Logf("relist storm: seeding %d pods", n)
+			l, err := newLoad(ctx, s, fmt.Sprintf("%s/relist-n%d", o.Prefix, n), n, o.Namespaces, o.Seed)
+			if err != nil {
+				return err
+			}
+			cases := append([]int64(nil), o.PageSizes...)
+			if !o.NoControl {
+				cases = append(cases, -1)
+			}
+			for _, ps := range cases {
+				compact := ps >= 0
+				pageSize := ps
+				if !compact {
+					pageSize = o.PageSizes[0]
+				}
+				c, err := relistCase(ctx, s, l, compactor, o, n, pageSize, compact)
+				if err != nil {
+					l.close()
+					return err
+				}
+				rs.Cases = append(rs.Cases, c)
+				rs.Validation = rs.Validation.add(c.Validation)
+				res.Cases = append(res.Cases, c.summary())
+				o.Logf("relist storm: %d pods, page size %s%s: %d relists, resync p50 %.0f ms, max %.0f ms, probe p99 %.1f ms",
+					n, pageSizeName(pageSize), controlName(compact), c.Relists, c.ResyncP50Ms, c.ResyncMaxMs, c.Probe.P99Ms)
+			}
+			l.close()
+		}
+		return nil
+	}()
+	res.Timelines = append(res.Timelines, s.close())
+	if runErr != nil {
+		return nil, runErr
+	}
+	res.finish(epoch)
+	return res, nil
+}
+
+func pageSizeName(ps int64) string {
+	if ps == 0 {
+		return "none"
+	}
+	return fmt.Sprint(ps)
+}
+
+func controlName(compacted bool) string {
+	if compacted {
+		return ""
+	}
+	return " (control, not compacted)"
+}
+
+func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.Compactor, o RelistStormOptions, n int, pageSize int64, compact bool) (RelistStormCase, error) {
+	rc := RelistStormCase{Objects: n, PageSize: pageSize, Compacted: compact, Watchers: o.Watchers}
+	label := fmt.Sprintf("n=%d ps=%s", n, pageSizeName(pageSize))
+	if !compact {
+		label += " control"
+	}
+	phase := time.Now()
+	maxWrites := int64(o.WriteRate*(o.ResyncTimeout+o.Hold+time.Minute).Seconds()) + 1
+	c, err := l.startCase(ctx, watcherOptions{watchers: o.Watchers, conns: o.Connections, pageSize: pageSize, syncTimeout: o.ResyncTimeout}, maxWrites)
+	if err != nil {
+		return rc, err
+	}
+	s.mark(MarkPhase, label+": initial lists", phase, time.Now(), 0)
+	if err := c.startWriters(ctx, o.WriteRate, maxWrites); err != nil {
+		c.stop(ctx)
+		return rc, err
+	}
+	// Let events flow, then hold every informer back.
+	sleepCtx(ctx, o.Hold/2)
+	holdAt := time.Now()
+	for _, r := range c.refls {
+		rc.HeldRevision = max(rc.HeldRevision, r.Hold())
+	}
+	// Compact past the held revision on kube-apiserver's algorithm: the
+	// first tick notes a revision after the hold, the second compacts
+	// to it.
+	if compact {
+		if err := waitRevision(ctx, s, rc.HeldRevision+2, o.Hold); err != nil {
+			c.stop(ctx)
+			return rc, err
+		}
+		if _, err := s.tick(ctx, compactor); err != nil {
+			c.stop(ctx)
+			return rc, err
+		}
+		sleepCtx(ctx, o.Hold/2)
+		tick, err := s.tick(ctx, compactor)
+		if err != nil {
+			c.stop(ctx)
+			return rc, err
+		}
+		if tick.Compacted <= rc.HeldRevision+1 {
+			c.stop(ctx)
+			return rc, fmt.Errorf("compacted to %d, not past the held revision %d", tick.Compacted, rc.HeldRevision)
+		}
+		rc.CompactRevision = tick.Compacted
+	} else {
+		sleepCtx(ctx, o.Hold)
+	}
+	release := time.Now()
+	s.mark(MarkHold, label+": informers held back", holdAt, release, 0)
+	rc.ReleaseAtMs = s.offset(release)
+	releaseRev, err := s.revision(ctx)
+	if err != nil {
+		c.stop(ctx)
+		return rc, err
+	}
+	for _, r := range c.refls {
+		r.Release()
+	}
+	// Wait until every informer has relisted (or, without a compaction,
+	// caught up with the revision of the release).
+	resync := make([]float64, len(c.refls))
+	deadline := time.Now().Add(o.ResyncTimeout)
+	for i, r := range c.refls {
+		for {
+			if compact {
+				if d, ok := resyncedAfter(r, release, s); ok {
+					resync[i] = d
+					break
+				}
+			} else if r.LastRevision() >= releaseRev {
+				resync[i] = report.Ms(time.Since(release))
+				break
+			}
+			if time.Now().After(deadline) {
+				c.stop(ctx)
+				return rc, fmt.Errorf("%s: watcher %d did not resync within %v", label, r.ID(), o.ResyncTimeout)
+			}
+			if !compact {
+				for _, st := range c.topo.Streams {
+					st.RequestProgress(ctx)
+				}
+			}
+			if !sleepCtx(ctx, 10*time.Millisecond) {
+				c.stop(ctx)
+				return rc, ctx.Err()
+			}
+		}
+	}
+	resynced := time.Now()
+	s.mark(MarkRelease, label+": released until resynced", release, resynced, 0)
+	rc.Probe = s.window(release, resynced)
+	rc.ResyncP50Ms, rc.ResyncMaxMs = percentile(append([]float64(nil), resync...), 0.5), maxOf(resync)
+	ws, v, err := c.finish(ctx)
+	if err != nil {
+		return rc, err
+	}
+	rc.Writes, rc.Validation = ws, v
+	var lists, backoffs []float64
+	for _, r := range c.refls {
+		for i, lr := range r.Lists() {
+			if i == 0 {
+				continue
+			}
+			rc.Relists++
+			rc.RelistRequests += len(lr.Attempts)
+			rc.RelistPages += int64(lr.Pages)
+			rc.RelistObjects += lr.Objects
+			rc.RelistBytes += lr.Bytes
+			lists = append(lists, report.Ms(lr.Duration))
+			backoffs = append(backoffs, report.Ms(lr.Backoff))
+			for _, a := range lr.Attempts {
+				if a.Err != nil && a.Revision == 0 {
+					rc.Expired++
+				}
+			}
+		}
+	}
+	rc.ListP50Ms, rc.ListMaxMs = percentile(lists, 0.5), maxOf(lists)
+	rc.BackoffP50Ms = percentile(backoffs, 0.5)
+	return rc, nil
+}
+
+// resyncedAfter returns, once r has finished a relist that started after
+// release, the time from release to that relist's end in ms.
+func resyncedAfter(r *watchload.Reflector, release time.Time, s *session) (float64, bool) {
+	lists := r.Lists()
+	if len(lists) < 2 {
+		return 0, false
+	}
+	last := lists[len(lists)-1]
+	if last.Err != nil || last.Revision == 0 {
+		return 0, false
+	}
+	end := s.epoch.Add(last.At + last.Duration)
+	return report.Ms(end.Sub(release)), true
+}
+
+// waitRevision waits until the store's revision reaches rev, or timeout.
+func waitRevision(ctx context.Context, s *session, rev int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout + 10*time.Second)
+	for {
+		cur, err := s.revision(ctx)
+		if err != nil {
+			return err
+		}
+		if cur >= rev {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("revision stayed at %d, below %d: are the writes failing?", cur, rev)
+		}
+		if !sleepCtx(ctx, 20*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (c RelistStormCase) summary() CaseSummary {
+	name := fmt.Sprintf("objects=%d pageSize=%s", c.Objects, pageSizeName(c.PageSize))
+	if !c.Compacted {
+		name += " control"
+	}
+	cs := CaseSummary{Experiment: NameRelistStorm, Case: name, Relists: int64(c.Relists), RelistObjects: c.RelistObjects,
+		RelistBytes: c.RelistBytes, ResyncP50Ms: c.ResyncP50Ms, ResyncMaxMs: c.ResyncMaxMs, ListRestarts: int64(c.Expired),
+		WritesPerSecond: c.Writes.ThroughputPerSecond, WriteP99Ms: c.Writes.Latency.P99Ms, Probe: c.Probe,
+		LostEvents: c.Validation.Lost, OtherViolations: c.Validation.Others()}
+	if c.Compacted {
+		cs.Compactions = 1
+	}
+	return cs
+}

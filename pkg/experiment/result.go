@@ -1,0 +1,182 @@
+package experiment
+
+import (
+	"time"
+
+	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// SchemaVersion is the version of the Result JSON document. It changes
+// when a field is renamed, removed or changes meaning; adding a field
+// keeps it.
+const SchemaVersion = 1
+
+// The experiments' names, as Result.Experiment and lwbench's subcommands
+// spell them.
+const (
+	NameRelistStorm     = "relist-storm"
+	NameContinuation    = "continuation"
+	NameCompactionSweep = "compaction-sweep"
+	NameDefragStall     = "defrag-stall"
+	NameCatchup         = "catchup"
+)
+
+// Names lists the experiments in the order the suite runs them.
+var Names = []string{NameRelistStorm, NameContinuation, NameCompactionSweep, NameDefragStall, NameCatchup}
+
+// Result is the versioned result of one experiment. Exactly one of the
+// experiment-specific fields is set, the one Experiment names; Cases
+// holds one comparable summary per case whatever the experiment, which is
+// what `lwbench report` tabulates across results.
+type Result struct {
+	SchemaVersion int    `json:"schemaVersion"` // SchemaVersion
+	Experiment    string `json:"experiment"`    // one of Names
+	// StartedAt is the epoch every offset runs from, UTC.
+	StartedAt  time.Time `json:"startedAt"`
+	DurationMs float64   `json:"durationMs"` // wall time of the whole experiment, ms
+	// Quick is true for the small sizes of --quick (and the tests).
+	Quick bool `json:"quick"`
+	// Label names the result in comparisons; empty means Experiment.
+	Label       string        `json:"label,omitempty"`
+	Environment Environment   `json:"environment"` // where it ran
+	Target      report.Target `json:"target"`      // the etcd driven (the first, when several)
+	// Cases summarise each case in the same columns, in the order run.
+	Cases []CaseSummary `json:"cases"`
+	// Timelines are the probe's series with the compactions and
+	// defragmentations marked and the db size sampled: one for the whole
+	// experiment, or one per case when each case has its own member.
+	Timelines []Timeline `json:"timelines"`
+
+	RelistStorm     *RelistStormResult     `json:"relistStorm,omitempty"`     // set for relist-storm
+	Continuation    *ContinuationResult    `json:"continuation,omitempty"`    // set for continuation
+	CompactionSweep *CompactionSweepResult `json:"compactionSweep,omitempty"` // set for compaction-sweep
+	DefragStall     *DefragStallResult     `json:"defragStall,omitempty"`     // set for defrag-stall
+	Catchup         *CatchupResult         `json:"catchup,omitempty"`         // set for catchup
+}
+
+// Name returns the label of the result, or its experiment's name.
+func (r *Result) Name() string {
+	if r.Label != "" {
+		return r.Label
+	}
+	return r.Experiment
+}
+
+// Environment is the machine and software an experiment ran on.
+type Environment struct {
+	CPUModel    string `json:"cpuModel"`    // /proc/cpuinfo model name
+	Cores       int    `json:"cores"`       // logical CPUs
+	MemoryBytes int64  `json:"memoryBytes"` // MemTotal
+	Kernel      string `json:"kernel"`      // uname -sr
+	GoVersion   string `json:"goVersion"`   // the Go that built lwbench
+	EtcdVersion string `json:"etcdVersion"` // the member's version
+}
+
+// CaseSummary is one case of any experiment in comparable columns. Fields
+// that do not apply to an experiment are zero.
+type CaseSummary struct {
+	Experiment string `json:"experiment"` // the experiment it belongs to
+	Case       string `json:"case"`       // e.g. "objects=10000 pageSize=500"
+	// Relists counts LIST phases after the first (relist storm,
+	// compaction sweep); RelistObjects and RelistBytes what they read.
+	Relists       int64 `json:"relists"`
+	RelistObjects int64 `json:"relistObjects"` // objects read by relists
+	RelistBytes   int64 `json:"relistBytes"`   // key and value bytes read by relists
+	// ResyncP50Ms and ResyncMaxMs: per watcher, from the moment it could
+	// watch again to its cache being current again (relist storm), or one
+	// list's total time (continuation), or catching up (catchup).
+	ResyncP50Ms float64 `json:"resyncP50Ms"`
+	ResyncMaxMs float64 `json:"resyncMaxMs"` // slowest of them
+	// ListRestarts counts LIST requests that met ErrCompacted and had to
+	// be made again (continuation).
+	ListRestarts int64 `json:"listRestarts"`
+	// Compactions and Defrags count the maintenance done in the case.
+	Compactions int `json:"compactions"`
+	Defrags     int `json:"defrags"` // defragmentations in the case
+	// DefragMs is the longest defragmentation of the case.
+	DefragMs float64 `json:"defragMs"`
+	// WritesPerSecond and WriteP99Ms are the load's writes (0 if none).
+	WritesPerSecond float64 `json:"writesPerSecond"`
+	WriteP99Ms      float64 `json:"writeP99Ms"` // latency from schedule
+	// Probe summarises the probe's operations due during the case's
+	// window of interest (see each experiment).
+	Probe compaction.ProbeWindow `json:"probe"`
+	// DBSizeBeforeBytes and DBSizeAfterBytes are the member's file size at
+	// the case's start and end (after defrag, for defrag-stall).
+	DBSizeBeforeBytes int64 `json:"dbSizeBeforeBytes"`
+	DBSizeAfterBytes  int64 `json:"dbSizeAfterBytes"` // file size at the end (after defrag, for defrag-stall)
+	// LostEvents and OtherViolations count broken watch guarantees.
+	LostEvents      int64 `json:"lostEvents"`
+	OtherViolations int64 `json:"otherViolations"` // every other broken guarantee (see Validation)
+}
+
+// Timeline is what happened on one member over time.
+type Timeline struct {
+	Name string `json:"name"` // "all", or the case
+	// Probe is the probe's result, its Series from the experiment's
+	// epoch.
+	Probe compaction.ProbeResult `json:"probe"`
+	// Marks are the compactions, defragmentations and other events, by
+	// start.
+	Marks []Mark `json:"marks"`
+	// DBSize is the member's size sampled over time.
+	DBSize []SizeSample `json:"dbSize"`
+}
+
+// The kinds of Mark.
+const (
+	MarkCompaction = "compaction"
+	MarkDefrag     = "defrag"
+	MarkHold       = "hold"    // watchers held back
+	MarkRelease    = "release" // held watchers let go
+	MarkPhase      = "phase"   // a case or phase starts
+)
+
+// Mark is an event on a timeline.
+type Mark struct {
+	Kind  string  `json:"kind"`  // compaction, defrag, hold, release, phase
+	AtMs  float64 `json:"atMs"`  // start, ms from the epoch
+	EndMs float64 `json:"endMs"` // end, ms from the epoch (= atMs for instants)
+	Label string  `json:"label"` // what it was, e.g. "compact 10234"
+	// Revision is the compacted revision, for compactions.
+	Revision int64 `json:"revision,omitempty"`
+}
+
+// SizeSample is the member's db size at one moment.
+type SizeSample struct {
+	AtMs       float64 `json:"atMs"`       // ms from the epoch
+	Bytes      int64   `json:"bytes"`      // dbSize: the file
+	InUseBytes int64   `json:"inUseBytes"` // dbSizeInUse
+}
+
+// Validation counts broken watch guarantees over an experiment's watchers
+// (see pkg/watchload and report.Validation for each kind).
+type Validation struct {
+	Lost         int64 `json:"lost"`             // events never delivered (Reliable)
+	Duplicated   int64 `json:"duplicated"`       // Unique
+	OutOfOrder   int64 `json:"outOfOrder"`       // Ordered
+	Atomic       int64 `json:"atomic"`           // revisions split over responses
+	Resumable    int64 `json:"resumable"`        // watches not resuming at their start
+	Bookmarkable int64 `json:"bookmarkable"`     // events at or below a progress notification
+	Unexpected   int64 `json:"unexpected"`       // events absent from the history
+	PrevKV       int64 `json:"prevKVMismatches"` // prevKV or create flag disagreeing with the cache
+	Cache        int64 `json:"cacheMismatches"`  // keys differing from etcd at the end
+	RecorderGaps int64 `json:"recorderGaps"`     // revisions the recorder skipped
+	Unverified   int64 `json:"unverifiedEvents"` // events the history never covered, and watchers that never confirmed the end
+	// HistoryEvents is the number of events recorded.
+	HistoryEvents int64 `json:"historyEvents"`
+	// RecorderError is why the history is incomplete, if it is.
+	RecorderError string `json:"recorderError,omitempty"`
+	// Samples are the first violations, by revision.
+	Samples []report.Violation `json:"samples,omitempty"`
+}
+
+// Others returns the violations other than lost events.
+func (v Validation) Others() int64 {
+	n := v.Duplicated + v.OutOfOrder + v.Atomic + v.Resumable + v.Bookmarkable + v.Unexpected + v.PrevKV + v.Cache + v.RecorderGaps + v.Unverified
+	if v.RecorderError != "" {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,135 @@
+package experiment
+
+import (
+	"fmt"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+func mb(b int64) string    { return fmt.Sprintf("%.1f", float64(b)/1e6) }
+func ms(v float64) string  { return fmt.Sprintf("%.1f", v) }
+func ms0(v float64) string { return fmt.Sprintf("%.0f", v) }
+func n[T int | int64](v T) string {
+	return fmt.Sprint(v)
+}
+
+func numeric(cols int, text ...int) []bool {
+	out := make([]bool, cols)
+	for i := range out {
+		out[i] = true
+	}
+	for _, i := range text {
+		out[i] = false
+	}
+	return out
+}
+
+// MakeTable lays an experiment's result out, one row per case, in the
+// columns of its experiment (sizes in decimal MB, times in ms).
+func MakeTable(r *Result) report.Table {
+	switch {
+	case r.RelistStorm != nil:
+		return relistStormTable(r.RelistStorm)
+	case r.Continuation != nil:
+		return continuationTable(r.Continuation)
+	case r.CompactionSweep != nil:
+		return sweepTable(r.CompactionSweep)
+	case r.DefragStall != nil:
+		return defragTable(r.DefragStall)
+	case r.Catchup != nil:
+		return catchupTable(r.Catchup)
+	}
+	return MakeComparisonTable([]*Result{r})
+}
+
+func relistStormTable(rs *RelistStormResult) report.Table {
+	t := report.Table{Header: []string{"objects", "page size", "compacted", "watchers", "relists", "LIST requests", "410 expired",
+		"relist objects", "relist MB", "resync p50 ms", "resync max ms", "relist p50 ms", "backoff p50 ms",
+		"probe p99 ms", "probe max ms", "probe errors", "lost events"}}
+	t.Numeric = numeric(len(t.Header), 2)
+	for _, c := range rs.Cases {
+		t.Rows = append(t.Rows, []string{n(c.Objects), pageSizeName(c.PageSize), fmt.Sprint(c.Compacted), n(c.Watchers), n(c.Relists),
+			n(c.RelistRequests), n(c.Expired), n(c.RelistObjects), mb(c.RelistBytes), ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs),
+			ms(c.ListP50Ms), ms0(c.BackoffP50Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Probe.Errors), n(c.Validation.Lost)})
+	}
+	return t
+}
+
+func continuationTable(cr *ContinuationResult) report.Table {
+	t := report.Table{Header: []string{"page size", "fallback", "history kept (lists)", "compact every", "retain", "revisions per list p50",
+		"compactions", "lists", "expired lists", "restarts", "full lists", "failed", "wasted pages", "requests p50", "KB p50",
+		"time p50 ms", "time max ms", "probe p99 ms"}}
+	t.Numeric = numeric(len(t.Header), 1)
+	for _, c := range cr.Cases {
+		fb, kept := c.Fallback, "-"
+		if !c.Compacting {
+			fb = "control"
+		} else if c.RetainLists > 0 {
+			kept = fmt.Sprintf("%g", c.RetainLists)
+		}
+		t.Rows = append(t.Rows, []string{n(c.PageSize), fb, kept, n(c.CompactEvery), n(c.Retain), fmt.Sprintf("%.0f", c.RevisionsP50),
+			n(c.Compactions), n(c.Lists),
+			n(c.Expired), n(c.Restarts), n(c.Fallbacks), n(c.Failed), n(c.WastedPages), fmt.Sprintf("%.0f", c.RequestsP50),
+			fmt.Sprintf("%.0f", c.BytesP50/1e3), ms0(c.DurationP50Ms), ms0(c.DurationMaxMs), ms(c.Probe.P99Ms)})
+	}
+	return t
+}
+
+func sweepTable(cs *CompactionSweepResult) report.Table {
+	t := report.Table{Header: []string{"interval", "compactions", "compact p50 ms", "disconnections", "relists", "relist objects",
+		"db start MB", "db peak MB", "db end MB", "in use end MB", "writes/s", "write p99 ms", "probe p99 ms", "probe max ms", "lost events"}}
+	t.Numeric = numeric(len(t.Header), 0)
+	for _, c := range cs.Cases {
+		t.Rows = append(t.Rows, []string{c.summary().Case[len("interval="):], n(c.Compactions), ms(c.CompactionP50Ms), n(c.Disconnections),
+			n(c.Relists), n(c.RelistObjects), mb(c.DBSizeStartBytes), mb(c.DBSizePeakBytes), mb(c.DBSizeEndBytes),
+			mb(c.DBSizeEndInUseBytes), fmt.Sprintf("%.0f", c.Writes.ThroughputPerSecond), ms(c.Writes.Latency.P99Ms),
+			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Validation.Lost)})
+	}
+	return t
+}
+
+func defragTable(ds *DefragStallResult) report.Table {
+	t := report.Table{Header: []string{"size", "overlapping compaction", "keys", "db before MB", "in use before MB", "compaction ms",
+		"overlap ms", "defrag ms", "db after MB", "in use after MB", "probe p99 ms", "probe max ms", "longest stall ms",
+		"probe errors", "probe timeouts"}}
+	t.Numeric = numeric(len(t.Header), 0, 1)
+	for _, c := range ds.Cases {
+		t.Rows = append(t.Rows, []string{fmt.Sprintf("%d MB", c.TargetBytes/1e6), fmt.Sprint(c.Overlapping), n(c.Keys), mb(c.BeforeBytes),
+			mb(c.BeforeInUseBytes), ms0(c.CompactionMs), ms0(c.OverlapMs), ms0(c.DefragMs), mb(c.AfterBytes), mb(c.AfterInUseBytes),
+			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), ms0(c.Probe.LongestStallMs), n(c.Probe.Errors), n(c.Probe.Timeouts)})
+	}
+	return t
+}
+
+func catchupTable(cr *CatchupResult) report.Table {
+	t := report.Table{Header: []string{"updates behind", "revisions", "catch-up ms", "revisions/s", "responses", "events", "event MB",
+		"missing", "unexpected", "relist ms", "relist pages", "relist objects", "relist MB", "unpaginated relist ms", "probe p99 ms"}}
+	t.Numeric = numeric(len(t.Header))
+	for _, c := range cr.Cases {
+		t.Rows = append(t.Rows, []string{n(c.Behind), n(c.Revisions), ms0(c.CatchupMs), fmt.Sprintf("%.0f", c.RevisionsPerSecond),
+			n(c.Responses), n(c.Events), mb(c.EventBytes), n(c.Missing), n(c.Unexpected), ms(c.RelistMs), n(c.RelistPages),
+			n(c.RelistObjects), mb(c.RelistBytes), ms(c.RelistUnpaginatedMs), ms(c.Probe.P99Ms)})
+	}
+	return t
+}
+
+// MakeComparisonTable lays any set of results out as one table: a row per
+// case of each result, in the order given, in the columns every
+// experiment shares (CaseSummary). Columns that do not apply to an
+// experiment show 0.
+func MakeComparisonTable(results []*Result) report.Table {
+	t := report.Table{Header: []string{"result", "experiment", "case", "etcd", "relists", "relist objects", "relist MB",
+		"resync p50 ms", "resync max ms", "LIST restarts", "compactions", "defrag ms", "writes/s", "write p99 ms",
+		"probe p99 ms", "probe max ms", "longest stall ms", "probe errors", "db before MB", "db after MB", "lost events", "other violations"}}
+	t.Numeric = numeric(len(t.Header), 0, 1, 2, 3)
+	for _, r := range results {
+		for _, c := range r.Cases {
+			t.Rows = append(t.Rows, []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion, n(c.Relists), n(c.RelistObjects),
+				mb(c.RelistBytes), ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs), n(c.ListRestarts), n(c.Compactions), ms0(c.DefragMs),
+				fmt.Sprintf("%.0f", c.WritesPerSecond), ms(c.WriteP99Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs),
+				ms0(c.Probe.LongestStallMs), n(c.Probe.Errors), mb(c.DBSizeBeforeBytes), mb(c.DBSizeAfterBytes),
+				n(c.LostEvents), n(c.OtherViolations)})
+		}
+	}
+	return t
+}

@@ -1,0 +1,492 @@
+// Package plot draws the figures of lwbench's experiments with
+// gonum.org/v1/plot: the probe's latency over time with compactions and
+// defragmentations marked, db size over time, relist cost against object
+// count, defragmentation time against db size, and catch-up against
+// relist. It returns figures; callers write them where they want (PNG).
+//
+// Every figure has labelled axes with units; times run in seconds from
+// the experiment's (or, for the compaction sweep, the case's) start.
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kubestore/etcdkit/pkg/experiment"
+)
+
+// Figure is one plot, ready to be written.
+type Figure struct {
+	// Name is a file name without extension, unique within one call,
+	// e.g. "relist-storm-latency".
+	Name string
+	// Title is the plot's title.
+	Title string
+	p     *plot.Plot
+}
+
+// Width and Height are the size figures are drawn at: 960 x 480 pixels
+// at 96 dpi.
+const (
+	Width  = 10 * vg.Inch
+	Height = 5 * vg.Inch
+)
+
+// WritePNG draws the figure as a PNG image to w.
+func (f Figure) WritePNG(w io.Writer) error {
+	wt, err := f.p.WriterTo(Width, Height, "png")
+	if err != nil {
+		return fmt.Errorf("figure %s: %w", f.Name, err)
+	}
+	if _, err := wt.WriteTo(w); err != nil {
+		return fmt.Errorf("figure %s: %w", f.Name, err)
+	}
+	return nil
+}
+
+var (
+	colorCompaction = color.RGBA{R: 200, G: 30, B: 30, A: 255}
+	colorDefrag     = color.NRGBA{R: 255, G: 140, B: 0, A: 90}
+	colorHold       = color.NRGBA{R: 60, G: 120, B: 220, A: 45}
+	colorRelease    = color.NRGBA{R: 40, G: 170, B: 60, A: 45}
+	palette         = []color.Color{
+		color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.RGBA{R: 44, G: 160, B: 44, A: 255},
+		color.RGBA{R: 148, G: 103, B: 189, A: 255}, color.RGBA{R: 214, G: 39, B: 40, A: 255},
+		color.RGBA{R: 255, G: 127, B: 14, A: 255}, color.RGBA{R: 140, G: 86, B: 75, A: 255},
+		color.RGBA{R: 23, G: 190, B: 207, A: 255}, color.RGBA{R: 127, G: 127, B: 127, A: 255},
+	}
+	dashed = []vg.Length{vg.Points(5), vg.Points(3)}
+)
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.Padding = vg.Points(2)
+	return p
+}
+
+func line(p *plot.Plot, xys plotter.XYs, c color.Color, label string, dash bool, points bool) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	l.Color = c
+	l.Width = vg.Points(1.5)
+	if dash {
+		l.Dashes = dashed
+	}
+	p.Add(l)
+	if points {
+		s, err := plotter.NewScatter(xys)
+		if err != nil {
+			return err
+		}
+		s.Color = c
+		s.Shape = draw.CircleGlyph{}
+		p.Add(s)
+	}
+	if label != "" {
+		p.Legend.Add(label, l)
+	}
+	return nil
+}
+
+// Figures returns the figures of a set of results: per result, the
+// latency over time of each timeline (with compactions, defragmentations
+// and held-back watchers marked) and the figure of its experiment (db size
+// over time for a defragmentation experiment); across results, db size
+// over time of every compaction sweep's cases together and relist cost
+// against object count of every relist storm together.
+func Figures(results []*experiment.Result) ([]Figure, error) {
+	var figs []Figure
+	used := map[string]int{}
+	name := func(s string) string {
+		used[s]++
+		if used[s] > 1 {
+			return fmt.Sprintf("%s-%d", s, used[s])
+		}
+		return s
+	}
+	for _, r := range results {
+		for i, tl := range r.Timelines {
+			title := fmt.Sprintf("%s: probe latency", r.Name())
+			if len(r.Timelines) > 1 {
+				title += " (" + tl.Name + ")"
+			}
+			p, err := Latency(tl, title)
+			if err != nil {
+				return nil, err
+			}
+			n := r.Name() + "-latency"
+			if len(r.Timelines) > 1 {
+				n = fmt.Sprintf("%s-latency-%d", r.Name(), i+1)
+			}
+			figs = append(figs, Figure{Name: name(n), Title: title, p: p})
+		}
+		var p *plot.Plot
+		var err error
+		var n, title string
+		switch {
+		case r.DefragStall != nil:
+			title = r.Name() + ": defragmentation against db size"
+			p, err = defragFigure(r.DefragStall, title)
+			n = r.Name() + "-defrag"
+		case r.Catchup != nil:
+			title = r.Name() + ": catch-up against relist"
+			p, err = catchupFigure(r.Catchup, title)
+			n = r.Name() + "-catchup"
+		case r.Continuation != nil:
+			title = r.Name() + ": paginated LIST time by history kept and fallback"
+			p, err = continuationFigure(r.Continuation, title)
+			n = r.Name() + "-lists"
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			figs = append(figs, Figure{Name: name(n), Title: title, p: p})
+		}
+	}
+	// db size over time: the compaction sweeps' cases together, and each
+	// defragmentation experiment on its own.
+	var sweeps []*experiment.Result
+	for _, r := range results {
+		if r.CompactionSweep != nil {
+			sweeps = append(sweeps, r)
+		}
+		if r.DefragStall != nil {
+			title := r.Name() + ": db size over time"
+			if p, err := DBSize([]*experiment.Result{r}, title); err != nil {
+				return nil, err
+			} else if p != nil {
+				figs = append(figs, Figure{Name: name(r.Name() + "-db-size"), Title: title, p: p})
+			}
+		}
+	}
+	if len(sweeps) > 0 {
+		title := "db size over time by compaction interval"
+		if p, err := DBSize(sweeps, title); err != nil {
+			return nil, err
+		} else if p != nil {
+			figs = append(figs, Figure{Name: name("db-size"), Title: title, p: p})
+		}
+	}
+	if p, err := RelistCost(results, "relist cost against object count"); err != nil {
+		return nil, err
+	} else if p != nil {
+		figs = append(figs, Figure{Name: name("relist-cost"), Title: "relist cost against object count", p: p})
+	}
+	return figs, nil
+}
+
+// Latency plots a timeline's probe: the median and the slowest operation
+// per bucket, against seconds from the epoch, with compactions
+// as red vertical lines, defragmentations as orange bands, held-back
+// watchers as blue bands and released ones until they resynced as green.
+// Failed operations are drawn as crosses at their latency.
+func Latency(tl experiment.Timeline, title string) (*plot.Plot, error) {
+	p := newPlot(title, "time since start (s)", "probe latency from schedule (ms)")
+	var p50, maxs, errs plotter.XYs
+	top := 1.0
+	for _, iv := range tl.Probe.Series {
+		if iv.Ops == 0 {
+			continue
+		}
+		x := (iv.StartMs + tl.Probe.SeriesIntervalMs/2) / 1000
+		p50 = append(p50, plotter.XY{X: x, Y: iv.P50Ms})
+		maxs = append(maxs, plotter.XY{X: x, Y: iv.MaxMs})
+		if iv.Errors > 0 {
+			errs = append(errs, plotter.XY{X: x, Y: iv.MaxMs})
+		}
+		top = max(top, iv.MaxMs)
+	}
+	top *= 1.5 // room for the legend above the data
+	var end float64
+	if n := len(tl.Probe.Series); n > 0 {
+		end = (tl.Probe.Series[n-1].StartMs + tl.Probe.SeriesIntervalMs) / 1000
+	}
+	if err := bands(p, tl.Marks, experiment.MarkHold, colorHold, top, "watchers held back / disconnected"); err != nil {
+		return nil, err
+	}
+	if err := bands(p, tl.Marks, experiment.MarkRelease, colorRelease, top, "released watchers relisting"); err != nil {
+		return nil, err
+	}
+	if err := bands(p, tl.Marks, experiment.MarkDefrag, colorDefrag, top, "defragmentation"); err != nil {
+		return nil, err
+	}
+	first := true
+	for _, m := range tl.Marks {
+		if m.Kind != experiment.MarkCompaction {
+			continue
+		}
+		label := ""
+		if first {
+			label = "compaction"
+			first = false
+		}
+		if err := line(p, plotter.XYs{{X: m.AtMs / 1000, Y: 0}, {X: m.AtMs / 1000, Y: top}}, colorCompaction, label, true, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := line(p, maxs, palette[0], fmt.Sprintf("slowest per %.0f ms", tl.Probe.SeriesIntervalMs), false, false); err != nil {
+		return nil, err
+	}
+	if err := line(p, p50, palette[1], fmt.Sprintf("median per %.0f ms", tl.Probe.SeriesIntervalMs), false, false); err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		s, err := plotter.NewScatter(errs)
+		if err != nil {
+			return nil, err
+		}
+		s.Shape = draw.CrossGlyph{}
+		s.Color = colorCompaction
+		s.Radius = vg.Points(4)
+		p.Add(s)
+		p.Legend.Add("errors or timeouts", s)
+	}
+	p.Y.Min, p.Y.Max = 0, top
+	p.X.Min = 0
+	if end > 0 {
+		p.X.Max = end
+	}
+	return p, nil
+}
+
+// bands draws the marks of one kind as translucent bands.
+func bands(p *plot.Plot, marks []experiment.Mark, kind string, c color.Color, top float64, label string) error {
+	first := true
+	for _, m := range marks {
+		if m.Kind != kind {
+			continue
+		}
+		x0, x1 := m.AtMs/1000, math.Max(m.EndMs, m.AtMs+1)/1000
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: top}, {X: x0, Y: top}})
+		if err != nil {
+			return err
+		}
+		poly.Color = c
+		poly.LineStyle.Width = 0
+		poly.LineStyle.Color = color.Transparent
+		p.Add(poly)
+		if first {
+			p.Legend.Add(label, poly)
+			first = false
+		}
+	}
+	return nil
+}
+
+// DBSize plots the db file size (solid) and the size in use (dashed) of
+// every timeline of the results, in MB against seconds from the
+// timeline's start, with each timeline's compactions as short ticks at
+// the bottom. It returns nil when no timeline has a size sample.
+func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
+	p := newPlot(title, "time since start (s)", "db size (MB, decimal)")
+	i := 0
+	top := 1.0
+	for _, r := range results {
+		for _, tl := range r.Timelines {
+			if len(tl.DBSize) == 0 {
+				continue
+			}
+			c := palette[i%len(palette)]
+			i++
+			var total, inUse plotter.XYs
+			for _, s := range tl.DBSize {
+				top = max(top, float64(s.Bytes)/1e6)
+				total = append(total, plotter.XY{X: s.AtMs / 1000, Y: float64(s.Bytes) / 1e6})
+				inUse = append(inUse, plotter.XY{X: s.AtMs / 1000, Y: float64(s.InUseBytes) / 1e6})
+			}
+			label := tl.Name
+			if len(results) > 1 || label == "all" {
+				label = r.Name() + " " + tl.Name
+			}
+			if err := line(p, total, c, label+" (file)", false, false); err != nil {
+				return nil, err
+			}
+			if err := line(p, inUse, c, label+" (in use)", true, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if i == 0 {
+		return nil, nil
+	}
+	p.Y.Min = 0
+	p.Y.Max = top * 1.5 // room for the legend above the data
+	return p, nil
+}
+
+// RelistCost plots, for every relist storm among the results, the median
+// relist duration against the object count, one line per page size (log
+// scales). It returns nil when there is no relist storm.
+func RelistCost(results []*experiment.Result, title string) (*plot.Plot, error) {
+	p := newPlot(title, "objects listed (log)", "median relist duration (ms, log)")
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	i := 0
+	for _, r := range results {
+		rs := r.RelistStorm
+		if rs == nil {
+			continue
+		}
+		byPage := map[int64]plotter.XYs{}
+		for _, c := range rs.Cases {
+			if !c.Compacted || c.ListP50Ms <= 0 {
+				continue
+			}
+			byPage[c.PageSize] = append(byPage[c.PageSize], plotter.XY{X: float64(c.Objects), Y: c.ListP50Ms})
+		}
+		var sizes []int64
+		for ps := range byPage {
+			sizes = append(sizes, ps)
+		}
+		sort.Slice(sizes, func(a, b int) bool { return sizes[a] < sizes[b] })
+		for _, ps := range sizes {
+			label := "page size " + pageSizeLabel(ps)
+			if len(results) > 1 {
+				label = r.Name() + " " + label
+			}
+			if err := line(p, byPage[ps], palette[i%len(palette)], label, false, true); err != nil {
+				return nil, err
+			}
+			i++
+		}
+	}
+	if i == 0 {
+		return nil, nil
+	}
+	return p, nil
+}
+
+func pageSizeLabel(ps int64) string {
+	if ps == 0 {
+		return "none (unpaginated)"
+	}
+	return fmt.Sprint(ps)
+}
+
+func defragFigure(ds *experiment.DefragStallResult, title string) (*plot.Plot, error) {
+	p := newPlot(title, "db size before defragmentation (MB, decimal)", "time (ms)")
+	var defrag, stall, odefrag, ostall plotter.XYs
+	for _, c := range ds.Cases {
+		x := float64(c.BeforeBytes) / 1e6
+		if c.Overlapping {
+			odefrag = append(odefrag, plotter.XY{X: x, Y: c.DefragMs})
+			ostall = append(ostall, plotter.XY{X: x, Y: c.Probe.LongestStallMs})
+			continue
+		}
+		defrag = append(defrag, plotter.XY{X: x, Y: c.DefragMs})
+		stall = append(stall, plotter.XY{X: x, Y: c.Probe.LongestStallMs})
+	}
+	if err := line(p, defrag, palette[0], "defragmentation", false, true); err != nil {
+		return nil, err
+	}
+	if err := line(p, stall, palette[1], "probe's longest stall", false, true); err != nil {
+		return nil, err
+	}
+	if err := line(p, odefrag, palette[0], "defragmentation overlapping a compaction", true, true); err != nil {
+		return nil, err
+	}
+	if err := line(p, ostall, palette[1], "probe's longest stall, overlapping", true, true); err != nil {
+		return nil, err
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	return p, nil
+}
+
+func catchupFigure(cr *experiment.CatchupResult, title string) (*plot.Plot, error) {
+	p := newPlot(title, "revisions behind", "time to be current again (ms)")
+	var catchup, relist, unpaged, bound plotter.XYs
+	for _, c := range cr.Cases {
+		x := float64(c.Revisions)
+		catchup = append(catchup, plotter.XY{X: x, Y: c.CatchupMs})
+		relist = append(relist, plotter.XY{X: x, Y: c.RelistMs})
+		unpaged = append(unpaged, plotter.XY{X: x, Y: c.RelistUnpaginatedMs})
+		bound = append(bound, plotter.XY{X: x, Y: x / cr.Scenario.MaxRevisionsPerSecond * 1000})
+	}
+	if err := line(p, catchup, palette[0], "watch catch-up from the old revision", false, true); err != nil {
+		return nil, err
+	}
+	if err := line(p, bound, palette[3], "etcd's pace: 1,000 revisions per 100 ms", true, false); err != nil {
+		return nil, err
+	}
+	if err := line(p, relist, palette[1], fmt.Sprintf("relist of %d objects, pages of %d", cr.Scenario.Objects, cr.Scenario.PageSize), false, true); err != nil {
+		return nil, err
+	}
+	if err := line(p, unpaged, palette[2], "relist, unpaginated", false, true); err != nil {
+		return nil, err
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	return p, nil
+}
+
+func continuationFigure(cr *experiment.ContinuationResult, title string) (*plot.Plot, error) {
+	p := newPlot(title, "history kept by the compactor (lists' worth of revisions)", "median time per list, retries included (ms)")
+	type key struct {
+		pageSize int64
+		fallback string
+	}
+	series := map[key]plotter.XYs{}
+	var order []key
+	control := map[int64]float64{}
+	var xmax float64
+	for _, c := range cr.Cases {
+		if !c.Compacting {
+			control[c.PageSize] = c.DurationP50Ms
+			continue
+		}
+		if c.RetainLists <= 0 {
+			continue
+		}
+		k := key{c.PageSize, c.Fallback}
+		if _, ok := series[k]; !ok {
+			order = append(order, k)
+		}
+		series[k] = append(series[k], plotter.XY{X: c.RetainLists, Y: c.DurationP50Ms})
+		xmax = max(xmax, c.RetainLists)
+	}
+	if len(order) == 0 {
+		return nil, nil
+	}
+	pages := map[int64]int{}
+	for _, k := range order {
+		if _, ok := pages[k.pageSize]; !ok {
+			pages[k.pageSize] = len(pages)
+		}
+	}
+	for _, k := range order {
+		c := palette[pages[k.pageSize]%len(palette)]
+		xys := series[k]
+		sort.Slice(xys, func(a, b int) bool { return xys[a].X < xys[b].X })
+		label := fmt.Sprintf("page size %d, %s", k.pageSize, k.fallback)
+		if err := line(p, xys, c, label, k.fallback == experiment.FallbackFullList, true); err != nil {
+			return nil, err
+		}
+	}
+	for ps, d := range control {
+		c := palette[pages[ps]%len(palette)]
+		if err := line(p, plotter.XYs{{X: 0, Y: d}, {X: xmax * 1.05, Y: d}}, c, fmt.Sprintf("page size %d, no compaction", ps), true, false); err != nil {
+			return nil, err
+		}
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	return p, nil
+}
