@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -182,6 +184,10 @@ type KubernetesWorkloadOptions struct {
 	Workers int
 	// Seed makes objects and the op plan reproducible.
 	Seed uint64
+	// NamespacePrefix starts every namespace name, followed by its
+	// number; empty means "ns-". A run that reuses a prefix gives its
+	// objects namespaces of their own this way.
+	NamespacePrefix string
 }
 
 // KubernetesWorkload writes pods, configmaps and events encoded with
@@ -226,6 +232,9 @@ func NewKubernetesWorkload(o KubernetesWorkloadOptions) (*KubernetesWorkload, er
 	}
 	if o.EventTTL <= 0 {
 		o.EventTTL = DefaultEventTTL
+	}
+	if o.NamespacePrefix == "" {
+		o.NamespacePrefix = "ns-"
 	}
 	codec, err := keyspace.NewCodec()
 	if err != nil {
@@ -375,7 +384,26 @@ feed:
 	return err
 }
 
-func (w *KubernetesWorkload) ns(i int) string { return fmt.Sprintf("ns-%d", i%w.o.Namespaces) }
+func (w *KubernetesWorkload) ns(i int) string {
+	return w.o.NamespacePrefix + strconv.Itoa(i%w.o.Namespaces)
+}
+
+// Keys returns every key the workload has written or tried to write
+// (seeded, created, updated or deleted), sorted. Call it after the writers
+// have stopped.
+func (w *KubernetesWorkload) Keys() []string {
+	var keys []string
+	for _, states := range w.states {
+		for k := range states {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Leases returns the IDs of the leases the workload granted, in order.
+func (w *KubernetesWorkload) Leases() []clientv3.LeaseID { return w.leases.ids() }
 
 // eventName is the name client-go's recorder gives an event: the object's
 // name, a dot and a hexadecimal timestamp.
@@ -508,6 +536,13 @@ func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator,
 		resp, err := kv.Txn(ctx).If(cmp).Then(then).Else(clientv3.OpGet(key)).Commit()
 		if err != nil {
 			return 0, conflict, err
+		}
+		if resp.Succeeded && kind == OpDelete && resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
+			// The comparison held for an absent key (mod_revision 0: a
+			// create whose response was lost, and which never
+			// committed): nothing was deleted, no revision was written.
+			st.modRevision = 0
+			return 0, conflict, fmt.Errorf("delete %s: %w", key, ErrObjectNotFound)
 		}
 		if resp.Succeeded {
 			switch kind {
