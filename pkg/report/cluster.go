@@ -109,9 +109,10 @@ type Fault struct {
 	// recovery and health, plus the write timeout (a write sent into the
 	// fault can fail that late), or the next fault.
 	SettledAtMs float64 `json:"settledAtMs"`
-	// Relists counts LIST phases started in the window, compaction
-	// relists excluded, by RelistReasons; WatchersRelisted the watchers
-	// that relisted.
+	// Relists counts LIST phases started in the window, by
+	// RelistReasons (watch-error, list-error, compacted), except those of
+	// watchers the run held back across a compaction on purpose;
+	// WatchersRelisted the watchers that relisted.
 	Relists          int            `json:"relists"`
 	RelistReasons    map[string]int `json:"relistReasons,omitempty"` // relists per reason
 	WatchersRelisted int            `json:"watchersRelisted"`        // watchers that relisted in the window

@@ -303,13 +303,16 @@ func (f *faultRunner) inject(ctx context.Context, spec Fault, at, next time.Dura
 }
 
 // countRelists counts the LIST phases started from windowStart until now,
-// relists after a compaction excluded.
+// except those the run forces by holding a watcher back across a
+// compaction. A watcher cut off long enough for its revision to be
+// compacted meanwhile relists for that reason too, and is counted.
 func (f *faultRunner) countRelists(res *report.Fault, windowStart time.Duration) {
 	end := f.env.Since()
 	for _, r := range f.refls {
+		heldBack := r.Stats().HeldBack
 		relisted := false
 		for _, l := range r.Lists() {
-			if l.Reason == ListInitial || l.Reason == ListAfterCompaction || l.At < windowStart || l.At > end {
+			if l.Reason == ListInitial || (heldBack && l.Reason == ListAfterCompaction) || l.At < windowStart || l.At > end {
 				continue
 			}
 			if res.RelistReasons == nil {

@@ -41,7 +41,6 @@ type runOptions struct {
 	logical        bool
 
 	// Safety against a cluster lwbench does not own (--endpoints).
-	reusePrefix     bool
 	allowCompaction bool
 	allowDefrag     bool
 
@@ -87,7 +86,6 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.load.StartConcurrency, "start-concurrency", d.StartConcurrency, "watchers listing at once at the start; negative: all at once")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of the objects and the write plan")
 
-	fs.BoolVar(&o.reusePrefix, "reuse-prefix", false, "write under --prefix even if it already holds keys (lwbench's objects then get namespaces of their own; other keys are never modified or deleted)")
 	fs.BoolVar(&o.allowCompaction, "allow-compaction", false, "with --endpoints: run the compactor, which compacts the whole cluster (its compact_rev_key is kept under --prefix)")
 	fs.BoolVar(&o.allowDefrag, "allow-defrag", false, "with --endpoints: defragment every member once, one at a time, the leader last (each blocks its member)")
 	fs.BoolVar(&o.load.PinConnections, "pin-connections", false, "dial connection i of the watchers and of the writers to member i mod N only, to report latency per member (such connections do not fail over)")
@@ -180,7 +178,7 @@ func (o *runOptions) Validate() error {
 	}
 	o.load.Defragment = !o.noDefrag
 	o.load.PhysicalCompaction = !o.logical
-	o.load.ReusePrefix = o.reusePrefix
+	o.load.ReusePrefix = o.target.reusePrefix
 	if err := o.validateExternal(); err != nil {
 		return err
 	}

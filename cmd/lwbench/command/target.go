@@ -42,6 +42,8 @@ type targetOptions struct {
 	clusterSize int
 	etcdVersion string
 	netns       bool
+	// reusePrefix accepts an --endpoints prefix that already holds keys.
+	reusePrefix bool
 }
 
 func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
@@ -53,6 +55,7 @@ func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
 	o.conn.AddKeepAliveFlags(fs)
 	fs.IntVar(&o.clusterSize, "cluster-size", 0, "start a cluster of this many real etcd processes on loopback (built from the module proxy into "+etcdproc.CacheDir()+") instead of the embedded member; 0: the embedded member")
 	fs.StringVar(&o.etcdVersion, "etcd-version", "", "etcd release of --cluster-size members, e.g. "+strings.Join(etcdproc.Versions, ", ")+" (default "+version.Version+", the client's)")
+	fs.BoolVar(&o.reusePrefix, "reuse-prefix", false, "with --endpoints: write under --prefix even if it already holds keys (they are never modified or deleted)")
 	fs.BoolVar(&o.netns, "netns", false, "run --cluster-size members in network namespaces of their own, so that one can be cut off (needs root and iproute2)")
 }
 
@@ -205,6 +208,45 @@ func (o *targetOptions) startCluster(ctx context.Context, dir string, logf func(
 	}
 	logf("started %d etcd %s members on %s in %s (%s) at %s", len(c.Members), v, where, dir, strings.Join(pids, ", "), strings.Join(c.Endpoints(), ","))
 	return c, nil
+}
+
+// guardPrefix protects an --endpoints cluster from a benchmark that writes
+// raw keys under prefix: it refuses a prefix that already holds keys
+// unless --reuse-prefix, and returns a function that deletes, at the end,
+// the keys created under it since (watchload.DeleteCreatedSince). A
+// prefix not ending in "/" is guarded as prefix + "/". For a target
+// lwbench started itself it does nothing.
+func (o *targetOptions) guardPrefix(ctx context.Context, t watchload.Target, prefix string, logf func(string, ...any)) (func(), error) {
+	if t.Managed {
+		return func() {}, nil
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	c, err := t.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, rev, err := watchload.KeysUnder(ctx, c, prefix)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if n > 0 && !o.reusePrefix {
+		c.Close()
+		return nil, fmt.Errorf("--prefix: %w: %s holds %d keys (an earlier run's, or another client's); choose another prefix or pass --reuse-prefix to write beside them (lwbench never modifies or deletes them)",
+			watchload.ErrPrefixNotEmpty, prefix, n)
+	}
+	return func() {
+		defer c.Close()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		res := watchload.DeleteCreatedSince(cctx, c, prefix, rev)
+		logf("cleanup: deleted the %d keys lwbench created under %s; %d keys left there", res.KeysDeleted, prefix, res.KeysLeft)
+		if res.Error != "" {
+			logf("cleanup: %s", res.Error)
+		}
+	}, nil
 }
 
 // outputOptions are the result outputs every benchmark command has.
