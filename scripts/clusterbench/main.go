@@ -59,6 +59,11 @@ type Provenance struct {
 	Machine Machine `json:"machine"`
 	Go      string  `json:"go"`
 	Script  string  `json:"script"` // how to regenerate
+	// LoadAvgStart and LoadAvgEnd are /proc/loadavg's 1, 5 and 15 minute
+	// load averages when the script began and ended: other work on the
+	// machine shows there.
+	LoadAvgStart string `json:"loadAvgStart"`
+	LoadAvgEnd   string `json:"loadAvgEnd"`
 }
 
 // Run is one `lwbench run` and what it reported.
@@ -168,6 +173,7 @@ func matrix(out string, versions []string, runs int) error {
 			doc.Runs = append(doc.Runs, runLwbench(lw, fmt.Sprintf("etcd %s run %d", v, r), args))
 		}
 	}
+	doc.Provenance.LoadAvgEnd = loadAvg()
 	return write(out, "version-matrix", doc, matrixMarkdown(doc, versions))
 }
 
@@ -225,6 +231,7 @@ func faultRuns(out, version string, kinds []string) error {
 			doc.Runs = append(doc.Runs, runLwbench(lw, name, args))
 		}
 	}
+	doc.Provenance.LoadAvgEnd = loadAvg()
 	return write(out, "faults", doc, faultsMarkdown(doc))
 }
 
@@ -313,6 +320,7 @@ func provenance(script string) (Provenance, error) {
 			}
 		}
 	}
+	p.LoadAvgStart = loadAvg()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		p.Machine.Kernel = strings.TrimSpace(string(b))
 	}
@@ -326,6 +334,16 @@ func provenance(script string) (Provenance, error) {
 	p.Commit = strings.TrimSpace(string(b))
 	p.Dirty = exec.Command("git", "diff", "--quiet", "HEAD", "--", ".").Run() != nil
 	return p, nil
+}
+
+// loadAvg returns the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func write(out, name string, doc Doc, md string) error {
@@ -352,8 +370,8 @@ func header(b *strings.Builder, title string, doc Doc) {
 	if p.Dirty {
 		b.WriteString(" with uncommitted changes")
 	}
-	fmt.Fprintf(b, ".\n\nMachine: %s, %d cores, %.1f GiB RAM, Linux %s; %s.\n\n", p.Machine.CPUModel, p.Machine.Cores,
-		float64(p.Machine.MemTotalBytes)/(1<<30), p.Machine.Kernel, p.Go)
+	fmt.Fprintf(b, ".\n\nMachine: %s, %d cores, %.1f GiB RAM, Linux %s; %s. Load average (1, 5, 15 min) %s at the start, %s at the end.\n\n",
+		p.Machine.CPUModel, p.Machine.Cores, float64(p.Machine.MemTotalBytes)/(1<<30), p.Machine.Kernel, p.Go, p.LoadAvgStart, p.LoadAvgEnd)
 	fmt.Fprintf(b, "Every run: `lwbench %s` plus the arguments of its row. lwbench starts the members itself (real etcd processes built by `scripts/build-etcd.sh`, with fsync), on loopback or in network namespaces, and stops them by PID.\n\n",
 		strings.Join(doc.Scenario, " "))
 }
