@@ -48,13 +48,20 @@ func describeMembers(ctx context.Context, c *clientv3.Client, endpoints []string
 	return out, nil
 }
 
+// memberSize is compaction.MemberSize bounded by five seconds: a member
+// that is down (a fault) must not hold the maintenance loop until it is
+// back.
+func memberSize(ctx context.Context, m compaction.Maintenance, endpoint string) (compaction.Size, error) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return compaction.MemberSize(sctx, m, endpoint)
+}
+
 // memberSizes fills each member's database size at the end, or the error
 // that kept it from being read.
 func memberSizes(ctx context.Context, m compaction.Maintenance, endpoints []string, members []report.MemberStats) {
 	for i, ep := range endpoints {
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		size, err := compaction.MemberSize(sctx, m, ep)
-		cancel()
+		size, err := memberSize(ctx, m, ep)
 		if err != nil {
 			members[i].Error = err.Error()
 			continue

@@ -589,7 +589,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	finishValidation(ctx, rec, refls, o.ProgressRequestPeriod, logf)
 	stopRecorder()
 	recWG.Wait()
-	if size, err := compaction.MemberSize(ctx, admin, t.Endpoints[0]); err == nil {
+	if size, err := memberSize(ctx, admin, t.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
 	}
 	memberSizes(ctx, admin, t.Endpoints, res.Members)
@@ -803,7 +803,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 		if !time.Now().Before(next) {
 			// The size before the compaction that precedes the
 			// defragmentation is the one the result reports.
-			before, beforeErr := compaction.MemberSize(ctx, m.admin, m.t.Endpoints[0])
+			before, beforeErr := memberSize(ctx, m.admin, m.t.Endpoints[0])
 			at := m.env.Since()
 			tick, err := c.Tick(ctx)
 			if tick.Compacted != 0 || err != nil {
@@ -822,7 +822,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 				if beforeErr == nil {
 					m.res.DBSize.BeforeCompactionBytes, m.res.DBSize.BeforeCompactionInUseBytes = before.Bytes, before.InUseBytes
 				}
-				if s, err := compaction.MemberSize(ctx, m.admin, m.t.Endpoints[0]); err == nil {
+				if s, err := memberSize(ctx, m.admin, m.t.Endpoints[0]); err == nil {
 					m.res.DBSize.AfterCompactionBytes, m.res.DBSize.AfterCompactionInUseBytes = s.Bytes, s.InUseBytes
 				}
 				if held != nil {
