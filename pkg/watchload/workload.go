@@ -195,12 +195,16 @@ type KubernetesWorkloadOptions struct {
 // create if the key does not exist; update and delete if its mod_revision
 // is the one last read, re-reading once on a conflict as GuaranteedUpdate
 // does; events attached to leases shared as kube-apiserver's lease manager
-// shares them. Ops on one key go to one worker, so each worker knows its
-// keys' mod_revisions.
+// shares them, one lease manager per connection as each kube-apiserver has
+// its own (a grant stuck on one member then holds up only the writes of
+// that connection, as it holds up one apiserver). Ops on one key go to one
+// worker, so each worker knows its keys' mod_revisions.
 type KubernetesWorkload struct {
 	o      KubernetesWorkloadOptions
 	codec  *keyspace.Codec
-	leases *leaseManager
+	leasesMu sync.Mutex
+	leases   map[KV]*leaseManager // per connection
+	granted  []*leaseManager      // in the order first used
 	gens   []*keyspace.Generator // per worker
 
 	// planner state (Next's goroutine)
@@ -241,7 +245,7 @@ func NewKubernetesWorkload(o KubernetesWorkloadOptions) (*KubernetesWorkload, er
 		return nil, err
 	}
 	w := &KubernetesWorkload{
-		o: o, codec: codec, leases: newLeaseManager(),
+		o: o, codec: codec, leases: map[KV]*leaseManager{},
 		rng:     rand.New(rand.NewPCG(o.Seed, 0x5eed)),
 		live:    map[string][]plannedObject{},
 		created: map[string]int{},
@@ -402,8 +406,30 @@ func (w *KubernetesWorkload) Keys() []string {
 	return keys
 }
 
-// Leases returns the IDs of the leases the workload granted, in order.
-func (w *KubernetesWorkload) Leases() []clientv3.LeaseID { return w.leases.ids() }
+// Leases returns the IDs of the leases the workload granted, connection
+// by connection, each in the order granted.
+func (w *KubernetesWorkload) Leases() []clientv3.LeaseID {
+	w.leasesMu.Lock()
+	defer w.leasesMu.Unlock()
+	var ids []clientv3.LeaseID
+	for _, l := range w.granted {
+		ids = append(ids, l.ids()...)
+	}
+	return ids
+}
+
+// leaseManager returns the lease manager of connection kv.
+func (w *KubernetesWorkload) leaseManager(kv KV) *leaseManager {
+	w.leasesMu.Lock()
+	defer w.leasesMu.Unlock()
+	l, ok := w.leases[kv]
+	if !ok {
+		l = newLeaseManager()
+		w.leases[kv] = l
+		w.granted = append(w.granted, l)
+	}
+	return l
+}
 
 // eventName is the name client-go's recorder gives an event: the object's
 // name, a dot and a hexadecimal timestamp.
@@ -506,7 +532,7 @@ func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator,
 		var then clientv3.Op
 		var putOpts []clientv3.OpOption
 		if resource == ResourceEvents && kind != OpDelete {
-			id, err := w.leases.get(ctx, kv, w.o.EventTTL)
+			id, err := w.leaseManager(kv).get(ctx, kv, w.o.EventTTL)
 			if err != nil {
 				return 0, conflict, fmt.Errorf("lease for %s: %w", key, err)
 			}

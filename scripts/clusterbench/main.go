@@ -512,6 +512,8 @@ func faultsMarkdown(doc Doc) string {
 - relists: LIST phases started from the fault until a write timeout (10 s) after recovery and health, by reason; write errors: the writers' failures in that window (timeouts in brackets); probe: 20 small writes and reads per second through every member from a second before the fault, failures and the longest time without a success.
 - lost: events of the recorded history a watcher never delivered, over the whole run; every run checks all of etcd's watch guarantees.
 
+Reading it: a write that a follower forwarded to a leader which then died or froze waits for etcd's request timeout (7 s with the default election timeout) even once another leader is elected; the writers are 16 workers each writing its keys in order, so after a leader fault every worker is soon waiting and the writers stall for that long, while *writes ms* shows when the cluster itself accepted writes again. With connections to every member, gRPC decides which member each watch stream uses: a fault on a member no watch stream uses is recovered from at once, one on a member some streams use lasts until they fail over or the member returns (kube-apiserver's keepalive, 30 s + 10 s, is longer than these faults). A partition cuts the member's link: its watch streams hang until it is healed, and then end with "no leader" (the member lost its leader meanwhile), so informers relist and watch caches watch again.
+
 Client setups: `)
 	for i, s := range clientSetups {
 		if i > 0 {
