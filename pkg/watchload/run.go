@@ -385,8 +385,10 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	if o.Cleanup {
-		// Runs last, after every other deferred close, on success and on
-		// failure alike, even when ctx has ended.
+		// Runs once the watchers, writers and recorder have stopped (their
+		// deferred stops run first) and before the maintenance
+		// connection closes, on success and on failure alike, even when
+		// ctx has ended.
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer cancel()
