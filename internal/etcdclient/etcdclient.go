@@ -19,20 +19,49 @@ import (
 
 // Flags are etcdctl's global connection flags (etcdctl/ctlv3/ctl.go).
 type Flags struct {
-	Endpoints             []string
-	DialTimeout           time.Duration
-	CACert                string
-	Cert                  string
-	Key                   string
-	InsecureSkipTLSVerify bool
-	User                  string
-	Password              string
+	Endpoints             []string      // client URLs
+	DialTimeout           time.Duration // bound of the first connection
+	CACert                string        // CA bundle that verifies the servers
+	Cert                  string        // client certificate
+	Key                   string        // its key
+	InsecureSkipTLSVerify bool          // do not verify the servers
+	User                  string        // user, or user:password
+	Password              string        // password of User
+	// KeepAliveTime and KeepAliveTimeout are the gRPC keepalive: a ping
+	// after KeepAliveTime without activity, the connection closed if no
+	// answer comes within KeepAliveTimeout; 0 disables it. gRPC raises a
+	// time below 10 s to 10 s.
+	KeepAliveTime    time.Duration
+	KeepAliveTimeout time.Duration // see KeepAliveTime
 }
+
+// DefaultKeepAliveTime and DefaultKeepAliveTimeout are kube-apiserver's
+// keepalive towards etcd (k8s.io/apiserver/pkg/storage/storagebackend/
+// factory/etcd3.go keepaliveTime, keepaliveTimeout); etcdctl's own are
+// 2 s (raised to gRPC's 10 s minimum) and 6 s.
+const (
+	DefaultKeepAliveTime    = 30 * time.Second
+	DefaultKeepAliveTimeout = 10 * time.Second
+)
 
 // AddFlags registers the flags with etcdctl's names and meanings.
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.Endpoints, "endpoints", nil, "etcd client URLs (comma-separated); default: an embedded member")
 	fs.DurationVar(&f.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to --endpoints")
+	f.AddSecurityFlags(fs)
+	f.AddKeepAliveFlags(fs)
+}
+
+// AddKeepAliveFlags registers --keepalive-time and --keepalive-timeout
+// (etcdctl's names) with kube-apiserver's values as defaults.
+func (f *Flags) AddKeepAliveFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&f.KeepAliveTime, "keepalive-time", DefaultKeepAliveTime, "gRPC keepalive time of client connections (kube-apiserver's; at least 10s); 0 disables keepalive")
+	fs.DurationVar(&f.KeepAliveTimeout, "keepalive-timeout", DefaultKeepAliveTimeout, "gRPC keepalive timeout of client connections (kube-apiserver's)")
+}
+
+// AddSecurityFlags registers only the TLS and authentication flags, for a
+// command that registers --endpoints and --dial-timeout itself.
+func (f *Flags) AddSecurityFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CACert, "cacert", "", "verify the servers' TLS certificates with this CA bundle")
 	fs.StringVar(&f.Cert, "cert", "", "identify this client with this TLS certificate")
 	fs.StringVar(&f.Key, "key", "", "the TLS key of --cert")
@@ -62,6 +91,8 @@ func (f *Flags) Validate() error {
 		return errors.New("--user holds a password (user:password) and --password gives another")
 	case f.DialTimeout <= 0:
 		return errors.New("--dial-timeout must be positive")
+	case f.KeepAliveTime < 0 || f.KeepAliveTimeout < 0:
+		return errors.New("--keepalive-time and --keepalive-timeout must not be negative")
 	}
 	for _, ep := range f.Endpoints {
 		if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") && !strings.HasPrefix(ep, "unix://") && strings.Contains(ep, "://") {
@@ -73,10 +104,11 @@ func (f *Flags) Validate() error {
 
 // Config returns the client configuration for the flags: TLS when any
 // endpoint is https or any TLS flag is set (built by etcd's transport
-// package, as etcdctl builds it), and credentials when --user is set. The
-// client logs nothing.
+// package, as etcdctl builds it), credentials when --user is set, and the
+// keepalive. The client logs nothing.
 func (f *Flags) Config() (clientv3.Config, error) {
-	cfg := clientv3.Config{Endpoints: f.Endpoints, DialTimeout: f.DialTimeout, Logger: zap.NewNop()}
+	cfg := clientv3.Config{Endpoints: f.Endpoints, DialTimeout: f.DialTimeout, Logger: zap.NewNop(),
+		DialKeepAliveTime: f.KeepAliveTime, DialKeepAliveTimeout: f.KeepAliveTimeout}
 	secure := f.CACert != "" || f.Cert != "" || f.InsecureSkipTLSVerify
 	for _, ep := range f.Endpoints {
 		secure = secure || strings.HasPrefix(ep, "https://")

@@ -1,8 +1,10 @@
 // Package etcdproc runs real etcd processes on loopback: single members or
 // N-member clusters of a chosen release, optionally behind TLS, with the
 // faults a production member suffers (kill and restart, SIGSTOP and
-// SIGCONT). Tests use it for the multi-member and multi-version cases; the
-// scripts under scripts/ use it to start and stop clusters by PID.
+// SIGCONT, a network partition when members run in network namespaces).
+// Tests use it for the multi-member and multi-version cases, lwbench's
+// --cluster-size for the clusters it starts and faults, and the scripts
+// under scripts/ to start and stop clusters by PID.
 //
 // Binaries are built from the Go module proxy by scripts/build-etcd.sh into
 // a cache directory. Every process is started with its own data directory,

@@ -324,7 +324,22 @@ func (c *Cluster) Endpoints() []string {
 
 // Stop ends every member it started, waits for them, and removes the
 // network namespaces it created. Safe to call twice.
+//
+// A leader that receives SIGTERM first hands its leadership to a peer and
+// waits for it, up to etcd's request timeout (7 s by default), which it
+// runs into when that peer is stopping too. So Stop ends the leader alone,
+// while its peers can still take over, as long as one member reports
+// itself leader (at most once per member), then the rest together.
 func (c *Cluster) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range c.Members {
+		m, err := c.Leader(ctx)
+		if err != nil {
+			break
+		}
+		m.stop()
+	}
 	var wg sync.WaitGroup
 	for _, m := range c.Members {
 		wg.Add(1)

@@ -45,6 +45,14 @@ type RunResult struct {
 	Intervals []Interval `json:"intervals"`
 	// Self is lwbench's own resource use (and etcd's, when it can be read).
 	Self SelfStats `json:"self"`
+	// Members are the target's members, in the order of its endpoints,
+	// with what the clients pinned to each saw.
+	Members []MemberStats `json:"members,omitempty"`
+	// Faults are the faults injected, in order.
+	Faults []Fault `json:"faults,omitempty"`
+	// Cleanup is set when lwbench deleted what it wrote at the end (a
+	// cluster it does not own).
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
 }
 
 // Target is the etcd a run drove.
@@ -54,6 +62,10 @@ type Target struct {
 	Embedded    bool     `json:"embedded"`
 	Endpoints   []string `json:"endpoints"`   // client URLs driven
 	EtcdVersion string   `json:"etcdVersion"` // the first member's version, e.g. 3.7.3
+	// Managed is true when lwbench started the members itself (embedded,
+	// or a cluster of etcd processes) and removes them afterwards; false
+	// for --endpoints.
+	Managed bool `json:"managed"`
 }
 
 // ResourceMix is the share of writes per resource, in percent.
@@ -105,6 +117,26 @@ type Scenario struct {
 	// StartConcurrency bounds the watchers listing at once at the start; 0
 	// means all at once.
 	StartConcurrency int `json:"startConcurrency"`
+	// ReusePrefix is true when the run accepted a prefix that already
+	// held keys.
+	ReusePrefix bool `json:"reusePrefix"`
+	// PinConnections is true when connection i talked to member i mod N
+	// only.
+	PinConnections bool `json:"pinConnections"`
+	// CompactRevKey is the key the compactor's compare-and-swap used:
+	// compact_rev_key at the root, as kube-apiserver, or under the prefix
+	// on a cluster lwbench does not own.
+	CompactRevKey string `json:"compactRevKey"`
+	// Faults are the planned faults: kind, atMs (from the start of the
+	// writes) and durationMs.
+	Faults []PlannedFault `json:"faults,omitempty"`
+}
+
+// PlannedFault is a fault as the scenario asked for it.
+type PlannedFault struct {
+	Kind       string  `json:"kind"`       // e.g. kill-leader
+	AtMs       float64 `json:"atMs"`       // from the start of the writes, ms
+	DurationMs float64 `json:"durationMs"` // until the member is restarted, resumed or healed, ms
 }
 
 // Latency summarises a latency distribution in milliseconds, from an HDR
@@ -250,11 +282,17 @@ type Compaction struct {
 	Error      string  `json:"error,omitempty"` // why it failed; empty on success
 }
 
-// Defrag is one defragmentation of the member.
+// Defrag is one defragmentation pass: every member in turn, never two at
+// once, the leader last.
 type Defrag struct {
-	AtMs       float64 `json:"atMs"`            // when it started, ms since the epoch
-	DurationMs float64 `json:"durationMs"`      // how long the member was blocked, ms
-	Error      string  `json:"error,omitempty"` // why it failed; empty on success
+	AtMs float64 `json:"atMs"` // when it started, ms since the epoch
+	// DurationMs is how long members were blocked, summed over the
+	// members (for one member: how long it was blocked), ms.
+	DurationMs float64 `json:"durationMs"`
+	Error      string  `json:"error,omitempty"` // the first failure; empty on success
+	// Members are the members defragmented, in order; the pass stops at
+	// the first failure.
+	Members []MemberDefrag `json:"members,omitempty"`
 }
 
 // DBSizes are the member's dbSize (file) and dbSizeInUse, as etcd's
@@ -309,6 +347,13 @@ type Validation struct {
 	// RecorderGaps counts revisions the history recorder's whole-keyspace
 	// watch skipped.
 	RecorderGaps int64 `json:"recorderGaps"`
+	// RecorderScope is what the recorder watched: "keyspace" (every key,
+	// so that a skipped revision is detected), or the prefix when the
+	// credentials allow only that (revision gaps cannot be seen then).
+	RecorderScope string `json:"recorderScope"`
+	// UnrecordedWrites counts writes etcd acknowledged whose revision the
+	// recorder never saw.
+	UnrecordedWrites int64 `json:"unrecordedWrites"`
 	// UnverifiedEvents were received but never covered by the history.
 	UnverifiedEvents int64 `json:"unverifiedEvents"`
 	// RecorderError is set when the history is incomplete.
@@ -323,7 +368,8 @@ type Validation struct {
 func (v Validation) OK() bool {
 	return v.Lost == 0 && v.Duplicated == 0 && v.OutOfOrder == 0 && v.Atomic == 0 && v.Resumable == 0 &&
 		v.Bookmarkable == 0 && v.Unexpected == 0 && v.PrevKVMismatches == 0 && v.CacheMismatches == 0 &&
-		v.UnsyncedWatchers == 0 && v.RecorderGaps == 0 && v.UnverifiedEvents == 0 && v.RecorderError == ""
+		v.UnsyncedWatchers == 0 && v.RecorderGaps == 0 && v.UnverifiedEvents == 0 && v.RecorderError == "" &&
+		v.UnrecordedWrites == 0
 }
 
 // Summary is a one-line account of the violations, for an error message.
@@ -346,6 +392,7 @@ func (v Validation) Summary() string {
 	add(int64(v.UnsyncedWatchers), "unsynced watchers")
 	add(v.RecorderGaps, "revisions skipped by the recorder")
 	add(v.UnverifiedEvents, "unverified events")
+	add(v.UnrecordedWrites, "acknowledged writes the recorder never saw")
 	if v.RecorderError != "" {
 		parts = append(parts, v.RecorderError)
 	}
@@ -496,6 +543,13 @@ func MakeRunTable(r *RunResult) Table {
 	defrag := "-"
 	if r.Defrag != nil {
 		defrag = fmt.Sprintf("%.2f ms", r.Defrag.DurationMs)
+		if len(r.Defrag.Members) > 1 {
+			var each []string
+			for _, m := range r.Defrag.Members {
+				each = append(each, fmt.Sprintf("%s %.2f ms", m.Endpoint, m.DurationMs))
+			}
+			defrag += " (" + strings.Join(each, ", ") + ")"
+		}
 		if r.Defrag.Error != "" {
 			defrag += " (error: " + r.Defrag.Error + ")"
 		}
@@ -556,6 +610,15 @@ func MakeRunTable(r *RunResult) Table {
 		[]string{"final compact revision", fmt.Sprint(r.Final.CompactRevision)},
 		[]string{"live objects", fmt.Sprintf("%d (%s)", r.Final.Objects, strings.Join(objects, ", "))},
 	)
+	rows = append(rows, MemberRows(r.Members)...)
+	rows = append(rows, FaultRows(r.Faults)...)
+	if c := r.Cleanup; c != nil {
+		s := fmt.Sprintf("%d keys deleted, %d leases revoked, %d keys left under the prefix", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft)
+		if c.Error != "" {
+			s += " (error: " + c.Error + ")"
+		}
+		rows = append(rows, []string{"cleanup", s})
+	}
 	rows = append(rows, selfRows(r.Self)...)
 	return Table{Header: []string{"metric", "value"}, Rows: rows}
 }
@@ -576,8 +639,11 @@ func selfRows(s SelfStats) [][]string {
 }
 
 func targetKind(t Target) string {
-	if t.Embedded {
+	switch {
+	case t.Embedded:
 		return "embedded"
+	case t.Managed:
+		return fmt.Sprintf("%d members started by lwbench", len(t.Endpoints))
 	}
 	return "external"
 }

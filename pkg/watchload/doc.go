@@ -23,6 +23,8 @@
 //   - ConsistentReader and ProgressRequester: consistent LISTs served from
 //     watch caches (KEP-2340).
 //   - Run, Watch, Put and List: the scenarios lwbench's subcommands run.
+//   - Fault and MemberControl: faults injected into a cluster whose
+//     processes the run controls.
 //
 // A fixed-rate probe of a member (through a defragmentation, say) is
 // Writers with a RawWorkload at a low rate: its one-second series shows
@@ -98,5 +100,47 @@
 // (nothing at or below a progress notification after it); and prevKV
 // against the watcher's cache. At the end each cache is compared with
 // etcd's state at the watcher's last revision. Violations carry the
-// revision where they happened.
+// revision where they happened. Every write etcd acknowledged must also be
+// in the history: that checks the recorder when a user limited to the
+// benchmark's prefix cannot watch the whole key space and the recorder
+// falls back to the prefix (Recorder.FallbackScope).
+//
+// # Clusters and faults
+//
+// A Target lists one endpoint per member. Every connection has them all
+// and fails over, as kube-apiserver's does, unless Options.PinConnections
+// dials connection i to member i mod N alone, which attributes write and
+// delivery latency to members. Compaction is cluster-wide; the
+// defragmentation goes member by member, the leader last.
+//
+// When the target's member processes are the run's (Target.Members), each
+// Options.Faults kills, pauses or cuts off the leader or a follower and
+// then undoes it. A worked timeline, kill-leader at 10 s for 5 s:
+//
+//	 9 s   probe starts: 20 small writes and reads per second, every member
+//	10 s   leader found (status of each member) and killed: t0
+//	       writes through every member at once, retried: the first success
+//	       at t0+2.1 s, revision R, is when writes succeeded again
+//	       every watcher and the recorder must see R (event or progress
+//	       notification): the last one at t0+2.2 s; recovery is the later
+//	15 s   the member restarts on its data; all members have one leader
+//	       again at t0+5.4 s: healthy
+//	       the window ends a write timeout later (or when the writers end):
+//	       relists started, writer errors and the probe's figures in it
+//
+// A watch that a fault ends resumes from the watcher's last revision:
+// clientv3 does it inside a connection that fails over; a reflector whose
+// watch ends with "no leader" (kube-apiserver sets require-leader) lists
+// again (informer) or watches again (watch cache). The history recorder
+// resumes on its own connection, so that no event goes unchecked.
+//
+// # Clusters lwbench does not own
+//
+// Run refuses a prefix that already holds keys before writing anything
+// (ErrPrefixNotEmpty), unless Options.ReusePrefix. The caller decides
+// whether to compact and defragment; Options.NamespaceCompactRevKey keeps
+// the compactor's compare-and-swap key under the prefix, away from a real
+// kube-apiserver's compact_rev_key; Options.Cleanup revokes the leases the
+// run granted and deletes each key it created while the key's create
+// revision is still one of the run's, at the end and after a failure.
 package watchload

@@ -12,3 +12,12 @@ var ErrObjectExists = errors.New("object already exists")
 
 // ErrViolations is wrapped by commands when a run broke a watch guarantee.
 var ErrViolations = errors.New("watch guarantees violated")
+
+// ErrPrefixNotEmpty is returned by Run, before it writes anything, when
+// the prefix already holds keys and Options.ReusePrefix is not set.
+var ErrPrefixNotEmpty = errors.New("prefix is not empty")
+
+// ErrNoFaults is returned by Run when faults are asked of a target whose
+// member processes it does not control (Target.Members), or of a cluster
+// too small for them.
+var ErrNoFaults = errors.New("faults cannot be injected into this target")

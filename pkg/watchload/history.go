@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -78,10 +79,21 @@ func (h *history) search(rev int64) int64 {
 // kvstore_txn.go End), so a revision it never sees
 // is itself a lost event, which it reports. It should run on a connection
 // of its own, never held back. A Recorder is safe for concurrent use.
+//
+// A user whose role covers only the benchmark's prefix may not watch the
+// whole key space; with FallbackScope set, the recorder then watches that
+// prefix instead (Scope reports it), and a skipped revision can no longer
+// be told from another client's write elsewhere.
 type Recorder struct {
+	// FallbackScope, if set, is the key prefix watched instead of the
+	// whole key space when etcd denies the latter (permission denied). Set
+	// it before Run; it must cover every recorded prefix.
+	FallbackScope string
+
 	stream   *Stream
 	prefixes []string
 	hist     []*history
+	scope    atomic.Pointer[string] // nil: the whole key space
 
 	// watermark is the highest revision up to which the history is
 	// complete: every event at or below it has been recorded.
@@ -129,6 +141,15 @@ func (r *Recorder) history(prefix string) *history {
 	return nil
 }
 
+// Scope returns what the recorder watches: "" for the whole key space, or
+// the FallbackScope prefix it fell back to.
+func (r *Recorder) Scope() string {
+	if p := r.scope.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // Watermark returns the revision up to which the history is complete.
 func (r *Recorder) Watermark() int64 { return r.watermark.Load() }
 
@@ -169,6 +190,11 @@ func (r *Recorder) Run(ctx context.Context, from int64) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if r.FallbackScope != "" && r.scope.Load() == nil && isPermissionDenied(err) {
+			scope := r.FallbackScope
+			r.scope.Store(&scope)
+			continue
+		}
 		var ce *CompactedError
 		if errors.As(err, &ce) || errors.Is(err, errHistoryFull) {
 			r.mu.Lock()
@@ -186,7 +212,12 @@ func (r *Recorder) Run(ctx context.Context, from int64) error {
 func (r *Recorder) watch(ctx context.Context, from int64) error {
 	wctx, cancel := context.WithCancel(r.stream.Context(ctx))
 	defer cancel()
-	wch := r.stream.Client.Watch(wctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(from), clientv3.WithProgressNotify())
+	key, opts := "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithRev(from), clientv3.WithProgressNotify()}
+	whole := true
+	if scope := r.Scope(); scope != "" {
+		key, opts[0], whole = scope, clientv3.WithPrefix(), false
+	}
+	wch := r.stream.Client.Watch(wctx, key, opts...)
 	for resp := range wch {
 		if resp.CompactRevision != 0 {
 			return &CompactedError{From: from, CompactRevision: resp.CompactRevision}
@@ -199,14 +230,16 @@ func (r *Recorder) watch(ctx context.Context, from int64) error {
 				// Every revision has an event on a whole-keyspace watch:
 				// a progress notification past the last event means the
 				// events in between never came.
-				r.gap(r.lastRev+1, rev)
+				if whole {
+					r.gap(r.lastRev+1, rev)
+				}
 				r.lastRev = rev
 				r.setWatermark(rev)
 			}
 			continue
 		}
 		for _, ev := range resp.Events {
-			if err := r.record(ev); err != nil {
+			if err := r.record(ev, whole); err != nil {
 				return err
 			}
 		}
@@ -218,9 +251,9 @@ func (r *Recorder) watch(ctx context.Context, from int64) error {
 	return errors.New("recorder watch closed")
 }
 
-func (r *Recorder) record(ev *clientv3.Event) error {
+func (r *Recorder) record(ev *clientv3.Event, whole bool) error {
 	rev := ev.Kv.ModRevision
-	if rev > r.lastRev+1 {
+	if whole && rev > r.lastRev+1 {
 		r.gap(r.lastRev+1, rev-1)
 	}
 	if rev > r.lastRev {
@@ -263,6 +296,29 @@ func (r *Recorder) setWatermark(rev int64) {
 	r.waiters = kept
 }
 
+// waitRevision returns a channel closed once the history is complete up
+// to rev, and a function that withdraws the wait.
+func (r *Recorder) waitRevision(rev int64) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watermark.Load() >= rev {
+		close(ch)
+		return ch, func() {}
+	}
+	r.waiters = append(r.waiters, revWaiter{rev: rev, ch: ch})
+	return ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, w := range r.waiters {
+			if w.ch == ch {
+				r.waiters = append(r.waiters[:i], r.waiters[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
 // WaitFor blocks until the history is complete up to rev, requesting
 // progress notifications on the recorder's stream every period while it
 // waits. It returns ctx's error if ctx ends first and the recorder's error
@@ -291,6 +347,24 @@ func (r *Recorder) WaitFor(ctx context.Context, rev int64, period time.Duration)
 			r.stream.RequestProgress(ctx) // best effort: etcd answers once synced
 		}
 	}
+}
+
+// hasRevision reports whether the history holds an event at revision rev
+// under any recorded prefix.
+func (r *Recorder) hasRevision(rev int64) bool {
+	for _, h := range r.hist {
+		if i := h.search(rev); i < h.len() && h.at(i).rev == rev {
+			return true
+		}
+	}
+	return false
+}
+
+// isPermissionDenied reports whether err is etcd's answer to a request
+// the user's roles do not allow.
+func isPermissionDenied(err error) bool {
+	return errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) ||
+		(err != nil && strings.Contains(err.Error(), rpctypes.ErrGRPCPermissionDenied.Error()))
 }
 
 // resourceOf returns the resource of an etcd key under prefix, e.g. "pods"

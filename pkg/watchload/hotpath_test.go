@@ -51,7 +51,7 @@ func BenchmarkValidateEvent(b *testing.B) {
 // sample in the shared histograms.
 func BenchmarkTimeEvent(b *testing.B) {
 	tm := newTiming(time.Now(), 1<<16, 1)
-	w := newWatchTiming(tm)
+	w := newWatchTiming(tm, -1)
 	b.ReportAllocs()
 	var rev int64
 	for b.Loop() {

@@ -144,6 +144,37 @@ type timing struct {
 	timed, untimed int64
 	// lastEvent is the latest receipt time of any event.
 	lastEvent int64
+	// members holds what the clients pinned to each member saw; nil
+	// unless setMembers was called.
+	members []*memberTiming
+}
+
+// memberTiming is what the connections pinned to one member saw.
+type memberTiming struct {
+	writes                                histogram
+	writesDone, writeErrors, writeTimeout int64
+	delivery                              histogram
+	events, timed                         int64
+}
+
+// setMembers starts per-member figures for n members; call it before any
+// sample is recorded.
+func (t *timing) setMembers(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.members = make([]*memberTiming, n)
+	for i := range t.members {
+		t.members[i] = &memberTiming{writes: newHistogram(), delivery: newHistogram()}
+	}
+}
+
+// member returns member i's figures, nil if i is out of range; t.mu is
+// held.
+func (t *timing) member(i int) *memberTiming {
+	if i < 0 || i >= len(t.members) {
+		return nil
+	}
+	return t.members[i]
 }
 
 // intervalStats is what happened in one interval.
@@ -175,11 +206,13 @@ func (t *timing) interval(at int64) *intervalStats {
 	return t.intervals[i]
 }
 
-// writeSample is one write: when it was due, when it ended, and whether it
-// failed.
+// writeSample is one write: when it was due, when it ended, whether it
+// failed (and timed out), and the member its connection is pinned to (-1:
+// any).
 type writeSample struct {
 	scheduled, done int64
-	failed          bool
+	member          int32
+	failed, timeout bool
 }
 
 // addWrites records write samples: latency from the scheduled time, in the
@@ -200,6 +233,18 @@ func (t *timing) addWrites(ss []writeSample) {
 		} else {
 			end.writesDone++
 		}
+		if m := t.member(int(s.member)); m != nil {
+			m.writes.record(lat)
+			switch {
+			case s.timeout:
+				m.writeErrors++
+				m.writeTimeout++
+			case s.failed:
+				m.writeErrors++
+			default:
+				m.writesDone++
+			}
+		}
 	}
 }
 
@@ -210,10 +255,16 @@ type eventSample struct {
 	at, fromCommit, fromSend int64
 }
 
-func (t *timing) addEvents(ss []eventSample, beforeResponse int64) {
+// addEvents records one watcher's events; member is the member its
+// stream is pinned to (-1: any).
+func (t *timing) addEvents(ss []eventSample, beforeResponse int64, member int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.beforeResponse += beforeResponse
+	m := t.member(member)
+	if m != nil {
+		m.events += int64(len(ss))
+	}
 	for _, s := range ss {
 		t.lastEvent = max(t.lastEvent, s.at)
 		iv := t.interval(s.at)
@@ -226,6 +277,10 @@ func (t *timing) addEvents(ss []eventSample, beforeResponse int64) {
 		t.fromCommit.record(time.Duration(s.fromCommit))
 		t.fromSend.record(time.Duration(s.fromSend))
 		iv.deliveryLat.record(time.Duration(s.fromCommit))
+		if m != nil {
+			m.timed++
+			m.delivery.record(time.Duration(s.fromCommit))
+		}
 	}
 }
 
@@ -252,6 +307,7 @@ func (t *timing) series() []report.Interval {
 // samples to the shared timing in batches.
 type watchTiming struct {
 	t              *timing
+	member         int // the member the watcher's stream is pinned to, -1: any
 	buf            []eventSample
 	pending        []pendingEvent
 	beforeResponse int64
@@ -261,8 +317,8 @@ type pendingEvent struct{ rev, at int64 }
 
 const timingBatch = 256
 
-func newWatchTiming(t *timing) *watchTiming {
-	return &watchTiming{t: t, buf: make([]eventSample, 0, timingBatch)}
+func newWatchTiming(t *timing, member int) *watchTiming {
+	return &watchTiming{t: t, member: member, buf: make([]eventSample, 0, timingBatch)}
 }
 
 // event records an event of revision rev received at at.
@@ -318,7 +374,7 @@ func (w *watchTiming) flush() {
 	if len(w.buf) == 0 && w.beforeResponse == 0 {
 		return
 	}
-	w.t.addEvents(w.buf, w.beforeResponse)
+	w.t.addEvents(w.buf, w.beforeResponse, w.member)
 	w.buf, w.beforeResponse = w.buf[:0], 0
 }
 

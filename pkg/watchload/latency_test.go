@@ -28,7 +28,7 @@ func TestCommitLog(t *testing.T) {
 // publishes), and no write will ever publish it.
 func TestWatchTimingJoin(t *testing.T) {
 	tm := newTiming(time.Now(), 1024, 2)
-	w := newWatchTiming(tm)
+	w := newWatchTiming(tm, -1)
 	ms := int64(time.Millisecond)
 
 	tm.ring.publish(10, 1*ms, 3*ms)

@@ -28,6 +28,7 @@ type leaseManager struct {
 	prevExpiry time.Time
 	attached   int64
 	granted    int64
+	all        []clientv3.LeaseID
 }
 
 func newLeaseManager() *leaseManager { return &leaseManager{} }
@@ -56,7 +57,15 @@ func (l *leaseManager) get(ctx context.Context, kv KV, ttl time.Duration) (clien
 	l.prevExpiry = now.Add(time.Duration(grant) * time.Second)
 	l.attached = 1
 	l.granted++
+	l.all = append(l.all, resp.ID)
 	return resp.ID, nil
+}
+
+// ids returns every lease granted, in order.
+func (l *leaseManager) ids() []clientv3.LeaseID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]clientv3.LeaseID(nil), l.all...)
 }
 
 // grants returns the number of leases granted.

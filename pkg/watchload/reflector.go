@@ -240,7 +240,11 @@ func NewReflector(env *Env, o ReflectorOptions) *Reflector {
 		r.delay = spec.delayer(r.clock, r.rand)
 	}
 	r.val = newValidator(o.ID, env.Recorder, o.Prefix, env.Violations)
-	r.lat = newWatchTiming(env.timing)
+	member := -1
+	if o.Stream != nil {
+		member = o.Stream.Member
+	}
+	r.lat = newWatchTiming(env.timing, member)
 	return r
 }
 
@@ -328,6 +332,13 @@ func (r *Reflector) Hold() int64 {
 		}
 	}
 	return r.lastSync.Load()
+}
+
+// isHeld reports whether the reflector is held back now.
+func (r *Reflector) isHeld() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held
 }
 
 // Release lets a held reflector watch again from its last revision + 1,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -99,6 +100,43 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Hooks are given to every reflector.
 	Hooks ReflectorHooks
+
+	// ReusePrefix accepts a Prefix that already holds keys. Without it
+	// Run refuses such a prefix (ErrPrefixNotEmpty) before writing
+	// anything. With it the run's objects get namespaces of their own
+	// (lwbench-<random>-ns-N), so that they cannot collide with the keys
+	// already there.
+	ReusePrefix bool
+	// NamespaceCompactRevKey keeps the compactor's compare-and-swap key
+	// under Prefix (<Prefix>/compact_rev_key) instead of at the root, where
+	// a real kube-apiserver of the cluster keeps its own: lwbench must not
+	// move that key's version (it would make the apiservers skip a
+	// compaction). Set it for clusters lwbench does not own.
+	NamespaceCompactRevKey bool
+	// Cleanup deletes, at the end (also when the run fails after it began
+	// to seed), exactly what the run wrote: the keys it created, while
+	// their create revision is still one of the run's, and the leases it
+	// granted. Set it for clusters lwbench does not own.
+	Cleanup bool
+	// BeforeCleanup, if set, runs after the measurements and before the
+	// cleanup, only when the run succeeded (e.g. to save a snapshot).
+	BeforeCleanup func(ctx context.Context) error
+	// PinConnections dials connection i of the watchers and of the
+	// writers to endpoint i mod len(Endpoints) alone (Target.DialEndpoint),
+	// so that latency is also reported per member. Such connections do
+	// not fail over; the history recorder, the probe and the maintenance
+	// connection always use every endpoint.
+	PinConnections bool
+	// Faults are injected in order into a cluster whose processes the run
+	// controls (Target.Members); their At offsets must be increasing and
+	// a fault must be undone before the next begins.
+	Faults []Fault
+	// RecoveryTimeout bounds the wait for recovery after a fault has been
+	// undone; 0 means 60 seconds.
+	RecoveryTimeout time.Duration
+	// ProbeRate is the probe's operations per second during a fault; 0
+	// means 20.
+	ProbeRate float64
 }
 
 // Progress is a live view of a run.
@@ -194,6 +232,12 @@ func (o Options) Defaults() Options {
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 500 * time.Millisecond
 	}
+	if o.RecoveryTimeout == 0 {
+		o.RecoveryTimeout = 60 * time.Second
+	}
+	if o.ProbeRate == 0 {
+		o.ProbeRate = 20
+	}
 	return o
 }
 
@@ -221,6 +265,9 @@ func (o Options) Validate() error {
 	if err := o.ResourceMix.Validate(); err != nil {
 		return err
 	}
+	if err := validateFaults(o.Faults); err != nil {
+		return err
+	}
 	return o.Mix.Validate()
 }
 
@@ -235,34 +282,49 @@ func isResource(r string) bool {
 
 // Target is the etcd a run drives.
 type Target struct {
-	// Endpoints are the members' client URLs; the first is defragmented
-	// and queried for sizes and metrics.
+	// Endpoints are the members' client URLs, one per member; each is
+	// defragmented in turn (the leader last), and the first is queried
+	// for sizes and metrics.
 	Endpoints []string
 	// Embedded is true when the member runs in this process.
 	Embedded bool
-	// Dial opens a new connection; a run opens Connections +
-	// WriterConnections + 1 (the history recorder) and closes them.
+	// Managed is true when lwbench started the members (embedded or
+	// processes) and stops them afterwards.
+	Managed bool
+	// Dial opens a new connection to every endpoint; a run opens
+	// Connections + WriterConnections + 2 (the history recorder and the
+	// maintenance connection), and with faults one more for the probe
+	// and one to each endpoint (DialEndpoint), and closes them.
 	Dial Dialer
+	// DialEndpoint opens a connection to one endpoint only, for
+	// Options.PinConnections.
+	DialEndpoint EndpointDialer
+	// Members control the member processes, one per endpoint in the same
+	// order, when the run may inject faults; nil otherwise.
+	Members []MemberControl
 }
 
 // Run seeds objects, starts the history recorder and the watchers, waits
 // until they have listed, then writes on schedule for o.Duration while the
 // compactor ticks on kube-apiserver's algorithm, holds o.HoldBack watchers
-// back across a compaction so that they must relist, defragments once,
-// and (apiserver-cache) serves consistent LISTs from the caches. At the
-// end it waits until every watcher confirms the final revision, validates
-// every watch against the recorded history, compares every cache with
-// etcd, and returns the measurements. Errors are returned only when the
-// run could not be carried out (seeding failed, the target is
+// back across a compaction so that they must relist, defragments every
+// member once (one at a time, the leader last), injects o.Faults and
+// measures the recovery from each, and (apiserver-cache) serves consistent
+// LISTs from the caches. At the end it waits until every watcher confirms
+// the final revision, validates every watch against the recorded history,
+// compares every cache with etcd, and, with o.Cleanup, deletes what it
+// wrote. Before writing anything it refuses a prefix that holds keys
+// unless o.ReusePrefix (ErrPrefixNotEmpty). Errors are returned only when
+// the run could not be carried out (seeding failed, the target is
 // unreachable); broken watch guarantees are results, in
 // RunResult.Validation.
-func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
+func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err error) {
 	o = o.Defaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if len(t.Endpoints) == 0 || t.Dial == nil {
-		return nil, errors.New("target needs endpoints and a dialer")
+	if err := checkTarget(t, o); err != nil {
+		return nil, err
 	}
 	logf := o.Logf
 	if logf == nil {
@@ -272,33 +334,83 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	res := &report.RunResult{
 		SchemaVersion: report.RunSchemaVersion,
 		StartedAt:     epoch.UTC(),
-		Target:        report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints},
+		Target:        report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
 		Scenario:      scenario(o),
 	}
 	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
 
-	writerTopo, err := Connect(ctx, t.Dial, o.WriterConnections, o.WriterConnections, "")
+	// The maintenance connection, to every member: status, compaction,
+	// defragmentation, the final reads and the cleanup.
+	admin, err := t.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	if res.Members, err = describeMembers(ctx, admin, t.Endpoints); err != nil {
+		return nil, err
+	}
+	res.Target.EtcdVersion = res.Members[0].Version
+
+	// Nothing is written before the prefix is known to be empty (or its
+	// reuse allowed).
+	head, err := admin.Get(ctx, o.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, fmt.Errorf("count the keys under %s/: %w", o.Prefix, err)
+	}
+	if head.Count > 0 && !o.ReusePrefix {
+		return nil, fmt.Errorf("%w: %s/ holds %d keys (an earlier run's, or another client's); choose another prefix or reuse it explicitly",
+			ErrPrefixNotEmpty, o.Prefix, head.Count)
+	}
+	startRev := head.Header.Revision
+
+	writerTopo, err := o.connect(ctx, t, o.WriterConnections, o.WriterConnections, "")
 	if err != nil {
 		return nil, err
 	}
 	defer writerTopo.Close()
-	admin := writerTopo.Conns[0]
-	if st, err := admin.Status(ctx, t.Endpoints[0]); err == nil {
-		res.Target.EtcdVersion = st.Version
-	} else {
-		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
-	}
 	kvs := make([]KV, len(writerTopo.Conns))
 	for i, c := range writerTopo.Conns {
 		kvs[i] = c
 	}
 
-	wl, err := NewKubernetesWorkload(KubernetesWorkloadOptions{
+	wo := KubernetesWorkloadOptions{
 		Prefix: o.Prefix, Namespaces: o.Namespaces, Pods: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
 		Mix: o.Mix, ResourceMix: o.ResourceMix, EventTTL: o.EventTTL, Workers: o.WriterConcurrency, Seed: o.Seed,
-	})
+	}
+	if o.ReusePrefix {
+		wo.NamespacePrefix = fmt.Sprintf("lwbench-%08x-ns-", rand.Uint32())
+	}
+	wl, err := NewKubernetesWorkload(wo)
 	if err != nil {
 		return nil, err
+	}
+	if o.Cleanup {
+		// Runs once the watchers, writers and recorder have stopped (their
+		// deferred stops run first) and before the maintenance
+		// connection closes, on success and on failure alike, even when
+		// ctx has ended.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			if err == nil && o.BeforeCleanup != nil {
+				if berr := o.BeforeCleanup(cctx); berr != nil {
+					err = berr
+				}
+			}
+			extra := []string{o.Prefix + "/" + keyspace.CompactRevKey, probeKey(o.Prefix), faultKey(o.Prefix)}
+			c := cleanup(cctx, admin, wl, extra, startRev, o.Prefix, o.ReusePrefix)
+			logf("cleanup: deleted %d keys and revoked %d leases lwbench wrote; %d keys left under %s/", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft, o.Prefix)
+			if c.Error != "" {
+				logf("cleanup: %s", c.Error)
+			}
+			res.Cleanup = &c
+		}()
+	} else if o.BeforeCleanup != nil {
+		defer func() {
+			if err == nil {
+				err = o.BeforeCleanup(ctx)
+			}
+		}()
 	}
 	live := &liveState{o: o, start: epoch, phase: "seeding"}
 	stopProgress := live.report(ctx)
@@ -311,31 +423,35 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 		return nil, fmt.Errorf("seed objects: %w", err)
 	}
 
-	// The history recorder, on a connection of its own, from the next
-	// revision on: every watcher lists at or after it.
+	// The history recorder, on a connection of its own to every member,
+	// from the next revision on: every watcher lists at or after it.
 	recTopo, err := Connect(ctx, t.Dial, 1, 1, "")
 	if err != nil {
 		return nil, err
 	}
 	defer recTopo.Close()
-	head, err := admin.Get(ctx, keyspace.CompactRevKey)
+	cur, err := currentRevision(ctx, admin, o.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("read the current revision: %w", err)
 	}
 	rec := NewRecorder(recTopo.Streams[0], wl.Prefixes())
+	rec.FallbackScope = o.Prefix + "/"
 	total := int64(o.WriteRate * o.Duration.Seconds())
 	env := NewEnv(epoch, total+1024, o.WriterConcurrency, rec)
+	if o.PinConnections {
+		env.timing.setMembers(len(t.Endpoints))
+	}
 	rctx, stopRecorder := context.WithCancel(ctx)
 	defer stopRecorder()
 	var recWG sync.WaitGroup
 	recWG.Add(1)
 	go func() {
 		defer recWG.Done()
-		rec.Run(rctx, head.Header.Revision+1)
+		rec.Run(rctx, cur+1)
 	}()
 
 	// Watchers.
-	watchTopo, err := Connect(ctx, t.Dial, o.Connections, o.Streams, o.Profile.Source())
+	watchTopo, err := o.connect(ctx, t, o.Connections, o.Streams, o.Profile.Source())
 	if err != nil {
 		return nil, err
 	}
@@ -352,15 +468,42 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	}
 	live.setWatchers(refls, rec)
 	live.setPhase("syncing")
-	logf("starting %d %s watchers of %s on %d streams over %d connections (LIST pages of %d, WATCH with prevKV)",
-		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, o.PageSize)
+	pinned := ""
+	if o.PinConnections {
+		pinned = ", each pinned to one member"
+	}
+	logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
+		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
 	var wwg sync.WaitGroup
 	if err := startReflectors(ctx, wctx, refls, o.StartConcurrency, o.SyncTimeout, &wwg); err != nil {
 		return nil, err
 	}
 
+	// The faults' probe connection and a connection to each member,
+	// opened while every member is up.
+	var probeConn *clientv3.Client
+	var memberConns []*clientv3.Client
+	if len(o.Faults) > 0 {
+		if probeConn, err = t.Dial(ctx); err != nil {
+			return nil, err
+		}
+		defer probeConn.Close()
+		for _, ep := range t.Endpoints {
+			if t.DialEndpoint == nil {
+				break
+			}
+			c, err := t.DialEndpoint(ctx, ep)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			memberConns = append(memberConns, c)
+		}
+	}
+
 	// Writers, on schedule from now.
-	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.WriteRate, Total: total, Workers: o.WriterConcurrency, Timeout: o.WriteTimeout})
+	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.WriteRate, Total: total, Workers: o.WriterConcurrency,
+		Timeout: o.WriteTimeout, ConnMember: writerTopo.ConnMember})
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +516,12 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	writeCtx, stopWriters := context.WithCancel(ctx)
 	defer stopWriters()
 	writeDone := make(chan report.WriteStats, 1)
-	go func() { writeDone <- writers.Run(writeCtx) }()
+	writersFinished := make(chan struct{})
+	go func() {
+		ws := writers.Run(writeCtx)
+		close(writersFinished)
+		writeDone <- ws
+	}()
 
 	var cr *ConsistentReader
 	var crWG sync.WaitGroup
@@ -397,6 +545,14 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 		defer close(maintDone)
 		maint.run(ctx, epoch.Add(writeStart+o.Duration))
 	}()
+	faults := &faultRunner{t: t, admin: admin, probeConn: probeConn, memberConns: memberConns, o: o, env: env, refls: refls, rec: rec,
+		streams: append(append([]*Stream(nil), watchTopo.Streams...), recTopo.Streams[0]), writers: writers,
+		writersDone: writersFinished, members: res.Members, logf: logf}
+	faultsDone := make(chan struct{})
+	go func() {
+		defer close(faultsDone)
+		faults.run(ctx, writeStart)
+	}()
 
 	var ws report.WriteStats
 	select {
@@ -407,6 +563,8 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	}
 	crWG.Wait()
 	<-maintDone
+	<-faultsDone
+	res.Faults = faults.results
 	for _, r := range refls {
 		r.Release()
 	}
@@ -418,11 +576,10 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	// Final state, then wait for the recorder and every watcher to
 	// confirm it.
 	live.setPhase("confirming")
-	final, err := admin.Get(ctx, keyspace.CompactRevKey)
+	finalRev, err := currentRevision(ctx, admin, o.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("read the final revision: %w", err)
 	}
-	finalRev := final.Header.Revision
 	res.Final.Revision, res.Final.CompactRevision = finalRev, maint.compacted
 	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
 	if err := rec.WaitFor(ctx, finalRev, o.ProgressRequestPeriod); err != nil && ctx.Err() == nil {
@@ -434,17 +591,57 @@ func Run(ctx context.Context, t Target, o Options) (*report.RunResult, error) {
 	finishValidation(ctx, rec, refls, o.ProgressRequestPeriod, logf)
 	stopRecorder()
 	recWG.Wait()
-	if size, err := compaction.MemberSize(ctx, admin, t.Endpoints[0]); err == nil {
+	if size, err := memberSize(ctx, admin, t.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
 	}
+	memberSizes(ctx, admin, t.Endpoints, res.Members)
 	if cr != nil {
 		res.ConsistentReads = cr.Result()
 	}
 	if err := collect(ctx, res, env, admin, o, refls, unsynced); err != nil {
 		return nil, err
 	}
+	memberStats(res.Members, env, watchTopo, writerTopo, refls)
 	res.Self = self.finish(ctx)
 	return res, nil
+}
+
+// checkTarget checks what the options need from the target.
+func checkTarget(t Target, o Options) error {
+	switch {
+	case len(t.Endpoints) == 0 || t.Dial == nil:
+		return errors.New("target needs endpoints and a dialer")
+	case o.PinConnections && t.DialEndpoint == nil:
+		return errors.New("pinned connections need a target that dials one endpoint")
+	case len(o.Faults) > 0 && len(t.Members) != len(t.Endpoints):
+		return fmt.Errorf("%w: faults need a cluster whose member processes lwbench started", ErrNoFaults)
+	}
+	for _, f := range o.Faults {
+		if !f.Kind.Leader() && len(t.Members) < 2 {
+			return fmt.Errorf("%w: %s needs at least two members", ErrNoFaults, f.Kind)
+		}
+	}
+	return nil
+}
+
+// connect opens a topology to every endpoint, or pinned to one endpoint
+// per connection with o.PinConnections.
+func (o Options) connect(ctx context.Context, t Target, conns, streams int, source string) (*Topology, error) {
+	if o.PinConnections {
+		return ConnectPinned(ctx, t.DialEndpoint, t.Endpoints, conns, streams, source)
+	}
+	return Connect(ctx, t.Dial, conns, streams, source)
+}
+
+// currentRevision returns etcd's current revision, read with a
+// linearizable get of one key under the prefix (a user limited to the
+// prefix may read nothing else).
+func currentRevision(ctx context.Context, c *clientv3.Client, prefix string) (int64, error) {
+	resp, err := c.Get(ctx, prefix+"/")
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
 }
 
 func scenario(o Options) report.Scenario {
@@ -461,7 +658,17 @@ func scenario(o Options) report.Scenario {
 		Defragment: o.Defragment, PhysicalCompaction: o.PhysicalCompaction,
 		ProgressRequestPeriod: report.Ms(o.ProgressRequestPeriod), EventTTLMs: report.Ms(o.EventTTL),
 		ConsistentListRatePerSecond: consistentRate(o), StartConcurrency: max(o.StartConcurrency, 0),
+		ReusePrefix: o.ReusePrefix, PinConnections: o.PinConnections, CompactRevKey: compactRevKeyName(o),
+		Faults: plannedFaults(o.Faults),
 	}
+}
+
+func plannedFaults(faults []Fault) []report.PlannedFault {
+	var out []report.PlannedFault
+	for _, f := range faults {
+		out = append(out, report.PlannedFault{Kind: string(f.Kind), AtMs: report.Ms(f.At), DurationMs: report.Ms(f.Duration)})
+	}
+	return out
 }
 
 func consistentRate(o Options) float64 {
@@ -579,7 +786,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 	if m.o.CompactionInterval < 0 {
 		return
 	}
-	c := compaction.NewCompactor(m.admin)
+	c := compaction.NewCompactor(compactKV(m.admin, m.o))
 	c.Physical = m.o.PhysicalCompaction
 	var held []*Reflector
 	var heldRev int64
@@ -598,7 +805,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 		if !time.Now().Before(next) {
 			// The size before the compaction that precedes the
 			// defragmentation is the one the result reports.
-			before, beforeErr := compaction.MemberSize(ctx, m.admin, m.t.Endpoints[0])
+			before, beforeErr := memberSize(ctx, m.admin, m.t.Endpoints[0])
 			at := m.env.Since()
 			tick, err := c.Tick(ctx)
 			if tick.Compacted != 0 || err != nil {
@@ -617,7 +824,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 				if beforeErr == nil {
 					m.res.DBSize.BeforeCompactionBytes, m.res.DBSize.BeforeCompactionInUseBytes = before.Bytes, before.InUseBytes
 				}
-				if s, err := compaction.MemberSize(ctx, m.admin, m.t.Endpoints[0]); err == nil {
+				if s, err := memberSize(ctx, m.admin, m.t.Endpoints[0]); err == nil {
 					m.res.DBSize.AfterCompactionBytes, m.res.DBSize.AfterCompactionInUseBytes = s.Bytes, s.InUseBytes
 				}
 				if held != nil {
@@ -646,15 +853,39 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 	}
 }
 
+// defrag defragments every member once, one at a time so that a quorum
+// keeps serving, the leader last, each measured; it stops at the first
+// failure, as compaction.DefragmentAll does.
 func (m *maintenance) defrag(ctx context.Context) {
 	at := m.env.Since()
-	d, err := compaction.Defragment(ctx, m.admin, m.t.Endpoints[0])
-	rec := &report.Defrag{AtMs: report.Ms(at), DurationMs: report.Ms(d.Duration)}
-	if err != nil {
-		rec.Error = err.Error()
-	} else {
-		m.res.DBSize.AfterDefragBytes, m.res.DBSize.AfterDefragInUseBytes = d.After.Bytes, d.After.InUseBytes
-		m.logf("defragmented %s in %v: %d -> %d bytes", m.t.Endpoints[0], d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
+	// The leader last (as compaction.LeaderLast orders them), from one
+	// round of status requests so that the leader reported is the one
+	// the order used.
+	order := append([]string(nil), m.t.Endpoints...)
+	leader := ""
+	if i := leaderIndex(ctx, m.admin, m.t.Endpoints); i >= 0 {
+		leader = order[i]
+		order = append(append(order[:i:i], order[i+1:]...), leader)
+	}
+	rec := &report.Defrag{AtMs: report.Ms(at)}
+	for _, ep := range order {
+		start := m.env.Since()
+		d, err := compaction.Defragment(ctx, m.admin, ep)
+		md := report.MemberDefrag{Endpoint: ep, Leader: ep == leader, AtMs: report.Ms(start), DurationMs: report.Ms(d.Duration),
+			BeforeBytes: d.Before.Bytes, BeforeInUseBytes: d.Before.InUseBytes, AfterBytes: d.After.Bytes, AfterInUseBytes: d.After.InUseBytes}
+		rec.DurationMs += md.DurationMs
+		if err != nil {
+			md.Error = err.Error()
+			rec.Error = err.Error()
+			rec.Members = append(rec.Members, md)
+			m.logf("defragmentation of %s failed: %v", ep, err)
+			break
+		}
+		rec.Members = append(rec.Members, md)
+		if ep == m.t.Endpoints[0] {
+			m.res.DBSize.AfterDefragBytes, m.res.DBSize.AfterDefragInUseBytes = d.After.Bytes, d.After.InUseBytes
+		}
+		m.logf("defragmented %s in %v: %d -> %d bytes", ep, d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
 	}
 	m.res.Defrag = rec
 }
@@ -738,8 +969,39 @@ func collect(ctx context.Context, res *report.RunResult, env *Env, admin *client
 		compareCache(env.Violations, ro.ID, rev, r.Cache(), state)
 	}
 
+	unrecordedWrites(env)
 	res.Validation = validationReport(env, unsynced, unverified, missing)
 	return nil
+}
+
+// unrecordedWrites reports every write still in the join's ring (the
+// writes of the run, unless revisions outran the ring) whose revision is
+// covered by the history but absent from it: etcd acknowledged it and the
+// recorder never saw it. This also checks the recorder when it could watch
+// only the prefix, where revision gaps cannot be told from other clients'
+// writes.
+func unrecordedWrites(env *Env) {
+	rec := env.Recorder
+	if rec == nil {
+		return
+	}
+	mark := rec.Watermark()
+	ring := env.timing.ring
+	var missed []int64
+	for i := range ring.slots {
+		rev := ring.slots[i].rev.Load()
+		if rev == 0 || rev > mark {
+			continue
+		}
+		if !rec.hasRevision(rev) {
+			missed = append(missed, rev)
+		}
+	}
+	sort.Slice(missed, func(i, j int) bool { return missed[i] < missed[j] })
+	for _, rev := range missed {
+		env.Violations.Add(Violation{Watcher: -1, Kind: ViolationUnrecorded, Revision: rev,
+			Detail: "etcd acknowledged a write at this revision; the recorder never saw it"})
+	}
 }
 
 // compareCache reports every key whose presence or mod_revision differs

@@ -40,6 +40,9 @@ type Stream struct {
 	Conn int
 	// Client is that connection.
 	Client Client
+	// Member is the index of the member the connection is pinned to (see
+	// ConnectPinned), -1 when it may use any member.
+	Member int
 	md     metadata.MD
 }
 
@@ -52,7 +55,7 @@ func NewStream(id, conn int, c Client, source string) *Stream {
 	if source != "" {
 		md.Set("source", source)
 	}
-	return &Stream{ID: id, Conn: conn, Client: c, md: md}
+	return &Stream{ID: id, Conn: conn, Client: c, Member: -1, md: md}
 }
 
 // Context returns ctx carrying the stream's metadata and etcd's
@@ -80,6 +83,10 @@ type Topology struct {
 	Conns []*clientv3.Client
 	// Streams are the watch streams.
 	Streams []*Stream
+	// ConnMember is the member each connection is pinned to, by index
+	// into the endpoints given to ConnectPinned; nil when every connection
+	// may use any member.
+	ConnMember []int
 }
 
 // Connect opens conns connections with dial and lays streams streams over
@@ -103,6 +110,36 @@ func Connect(ctx context.Context, dial Dialer, conns, streams int, source string
 	}
 	for i := range streams {
 		t.Streams = append(t.Streams, NewStream(i, i%conns, t.Conns[i%conns], source))
+	}
+	return t, nil
+}
+
+// EndpointDialer opens one new connection to the given endpoint only.
+type EndpointDialer func(ctx context.Context, endpoint string) (*clientv3.Client, error)
+
+// ConnectPinned is Connect with connection i dialled to endpoints[i mod
+// len(endpoints)] alone, so that what its clients see can be attributed
+// to one member; such a connection does not fail over to another member,
+// it waits for its own to come back.
+func ConnectPinned(ctx context.Context, dial EndpointDialer, endpoints []string, conns, streams int, source string) (*Topology, error) {
+	if len(endpoints) == 0 || dial == nil {
+		return nil, errors.New("pinned connections need endpoints and an endpoint dialer")
+	}
+	var next int
+	t, err := Connect(ctx, func(ctx context.Context) (*clientv3.Client, error) {
+		ep := endpoints[next%len(endpoints)]
+		next++
+		return dial(ctx, ep)
+	}, conns, streams, source)
+	if err != nil {
+		return nil, err
+	}
+	t.ConnMember = make([]int, len(t.Conns))
+	for i := range t.Conns {
+		t.ConnMember[i] = i % len(endpoints)
+	}
+	for _, s := range t.Streams {
+		s.Member = t.ConnMember[s.Conn]
 	}
 	return t, nil
 }

@@ -49,6 +49,9 @@ const (
 	// ViolationRecorderGap: the history recorder's whole-keyspace watch
 	// skipped revisions: events lost on that watch.
 	ViolationRecorderGap ViolationKind = "recorder-gap"
+	// ViolationUnrecorded: etcd acknowledged a write whose revision the
+	// history recorder never saw, although it recorded past it.
+	ViolationUnrecorded ViolationKind = "unrecorded-write"
 )
 
 // Violation is one broken guarantee, with the revision where it happened.

@@ -165,12 +165,12 @@ func TestRecorderReportsGaps(t *testing.T) {
 	rec := NewRecorder(nil, []string{testPrefix})
 	rec.lastRev = 4
 	for _, e := range []histEntry{create(5, "a"), put(6, "a"), put(9, "a")} {
-		if err := rec.record(event(e)); err != nil {
+		if err := rec.record(event(e), true); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Keys outside the prefixes advance the revision but are not kept.
-	if err := rec.record(&clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("compact_rev_key"), ModRevision: 10}}); err != nil {
+	if err := rec.record(&clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("compact_rev_key"), ModRevision: 10}}, true); err != nil {
 		t.Fatal(err)
 	}
 	if gaps := rec.Gaps(); len(gaps) != 1 || gaps[0] != (RevisionGap{From: 7, To: 8}) {

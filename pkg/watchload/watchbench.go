@@ -273,6 +273,10 @@ func validationReport(env *Env, unsynced int, unverified, prevKVMissing int64) r
 		Unexpected: vs.Count(ViolationUnexpected), PrevKVMismatches: vs.Count(ViolationPrevKV), PrevKVMissing: prevKVMissing,
 		CacheMismatches: vs.Count(ViolationCache), RecorderGaps: vs.Count(ViolationRecorderGap),
 		UnsyncedWatchers: unsynced, UnverifiedEvents: unverified, HistoryEvents: rec.Events(),
+		UnrecordedWrites: vs.Count(ViolationUnrecorded), RecorderScope: "keyspace",
+	}
+	if s := rec.Scope(); s != "" {
+		v.RecorderScope = s
 	}
 	if err := rec.Err(); err != nil {
 		v.RecorderError = err.Error()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -182,6 +184,10 @@ type KubernetesWorkloadOptions struct {
 	Workers int
 	// Seed makes objects and the op plan reproducible.
 	Seed uint64
+	// NamespacePrefix starts every namespace name, followed by its
+	// number; empty means "ns-". A run that reuses a prefix gives its
+	// objects namespaces of their own this way.
+	NamespacePrefix string
 }
 
 // KubernetesWorkload writes pods, configmaps and events encoded with
@@ -189,13 +195,17 @@ type KubernetesWorkloadOptions struct {
 // create if the key does not exist; update and delete if its mod_revision
 // is the one last read, re-reading once on a conflict as GuaranteedUpdate
 // does; events attached to leases shared as kube-apiserver's lease manager
-// shares them. Ops on one key go to one worker, so each worker knows its
-// keys' mod_revisions.
+// shares them, one lease manager per connection as each kube-apiserver has
+// its own (a grant stuck on one member then holds up only the writes of
+// that connection, as it holds up one apiserver). Ops on one key go to one
+// worker, so each worker knows its keys' mod_revisions.
 type KubernetesWorkload struct {
-	o      KubernetesWorkloadOptions
-	codec  *keyspace.Codec
-	leases *leaseManager
-	gens   []*keyspace.Generator // per worker
+	o        KubernetesWorkloadOptions
+	codec    *keyspace.Codec
+	leasesMu sync.Mutex
+	leases   map[KV]*leaseManager  // per connection
+	granted  []*leaseManager       // in the order first used
+	gens     []*keyspace.Generator // per worker
 
 	// planner state (Next's goroutine)
 	rng     *rand.Rand
@@ -227,12 +237,15 @@ func NewKubernetesWorkload(o KubernetesWorkloadOptions) (*KubernetesWorkload, er
 	if o.EventTTL <= 0 {
 		o.EventTTL = DefaultEventTTL
 	}
+	if o.NamespacePrefix == "" {
+		o.NamespacePrefix = "ns-"
+	}
 	codec, err := keyspace.NewCodec()
 	if err != nil {
 		return nil, err
 	}
 	w := &KubernetesWorkload{
-		o: o, codec: codec, leases: newLeaseManager(),
+		o: o, codec: codec, leases: map[KV]*leaseManager{},
 		rng:     rand.New(rand.NewPCG(o.Seed, 0x5eed)),
 		live:    map[string][]plannedObject{},
 		created: map[string]int{},
@@ -375,7 +388,48 @@ feed:
 	return err
 }
 
-func (w *KubernetesWorkload) ns(i int) string { return fmt.Sprintf("ns-%d", i%w.o.Namespaces) }
+func (w *KubernetesWorkload) ns(i int) string {
+	return w.o.NamespacePrefix + strconv.Itoa(i%w.o.Namespaces)
+}
+
+// Keys returns every key the workload has written or tried to write
+// (seeded, created, updated or deleted), sorted. Call it after the writers
+// have stopped.
+func (w *KubernetesWorkload) Keys() []string {
+	var keys []string
+	for _, states := range w.states {
+		for k := range states {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Leases returns the IDs of the leases the workload granted, connection
+// by connection, each in the order granted.
+func (w *KubernetesWorkload) Leases() []clientv3.LeaseID {
+	w.leasesMu.Lock()
+	defer w.leasesMu.Unlock()
+	var ids []clientv3.LeaseID
+	for _, l := range w.granted {
+		ids = append(ids, l.ids()...)
+	}
+	return ids
+}
+
+// leaseManager returns the lease manager of connection kv.
+func (w *KubernetesWorkload) leaseManager(kv KV) *leaseManager {
+	w.leasesMu.Lock()
+	defer w.leasesMu.Unlock()
+	l, ok := w.leases[kv]
+	if !ok {
+		l = newLeaseManager()
+		w.leases[kv] = l
+		w.granted = append(w.granted, l)
+	}
+	return l
+}
 
 // eventName is the name client-go's recorder gives an event: the object's
 // name, a dot and a hexadecimal timestamp.
@@ -478,7 +532,7 @@ func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator,
 		var then clientv3.Op
 		var putOpts []clientv3.OpOption
 		if resource == ResourceEvents && kind != OpDelete {
-			id, err := w.leases.get(ctx, kv, w.o.EventTTL)
+			id, err := w.leaseManager(kv).get(ctx, kv, w.o.EventTTL)
 			if err != nil {
 				return 0, conflict, fmt.Errorf("lease for %s: %w", key, err)
 			}
@@ -508,6 +562,13 @@ func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator,
 		resp, err := kv.Txn(ctx).If(cmp).Then(then).Else(clientv3.OpGet(key)).Commit()
 		if err != nil {
 			return 0, conflict, err
+		}
+		if resp.Succeeded && kind == OpDelete && resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
+			// The comparison held for an absent key (mod_revision 0: a
+			// create whose response was lost, and which never
+			// committed): nothing was deleted, no revision was written.
+			st.modRevision = 0
+			return 0, conflict, fmt.Errorf("delete %s: %w", key, ErrObjectNotFound)
 		}
 		if resp.Succeeded {
 			switch kind {

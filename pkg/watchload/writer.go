@@ -31,6 +31,10 @@ type WriterOptions struct {
 	// When every queue is full the dispatcher waits, and the waiting
 	// counts in the latency of the ops it delays.
 	QueueDepth int
+	// ConnMember, if set, is the member each connection (by index into
+	// kvs) is pinned to (Topology.ConnMember): write latencies are then
+	// also recorded per member.
+	ConnMember []int
 }
 
 // Writers runs an open-loop write load: a dispatcher hands op i to a
@@ -77,11 +81,12 @@ type WriterProgress struct {
 	Sent      int64 // ops handed to etcd
 	Completed int64 // ops that succeeded
 	Errors    int64 // ops that failed
+	Timeouts  int64 // of which timeouts
 }
 
 // Progress returns the counters so far.
 func (w *Writers) Progress() WriterProgress {
-	return WriterProgress{Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load()}
+	return WriterProgress{Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load(), Timeouts: w.timeouts.Load()}
 }
 
 // Run schedules o.Total ops from now on and returns when all are done or
@@ -165,6 +170,10 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 // work runs one worker: its own queue first, shared ops when it is idle.
 func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op, guard *opGuard) {
 	kv := w.kvs[id%len(w.kvs)]
+	member := int32(-1)
+	if w.o.ConnMember != nil {
+		member = int32(w.o.ConnMember[id%len(w.kvs)])
+	}
 	t := w.env.timing
 	batch := make([]writeSample, 0, 64)
 	flush := func() {
@@ -210,9 +219,10 @@ func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op, guard
 		if conflict {
 			w.conflicts.Add(1)
 		}
+		timedOut := err != nil && isTimeout(err)
 		if err != nil {
 			w.errs.Add(1)
-			if isTimeout(err) {
+			if timedOut {
 				w.timeouts.Add(1)
 			}
 			w.mu.Lock()
@@ -225,7 +235,7 @@ func (w *Writers) work(ctx context.Context, id int, own, shared <-chan Op, guard
 			w.byKind[op.Kind].Add(1)
 		}
 		w.lastDone[id] = done // read after the workers have finished
-		batch = append(batch, writeSample{scheduled: int64(op.Scheduled), done: done, failed: err != nil})
+		batch = append(batch, writeSample{scheduled: int64(op.Scheduled), done: done, member: member, failed: err != nil, timeout: timedOut})
 		if len(batch) == cap(batch) {
 			flush()
 		}

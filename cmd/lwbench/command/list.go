@@ -105,6 +105,11 @@ func runList(ctx context.Context, o *listOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cleanup, err := o.target.guardPrefix(ctx, target, o.load.Prefix, con.Logf)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	res, err := watchload.List(ctx, target, o.load)
 	if err != nil {
 		return err

@@ -109,6 +109,11 @@ func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cleanup, err := o.target.guardPrefix(ctx, target, o.load.Prefix, con.Logf)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	res, err := watchload.Put(ctx, target, o.load)
 	con.Done()
 	if err != nil {

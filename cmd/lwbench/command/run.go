@@ -2,15 +2,16 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
 
@@ -38,6 +39,17 @@ type runOptions struct {
 	watchResources []string
 	noDefrag       bool
 	logical        bool
+
+	// Safety against a cluster lwbench does not own (--endpoints).
+	allowCompaction bool
+	allowDefrag     bool
+
+	// Faults, in a cluster lwbench starts itself.
+	fault         string
+	faultAt       time.Duration
+	faultDuration time.Duration
+
+	flags *pflag.FlagSet
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -73,6 +85,23 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.load.ConsistentListRate, "consistent-list-rate", d.ConsistentListRate, "consistent LISTs per second served by the watch caches (apiserver-cache)")
 	fs.IntVar(&o.load.StartConcurrency, "start-concurrency", d.StartConcurrency, "watchers listing at once at the start; negative: all at once")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of the objects and the write plan")
+
+	fs.BoolVar(&o.allowCompaction, "allow-compaction", false, "with --endpoints: run the compactor, which compacts the whole cluster (its compact_rev_key is kept under --prefix)")
+	fs.BoolVar(&o.allowDefrag, "allow-defrag", false, "with --endpoints: defragment every member once, one at a time, the leader last (each blocks its member)")
+	fs.BoolVar(&o.load.PinConnections, "pin-connections", false, "dial connection i of the watchers and of the writers to member i mod N only, to report latency per member (such connections do not fail over)")
+	fs.StringVar(&o.fault, "fault", "", "fault to inject into a --cluster-size cluster: "+faultNames())
+	fs.DurationVar(&o.faultAt, "fault-at", 0, "when the fault begins, from the start of the writes (default: half of --duration)")
+	fs.DurationVar(&o.faultDuration, "fault-duration", 5*time.Second, "how long the member stays killed, paused or cut off before it is restarted, resumed or healed")
+	fs.DurationVar(&o.load.RecoveryTimeout, "recovery-timeout", d.RecoveryTimeout, "longest wait for writes and every watcher to recover after the fault is undone")
+	o.flags = fs
+}
+
+func faultNames() string {
+	var names []string
+	for _, k := range watchload.FaultKinds {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Validate checks flags and fills the options derived from them.
@@ -149,6 +178,75 @@ func (o *runOptions) Validate() error {
 	}
 	o.load.Defragment = !o.noDefrag
 	o.load.PhysicalCompaction = !o.logical
+	o.load.ReusePrefix = o.target.reusePrefix
+	if err := o.validateExternal(); err != nil {
+		return err
+	}
+	return o.validateFault()
+}
+
+// changed reports whether a flag was given on the command line.
+func (o *runOptions) changed(name string) bool {
+	return o.flags != nil && o.flags.Changed(name)
+}
+
+// validateExternal applies the rules for a cluster lwbench does not own:
+// no compaction or defragmentation unless allowed, the compactor's key
+// under the prefix, and a cleanup of what the run wrote.
+func (o *runOptions) validateExternal() error {
+	if !o.target.external() {
+		return nil
+	}
+	if !o.allowCompaction {
+		if o.changed("compaction-interval") && o.load.CompactionInterval >= 0 {
+			return cli.FlagErrorf("--compaction-interval compacts the whole --endpoints cluster: add --allow-compaction")
+		}
+		if o.changed("hold-back") && o.load.HoldBack > 0 {
+			return cli.FlagErrorf("--hold-back needs compactions: add --allow-compaction")
+		}
+		o.load.CompactionInterval, o.load.HoldBack = -1, 0
+	}
+	if !o.allowDefrag {
+		o.load.Defragment = false
+	}
+	o.load.NamespaceCompactRevKey = true
+	o.load.Cleanup = true
+	return nil
+}
+
+// validateFault checks --fault and its timing.
+func (o *runOptions) validateFault() error {
+	if o.fault == "" {
+		if o.changed("fault-at") || o.changed("fault-duration") {
+			return cli.FlagErrorf("--fault-at and --fault-duration need --fault")
+		}
+		return nil
+	}
+	k, err := watchload.ParseFaultKind(o.fault)
+	if err != nil {
+		return cli.FlagErrorf("--fault: %v", err)
+	}
+	switch {
+	case o.target.clusterSize == 0:
+		return cli.FlagErrorf("--fault needs a cluster lwbench starts itself (--cluster-size N): it never kills, pauses or cuts off members of an --endpoints cluster, and the embedded member runs in its own process")
+	case !k.Leader() && o.target.clusterSize < 2:
+		return cli.FlagErrorf("--fault %s needs --cluster-size 2 or more", k)
+	case o.faultDuration <= 0:
+		return cli.FlagErrorf("--fault-duration must be positive")
+	case o.load.RecoveryTimeout <= 0:
+		return cli.FlagErrorf("--recovery-timeout must be positive")
+	}
+	at := o.faultAt
+	if !o.changed("fault-at") {
+		at = o.load.Duration / 2
+	}
+	if at < 0 || at >= o.load.Duration {
+		return cli.FlagErrorf("--fault-at %v must fall within --duration %v", at, o.load.Duration)
+	}
+	if k.Partition() {
+		o.target.netns = true // partitions cut a member's link in its network namespace
+	}
+	o.load.Faults = []watchload.Fault{{Kind: k, At: at, Duration: o.faultDuration}}
 	return nil
 }
 
@@ -174,6 +272,13 @@ func newRunCommand(runF func(*cobra.Command, *runOptions) error) *cobra.Command 
 	return cmd
 }
 
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
 func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	con := newConsole(errOut)
 	defer con.Done()
@@ -188,17 +293,32 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := watchload.Run(ctx, target, o.load)
-	con.Done()
-	if err != nil {
-		return err
+	if o.target.external() && (o.load.CompactionInterval < 0 || !o.load.Defragment) {
+		con.Logf("compaction %s, defragmentation %s: --endpoints is a cluster lwbench does not own (--allow-compaction, --allow-defrag); it deletes what it wrote at the end",
+			onOff(o.load.CompactionInterval >= 0), onOff(o.load.Defragment))
 	}
 	if o.snapshotPath != "" {
-		cfg := clientv3.Config{Endpoints: target.Endpoints[:1], DialTimeout: o.target.dialTimeout, Logger: zap.NewNop()}
-		if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, o.snapshotPath); err != nil {
-			return fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
+		// Before the cleanup of an --endpoints cluster, so that the
+		// snapshot holds the run's objects.
+		o.load.BeforeCleanup = func(ctx context.Context) error {
+			cfg, err := o.target.clientConfig(target.Endpoints[:1])
+			if err != nil {
+				return err
+			}
+			if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, o.snapshotPath); err != nil {
+				return fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
+			}
+			con.Logf("saved a snapshot to %s", o.snapshotPath)
+			return nil
 		}
-		con.Logf("saved a snapshot to %s", o.snapshotPath)
+	}
+	res, err := watchload.Run(ctx, target, o.load)
+	con.Done()
+	if errors.Is(err, watchload.ErrPrefixNotEmpty) {
+		return fmt.Errorf("--prefix %s: %w; pass --reuse-prefix to write beside those keys (lwbench never modifies or deletes them)", o.load.Prefix, err)
+	}
+	if err != nil {
+		return err
 	}
 	if err := o.out.write(out, errOut, report.MakeRunTable(res), res, res.Intervals, report.RunBenchstat(res)); err != nil {
 		return err

@@ -54,6 +54,45 @@ func TestRunFlags(t *testing.T) {
 		{name: "zero rate", args: []string{"--write-rate", "0"}, wantErr: "--write-rate"},
 		{name: "snapshot dir missing", args: []string{"--snapshot", "/no/such/dir/x.db"}, wantErr: "does not exist"},
 		{name: "bad format", args: []string{"-w", "yaml"}, wantErr: "write-out"},
+		{name: "external target is left alone", args: []string{"--endpoints", "http://127.0.0.1:2379"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval >= 0 || o.load.HoldBack != 0 || o.load.Defragment || !o.load.Cleanup ||
+					!o.load.NamespaceCompactRevKey || o.load.ReusePrefix {
+					t.Errorf("options %+v: want no compaction, hold-back or defrag, a cleanup and the compactor's key under the prefix", o.load)
+				}
+			}},
+		{name: "external compaction and defrag when allowed", args: []string{"--endpoints", "http://x:1", "--allow-compaction", "--allow-defrag", "--reuse-prefix"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 0 || o.load.HoldBack != 1 || !o.load.Defragment || !o.load.ReusePrefix || !o.load.NamespaceCompactRevKey {
+					t.Errorf("options %+v", o.load)
+				}
+			}},
+		{name: "external compaction interval without permission", args: []string{"--endpoints", "http://x:1", "--compaction-interval", "1m"}, wantErr: "--allow-compaction"},
+		{name: "external hold-back without permission", args: []string{"--endpoints", "http://x:1", "--hold-back", "2"}, wantErr: "--allow-compaction"},
+		{name: "embedded member keeps compacting and owns compact_rev_key", args: []string{"--allow-compaction"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval < 0 || !o.load.Defragment || o.load.Cleanup || o.load.NamespaceCompactRevKey {
+					t.Errorf("options %+v", o.load)
+				}
+			}},
+		{name: "TLS flags need endpoints", args: []string{"--cacert", "ca.crt"}, wantErr: "need --endpoints"},
+		{name: "cert without key", args: []string{"--endpoints", "https://x:1", "--cert", "c.crt"}, wantErr: "--cert and --key"},
+		{name: "cluster and endpoints", args: []string{"--endpoints", "http://x:1", "--cluster-size", "3"}, wantErr: "--cluster-size and --endpoints"},
+		{name: "etcd version without a cluster", args: []string{"--etcd-version", "3.6.16"}, wantErr: "--etcd-version needs --cluster-size"},
+		{name: "etcd version not a release", args: []string{"--cluster-size", "3", "--etcd-version", "3.6"}, wantErr: "--etcd-version"},
+		{name: "fault without a cluster", args: []string{"--fault", "kill-leader"}, wantErr: "--cluster-size"},
+		{name: "fault on external endpoints", args: []string{"--endpoints", "http://x:1", "--fault", "pause-follower"}, wantErr: "never kills, pauses or cuts off"},
+		{name: "unknown fault", args: []string{"--cluster-size", "3", "--fault", "reboot"}, wantErr: "--fault"},
+		{name: "follower fault on one member", args: []string{"--cluster-size", "1", "--fault", "pause-follower"}, wantErr: "--cluster-size 2 or more"},
+		{name: "fault after the writes", args: []string{"--cluster-size", "3", "--fault", "kill-leader", "--fault-at", "30s"}, wantErr: "--fault-at"},
+		{name: "fault timing without a fault", args: []string{"--fault-duration", "3s"}, wantErr: "need --fault"},
+		{name: "partition fault runs members in network namespaces", args: []string{"--cluster-size", "3", "--fault", "partition-follower", "--pin-connections"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				want := watchload.Fault{Kind: watchload.FaultPartitionFollower, At: o.load.Duration / 2, Duration: 5 * time.Second}
+				if !o.target.netns || len(o.load.Faults) != 1 || o.load.Faults[0] != want || !o.load.PinConnections {
+					t.Errorf("netns %v, faults %+v: want %+v in network namespaces", o.target.netns, o.load.Faults, want)
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

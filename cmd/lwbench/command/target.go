@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -12,35 +13,76 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.etcd.io/etcd/api/v3/version"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/embedetcd"
+	"github.com/kubestore/etcdkit/internal/etcdclient"
+	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // targetOptions choose the etcd a command drives: an embedded member in
-// a temporary (or given) directory, or existing endpoints.
+// a temporary (or given) directory, a cluster of real etcd processes that
+// lwbench starts and stops (--cluster-size), or existing endpoints, which
+// lwbench connects to with etcdctl's TLS, auth and keepalive flags.
 type targetOptions struct {
 	endpoints     []string
 	dataDir       string
 	unsafeNoFsync bool
 	dialTimeout   time.Duration
+	// conn holds etcdctl's TLS, authentication and keepalive flags; its
+	// Endpoints and DialTimeout are filled from the fields above.
+	conn etcdclient.Flags
+	// clusterSize > 0 starts that many etcd processes of etcdVersion
+	// (internal/etcdproc), in network namespaces with netns.
+	clusterSize int
+	etcdVersion string
+	netns       bool
+	// reusePrefix accepts an --endpoints prefix that already holds keys.
+	reusePrefix bool
 }
 
 func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&o.endpoints, "endpoints", nil, "etcd client URLs to drive instead of an embedded member (comma-separated)")
-	fs.StringVar(&o.dataDir, "data-dir", "", "keep the embedded member's data here (an empty or new directory); default: a temporary directory, removed afterwards")
-	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "run the embedded member without fsync (faster, write latencies unrealistic)")
+	fs.StringSliceVar(&o.endpoints, "endpoints", nil, "etcd client URLs to drive instead of an embedded member (comma-separated); lwbench never compacts, defragments or faults them unless told to")
+	fs.StringVar(&o.dataDir, "data-dir", "", "keep the embedded member's (or --cluster-size members') data here (an empty or new directory); default: a temporary directory, removed afterwards")
+	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "run the embedded member (or --cluster-size members) without fsync (faster, write latencies unrealistic)")
 	fs.DurationVar(&o.dialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to --endpoints")
+	o.conn.AddSecurityFlags(fs)
+	o.conn.AddKeepAliveFlags(fs)
+	fs.IntVar(&o.clusterSize, "cluster-size", 0, "start a cluster of this many real etcd processes on loopback (built from the module proxy into "+etcdproc.CacheDir()+") instead of the embedded member; 0: the embedded member")
+	fs.StringVar(&o.etcdVersion, "etcd-version", "", "etcd release of --cluster-size members, e.g. "+strings.Join(etcdproc.Versions, ", ")+" (default "+version.Version+", the client's)")
+	fs.BoolVar(&o.reusePrefix, "reuse-prefix", false, "with --endpoints: write under --prefix even if it already holds keys (they are never modified or deleted)")
+	fs.BoolVar(&o.netns, "netns", false, "run --cluster-size members in network namespaces of their own, so that one can be cut off (needs root and iproute2)")
 }
 
 func (o *targetOptions) Validate() error {
-	if o.dataDir != "" && len(o.endpoints) > 0 {
+	o.conn.Endpoints, o.conn.DialTimeout = o.endpoints, o.dialTimeout
+	if err := o.conn.Validate(); err != nil {
+		return cli.FlagErrorf("%v", err)
+	}
+	switch {
+	case o.dataDir != "" && len(o.endpoints) > 0:
 		return cli.FlagErrorf("--data-dir and --endpoints cannot be used together")
+	case o.clusterSize < 0:
+		return cli.FlagErrorf("--cluster-size must not be negative")
+	case o.clusterSize > 0 && len(o.endpoints) > 0:
+		return cli.FlagErrorf("--cluster-size and --endpoints cannot be used together: lwbench starts the cluster itself with --cluster-size")
+	case o.etcdVersion != "" && o.clusterSize == 0:
+		return cli.FlagErrorf("--etcd-version needs --cluster-size")
+	case o.netns && o.clusterSize == 0:
+		return cli.FlagErrorf("--netns needs --cluster-size")
+	case o.unsafeNoFsync && len(o.endpoints) > 0:
+		return cli.FlagErrorf("--unsafe-no-fsync and --endpoints cannot be used together: lwbench does not configure --endpoints members")
+	}
+	if o.etcdVersion != "" {
+		if !releaseVersion.MatchString(strings.TrimPrefix(o.etcdVersion, "v")) {
+			return cli.FlagErrorf("--etcd-version %q is not a release version such as %s", o.etcdVersion, version.Version)
+		}
+		o.etcdVersion = strings.TrimPrefix(o.etcdVersion, "v")
 	}
 	if o.dataDir != "" {
 		entries, err := os.ReadDir(o.dataDir)
@@ -51,44 +93,160 @@ func (o *targetOptions) Validate() error {
 	return nil
 }
 
-// open starts the embedded member if no endpoints were given and returns
-// the target and a function that releases it.
+// releaseVersion matches an etcd release such as 3.6.16.
+var releaseVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// external reports whether the target is a cluster lwbench does not own.
+func (o *targetOptions) external() bool { return len(o.endpoints) > 0 }
+
+// clientConfig returns the client configuration for endpoints, with the
+// TLS, credentials and keepalive of the flags.
+func (o *targetOptions) clientConfig(endpoints []string) (clientv3.Config, error) {
+	f := o.conn
+	f.Endpoints, f.DialTimeout = endpoints, o.dialTimeout
+	return f.Config()
+}
+
+// open starts the embedded member or the cluster if no endpoints were
+// given and returns the target and a function that releases it: it stops
+// the processes lwbench started and removes their temporary directory.
 func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (watchload.Target, func(), error) {
 	endpoints := o.endpoints
-	embedded := len(endpoints) == 0
+	t := watchload.Target{Managed: len(endpoints) == 0}
 	var cleanups []func()
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
 	}
-	if embedded {
+	if t.Managed {
 		dir := o.dataDir
 		if dir == "" {
 			tmp, err := os.MkdirTemp("", "lwbench-etcd-")
 			if err != nil {
-				return watchload.Target{}, cleanup, err
+				return t, cleanup, err
 			}
 			cleanups = append(cleanups, func() { os.RemoveAll(tmp) })
 			dir = tmp
 		}
-		srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir, UnsafeNoFsync: o.unsafeNoFsync})
-		if err != nil {
-			cleanup()
-			return watchload.Target{}, func() {}, err
+		if o.clusterSize == 0 {
+			srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir, UnsafeNoFsync: o.unsafeNoFsync})
+			if err != nil {
+				cleanup()
+				return t, func() {}, err
+			}
+			cleanups = append(cleanups, srv.Close)
+			endpoints = srv.Endpoints
+			t.Embedded = true
+			logf("started an embedded etcd member in %s at %s", dir, strings.Join(endpoints, ","))
+		} else {
+			c, err := o.startCluster(ctx, dir, logf)
+			if err != nil {
+				cleanup()
+				return t, func() {}, err
+			}
+			cleanups = append(cleanups, func() {
+				c.Stop()
+				logf("stopped the %d etcd members", len(c.Members))
+			})
+			endpoints = c.Endpoints()
+			for _, m := range c.Members {
+				t.Members = append(t.Members, m)
+			}
 		}
-		cleanups = append(cleanups, srv.Close)
-		endpoints = srv.Endpoints
-		logf("started an embedded etcd member in %s at %s", dir, strings.Join(endpoints, ","))
 	}
-	dial := func(ctx context.Context) (*clientv3.Client, error) {
-		c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: o.dialTimeout, Logger: zap.NewNop(), Context: ctx})
-		if err != nil {
-			return nil, fmt.Errorf("connect to %s: %w", strings.Join(endpoints, ","), err)
+	t.Endpoints = endpoints
+	t.Dial = func(ctx context.Context) (*clientv3.Client, error) { return o.dial(ctx, endpoints) }
+	t.DialEndpoint = func(ctx context.Context, endpoint string) (*clientv3.Client, error) {
+		return o.dial(ctx, []string{endpoint})
+	}
+	return t, cleanup, nil
+}
+
+func (o *targetOptions) dial(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
+	cfg, err := o.clientConfig(endpoints)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Context = ctx
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", strings.Join(endpoints, ","), err)
+	}
+	return c, nil
+}
+
+// startCluster builds (once) and starts the --cluster-size members.
+func (o *targetOptions) startCluster(ctx context.Context, dir string, logf func(string, ...any)) (*etcdproc.Cluster, error) {
+	v := o.etcdVersion
+	if v == "" {
+		v = version.Version
+	}
+	logf("preparing etcd %s binaries (built from the module proxy the first time, 1-2 minutes)", v)
+	bin, err := etcdproc.Binaries(v)
+	if err != nil {
+		return nil, fmt.Errorf("--etcd-version %s: %w", v, err)
+	}
+	if o.netns {
+		if err := etcdproc.CheckNetns(); err != nil {
+			return nil, fmt.Errorf("--netns: %w", err)
 		}
-		return c, nil
 	}
-	return watchload.Target{Endpoints: endpoints, Embedded: embedded, Dial: dial}, cleanup, nil
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	c, err := etcdproc.Start(sctx, etcdproc.Config{BinDir: bin, Members: o.clusterSize, Dir: dir, UnsafeNoFsync: o.unsafeNoFsync, Netns: o.netns})
+	if err != nil {
+		return nil, fmt.Errorf("start %d etcd %s members: %w", o.clusterSize, v, err)
+	}
+	var pids []string
+	for _, m := range c.Members {
+		pids = append(pids, fmt.Sprintf("%s pid %d", m.Name, m.PID()))
+	}
+	where := "loopback"
+	if o.netns {
+		where = "network namespaces"
+	}
+	logf("started %d etcd %s members on %s in %s (%s) at %s", len(c.Members), v, where, dir, strings.Join(pids, ", "), strings.Join(c.Endpoints(), ","))
+	return c, nil
+}
+
+// guardPrefix protects an --endpoints cluster from a benchmark that writes
+// raw keys under prefix: it refuses a prefix that already holds keys
+// unless --reuse-prefix, and returns a function that deletes, at the end,
+// the keys created under it since (watchload.DeleteCreatedSince). A
+// prefix not ending in "/" is guarded as prefix + "/". For a target
+// lwbench started itself it does nothing.
+func (o *targetOptions) guardPrefix(ctx context.Context, t watchload.Target, prefix string, logf func(string, ...any)) (func(), error) {
+	if t.Managed {
+		return func() {}, nil
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	c, err := t.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, rev, err := watchload.KeysUnder(ctx, c, prefix)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if n > 0 && !o.reusePrefix {
+		c.Close()
+		return nil, fmt.Errorf("--prefix: %w: %s holds %d keys (an earlier run's, or another client's); choose another prefix or pass --reuse-prefix to write beside them (lwbench never modifies or deletes them)",
+			watchload.ErrPrefixNotEmpty, prefix, n)
+	}
+	return func() {
+		defer c.Close()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		res := watchload.DeleteCreatedSince(cctx, c, prefix, rev)
+		logf("cleanup: deleted the %d keys lwbench created under %s; %d keys left there", res.KeysDeleted, prefix, res.KeysLeft)
+		if res.Error != "" {
+			logf("cleanup: %s", res.Error)
+		}
+	}, nil
 }
 
 // outputOptions are the result outputs every benchmark command has.

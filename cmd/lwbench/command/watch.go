@@ -121,6 +121,11 @@ func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
+	cleanup, err := o.target.guardPrefix(ctx, target, o.load.Prefix, con.Logf)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	res, err := watchload.Watch(ctx, target, o.load)
 	con.Done()
 	if err != nil {
