@@ -26,7 +26,10 @@ const (
 // exits with ExitUsage for it.
 type FlagError struct{ Err error }
 
+// Error returns the wrapped error's message.
 func (e *FlagError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error, for errors.Is and errors.As.
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // FlagErrorf returns a FlagError with a formatted message; name the flag in

@@ -21,8 +21,14 @@ import (
 // TLSFiles are the PEM files of a test PKI: a CA, a server certificate for
 // 127.0.0.1 and localhost, and a client certificate.
 type TLSFiles struct {
-	CA                    string
+	// CA is the CA certificate's path (etcd's --trusted-ca-file and
+	// etcdctl's --cacert).
+	CA string
+	// ServerCert and ServerKey are the members' certificate and key
+	// (etcd's --cert-file, --key-file; also used between peers).
 	ServerCert, ServerKey string
+	// ClientCert and ClientKey are a client's certificate and key
+	// (etcdctl's --cert and --key).
 	ClientCert, ClientKey string
 	// ClientCertAuth makes the server require client certificates
 	// (etcd's --client-cert-auth).

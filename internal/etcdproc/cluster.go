@@ -46,8 +46,13 @@ type Config struct {
 
 // Member is one etcd process of a Cluster.
 type Member struct {
-	Name      string
-	DataDir   string
+	// Name is etcd's --name: m0, m1, ... in the order of Cluster.Members.
+	Name string
+	// DataDir is the member's --data-dir; its database is
+	// DataDir/member/snap/db.
+	DataDir string
+	// ClientURL and PeerURL are the member's client and peer URLs
+	// (http or https, a loopback or network-namespace address).
 	ClientURL string
 	PeerURL   string
 	// LogPath receives the process's stdout and stderr.
@@ -66,6 +71,8 @@ type Member struct {
 
 // Cluster is a running set of members started by Start.
 type Cluster struct {
+	// Members are the cluster's members in start order (m0, m1, ...);
+	// faults are methods of a Member.
 	Members []*Member
 	cfg     Config
 	netns   *netnsLayout
