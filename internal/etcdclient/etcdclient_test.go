@@ -2,7 +2,6 @@ package etcdclient_test
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/etcdclient"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 )
 
 func TestValidate(t *testing.T) {
@@ -52,15 +52,7 @@ func TestConfigUserPassword(t *testing.T) {
 // TestConnectsToTLSClusterWithAuth connects through the flags to a real
 // etcd that requires client certificates, as a user limited to a prefix.
 func TestConnectsToTLSClusterWithAuth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an etcd process; skipped under -short")
-	}
-	bin, err := etcdproc.Binaries("3.7.3")
-	if errors.Is(err, etcdproc.ErrNoBinaries) {
-		t.Skipf("etcd binaries cannot be built here: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	dir := t.TempDir()
 	files, err := etcdproc.GenerateTLS(dir, "root")
 	if err != nil {

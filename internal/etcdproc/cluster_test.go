@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -13,24 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 )
-
-// binaries returns the etcd binaries of version or skips the test, saying
-// why, when they cannot be built here.
-func binaries(t *testing.T, version string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts etcd processes; skipped under -short")
-	}
-	dir, err := etcdproc.Binaries(version)
-	if errors.Is(err, etcdproc.ErrNoBinaries) {
-		t.Skipf("etcd %s binaries cannot be built here: %v", version, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 func startCluster(t *testing.T, cfg etcdproc.Config) *etcdproc.Cluster {
 	t.Helper()
@@ -45,7 +28,7 @@ func startCluster(t *testing.T, cfg etcdproc.Config) *etcdproc.Cluster {
 }
 
 func TestThreeMembersSurviveLeaderKill(t *testing.T) {
-	bin := binaries(t, "3.7.3")
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	c := startCluster(t, etcdproc.Config{BinDir: bin, Members: 3, Dir: t.TempDir(), UnsafeNoFsync: true})
 	cfg, err := c.ClientConfig()
 	if err != nil {
@@ -111,7 +94,7 @@ func TestThreeMembersSurviveLeaderKill(t *testing.T) {
 }
 
 func TestPausedMemberStopsAnswering(t *testing.T) {
-	bin := binaries(t, "3.7.3")
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	c := startCluster(t, etcdproc.Config{BinDir: bin, Members: 1, Dir: t.TempDir(), UnsafeNoFsync: true})
 	m := c.Members[0]
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -139,7 +122,7 @@ func TestPausedMemberStopsAnswering(t *testing.T) {
 }
 
 func TestTLSAndPrefixUser(t *testing.T) {
-	bin := binaries(t, "3.7.3")
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	dir := t.TempDir()
 	files, err := etcdproc.GenerateTLS(dir, "lwbench")
 	if err != nil {
@@ -196,7 +179,7 @@ func TestTLSAndPrefixUser(t *testing.T) {
 }
 
 func TestPartitionedLeaderIsReplaced(t *testing.T) {
-	bin := binaries(t, "3.7.3")
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	if err := etcdproc.CheckNetns(); err != nil {
 		t.Skipf("no partition test: %v", err)
 	}

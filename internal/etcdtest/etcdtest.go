@@ -5,6 +5,7 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubestore/etcdkit/internal/embedetcd"
+	"github.com/kubestore/etcdkit/internal/etcdproc"
 )
 
 // Options adjust the member RunEtcd starts; the zero value is fine.
@@ -82,4 +84,24 @@ func CreateDB(t testing.TB, fill func(ctx context.Context, c *clientv3.Client)) 
 		t.Fatalf("write db copy: %v", err)
 	}
 	return path
+}
+
+// EtcdBinaries returns the directory holding real etcd, etcdctl and etcdutl
+// binaries of version (etcdproc.Binaries: built once from the Go module
+// proxy by scripts/build-etcd.sh into the user's cache). It skips the test
+// under -short, and skips it saying why when the binaries cannot be built
+// on this machine (etcdproc.ErrNoBinaries); any other error fails it.
+func EtcdBinaries(t testing.TB, version string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd processes; skipped under -short")
+	}
+	dir, err := etcdproc.Binaries(version)
+	if errors.Is(err, etcdproc.ErrNoBinaries) {
+		t.Skipf("etcd %s binaries cannot be built here: %v", version, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

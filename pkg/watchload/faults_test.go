@@ -2,13 +2,13 @@ package watchload_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -17,16 +17,7 @@ import (
 // skips it, saying why, when the binaries cannot be built here.
 func startCluster(t *testing.T, members int, netns bool) *etcdproc.Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts etcd processes; skipped under -short")
-	}
-	bin, err := etcdproc.Binaries("3.7.3")
-	if errors.Is(err, etcdproc.ErrNoBinaries) {
-		t.Skipf("etcd 3.7.3 binaries cannot be built here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	if netns {
 		if err := etcdproc.CheckNetns(); err != nil {
 			t.Skipf("no network namespaces on this machine: %v", err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -13,25 +12,9 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
-
-// etcdBinaries returns the etcd binaries of version or skips the test,
-// saying why, when they cannot be built here.
-func etcdBinaries(t *testing.T, version string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts etcd processes; skipped under -short")
-	}
-	dir, err := etcdproc.Binaries(version)
-	if errors.Is(err, etcdproc.ErrNoBinaries) {
-		t.Skipf("etcd %s binaries cannot be built here: %v", version, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // runLwbench runs the real root command and returns its exit code, the
 // JSON result (if it printed one) and stderr.
@@ -59,7 +42,7 @@ func runLwbench(t *testing.T, args ...string) (int, *report.RunResult, string) {
 // refuse a prefix that holds another client's key without writing
 // anything, and with --reuse-prefix leave that key alone.
 func TestRunAgainstTLSClusterWithAuth(t *testing.T) {
-	bin := etcdBinaries(t, "3.7.3")
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	dir := t.TempDir()
 	files, err := etcdproc.GenerateTLS(dir, "bench")
 	if err != nil {
