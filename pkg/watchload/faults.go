@@ -428,7 +428,7 @@ func (f *faultRunner) watchersSee(ctx context.Context, rev int64) (last time.Dur
 		ch, cancel := r.waitRevision(rev)
 		wait(i, ch, cancel)
 	}
-	ch, cancel := f.rec.waitRevision(rev)
+	ch, cancel := f.rec.watermark.wait(rev)
 	wait(n, ch, cancel)
 	all := make(chan struct{})
 	go func() {

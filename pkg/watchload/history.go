@@ -97,7 +97,7 @@ type Recorder struct {
 
 	// watermark is the highest revision up to which the history is
 	// complete: every event at or below it has been recorded.
-	watermark atomic.Int64
+	watermark watermark
 	lastRev   int64 // recorder goroutine only
 
 	intern map[string]string // recorder goroutine only
@@ -107,18 +107,12 @@ type Recorder struct {
 	gaps    []RevisionGap
 	err     error
 	started bool
-	waiters []revWaiter
 }
 
 // RevisionGap is a range of revisions the recorder's watch skipped.
 type RevisionGap struct {
 	// From and To are the first and last missing revisions.
 	From, To int64
-}
-
-type revWaiter struct {
-	rev int64
-	ch  chan struct{}
 }
 
 // NewRecorder returns a recorder of the events under prefixes (each ending
@@ -281,57 +275,15 @@ func (r *Recorder) gap(from, to int64) {
 	r.gaps = append(r.gaps, RevisionGap{From: from, To: to})
 }
 
-func (r *Recorder) setWatermark(rev int64) {
-	r.watermark.Store(rev)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	kept := r.waiters[:0]
-	for _, w := range r.waiters {
-		if w.rev <= rev {
-			close(w.ch)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	r.waiters = kept
-}
-
-// waitRevision returns a channel closed once the history is complete up
-// to rev, and a function that withdraws the wait.
-func (r *Recorder) waitRevision(rev int64) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.watermark.Load() >= rev {
-		close(ch)
-		return ch, func() {}
-	}
-	r.waiters = append(r.waiters, revWaiter{rev: rev, ch: ch})
-	return ch, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for i, w := range r.waiters {
-			if w.ch == ch {
-				r.waiters = append(r.waiters[:i], r.waiters[i+1:]...)
-				return
-			}
-		}
-	}
-}
+func (r *Recorder) setWatermark(rev int64) { r.watermark.Store(rev) }
 
 // WaitFor blocks until the history is complete up to rev, requesting
 // progress notifications on the recorder's stream every period while it
 // waits. It returns ctx's error if ctx ends first and the recorder's error
 // if it stopped.
 func (r *Recorder) WaitFor(ctx context.Context, rev int64, period time.Duration) error {
-	r.mu.Lock()
-	if r.watermark.Load() >= rev {
-		r.mu.Unlock()
-		return nil
-	}
-	ch := make(chan struct{})
-	r.waiters = append(r.waiters, revWaiter{rev: rev, ch: ch})
-	r.mu.Unlock()
+	ch, withdraw := r.watermark.wait(rev)
+	defer withdraw()
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {

@@ -183,8 +183,8 @@ type Reflector struct {
 	lat   *watchTiming
 	rand  func() float64
 
-	lastSync        atomic.Int64 // lastSyncResourceVersion; 0 before the first list
-	unavailable     bool         // isLastSyncResourceVersionUnavailable
+	lastSync        watermark // lastSyncResourceVersion; 0 before the first list
+	unavailable     bool      // isLastSyncResourceVersionUnavailable
 	paginatedResult bool
 
 	events, progressNotifies, sessions, prevKVMissing atomic.Int64
@@ -203,8 +203,6 @@ type Reflector struct {
 	wasHeld   bool
 	holdReq   chan struct{}
 	release   chan struct{}
-	nwaiters  atomic.Int32
-	waiters   []revWaiter
 	synced    chan struct{}
 	syncOnce  sync.Once
 	stopped   chan struct{}
@@ -720,55 +718,17 @@ func (r *Reflector) watchOnce(ctx context.Context, from int64, timeout time.Dura
 }
 
 // advance raises lastSync to rev (or sets it, after a list) and wakes
-// waiters it satisfies.
+// the waits it satisfies.
 func (r *Reflector) advance(rev int64, set bool) {
-	if set {
+	if set || rev > r.lastSync.Load() {
 		r.lastSync.Store(rev)
-	} else if rev > r.lastSync.Load() {
-		r.lastSync.Store(rev)
-	} else {
-		return
 	}
-	if r.nwaiters.Load() == 0 {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	kept := r.waiters[:0]
-	for _, w := range r.waiters {
-		if w.rev <= rev {
-			close(w.ch)
-			r.nwaiters.Add(-1)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	r.waiters = kept
 }
 
 // waitRevision returns a channel closed once the reflector has seen
 // revision rev, and a function that withdraws the wait.
 func (r *Reflector) waitRevision(rev int64) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lastSync.Load() >= rev {
-		close(ch)
-		return ch, func() {}
-	}
-	r.waiters = append(r.waiters, revWaiter{rev: rev, ch: ch})
-	r.nwaiters.Add(1)
-	return ch, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for i, w := range r.waiters {
-			if w.ch == ch {
-				r.waiters = append(r.waiters[:i], r.waiters[i+1:]...)
-				r.nwaiters.Add(-1)
-				return
-			}
-		}
-	}
+	return r.lastSync.wait(rev)
 }
 
 // apply updates the cache with one event and checks its prevKV and create
