@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -160,6 +162,20 @@ type Cleanup struct {
 	Error      string  `json:"error,omitempty"` // the first error; empty on success
 }
 
+// RelistSummary returns the fault's relists with their reasons, as
+// "4 (3 watch-error, 1 compacted)"; reasons in lexical order.
+func (f Fault) RelistSummary() string {
+	s := strconv.Itoa(f.Relists)
+	if len(f.RelistReasons) == 0 {
+		return s
+	}
+	reasons := make([]string, 0, len(f.RelistReasons))
+	for _, r := range slices.Sorted(maps.Keys(f.RelistReasons)) {
+		reasons = append(reasons, fmt.Sprintf("%d %s", f.RelistReasons[r], r))
+	}
+	return s + " (" + strings.Join(reasons, ", ") + ")"
+}
+
 // FaultRows lays faults out as metric/value rows for MakeRunTable.
 func FaultRows(faults []Fault) [][]string {
 	var rows [][]string
@@ -169,15 +185,7 @@ func FaultRows(faults []Fault) [][]string {
 		if f.Recovered {
 			rec = fmt.Sprintf("%.0f ms (writes %.0f ms, watchers %.0f ms)", f.RecoveryMs, f.WriteRecoveryMs, f.WatchRecoveryMs)
 		}
-		reasons := make([]string, 0, len(f.RelistReasons))
-		for r, n := range f.RelistReasons {
-			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
-		}
-		sort.Strings(reasons)
-		relists := fmt.Sprint(f.Relists)
-		if len(reasons) > 0 {
-			relists += " (" + strings.Join(reasons, ", ") + ")"
-		}
+		relists := f.RelistSummary()
 		rows = append(rows,
 			[]string{name + " recovery", rec},
 			[]string{name + " leader before / after", fmt.Sprintf("%s / %s", f.LeaderBefore, f.LeaderAfter)},

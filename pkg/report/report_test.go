@@ -83,3 +83,31 @@ func TestRunResultJSON(t *testing.T) {
 		t.Errorf("run table %d rows", len(tb.Rows))
 	}
 }
+
+func TestFaultRelistSummary(t *testing.T) {
+	tests := []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{}, "0"},
+		{Fault{Relists: 4, RelistReasons: map[string]int{"watch-error": 3, "compacted": 1}}, "4 (1 compacted, 3 watch-error)"},
+	}
+	for _, tt := range tests {
+		if got := tt.f.RelistSummary(); got != tt.want {
+			t.Errorf("RelistSummary(%+v) = %q, want %q", tt.f, got, tt.want)
+		}
+	}
+	rows := FaultRows([]Fault{{Kind: "kill", Member: "m0", Relists: 2, RelistReasons: map[string]int{"watch-error": 2}}})
+	found := false
+	for _, r := range rows {
+		if strings.HasSuffix(r[0], " relists") {
+			found = true
+			if r[1] != "2 (2 watch-error)" {
+				t.Errorf("row %q = %q, want the relists with their reasons", r[0], r[1])
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no relists row in %q", rows)
+	}
+}

@@ -534,15 +534,7 @@ Client setups: `)
 		if f.Recovered {
 			rec = ms(f.RecoveryMs)
 		}
-		reasons := make([]string, 0, len(f.RelistReasons))
-		for k, n := range f.RelistReasons {
-			reasons = append(reasons, fmt.Sprintf("%d %s", n, k))
-		}
-		sort.Strings(reasons)
-		relists := strconv.Itoa(f.Relists)
-		if len(reasons) > 0 {
-			relists += " (" + strings.Join(reasons, ", ") + ")"
-		}
+		relists := f.RelistSummary()
 		ok := "yes"
 		if !s.ValidationOK {
 			ok = "no: " + s.Validation.Summary()
