@@ -54,10 +54,14 @@ import (
 	storagev1beta1 "k8s.io/api/storage/v1beta1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiregistrationv1beta1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1beta1"
 
 	"github.com/kubestore/etcdkit/pkg/revision"
 )
@@ -68,6 +72,14 @@ import (
 // data.go ExpectedGVK: HPAs as autoscaling/v2, MutatingAdmissionPolicies as
 // admissionregistration.k8s.io/v1beta1, ...). Groups that are never stored
 // (admission, authentication, authorization reviews) are left out.
+// kube-apiserver's two other stored groups live outside k8s.io/api:
+// CustomResourceDefinitions (k8s.io/apiextensions-apiserver), stored as
+// apiextensions.k8s.io/v1beta1 protobuf because that serialization is the
+// more compact (CreateAPIExtensionsConfig sets the storage
+// EncodeVersioner to v1beta1: kubernetes pkg/controlplane/apiserver/
+// apiextensions.go, cmd/kube-apiserver/app/apiextensions.go before 1.30;
+// ExpectedGVK in test/integration/etcd/data.go), and APIServices
+// (k8s.io/kube-aggregator, apiregistration.k8s.io/v1, v1beta1 before 1.10).
 var schemeBuilders = []func(*runtime.Scheme) error{
 	admissionregistrationv1.AddToScheme, admissionregistrationv1alpha1.AddToScheme, admissionregistrationv1beta1.AddToScheme, apiserverinternalv1alpha1.AddToScheme,
 	appsv1.AddToScheme, appsv1beta1.AddToScheme, appsv1beta2.AddToScheme, autoscalingv1.AddToScheme,
@@ -82,6 +94,7 @@ var schemeBuilders = []func(*runtime.Scheme) error{
 	resourcev1beta1.AddToScheme, resourcev1beta2.AddToScheme, schedulingv1.AddToScheme, schedulingv1alpha3.AddToScheme,
 	schedulingv1beta1.AddToScheme, storagev1.AddToScheme, storagev1alpha1.AddToScheme, storagev1beta1.AddToScheme,
 	storagemigrationv1.AddToScheme, storagemigrationv1beta1.AddToScheme,
+	apiextensionsv1.AddToScheme, apiextensionsv1beta1.AddToScheme, apiregistrationv1.AddToScheme, apiregistrationv1beta1.AddToScheme,
 }
 
 // Codec encodes objects exactly as kube-apiserver stores them and decodes
@@ -93,7 +106,8 @@ type Codec struct {
 	proto   *protobuf.Serializer
 }
 
-// NewCodec returns a Codec for the built-in API groups.
+// NewCodec returns a Codec for the built-in API groups, CustomResourceDefinitions
+// and APIServices.
 func NewCodec() (*Codec, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range schemeBuilders {

@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 func TestDocument(t *testing.T) {
@@ -24,9 +26,24 @@ func TestDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As kube-apiserver stores them: a CRD as apiextensions.k8s.io/v1beta1,
+	// an APIService as apiregistration.k8s.io/v1.
+	crd := &apiextensionsv1beta1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com"},
+		Spec: apiextensionsv1beta1.CustomResourceDefinitionSpec{Group: "stable.example.com", Scope: apiextensionsv1beta1.NamespaceScoped,
+			Names: apiextensionsv1beta1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}}}
+	crdBytes, err := c.Encode(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiService := &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: "metrics.k8s.io", Version: "v1beta1", GroupPriorityMinimum: 100, VersionPriority: 100}}
+	apiServiceBytes, err := c.Encode(apiService)
+	if err != nil {
+		t.Fatal(err)
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "stable.example.com/v1", "kind": "CronTab",
 		"metadata": map[string]any{"name": "c", "namespace": "ns"}, "spec": map[string]any{"cronSpec": "* * * * *"}}}
-	envelope := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}, Raw: []byte{0x0a, 0x00}}
+	envelope := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "metrics.example.io/v1", Kind: "NodeSample"}, Raw: []byte{0x0a, 0x00}}
 	raw, err := envelope.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +64,8 @@ func TestDocument(t *testing.T) {
 		{"json custom resource", []byte(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"c"}}`), "CronTab", nil, false},
 		{"cbor custom resource", buf, "CronTab", nil, false},
 		{"encrypted", []byte("k8s:enc:kms:v2:vault:\x0a\x01x"), "", ErrEncrypted, false},
+		{"protobuf CRD, stored as v1beta1", crdBytes, "CustomResourceDefinition", nil, false},
+		{"protobuf APIService", apiServiceBytes, "APIService", nil, false},
 		{"unknown protobuf kind", unknownKind, "", ErrNotInScheme, false},
 		{"plain text", []byte("42"), "", nil, true},
 	}

@@ -17,6 +17,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/kubestore/etcdkit/cmd/etcdinspect/command"
 	"github.com/kubestore/etcdkit/internal/cli"
@@ -396,5 +400,64 @@ func TestPrefixDetectionAndOverride(t *testing.T) {
 	out, stderr, code := run(t, "keys", path, "--prefix", "/custom/k8s/pods/", "-w", "csv")
 	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(out, "/custom/k8s/pods/ns/p2,pods,ns,p2,") {
 		t.Errorf("keys --prefix (exit %d, %s):\n%s", code, stderr, out)
+	}
+}
+
+// TestGetDecodesCRDsAndAPIServices stores a CustomResourceDefinition and an
+// APIService as kube-apiserver does (protobuf; the CRD as
+// apiextensions.k8s.io/v1beta1) and expects get to decode both.
+func TestGetDecodesCRDsAndAPIServices(t *testing.T) {
+	codec, err := keyspace.NewCodec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1beta1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com"},
+		Spec: apiextensionsv1beta1.CustomResourceDefinitionSpec{Group: "stable.example.com", Scope: apiextensionsv1beta1.NamespaceScoped,
+			Names: apiextensionsv1beta1.CustomResourceDefinitionNames{Plural: "crontabs", Kind: "CronTab"}}}
+	apiService := &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: "metrics.k8s.io", Version: "v1beta1", GroupPriorityMinimum: 100, VersionPriority: 100}}
+	keys := map[string]runtime.Object{
+		"/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.stable.example.com": crd,
+		"/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io":                  apiService,
+	}
+	revs := map[string]int64{}
+	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+		for k, obj := range keys {
+			b, err := codec.Encode(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.Put(ctx, k, string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			revs[k] = resp.Header.Revision
+		}
+	})
+	want := map[string][3]string{ // apiVersion, kind, spec.group
+		"/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.stable.example.com": {"apiextensions.k8s.io/v1beta1", "CustomResourceDefinition", "stable.example.com"},
+		"/registry/apiregistration.k8s.io/apiservices/v1beta1.metrics.k8s.io":                  {"apiregistration.k8s.io/v1", "APIService", "metrics.k8s.io"},
+	}
+	for k, w := range want {
+		out, stderr, code := run(t, "get", path, k, "-w", "json")
+		if code != 0 {
+			t.Fatalf("get %s: exit %d: %s", k, code, stderr)
+		}
+		var got struct {
+			DecodeError string
+			Object      struct {
+				APIVersion, Kind string
+				Metadata         struct{ Name, ResourceVersion string }
+				Spec             struct{ Group string }
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		o := got.Object
+		if got.DecodeError != "" || o.APIVersion != w[0] || o.Kind != w[1] || o.Spec.Group != w[2] ||
+			o.Metadata.ResourceVersion != fmt.Sprint(revs[k]) || !strings.HasSuffix(k, "/"+o.Metadata.Name) {
+			t.Errorf("get %s: %+v (decode error %q); want %v at resourceVersion %d", k, o, got.DecodeError, w, revs[k])
+		}
 	}
 }
