@@ -133,6 +133,10 @@ func madeBy(file string) string {
 		return "`scripts/inspect-bench.sh`"
 	case strings.HasPrefix(file, "lwbench-vs-benchmark"):
 		return "`scripts/bench-vs-etcd.sh`"
+	case strings.HasPrefix(file, "faults"):
+		return "`scripts/faults.sh`"
+	case strings.HasPrefix(file, "version-matrix"):
+		return "`scripts/version-matrix.sh`"
 	}
 	return "a script under scripts/"
 }
