@@ -266,7 +266,15 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	sleepCtx(ctx, o.Hold/2)
 	holdAt := time.Now()
 	for _, r := range c.refls {
-		rc.HeldRevision = max(rc.HeldRevision, r.Hold())
+		r.Hold()
+	}
+	for _, r := range c.refls {
+		rev, err := r.HeldRevision(ctx)
+		if err != nil {
+			c.stop(ctx)
+			return rc, err
+		}
+		rc.HeldRevision = max(rc.HeldRevision, rev)
 	}
 	// Compact past the held revision on kube-apiserver's algorithm: the
 	// first tick notes a revision after the hold, the second compacts
@@ -322,7 +330,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 			}
 			if time.Now().After(deadline) {
 				c.stop(ctx)
-				return rc, fmt.Errorf("%s: watcher %d did not resync within %v", label, r.ID(), o.ResyncTimeout)
+				return rc, fmt.Errorf("%s: watcher %d did not resync within %v (released at revision %d; watcher: %v)", label, r.ID(), o.ResyncTimeout, releaseRev, r.State())
 			}
 			if !compact {
 				for _, st := range c.topo.Streams {

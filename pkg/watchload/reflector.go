@@ -196,11 +196,18 @@ type Reflector struct {
 	creation atomic.Int64
 
 	mu        sync.Mutex
+	phase     string        // what Run does now: a Phase* constant
+	phaseAt   time.Duration // since when, from the Env's epoch
+	watchFrom int64         // the current or last watch's start revision
+	watchEnd  error         // why the last watch ended
 	cache     map[string]*cacheEntry
 	lists     []ListRecord
 	held      bool
-	heldAt    int64
 	wasHeld   bool
+	// parked is closed once a held reflector waits for Release, its
+	// watch stopped (isParked: closed already).
+	parked    chan struct{}
+	isParked  bool
 	holdReq   chan struct{}
 	release   chan struct{}
 	synced    chan struct{}
@@ -227,7 +234,7 @@ func NewReflector(env *Env, o ReflectorOptions) *Reflector {
 		o.MinWatchTimeout = DefaultMinWatchTimeout
 	}
 	r := &Reflector{o: o, spec: spec, env: env, clock: o.Clock, delay: o.Delayer, rand: o.Rand,
-		synced: make(chan struct{}), stopped: make(chan struct{}), cache: map[string]*cacheEntry{}}
+		synced: make(chan struct{}), stopped: make(chan struct{}), cache: map[string]*cacheEntry{}, phase: PhaseList}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
@@ -298,6 +305,65 @@ func (r *Reflector) Stats() ReflectorStats {
 	}
 }
 
+// The phases of a reflector's Run, as ReflectorState reports them.
+const (
+	PhaseList    = "list"    // listing (or about to)
+	PhaseWatch   = "watch"   // a watch is open
+	PhaseHeld    = "held"    // held back, waiting for Release
+	PhasePause   = "pause"   // the pause between ListAndWatch iterations
+	PhaseStopped = "stopped" // Run has returned
+)
+
+// ReflectorState is what a reflector is doing at one moment: for saying
+// why one did not make progress.
+type ReflectorState struct {
+	Phase string        // a Phase* constant
+	Since time.Duration // when the phase began, since the Env's epoch
+	// WatchFrom is the start revision of the current or last watch (0
+	// before the first); WatchEnd why the last one ended (nil while the
+	// first is open).
+	WatchFrom int64
+	WatchEnd  error
+	// LastRevision is lastSyncResourceVersion.
+	LastRevision int64
+	Lists        int   // LIST phases so far
+	LastListErr  error // the last LIST phase's error
+	Sessions     int64 // Watch calls
+	Events       int64 // events received
+}
+
+// String is one line: phase, since, revisions, counters and errors.
+func (s ReflectorState) String() string {
+	out := fmt.Sprintf("%s since %v, last revision %d, %d lists, %d watches (last from %d), %d events",
+		s.Phase, s.Since.Round(time.Millisecond), s.LastRevision, s.Lists, s.Sessions, s.WatchFrom, s.Events)
+	if s.WatchEnd != nil {
+		out += fmt.Sprintf(", last watch ended: %v", s.WatchEnd)
+	}
+	if s.LastListErr != nil {
+		out += fmt.Sprintf(", last list failed: %v", s.LastListErr)
+	}
+	return out
+}
+
+// State returns what the reflector is doing now.
+func (r *Reflector) State() ReflectorState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := ReflectorState{Phase: r.phase, Since: r.phaseAt, WatchFrom: r.watchFrom, WatchEnd: r.watchEnd,
+		LastRevision: r.lastSync.Load(), Lists: len(r.lists), Sessions: r.sessions.Load(), Events: r.events.Load()}
+	if n := len(r.lists); n > 0 {
+		st.LastListErr = r.lists[n-1].Err
+	}
+	return st
+}
+
+// setPhase records what Run does from now on.
+func (r *Reflector) setPhase(phase string) {
+	r.mu.Lock()
+	r.phase, r.phaseAt = phase, r.env.Since()
+	r.mu.Unlock()
+}
+
 // CreationLatency returns how long a watch-only reflector's first watch
 // took from the Watch call to etcd's created response; 0 before that.
 func (r *Reflector) CreationLatency() time.Duration { return time.Duration(r.creation.Load()) }
@@ -315,21 +381,39 @@ func (r *Reflector) Cache() map[string]int64 {
 }
 
 // Hold stops the reflector's watch, as a broken connection would, and
-// keeps it from watching again until Release. It returns the revision the
-// reflector will resume after.
-func (r *Reflector) Hold() int64 {
+// keeps it from watching again until Release. It returns at once;
+// HeldRevision waits until the reflector has stopped.
+func (r *Reflector) Hold() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.held {
 		r.held, r.wasHeld = true, true
-		r.heldAt = r.lastSync.Load()
-		r.release = make(chan struct{})
+		r.release, r.parked, r.isParked = make(chan struct{}), make(chan struct{}), false
 		if r.holdReq != nil {
 			close(r.holdReq)
 			r.holdReq = nil
 		}
 	}
-	return r.lastSync.Load()
+}
+
+// HeldRevision waits until a held reflector has stopped (its watch ended,
+// events already on their way included, or the list or pause it was in
+// finished) and returns the revision it will resume after: a compaction
+// above it makes its next watch fail. It returns ctx's error if ctx ends
+// first, and at once if the reflector is not held or Run has returned.
+func (r *Reflector) HeldRevision(ctx context.Context) (int64, error) {
+	r.mu.Lock()
+	held, parked := r.held, r.parked
+	r.mu.Unlock()
+	if held {
+		select {
+		case <-parked:
+		case <-r.stopped:
+		case <-ctx.Done():
+			return r.lastSync.Load(), ctx.Err()
+		}
+	}
+	return r.lastSync.Load(), nil
 }
 
 // isHeld reports whether the reflector is held back now.
@@ -358,6 +442,7 @@ func (r *Reflector) Release() {
 func (r *Reflector) Run(ctx context.Context) {
 	defer close(r.stopped)
 	defer r.finish()
+	defer r.setPhase(PhaseStopped)
 	if r.o.WatchOnlyFrom > 0 {
 		r.lastSync.Store(r.o.WatchOnlyFrom - 1)
 		r.watchLoop(ctx)
@@ -367,6 +452,7 @@ func (r *Reflector) Run(ctx context.Context) {
 	var failed *CompactedError
 	var pause time.Duration
 	for ctx.Err() == nil {
+		r.setPhase(PhaseList)
 		rec := r.list(ctx, reason, failed, pause)
 		if ctx.Err() != nil {
 			return
@@ -381,6 +467,7 @@ func (r *Reflector) Run(ctx context.Context) {
 			return
 		}
 		pause = r.delay.Next()
+		r.setPhase(PhasePause)
 		r.pausing.Store(int64(pause))
 		ok := r.sleep(ctx, pause)
 		r.pausing.Store(0)
@@ -574,6 +661,13 @@ func (r *Reflector) watchLoop(ctx context.Context) (string, *CompactedError) {
 	for {
 		r.mu.Lock()
 		held, release := r.held, r.release
+		if held {
+			r.phase, r.phaseAt = PhaseHeld, r.env.Since()
+			if !r.isParked {
+				r.isParked = true
+				close(r.parked)
+			}
+		}
 		r.mu.Unlock()
 		if held {
 			select {
@@ -585,6 +679,9 @@ func (r *Reflector) watchLoop(ctx context.Context) (string, *CompactedError) {
 		from := r.lastSync.Load() + 1
 		timeout := r.o.MinWatchTimeout + time.Duration(r.rand()*float64(r.o.MinWatchTimeout))
 		err := r.watchOnce(ctx, from, timeout)
+		r.mu.Lock()
+		r.watchEnd = err
+		r.mu.Unlock()
 		var ce *CompactedError
 		switch {
 		case ctx.Err() != nil:
@@ -631,6 +728,7 @@ func (r *Reflector) watchOnce(ctx context.Context, from int64, timeout time.Dura
 	}
 	hold := make(chan struct{})
 	r.holdReq = hold
+	r.phase, r.phaseAt, r.watchFrom = PhaseWatch, r.env.Since(), from
 	r.mu.Unlock()
 	r.sessions.Add(1)
 

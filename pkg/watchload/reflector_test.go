@@ -126,7 +126,11 @@ func TestRelistPolicy(t *testing.T) {
 			rev := putKeys(t, c, prefix, tt.objects, tt.objects+1)
 			waitFor(t, "the event of a put", func() bool { return r.LastRevision() >= rev })
 
-			held := r.Hold()
+			r.Hold()
+			held, err := r.HeldRevision(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
 			last := putKeys(t, c, prefix, tt.objects+1, tt.objects+4)
 			if _, err := c.Compact(t.Context(), last, clientv3.WithCompactPhysical()); err != nil {
 				t.Fatal(err)
@@ -314,5 +318,80 @@ func TestWatchErrorPolicy(t *testing.T) {
 				t.Errorf("relist %+v: want one list at the last revision after a watch error", rl)
 			}
 		})
+	}
+}
+
+// laggingWatchClient is the real client with every watch response handed
+// over lag late, also after the watch was cancelled: responses in flight
+// when a connection breaks.
+type laggingWatchClient struct {
+	*clientv3.Client
+	lag      time.Duration
+	received atomic.Int64 // the newest event revision taken from etcd
+}
+
+func (c *laggingWatchClient) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	in := c.Client.Watch(ctx, key, opts...)
+	out := make(chan clientv3.WatchResponse)
+	go func() {
+		defer close(out)
+		for resp := range in {
+			for _, ev := range resp.Events {
+				if ev.Kv.ModRevision > c.received.Load() {
+					c.received.Store(ev.Kv.ModRevision)
+				}
+			}
+			time.Sleep(c.lag)
+			out <- resp
+		}
+	}()
+	return out
+}
+
+// TestHeldRevision holds a reflector while an event is still on its way:
+// HeldRevision counts it, the reflector stays at that revision while held
+// however much is written, and a compaction just above it makes the
+// watch after Release fail from exactly HeldRevision+1.
+func TestHeldRevision(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	prefix := "/registry/held/"
+	putKeys(t, c, prefix, 0, 3)
+	lc := &laggingWatchClient{Client: c, lag: 500 * time.Millisecond}
+	env := NewEnv(time.Now(), 1024, 1, nil)
+	r := NewReflector(env, ReflectorOptions{Prefix: prefix, Stream: NewStream(0, 0, lc, ""), Rand: func() float64 { return 0 }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-r.Synced()
+	waitFor(t, "the watch", func() bool { return r.State().Phase == PhaseWatch })
+
+	rev := putKeys(t, c, prefix, 3, 4)
+	waitFor(t, "etcd's event", func() bool { return lc.received.Load() >= rev })
+	if got := r.LastRevision(); got >= rev {
+		t.Fatalf("the reflector saw revision %d before the lag elapsed", got)
+	}
+	r.Hold()
+	held, err := r.HeldRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != rev {
+		t.Fatalf("HeldRevision %d, want %d: the event in flight when the watch stopped counts", held, rev)
+	}
+	last := putKeys(t, c, prefix, 4, 8)
+	time.Sleep(100 * time.Millisecond)
+	if st := r.State(); st.Phase != PhaseHeld || st.LastRevision != held {
+		t.Fatalf("held reflector: %v; want phase %s at revision %d", st, PhaseHeld, held)
+	}
+	if _, err := c.Compact(ctx, held+2, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	waitFor(t, "the relist", func() bool { return len(r.Lists()) == 2 })
+	rl := r.Lists()[1]
+	if rl.Reason != ListAfterCompaction || rl.FailedWatchFrom != held+1 || rl.CompactRevision != held+2 || rl.Revision < last {
+		t.Errorf("relist %+v; want one after the watch from %d failed at compact revision %d, served at >= %d", rl, held+1, held+2, last)
 	}
 }

@@ -798,7 +798,14 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 		if held == nil && m.o.HoldBack > 0 && !time.Now().Before(holdAt) {
 			held = m.refls[:m.o.HoldBack]
 			for _, r := range held {
-				heldRev = max(heldRev, r.Hold())
+				r.Hold()
+			}
+			for _, r := range held {
+				rev, err := r.HeldRevision(ctx)
+				if err != nil {
+					return
+				}
+				heldRev = max(heldRev, rev)
 			}
 			m.logf("holding %d watcher(s) back at revision %d", len(held), heldRev)
 		}
