@@ -826,8 +826,9 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 				m.res.Compaction = append(m.res.Compaction, rec)
 			}
 			// Once a compaction has passed the held watchers, let them go,
-			// and defragment.
-			if tick.Compacted != 0 && (held == nil || tick.Compacted > heldRev) && !defragged {
+			// and defragment. Their watches resume from heldRev+1, which
+			// etcd refuses only below the compact revision.
+			if tick.Compacted != 0 && (held == nil || tick.Compacted > heldRev+1) && !defragged {
 				if beforeErr == nil {
 					m.res.DBSize.BeforeCompactionBytes, m.res.DBSize.BeforeCompactionInUseBytes = before.Bytes, before.InUseBytes
 				}
