@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -200,46 +201,17 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs
 	start := time.Now()
 	revs := make([]int64, 0, behind)
 	var mu sync.Mutex
-	jobs := make(chan int64)
-	errc := make(chan error, o.Concurrency)
-	var wg sync.WaitGroup
-	for w := range o.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			kv := l.kvs[w%len(l.kvs)]
-			for i := range jobs {
-				src := kvs[int(i)%len(kvs)]
-				resp, err := kv.Put(ctx, string(src.Key), string(src.Value))
-				if err != nil {
-					errc <- err
-					return
-				}
-				mu.Lock()
-				revs = append(revs, resp.Header.Revision)
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range behind {
-		select {
-		case jobs <- i:
-		case err = <-errc:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
+	err = parallel.Each(ctx, o.Concurrency, int(behind), func(ctx context.Context, w, i int) error {
+		src := kvs[i%len(kvs)]
+		resp, err := l.kvs[w%len(l.kvs)].Put(ctx, string(src.Key), string(src.Value))
+		if err != nil {
+			return err
 		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errc:
-		default:
-		}
-	}
+		mu.Lock()
+		revs = append(revs, resp.Header.Revision)
+		mu.Unlock()
+		return nil
+	})
 	if err != nil {
 		return c, fmt.Errorf("update pods: %w", err)
 	}

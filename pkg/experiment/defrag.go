@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -327,45 +327,13 @@ func (g *grower) init(ctx context.Context) error {
 
 // put writes keys [from, to) once each.
 func (g *grower) put(ctx context.Context, from, to int64, round int) error {
-	jobs := make(chan int64)
-	errc := make(chan error, g.concurrency)
-	var wg sync.WaitGroup
-	for w := range g.concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := g.conns[w%len(g.conns)]
-			for i := range jobs {
-				v := g.value
-				v[0] = byte('0' + round%10) // every round changes the value
-				if _, err := c.Put(ctx, fmt.Sprintf("%s%010d", g.prefix, i), string(v)); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := from; i < to; i++ {
-		select {
-		case jobs <- i:
-		case err = <-errc:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errc:
-		default:
-		}
-	}
-	return err
+	v := g.value
+	v[0] = byte('0' + round%10) // every round changes the value
+	value := string(v)
+	return parallel.Each(ctx, g.concurrency, int(to-from), func(ctx context.Context, w, i int) error {
+		_, err := g.conns[w%len(g.conns)].Put(ctx, fmt.Sprintf("%s%010d", g.prefix, from+int64(i)), value)
+		return err
+	})
 }
 
 // grow writes new keys, each twice, until the file reaches target bytes,

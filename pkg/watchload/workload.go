@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
 
@@ -342,50 +343,23 @@ func (w *KubernetesWorkload) seedName(resource string, i int) plannedObject {
 // the worker that owns each key.
 func (w *KubernetesWorkload) create(ctx context.Context, kvs []KV, concurrency int, objs []seedObject) error {
 	concurrency = max(concurrency, 1)
-	jobs := make(chan seedObject)
-	errc := make(chan error, concurrency)
+	gens := make([]*keyspace.Generator, concurrency) // one per worker
+	for i := range gens {
+		gens[i] = keyspace.NewGenerator(w.o.Seed)
+	}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for c := range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			kv := kvs[c%len(kvs)]
-			gen := keyspace.NewGenerator(w.o.Seed)
-			for j := range jobs {
-				key := w.key(j.resource, j.obj.ns, j.obj.name)
-				st := &objectState{owner: j.obj.owner}
-				if _, _, err := w.write(ctx, gen, kv, OpCreate, j.resource, j.obj.ns, j.obj.name, key, st); err != nil {
-					errc <- fmt.Errorf("seed %s: %w", key, err)
-					return
-				}
-				mu.Lock()
-				w.states[w.shard(key)][key] = st
-				mu.Unlock()
-			}
-		}()
-	}
-	var err error
-feed:
-	for _, o := range objs {
-		select {
-		case jobs <- o:
-		case err = <-errc:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
+	return parallel.Each(ctx, concurrency, len(objs), func(ctx context.Context, c, i int) error {
+		j := objs[i]
+		key := w.key(j.resource, j.obj.ns, j.obj.name)
+		st := &objectState{owner: j.obj.owner}
+		if _, _, err := w.write(ctx, gens[c], kvs[c%len(kvs)], OpCreate, j.resource, j.obj.ns, j.obj.name, key, st); err != nil {
+			return fmt.Errorf("seed %s: %w", key, err)
 		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errc:
-		default:
-		}
-	}
-	return err
+		mu.Lock()
+		w.states[w.shard(key)][key] = st
+		mu.Unlock()
+		return nil
+	})
 }
 
 func (w *KubernetesWorkload) ns(i int) string {
