@@ -2,6 +2,7 @@ package etcdproc
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -40,7 +41,8 @@ type Config struct {
 	// Netns runs every member in a network namespace of its own, on a
 	// private bridge, so that Member.Partition can cut it off (see
 	// netns.go). Start fails with ErrNoNetns where namespaces are not
-	// allowed.
+	// allowed. With TLS, each member serves a certificate for its own
+	// address, signed with TLS.CAKey.
 	Netns bool
 }
 
@@ -119,11 +121,15 @@ func start(ctx context.Context, cfg Config, attempt int) (*Cluster, error) {
 	if cfg.TLS != nil {
 		scheme = "https"
 	}
+	var iss issuer
 	if cfg.Netns {
 		if cfg.TLS != nil {
-			// GenerateTLS certifies 127.0.0.1 only; the members' addresses
-			// are chosen here, after the certificates.
-			return nil, errors.New("TLS and network namespaces cannot be combined")
+			// The members' addresses are chosen below, after the
+			// certificates: each member gets one of its own from the CA.
+			var err error
+			if iss, err = loadIssuer(*cfg.TLS); err != nil {
+				return nil, fmt.Errorf("TLS with network namespaces: %w", err)
+			}
 		}
 		l, err := setupNetns(cfg.Members)
 		if err != nil {
@@ -178,7 +184,16 @@ func start(ctx context.Context, cfg Config, attempt int) (*Cluster, error) {
 			m.args = append(m.args, "--unsafe-no-fsync")
 		}
 		if t := cfg.TLS; t != nil {
-			m.args = append(m.args, "--cert-file", t.ServerCert, "--key-file", t.ServerKey, "--trusted-ca-file", t.CA)
+			cert, key := t.ServerCert, t.ServerKey
+			if c.netns != nil {
+				cert, key = filepath.Join(cfg.Dir, m.Name+"-server.crt"), filepath.Join(cfg.Dir, m.Name+"-server.key")
+				ip := net.ParseIP(c.netns.ip[m.netIdx])
+				if err := iss.leaf(int64(100+m.netIdx), ip.String(), x509.ExtKeyUsageServerAuth, []net.IP{ip}, cert, key); err != nil {
+					c.Stop()
+					return nil, fmt.Errorf("certificate of %s: %w", m.Name, err)
+				}
+			}
+			m.args = append(m.args, "--cert-file", cert, "--key-file", key, "--trusted-ca-file", t.CA)
 			if t.ClientCertAuth {
 				m.args = append(m.args, "--client-cert-auth")
 			}

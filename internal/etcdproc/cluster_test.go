@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,16 +179,44 @@ func TestTLSAndPrefixUser(t *testing.T) {
 	}
 }
 
+// TestPartitionedLeaderIsReplaced cuts the leader's link: the majority
+// elects another and writes, the cut member answers nobody, and once
+// healed it catches up. With TLS, each member serves a certificate for its
+// own namespace address and clients verify it.
 func TestPartitionedLeaderIsReplaced(t *testing.T) {
 	bin := etcdtest.EtcdBinaries(t, "3.7.3")
 	if err := etcdproc.CheckNetns(); err != nil {
 		t.Skipf("no partition test: %v", err)
 	}
-	c := startCluster(t, etcdproc.Config{BinDir: bin, Members: 3, Dir: t.TempDir(), UnsafeNoFsync: true, Netns: true})
+	for _, useTLS := range []bool{false, true} {
+		name := "http"
+		if useTLS {
+			name = "https"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := etcdproc.Config{BinDir: bin, Members: 3, Dir: dir, UnsafeNoFsync: true, Netns: true}
+			if useTLS {
+				files, err := etcdproc.GenerateTLS(dir, "root")
+				if err != nil {
+					t.Fatal(err)
+				}
+				files.ClientCertAuth = true
+				cfg.TLS = &files
+			}
+			partitionLeader(t, startCluster(t, cfg), useTLS)
+		})
+	}
+}
+
+func partitionLeader(t *testing.T, c *etcdproc.Cluster, useTLS bool) {
 	ctx := t.Context()
 	leader, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := strings.HasPrefix(leader.ClientURL, "https://10."); got != useTLS {
+		t.Fatalf("leader's client URL %s: https on a namespace address %v, want %v", leader.ClientURL, got, useTLS)
 	}
 	if err := leader.Partition(); err != nil {
 		t.Fatal(err)
@@ -198,7 +227,7 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 			rest = append(rest, m.ClientURL)
 		}
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: rest, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := c.Client(rest...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +245,12 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// The partitioned member cannot be reached at all.
-	cut, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	cutCfg, err := c.ClientConfig(leader.ClientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutCfg.DialTimeout = time.Second
+	cut, err := clientv3.New(cutCfg)
 	if err == nil {
 		gctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err = cut.Get(gctx, "/k")
@@ -232,7 +266,7 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 	if err := c.WaitReady(wctx); err != nil {
 		t.Fatalf("after healing: %v", err)
 	}
-	back, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	back, err := c.Client(leader.ClientURL)
 	if err != nil {
 		t.Fatal(err)
 	}
