@@ -24,6 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,8 +151,23 @@ func fill(ctx context.Context, c *clientv3.Client) error {
 	secret.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","data":{"password":"aHVudGVyMg=="},"kind":"Secret"}`}
 	put("/registry/secrets/default/db-password", secret)
 	putRaw("/registry/secrets/kube-system/bootstrap-token", "k8s:enc:aescbc:v1:key1:\x8b\x02\xa7\x11ciphertext-not-decrypted\x00\x17")
-	putRaw("/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.stable.example.com",
-		`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"crontabs.stable.example.com","uid":"8f9c2a51-3a6b-4a8e-9d6c-0c2f1b7e4d11","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"group":"stable.example.com","names":{"kind":"CronTab","plural":"crontabs","singular":"crontab"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`)
+	// kube-apiserver stores CustomResourceDefinitions as
+	// apiextensions.k8s.io/v1beta1 protobuf.
+	preserve := true
+	put("/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.stable.example.com", &apiextensionsv1beta1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com", UID: "8f9c2a51-3a6b-4a8e-9d6c-0c2f1b7e4d11", CreationTimestamp: created},
+		Spec: apiextensionsv1beta1.CustomResourceDefinitionSpec{Group: "stable.example.com", Scope: apiextensionsv1beta1.NamespaceScoped,
+			Names: apiextensionsv1beta1.CustomResourceDefinitionNames{Kind: "CronTab", Plural: "crontabs", Singular: "crontab"},
+			Versions: []apiextensionsv1beta1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1beta1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1beta1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve}}}}},
+		Status: apiextensionsv1beta1.CustomResourceDefinitionStatus{
+			AcceptedNames:  apiextensionsv1beta1.CustomResourceDefinitionNames{Kind: "CronTab", Plural: "crontabs", Singular: "crontab"},
+			StoredVersions: []string{"v1"},
+			Conditions: []apiextensionsv1beta1.CustomResourceDefinitionCondition{
+				{Type: apiextensionsv1beta1.NamesAccepted, Status: apiextensionsv1beta1.ConditionTrue, LastTransitionTime: created, Reason: "NoConflicts"},
+				{Type: apiextensionsv1beta1.Established, Status: apiextensionsv1beta1.ConditionTrue, LastTransitionTime: created, Reason: "InitialNamesAccepted"},
+			}}})
 	putRaw("/registry/stable.example.com/crontabs/default/nightly",
 		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"nightly","namespace":"default","uid":"5d1e7c2b-9a41-4f0e-8b3d-6a2f9c0e1b77","generation":1,"creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"cronSpec":"0 3 * * *","image":"backup:1.4"}}`)
 	for i := range 3 {

@@ -37,6 +37,9 @@ var goldenCases = []struct {
 	{"get-custom-resource", func(f string) []string {
 		return []string{"get", f, "/registry/stable.example.com/crontabs/default/nightly", "-o", "json"}
 	}},
+	{"get-crd", func(f string) []string {
+		return []string{"get", f, "/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.stable.example.com"}
+	}},
 	{"history-pod", func(f string) []string { return []string{"history", f, "/registry/pods/default/web-1"} }},
 	{"compaction", func(f string) []string { return []string{"compaction", f, "--at", "27"} }},
 	{"leases", func(f string) []string { return []string{"leases", f} }},
