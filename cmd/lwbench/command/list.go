@@ -100,16 +100,11 @@ uses 500, the watch cache 10000), keys only, count only, and one RangeStream.`,
 func runList(ctx context.Context, o *listOptions, out, errOut io.Writer) error {
 	con := newConsole(errOut)
 	o.load.Logf = con.Logf
-	target, release, err := o.target.open(ctx, con.Logf)
-	defer release()
+	target, done, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
+	defer done()
 	if err != nil {
 		return err
 	}
-	cleanup, err := o.target.guardPrefix(ctx, target, o.load.Prefix, con.Logf)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	res, err := watchload.List(ctx, target, o.load)
 	if err != nil {
 		return err

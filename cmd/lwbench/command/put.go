@@ -104,16 +104,11 @@ func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
 	o.load.OnProgress = func(p watchload.Progress) {
 		con.Progress(fmt.Sprintf("%s %5.1fs  ops %d/%d (%d errors)", p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors))
 	}
-	target, release, err := o.target.open(ctx, con.Logf)
-	defer release()
+	target, done, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
+	defer done()
 	if err != nil {
 		return err
 	}
-	cleanup, err := o.target.guardPrefix(ctx, target, o.load.Prefix, con.Logf)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	res, err := watchload.Put(ctx, target, o.load)
 	con.Done()
 	if err != nil {

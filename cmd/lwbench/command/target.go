@@ -210,6 +210,21 @@ func (o *targetOptions) startCluster(ctx context.Context, dir string, logf func(
 	return c, nil
 }
 
+// openGuarded opens the target and guards prefix on it (guardPrefix). The
+// function it returns, also on error, deletes what the run created under
+// prefix and then releases the target; call it once the run is over.
+func (o *targetOptions) openGuarded(ctx context.Context, prefix string, logf func(string, ...any)) (watchload.Target, func(), error) {
+	t, release, err := o.open(ctx, logf)
+	if err != nil {
+		return t, release, err
+	}
+	cleanup, err := o.guardPrefix(ctx, t, prefix, logf)
+	if err != nil {
+		return t, release, err
+	}
+	return t, func() { cleanup(); release() }, nil
+}
+
 // guardPrefix protects an --endpoints cluster from a benchmark that writes
 // raw keys under prefix: it refuses a prefix that already holds keys
 // unless --reuse-prefix, and returns a function that deletes, at the end,

@@ -116,16 +116,11 @@ func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error
 		con.Progress(fmt.Sprintf("%s %5.1fs  puts %d/%d (%d errors)  events %d  created %d/%d  violations %d",
 			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.SyncedWatchers, p.Watchers, p.Violations))
 	}
-	target, release, err := o.target.open(ctx, con.Logf)
-	defer release()
+	target, done, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
+	defer done()
 	if err != nil {
 		return err
 	}
-	cleanup, err := o.target.guardPrefix(ctx, target, o.load.Prefix, con.Logf)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	res, err := watchload.Watch(ctx, target, o.load)
 	con.Done()
 	if err != nil {
