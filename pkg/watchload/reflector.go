@@ -398,8 +398,9 @@ func (r *Reflector) Hold() {
 
 // HeldRevision waits until a held reflector has stopped (its watch ended,
 // events already on their way included, or the list or pause it was in
-// finished) and returns the revision it will resume after: a compaction
-// above it makes its next watch fail. It returns ctx's error if ctx ends
+// finished) and returns the revision R it will resume after: its next
+// watch starts from R+1, which etcd refuses as compacted once the compact
+// revision is above R+1. It returns ctx's error if ctx ends
 // first, and at once if the reflector is not held or Run has returned.
 func (r *Reflector) HeldRevision(ctx context.Context) (int64, error) {
 	r.mu.Lock()
