@@ -7,6 +7,13 @@
 # CACHE_DIR defaults to $ETCDKIT_CACHE or ~/.cache/etcdkit. A second call for
 # the same version reuses the binaries.
 #
+# Parallel callers (two test binaries, a test and a script) build once: the
+# build holds an exclusive lock on CACHE_DIR/etcd-vVERSION.lock, writes into
+# a temporary directory beside the final one and renames it into place, so a
+# caller sees either no directory or a complete one. Progress goes to stderr;
+# the only line on stdout is the directory. The first build of a version takes
+# 1-3 minutes on 2 cores with a warm Go module cache, longer with a cold one.
+#
 # `go install` of etcd's server module fails because of its replace
 # directives, so a throwaway wrapper module requires every etcd module at the
 # same version and builds each main package. VERSION 3.4.x is not built: use
@@ -19,11 +26,26 @@ version=${version#v}
 cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
 out="$cache/etcd-v$version"
 
-if [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ]; then
+complete() { [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ]; }
+
+if complete; then
   echo "$out"
   exit 0
 fi
-mkdir -p "$out"
+mkdir -p "$cache"
+exec 9>"$out.lock"
+if ! flock -n 9; then
+  echo "build-etcd.sh: another process is building etcd $version into $cache; waiting for it" >&2
+  flock 9
+fi
+# The holder of the lock before us may have finished the build.
+if complete; then
+  echo "$out"
+  exit 0
+fi
+# A directory without both binaries is what an interrupted build of an older
+# version of this script left: replace it.
+rm -rf "$out"
 
 case "$version" in
 3.4.*)
@@ -36,19 +58,25 @@ case "$version" in
     echo "build-etcd.sh: Debian's etcd-server is $have, not $version" >&2
     exit 1
   fi
-  ln -sf /usr/bin/etcd "$out/etcd"
-  ln -sf /usr/bin/etcdctl "$out/etcdctl"
+  tmp=$(mktemp -d "$out.tmp.XXXXXX")
+  ln -s /usr/bin/etcd "$tmp/etcd"
+  ln -s /usr/bin/etcdctl "$tmp/etcdctl"
+  chmod 755 "$tmp"
+  mv -T "$tmp" "$out"
   echo "$out"
   exit 0
   ;;
 esac
 
+start=$SECONDS
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+tmp=$(mktemp -d "$out.tmp.XXXXXX")
+trap 'rm -rf "$work" "$tmp"' EXIT
 cd "$work"
 # Keep the caller's module settings and etcd's ETCD_* variables out of the build.
 unset GOFLAGS GOWORK
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
+echo "build-etcd.sh: building etcd $version from the Go module proxy into $out (1-3 minutes the first time)" >&2
 go mod init etcdkit.local/etcdbuild >/dev/null 2>&1
 mods="server etcdctl etcdutl api client/v3 client/pkg pkg"
 reqs=""
@@ -60,6 +88,7 @@ for m in $mods; do
   esac
   reqs="$reqs $path@v$version"
 done
+echo "build-etcd.sh: resolving modules" >&2
 # shellcheck disable=SC2086
 go get $reqs >/dev/null 2>&1 || { echo "build-etcd.sh: go get of etcd v$version failed" >&2; go get $reqs; exit 1; }
 # go get may move a module to a newer version to satisfy another; refuse that.
@@ -71,8 +100,12 @@ for m in $reqs; do
     exit 1
   fi
 done
-go build -trimpath -o "$out/etcd" go.etcd.io/etcd/server/v3
-go build -trimpath -o "$out/etcdctl" go.etcd.io/etcd/etcdctl/v3
-go build -trimpath -o "$out/etcdutl" go.etcd.io/etcd/etcdutl/v3
-"$out/etcd" --version >&2
+for bin in etcd:go.etcd.io/etcd/server/v3 etcdctl:go.etcd.io/etcd/etcdctl/v3 etcdutl:go.etcd.io/etcd/etcdutl/v3; do
+  echo "build-etcd.sh: go build ${bin%%:*} ($((SECONDS - start)) s so far)" >&2
+  go build -trimpath -o "$tmp/${bin%%:*}" "${bin#*:}"
+done
+"$tmp/etcd" --version >&2
+chmod 755 "$tmp"
+mv -T "$tmp" "$out"
+echo "build-etcd.sh: etcd $version ready in $out after $((SECONDS - start)) s" >&2
 echo "$out"

@@ -14,8 +14,10 @@
 package etcdproc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,10 +49,13 @@ var ErrNoBinaries = errors.New("etcd binaries unavailable")
 
 // Binaries returns the directory holding etcd, etcdctl (and, from 3.5,
 // etcdutl) of version, building them with scripts/build-etcd.sh when they
-// are not cached yet. The build takes one to two minutes per version and
-// needs the Go module proxy. The error wraps ErrNoBinaries and carries the
-// build's output when it fails.
-func Binaries(version string) (string, error) {
+// are not cached yet. The build takes one to three minutes per version and
+// needs the Go module proxy; concurrent callers, in this process or others,
+// build once (the script holds a lock in the cache directory and renames a
+// finished build into place). The script's progress lines are copied to
+// progress, which may be nil. The error wraps ErrNoBinaries and carries the
+// end of the build's output when it fails.
+func Binaries(version string, progress io.Writer) (string, error) {
 	version = strings.TrimPrefix(version, "v")
 	dir := filepath.Join(CacheDir(), "etcd-v"+version)
 	if isExecutable(filepath.Join(dir, "etcd")) && isExecutable(filepath.Join(dir, "etcdctl")) {
@@ -60,11 +65,15 @@ func Binaries(version string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
 	}
+	var stderr bytes.Buffer
 	cmd := exec.Command("bash", script, version, CacheDir())
 	cmd.Env = CleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s %s: %v: %s", ErrNoBinaries, script, version, err, lastLines(string(out), 5))
+	cmd.Stderr = &stderr
+	if progress != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, progress)
+	}
+	if _, err := cmd.Output(); err != nil {
+		return "", fmt.Errorf("%w: %s %s: %v: %s", ErrNoBinaries, script, version, err, lastLines(stderr.String(), 5))
 	}
 	if !isExecutable(filepath.Join(dir, "etcd")) {
 		return "", fmt.Errorf("%w: %s %s did not produce %s", ErrNoBinaries, script, version, filepath.Join(dir, "etcd"))
@@ -110,4 +119,22 @@ func CleanEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// LogWriter returns an io.Writer that hands each non-empty line written to
+// it to logf (a logger's Printf, testing.T's Logf), for Binaries' progress.
+// A line split across two writes is logged as two lines.
+func LogWriter(logf func(format string, args ...any)) io.Writer {
+	return logWriter(logf)
+}
+
+type logWriter func(format string, args ...any)
+
+func (l logWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(string(p), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			l("%s", line)
+		}
+	}
+	return len(p), nil
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
@@ -125,18 +126,19 @@ func TestWorkersAgree(t *testing.T) {
 	}
 }
 
-// TestEtcdutlLive runs the real etcdutl on a file written in the test,
-// when scripts/build-etcd.sh has built it.
+// TestEtcdutlLive runs the real etcdutl (built by scripts/build-etcd.sh)
+// on a file written in the test.
 func TestEtcdutlLive(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	bin := filepath.Join(home, ".cache", "etcdkit", "etcd-v3.7.3", "etcdutl")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no etcdutl at %s (scripts/build-etcd.sh 3.7.3 builds it); the committed fixtures' etcdutl output is checked by TestFixturesAgreeWithEtcdutl", bin)
-	}
+	bin := filepath.Join(etcdtest.EtcdBinaries(t, "3.7.3"), "etcdutl")
 	path := makeHistoryDB(t)
 	cp := filepath.Join(t.TempDir(), "copy.db")
-	b, _ := os.ReadFile(path)
-	os.WriteFile(cp, b, 0o600)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "snapshot", "status", cp, "-w", "json")
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	out, err := cmd.Output()

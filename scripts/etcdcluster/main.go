@@ -94,7 +94,7 @@ func start(dir, version string, members int, useTLS, noFsync bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	bin, err := etcdproc.Binaries(version)
+	bin, err := etcdproc.Binaries(version, os.Stderr)
 	if err != nil {
 		return err
 	}

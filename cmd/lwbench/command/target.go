@@ -182,8 +182,8 @@ func (o *targetOptions) startCluster(ctx context.Context, dir string, logf func(
 	if v == "" {
 		v = version.Version
 	}
-	logf("preparing etcd %s binaries (built from the module proxy the first time, 1-2 minutes)", v)
-	bin, err := etcdproc.Binaries(v)
+	logf("preparing etcd %s binaries (built from the module proxy the first time, 1-3 minutes)", v)
+	bin, err := etcdproc.Binaries(v, etcdproc.LogWriter(logf))
 	if err != nil {
 		return nil, fmt.Errorf("--etcd-version %s: %w", v, err)
 	}
