@@ -95,8 +95,8 @@ func (f *Flags) Validate() error {
 		return errors.New("--keepalive-time and --keepalive-timeout must not be negative")
 	}
 	for _, ep := range f.Endpoints {
-		if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") && !strings.HasPrefix(ep, "unix://") && strings.Contains(ep, "://") {
-			return fmt.Errorf("--endpoints %q: scheme must be http, https or unix", ep)
+		if _, err := ParseEndpoint(ep); err != nil {
+			return fmt.Errorf("--endpoints: %w", err)
 		}
 	}
 	return nil

@@ -119,4 +119,30 @@ func TestConnectsToTLSClusterWithAuth(t *testing.T) {
 	if err == nil {
 		t.Fatal("a client trusting another CA was served")
 	}
+
+	// Each TLS mistake is named by Diagnose, against the real member.
+	ep := c.Endpoints()[0]
+	for _, tt := range []struct {
+		name    string
+		flags   etcdclient.Flags
+		wantErr string
+	}{
+		{name: "no --cacert", flags: etcdclient.Flags{}, wantErr: "unknown authority"},
+		{name: "another CA", flags: etcdclient.Flags{CACert: other.CA}, wantErr: "unknown authority"},
+		{name: "no client certificate", flags: etcdclient.Flags{CACert: files.CA}, wantErr: "requires a client certificate"},
+		{name: "all of it", flags: etcdclient.Flags{CACert: files.CA, Cert: files.ClientCert, Key: files.ClientKey}},
+	} {
+		tt.flags.Endpoints, tt.flags.DialTimeout = []string{ep}, 5*time.Second
+		cfg, err := tt.flags.Config()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		err = etcdclient.Diagnose(ctx, cfg, ep)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: got %v, want the member to pass", tt.name, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: got %v, want an error containing %q", tt.name, err, tt.wantErr)
+		}
+	}
 }

@@ -155,6 +155,17 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 			}
 		}
 	}
+	if !t.Managed {
+		// Fail fast, naming the cause, instead of a later "context deadline
+		// exceeded" (or a hang) from the first request.
+		cfg, err := o.clientConfig(endpoints)
+		if err != nil {
+			return t, cleanup, err
+		}
+		if err := etcdclient.Check(ctx, cfg); err != nil {
+			return t, cleanup, fmt.Errorf("--endpoints: %w", err)
+		}
+	}
 	t.Endpoints = endpoints
 	t.Dial = func(ctx context.Context) (*clientv3.Client, error) { return o.dial(ctx, endpoints) }
 	t.DialEndpoint = func(ctx context.Context, endpoint string) (*clientv3.Client, error) {
