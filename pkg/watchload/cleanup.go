@@ -48,16 +48,10 @@ func cleanup(ctx context.Context, c *clientv3.Client, wl *KubernetesWorkload, ex
 			first = err
 		}
 	}
-	for _, id := range wl.Leases() {
-		_, err := c.Revoke(ctx, id)
-		switch {
-		case err == nil:
-			res.LeasesRevoked++
-		case errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound):
-			// expired already, and its keys with it
-		default:
-			fail(fmt.Errorf("revoke lease %x: %w", int64(id), err))
-		}
+	revoked, err := revokeLeases(ctx, c, wl.Leases())
+	res.LeasesRevoked = revoked
+	if err != nil {
+		fail(err)
 	}
 	keys := append(wl.Keys(), extra...)
 	jobs := make(chan string)
@@ -168,4 +162,25 @@ func DeleteCreatedSince(ctx context.Context, c *clientv3.Client, prefix string, 
 	}
 	res.DurationMs = report.Ms(time.Since(start))
 	return res
+}
+
+// revokeLeases revokes the leases ids, which deletes the keys attached to
+// them, and returns how many it revoked. A lease that expired already (and
+// its keys with it) is not an error; the first other error is returned
+// after every lease has been tried.
+func revokeLeases(ctx context.Context, c *clientv3.Client, ids []clientv3.LeaseID) (int64, error) {
+	var revoked int64
+	var first error
+	for _, id := range ids {
+		_, err := c.Revoke(ctx, id)
+		switch {
+		case err == nil:
+			revoked++
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound):
+			// expired already, and its keys with it
+		case first == nil:
+			first = fmt.Errorf("revoke lease %x: %w", int64(id), err)
+		}
+	}
+	return revoked, first
 }

@@ -132,7 +132,7 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 	}
 	res := &report.ListResult{
 		SchemaVersion: report.ListSchemaVersion, StartedAt: time.Now().UTC(),
-		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints},
+		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
 		Scenario: report.ListScenario{Prefix: o.Prefix, Resource: o.Resource, Objects: o.Objects, PageSizes: o.PageSizes,
 			Modes: o.Modes, Repeats: o.Repeats, Serializable: o.Serializable, Seed: o.Seed},
 	}

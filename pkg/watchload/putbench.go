@@ -96,7 +96,7 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	epoch := time.Now()
 	res := &report.PutResult{
 		SchemaVersion: report.PutSchemaVersion, StartedAt: epoch.UTC(),
-		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints},
+		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
 		Scenario: report.PutScenario{
 			Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Total: o.Total, RatePerSecond: o.Rate,
 			Workers: o.Workers, Connections: o.Connections, Seed: o.Seed, SequentialKeys: o.Sequential,
@@ -134,6 +134,20 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 		}
 		res.Scenario.KubernetesObjects = o.Keys + o.Keys/5 + o.Keys/2
 		wl = kw
+		if !t.Managed {
+			// The events' leases are the put's own: revoke them at the end,
+			// as run does, so that an --endpoints cluster keeps none of
+			// them (the command deletes the keys it created).
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				n, err := revokeLeases(cctx, topo.Conns[0], kw.Leases())
+				logf("cleanup: revoked the %d leases the put granted", n)
+				if err != nil {
+					logf("cleanup: %v", err)
+				}
+			}()
+		}
 	}
 	env := NewEnv(epoch, 1024, o.Workers, nil)
 	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.Rate, Total: o.Total, Workers: o.Workers, Timeout: o.Timeout})
