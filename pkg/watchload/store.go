@@ -112,11 +112,13 @@ func (s *store) getList(ctx context.Context, opts listOptions) (listPage, error)
 	page.answered, page.kvs = true, resp.Kvs
 	if withRev == 0 {
 		withRev = resp.Header.Revision
+	}
+	page.revision = withRev
+	if page.readRevision == 0 {
 		if err := validateMinimumResourceVersion(opts.resourceVersion, withRev); err != nil {
 			return page, err
 		}
 	}
-	page.revision = withRev
 	if resp.More && len(resp.Kvs) > 0 {
 		page.next = &continueToken{key: string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00", revision: withRev}
 	}
