@@ -66,7 +66,8 @@ type listPage struct {
 //	rv        limit  continue  etcd range                       served at
 //	"" or "0" any    -         latest, limit if any             L
 //	"R"       0      -         latest, no limit                 L; R > L: too large resource version
-//	"R"       > 0    -         exactly at R, limit ("exact")    R; R < C: ErrCompacted (410 Expired)
+//	"R"       > 0    -         exactly at R, limit ("exact")    R; R < C: ErrCompacted (410 Expired),
+//	                                                            R > L: ErrFutureRev (too large)
 //	-         > 0    {k, P}    from key k exactly at P, limit   P; P < C: ErrCompacted (410 Expired)
 //
 // Every page after the first continues from the last key + "\x00" at the
