@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/revision"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -294,7 +295,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 			c.stop(ctx)
 			return rc, err
 		}
-		if tick.Compacted <= rc.HeldRevision+1 {
+		if !revision.Compacted(rc.HeldRevision+1, tick.Compacted) {
 			c.stop(ctx)
 			return rc, fmt.Errorf("compacted to %d, not past the held revision %d", tick.Compacted, rc.HeldRevision)
 		}

@@ -21,5 +21,8 @@
 //
 // After a compaction at revision C, a read or watch at revision r fails with
 // ErrCompacted exactly when r < C; reading at C itself still works
-// (server/storage/mvcc/kvstore_txn.go rangeKeys).
+// (server/storage/mvcc/kvstore_txn.go rangeKeys). Compacted is that rule;
+// the rest of the module asks it rather than comparing revisions itself.
+// ParseResourceVersion and the ResourceVersion formatters are likewise the
+// only place a resourceVersion is parsed or formatted.
 package revision

@@ -171,7 +171,7 @@ func checkRevision(rev, compact, current int64) error {
 	switch {
 	case rev < 0:
 		return fmt.Errorf("revision %d is negative", rev)
-	case rev > 0 && rev < compact:
+	case revision.Compacted(rev, compact):
 		return fmt.Errorf("%w: revision %d is below the compact revision %d", ErrCompacted, rev, compact)
 	case rev > current:
 		return fmt.Errorf("%w: revision %d is above the current revision %d", ErrFutureRevision, rev, current)

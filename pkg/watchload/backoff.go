@@ -3,9 +3,9 @@ package watchload
 import (
 	"math"
 	"math/rand/v2"
-	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 )
 
@@ -36,22 +36,20 @@ type Delayer interface {
 // Backoff is client-go's reflector backoff: apimachinery's wait.Backoff
 // with Duration 800 ms, Factor 2, Jitter 1, Cap 30 s and Steps
 // ceil(Cap/Duration), behind DelayWithReset(clock, 2 min)
-// (k8s.io/apimachinery/pkg/util/wait/backoff.go delay, backoffManager).
+// (client-go tools/cache/reflector.go; k8s.io/apimachinery/pkg/util/wait/
+// backoff.go delay, backoffManager).
 //
 // Step k (from 0, since the last reset) waits base_k + U*base_k with U
 // uniform in [0, 1) and base = 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30, ...
 // seconds. The state returns to the first step when more than 2 minutes
 // have passed since the previous reset (or since creation) at the time of
-// a step, exactly as backoffManager.Step does: the reset clock is not
-// restarted by steps, only by resets. A Backoff is safe for concurrent use.
+// a step: the reset clock is not restarted by steps, only by resets.
+// wait.Backoff computes the base; the jitter is added here, with the same
+// formula as wait.Jitter, so that it can come from an injected source. A
+// Backoff is safe for concurrent use if its random source is.
 type Backoff struct {
-	clock clock.PassiveClock
-	rand  func() float64
-
-	mu        sync.Mutex
-	duration  time.Duration
-	steps     int
-	lastReset time.Time
+	base wait.DelayFunc
+	rand func() float64
 }
 
 var _ Delayer = (*Backoff)(nil)
@@ -59,46 +57,26 @@ var _ Delayer = (*Backoff)(nil)
 // NewReflectorBackoff returns client-go's reflector backoff reading time
 // from clk (nil: the real clock) and jitter from rnd, which returns values
 // in [0, 1) (nil: math/rand/v2).
-func NewReflectorBackoff(clk clock.PassiveClock, rnd func() float64) *Backoff {
+func NewReflectorBackoff(clk clock.Clock, rnd func() float64) *Backoff {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	if rnd == nil {
 		rnd = rand.Float64
 	}
-	b := &Backoff{clock: clk, rand: rnd, lastReset: clk.Now()}
-	b.reset()
-	return b
-}
-
-func (b *Backoff) reset() {
-	b.duration = ReflectorBackoffInitial
-	b.steps = int(math.Ceil(float64(ReflectorBackoffCap) / float64(ReflectorBackoffInitial)))
+	base := wait.Backoff{
+		Duration: ReflectorBackoffInitial,
+		Factor:   ReflectorBackoffFactor,
+		Cap:      ReflectorBackoffCap,
+		Steps:    int(math.Ceil(float64(ReflectorBackoffCap) / float64(ReflectorBackoffInitial))),
+	}
+	return &Backoff{base: base.DelayWithReset(clk, ReflectorBackoffReset), rand: rnd}
 }
 
 // Next returns the next jittered delay and advances the backoff.
 func (b *Backoff) Next() time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if now := b.clock.Now(); now.Sub(b.lastReset) > ReflectorBackoffReset {
-		b.reset()
-		b.lastReset = now
-	}
-	jitter := func(d time.Duration) time.Duration {
-		return d + time.Duration(b.rand()*ReflectorBackoffJitter*float64(d))
-	}
-	if b.steps < 1 {
-		return jitter(b.duration)
-	}
-	b.steps--
-	d := b.duration
-	next := time.Duration(float64(d) * ReflectorBackoffFactor)
-	if next > ReflectorBackoffCap {
-		next = ReflectorBackoffCap
-		b.steps = 0
-	}
-	b.duration = next
-	return jitter(d)
+	d := b.base()
+	return d + time.Duration(b.rand()*ReflectorBackoffJitter*float64(d))
 }
 
 // FixedDelay is a Delayer that always returns itself.

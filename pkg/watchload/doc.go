@@ -35,25 +35,12 @@
 // ProfileInformer is client-go's reflector reading etcd through a
 // kube-apiserver with the watch cache off (client-go
 // tools/cache/reflector.go, tools/pager/pager.go; k8s.io/apiserver
-// pkg/storage/etcd3/store.go). A worked timeline, page size 500, 1,200
-// pods, compaction to C while the watch is held back at revision R < C:
-//
-//	LIST rv="0" limit=500        -> range limit 500 at latest: page 1 pins revision L
-//	     continue                -> range from last key+"\x00" at L: pages 2, 3
-//	WATCH from L+1 prevKV progressNotify
-//	... held at R, etcd compacts to C > R+1, released ...
-//	WATCH from R+1               -> canceled, CompactRevision C (410 Gone)
-//	pause: backoff 0.8 s + jitter (then 1.6, 3.2 ... 30 s; reset after 2 min)
-//	LIST rv="R" limit=500        -> range at exactly R: ErrCompacted (410 Expired)
-//	LIST rv=""  limit=500        -> range at latest, pinned, paginated
-//	WATCH from the new list revision + 1
-//
-// A reflector whose first list fit in one page lists unpaginated with
-// rv="R" instead, which etcd serves at the latest ("not older than"), so
-// it relists in one request. A continuation page whose revision was
-// compacted makes the pager list once more, unpaginated. Watches end after
-// a random 5 to 10 minutes and resume from the last revision without a
-// list.
+// pkg/storage/etcd3/store.go), modelled file for file: reflector.go (the
+// list/watch loop; Reflector's doc walks through a relist after a
+// compaction), pager.go (pages and the fall-back to one full list),
+// store.go (the etcd ranges a LIST's resourceVersion and limit make),
+// cache.go (events applied, prevKV checked) and hold.go (the broken
+// connection that holds a watcher back).
 //
 // ProfileAPIServerCache is kube-apiserver's watch cache of one resource
 // (k8s.io/apiserver/pkg/storage/cacher): pages of 10,000 always read at

@@ -72,7 +72,7 @@ func BenchmarkApplyEvent(b *testing.B) {
 			evs := make([]*clientv3.Event, keys)
 			for i := range keys {
 				key := fmt.Sprintf("%sns/pod-%05d", testPrefix, i)
-				r.cache[key] = &cacheEntry{rev: 1}
+				r.cache.items[key] = &cacheEntry{rev: 1}
 				evs[i] = &clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(key), CreateRevision: 1},
 					PrevKv: &mvccpb.KeyValue{Key: []byte(key)}}
 			}
@@ -80,10 +80,10 @@ func BenchmarkApplyEvent(b *testing.B) {
 			rev := int64(1)
 			for b.Loop() {
 				ev := evs[int(rev)%keys]
-				ev.PrevKv.ModRevision = r.cache[string(ev.Kv.Key)].rev
+				ev.PrevKv.ModRevision = r.cache.items[string(ev.Kv.Key)].rev
 				rev++
 				ev.Kv.ModRevision = rev
-				r.apply(ev)
+				r.cache.apply(ev)
 			}
 			if n := env.Violations.Total(); n != 0 {
 				b.Fatalf("violations: %+v", env.Violations.Samples())

@@ -89,7 +89,7 @@ type profileSpec struct {
 	// retry_with_deadline.go). 0 for informers; the cacher sets 30 s.
 	internalErrorRetry time.Duration
 	// delayer makes the pause between ListAndWatch iterations.
-	delayer func(clk clock.PassiveClock, rnd func() float64) Delayer
+	delayer func(clk clock.Clock, rnd func() float64) Delayer
 }
 
 func (p Profile) spec() profileSpec {
@@ -97,12 +97,12 @@ func (p Profile) spec() profileSpec {
 		return profileSpec{
 			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, source: SourceCache,
 			internalErrorRetry: 30 * time.Second,
-			delayer:            func(clock.PassiveClock, func() float64) Delayer { return FixedDelay(CacherRestartPeriod) },
+			delayer:            func(clock.Clock, func() float64) Delayer { return FixedDelay(CacherRestartPeriod) },
 		}
 	}
 	return profileSpec{
 		pageSize: DefaultPageSize,
-		delayer: func(clk clock.PassiveClock, rnd func() float64) Delayer {
+		delayer: func(clk clock.Clock, rnd func() float64) Delayer {
 			return NewReflectorBackoff(clk, rnd)
 		},
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/revision"
 )
 
 // Options shape one run. The zero value of a field means its default, set
@@ -828,7 +829,7 @@ func (m *maintenance) run(ctx context.Context, end time.Time) {
 			// Once a compaction has passed the held watchers, let them go,
 			// and defragment. Their watches resume from heldRev+1, which
 			// etcd refuses only below the compact revision.
-			if tick.Compacted != 0 && (held == nil || tick.Compacted > heldRev+1) && !defragged {
+			if tick.Compacted != 0 && (held == nil || revision.Compacted(heldRev+1, tick.Compacted)) && !defragged {
 				if beforeErr == nil {
 					m.res.DBSize.BeforeCompactionBytes, m.res.DBSize.BeforeCompactionInUseBytes = before.Bytes, before.InUseBytes
 				}

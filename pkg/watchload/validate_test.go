@@ -187,7 +187,7 @@ func TestRecorderReportsGaps(t *testing.T) {
 func TestApplyChecksPrevKV(t *testing.T) {
 	env := NewEnv(time.Now(), 0, 1, nil)
 	r := NewReflector(env, ReflectorOptions{Prefix: "/p/"})
-	r.cache = map[string]*cacheEntry{"/p/a": {rev: 5}}
+	r.cache.items = map[string]*cacheEntry{"/p/a": {rev: 5}}
 	ev := func(typ mvccpb.Event_EventType, key string, create, mod, prev int64) *clientv3.Event {
 		e := &clientv3.Event{Type: typ, Kv: &mvccpb.KeyValue{Key: []byte(key), CreateRevision: create, ModRevision: mod}}
 		if prev != 0 {
@@ -195,22 +195,22 @@ func TestApplyChecksPrevKV(t *testing.T) {
 		}
 		return e
 	}
-	r.apply(ev(mvccpb.PUT, "/p/a", 2, 6, 5)) // consistent update
+	r.cache.apply(ev(mvccpb.PUT, "/p/a", 2, 6, 5)) // consistent update
 	if n := env.Violations.Total(); n != 0 {
 		t.Fatalf("consistent update flagged: %+v", env.Violations.Samples())
 	}
-	r.apply(ev(mvccpb.PUT, "/p/a", 2, 8, 7))     // an update at 7 was missed
-	r.apply(ev(mvccpb.PUT, "/p/b", 9, 9, 0))     // create: fine
-	r.apply(ev(mvccpb.PUT, "/p/b", 10, 10, 0))   // created twice
-	r.apply(ev(mvccpb.DELETE, "/p/c", 0, 11, 3)) // delete of an unknown key
-	r.apply(ev(mvccpb.PUT, "/p/b", 10, 12, 0))   // update without prevKV: missing, not a violation
+	r.cache.apply(ev(mvccpb.PUT, "/p/a", 2, 8, 7))     // an update at 7 was missed
+	r.cache.apply(ev(mvccpb.PUT, "/p/b", 9, 9, 0))     // create: fine
+	r.cache.apply(ev(mvccpb.PUT, "/p/b", 10, 10, 0))   // created twice
+	r.cache.apply(ev(mvccpb.DELETE, "/p/c", 0, 11, 3)) // delete of an unknown key
+	r.cache.apply(ev(mvccpb.PUT, "/p/b", 10, 12, 0))   // update without prevKV: missing, not a violation
 	if got := env.Violations.Count(ViolationPrevKV); got != 3 {
 		t.Fatalf("prevKV violations = %d, want 3: %+v", got, env.Violations.Samples())
 	}
 	if got := env.Violations.Samples()[0].Revision; got != 8 {
 		t.Errorf("first violation at revision %d, want 8", got)
 	}
-	if got := r.prevKVMissing.Load(); got != 1 {
+	if got := r.cache.prevKVMiss.Load(); got != 1 {
 		t.Errorf("prevKV missing %d, want 1", got)
 	}
 }

@@ -1,0 +1,165 @@
+package watchload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// CompactedError ends a watch that etcd cancelled because its start
+// revision had been compacted: what kube-apiserver turns into 410 Gone,
+// "too old resource version" (k8s.io/apiserver/pkg/storage/etcd3/
+// watcher.go).
+type CompactedError struct {
+	// From is the revision the watch started from; CompactRevision the
+	// compact revision etcd reported.
+	From, CompactRevision int64
+}
+
+// Error names the watch's start revision and the compact revision.
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("watch from revision %d: required revision has been compacted (compact revision %d)", e.From, e.CompactRevision)
+}
+
+var (
+	errWatchTimeout = errors.New("watch timeout")
+	errWatchClosed  = errors.New("watch channel closed")
+)
+
+// watch watches from the last revision, again and again after watch
+// timeouts and broken connections (and, for the cacher, after other
+// watch errors for up to 30 s), until the watch fails: it returns the
+// reason for the next list, with the compacted watch if that was the
+// failure (client-go tools/cache/reflector.go watch).
+func (r *Reflector) watch(ctx context.Context) (string, *CompactedError) {
+	retry := retryWithDeadline{maxRetryDuration: r.spec.internalErrorRetry, minResetPeriod: time.Minute, clock: r.clock}
+	for {
+		from := r.lastSync.Load() + 1
+		timeout := r.o.MinWatchTimeout + time.Duration(r.rand()*float64(r.o.MinWatchTimeout))
+		err := r.handleWatch(ctx, from, timeout)
+		r.mu.Lock()
+		r.watchEnd = err
+		r.mu.Unlock()
+		var ce *CompactedError
+		switch {
+		case ctx.Err() != nil:
+			return "", nil
+		case errors.As(err, &ce):
+			if r.o.WatchOnlyFrom > 0 {
+				<-ctx.Done()
+				return "", nil
+			}
+			return ListAfterCompaction, ce
+		case errors.Is(err, errWatchTimeout), errors.Is(err, errConnectionBroken):
+			continue
+		default:
+			if r.o.WatchOnlyFrom > 0 {
+				if !r.sleep(ctx, 100*time.Millisecond) {
+					return "", nil
+				}
+				continue
+			}
+			retry.after()
+			if retry.shouldRetry() {
+				continue
+			}
+			return ListAfterWatchError, nil
+		}
+	}
+}
+
+// handleWatch runs one watch from revision from, which ends after timeout
+// (client-go tools/cache/reflector.go handleWatch). While the connection
+// is held, the Watch call waits for Release.
+func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Duration) error {
+	wctx, cancel := context.WithCancel(r.o.Stream.Context(ctx))
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(from)}
+	if !r.o.NoPrevKV {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
+	if !r.o.NoProgressNotify {
+		opts = append(opts, clientv3.WithProgressNotify())
+	}
+	watchOnly := r.o.WatchOnlyFrom > 0
+	if watchOnly {
+		opts = append(opts, clientv3.WithCreatedNotify())
+	}
+	called := r.env.timing.now()
+	wch := r.conn.Watch(wctx, r.o.Prefix, opts...)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.mu.Lock()
+	r.phase, r.phaseAt, r.watchFrom = PhaseWatch, r.env.Since(), from
+	r.mu.Unlock()
+	r.sessions.Add(1)
+
+	timer := r.clock.NewTimer(timeout)
+	defer timer.Stop()
+	var timedOut atomic.Bool
+	go func() {
+		select {
+		case <-timer.C():
+			timedOut.Store(true)
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	r.val.startSession(from)
+	for resp := range wch {
+		at := r.env.timing.now()
+		if r.o.Hooks.OnResponse != nil {
+			r.o.Hooks.OnResponse(r.o.ID, &resp)
+		}
+		if resp.CompactRevision != 0 {
+			r.conn.endWatch(wch)
+			return &CompactedError{From: from, CompactRevision: resp.CompactRevision}
+		}
+		if resp.Canceled {
+			r.conn.endWatch(wch)
+			if err := resp.Err(); err != nil {
+				return err
+			}
+			return errWatchClosed
+		}
+		if resp.Created {
+			r.creation.CompareAndSwap(0, at-called)
+			r.syncOnce.Do(func() { close(r.synced) })
+			continue
+		}
+		r.val.drain()
+		if resp.IsProgressNotify() {
+			r.progressNotifies.Add(1)
+			r.val.progress(resp.Header.Revision)
+			r.advance(resp.Header.Revision, false)
+			continue
+		}
+		r.val.events(resp.Events)
+		last := int64(0)
+		if !watchOnly {
+			r.cache.applyAll(resp.Events)
+		}
+		for _, ev := range resp.Events {
+			rev := ev.Kv.ModRevision
+			r.lat.event(rev, at)
+			last = max(last, rev)
+		}
+		r.lat.retry()
+		r.events.Add(int64(len(resp.Events)))
+		r.advance(last, false)
+	}
+	switch {
+	case r.conn.endWatch(wch):
+		return errConnectionBroken
+	case timedOut.Load():
+		return errWatchTimeout
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return errWatchClosed
+}
