@@ -387,15 +387,9 @@ var _ compaction.Actor = (*stormHold)(nil)
 // compaction it also waits until the store's revision is heldRev+2, so
 // that the next tick notes a revision above heldRev+1.
 func (h *stormHold) Hold(ctx context.Context) (int64, error) {
-	for _, r := range h.refls {
-		r.Hold()
-	}
-	for _, r := range h.refls {
-		rev, err := r.HeldRevision(ctx)
-		if err != nil {
-			return 0, err
-		}
-		h.heldRev = max(h.heldRev, rev)
+	var err error
+	if h.heldRev, err = watchload.HoldAll(ctx, h.refls); err != nil {
+		return 0, err
 	}
 	if h.compact {
 		if err := waitRevision(ctx, h.s, h.heldRev+2, h.timeout); err != nil {

@@ -73,16 +73,9 @@ func (m *maintenance) run(ctx context.Context, d time.Duration) {
 // stopped; the highest revision they resume after is the held revision.
 func (m *maintenance) Hold(ctx context.Context) (int64, error) {
 	held := m.refls[:m.o.HoldBack]
-	for _, r := range held {
-		r.Hold()
-	}
-	var heldRev int64
-	for _, r := range held {
-		rev, err := r.HeldRevision(ctx)
-		if err != nil {
-			return 0, err
-		}
-		heldRev = max(heldRev, rev)
+	heldRev, err := HoldAll(ctx, held)
+	if err != nil {
+		return 0, err
 	}
 	m.held, m.heldRev = held, heldRev
 	m.logf("holding %d watcher(s) back at revision %d", len(held), heldRev)
@@ -160,4 +153,24 @@ func (m *maintenance) Defragment(ctx context.Context) error {
 	}
 	m.res.Defrag = rec
 	return nil
+}
+
+// HoldAll holds every reflector (Reflector.Hold), all at once, then waits
+// until each has stopped (Reflector.HeldRevision). It returns the highest
+// revision R any of them will resume after: a compaction above R+1 makes
+// every resumed watch fail. It returns ctx's error if ctx ends first; the
+// reflectors stay held until Release either way.
+func HoldAll(ctx context.Context, refls []*Reflector) (int64, error) {
+	for _, r := range refls {
+		r.Hold()
+	}
+	var heldRev int64
+	for _, r := range refls {
+		rev, err := r.HeldRevision(ctx)
+		if err != nil {
+			return 0, err
+		}
+		heldRev = max(heldRev, rev)
+	}
+	return heldRev, nil
 }
