@@ -106,8 +106,12 @@ func (o SchedulerOptions) Validate() error {
 //	        the released watch from heldRev+1 fails as compacted: the watcher relists once
 //	t=3I    Compact to R2, and every I after, while t < Duration
 //
-// Without Hold, Release and Defragment follow the compaction at t=I. A
-// Scheduler runs once; it is not safe for concurrent use.
+// Had the watcher been at the store's revision and nothing been written
+// since the hold, R1 would be exactly heldRev+1 (the tick's own put): no
+// release at 2I, the one at 3I instead. Without Hold, Release and Defragment follow
+// the compaction at t=I. With FirstTick = I (kube-apiserver's wait before
+// its first tick) every tick comes one interval later. A Scheduler runs
+// once; it is not safe for concurrent use.
 type Scheduler struct {
 	a   Actor
 	o   SchedulerOptions
