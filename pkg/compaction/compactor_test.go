@@ -110,13 +110,17 @@ func TestDefragmentAllLeaderLast(t *testing.T) {
 	// A single member is its own leader: it goes last, after an endpoint
 	// that does not answer.
 	dead := "http://127.0.0.1:1"
-	order := compaction.LeaderLast(ctx, c, []string{srv.Endpoints[0], dead}, time.Second)
-	if len(order) != 2 || order[0] != dead || order[1] != srv.Endpoints[0] {
-		t.Fatalf("LeaderLast = %v, want the dead endpoint first and the leader last", order)
+	order, leader := compaction.LeaderLast(ctx, c, []string{srv.Endpoints[0], dead}, time.Second)
+	if len(order) != 2 || order[0] != dead || order[1] != srv.Endpoints[0] || leader != srv.Endpoints[0] {
+		t.Fatalf("LeaderLast = %v, leader %q; want the dead endpoint first and the leader %s last", order, leader, srv.Endpoints[0])
 	}
+	start := time.Now()
 	res, err := compaction.DefragmentAll(ctx, c, []string{srv.Endpoints[0]})
 	if err != nil || len(res) != 1 || res[0].Endpoint != srv.Endpoints[0] || res[0].Duration <= 0 {
 		t.Fatalf("DefragmentAll = %+v, %v", res, err)
+	}
+	if res[0].Start.Before(start) || time.Since(res[0].Start) < res[0].Duration {
+		t.Errorf("defragmentation started at %v, want between the call at %v and its Duration %v before now", res[0].Start, start, res[0].Duration)
 	}
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

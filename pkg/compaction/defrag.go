@@ -37,6 +37,7 @@ func MemberSize(ctx context.Context, m Maintenance, endpoint string) (Size, erro
 // DefragResult is one measured defragmentation.
 type DefragResult struct {
 	Endpoint string        // the member
+	Start    time.Time     // when its measurement began (the Status before)
 	Duration time.Duration // the Defragment call: how long the member was blocked
 	Before   Size          // size before
 	After    Size          // size after
@@ -46,7 +47,7 @@ type DefragResult struct {
 // after. The member serves no reads or writes meanwhile. ctx bounds the
 // whole call; etcd keeps defragmenting if ctx ends first.
 func Defragment(ctx context.Context, m Maintenance, endpoint string) (DefragResult, error) {
-	res := DefragResult{Endpoint: endpoint}
+	res := DefragResult{Endpoint: endpoint, Start: time.Now()}
 	var err error
 	if res.Before, err = MemberSize(ctx, m, endpoint); err != nil {
 		return res, err
@@ -81,20 +82,27 @@ func DefragmentAll(ctx context.Context, m Maintenance, endpoints []string) ([]De
 }
 
 // LeaderLast returns endpoints reordered so that the member that reports
-// itself leader comes last; members that do not answer within timeout keep
-// their place before it. The input slice is not modified.
-func LeaderLast(ctx context.Context, m Maintenance, endpoints []string, timeout time.Duration) []string {
-	out := make([]string, 0, len(endpoints))
-	var leader []string
+// itself leader comes last, and that member's endpoint ("" if none did),
+// from one round of Status requests so that the leader returned is the one
+// the order used. Members that do not answer within timeout keep their
+// place before it; should two report themselves leader (during an
+// election), both go last, and the first is returned. The input slice is
+// not modified.
+func LeaderLast(ctx context.Context, m Maintenance, endpoints []string, timeout time.Duration) (order []string, leader string) {
+	order = make([]string, 0, len(endpoints))
+	var leaders []string
 	for _, ep := range endpoints {
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		st, err := m.Status(sctx, ep)
 		cancel()
 		if err == nil && st.Leader != 0 && st.Header != nil && st.Leader == st.Header.MemberId {
-			leader = append(leader, ep)
+			leaders = append(leaders, ep)
 			continue
 		}
-		out = append(out, ep)
+		order = append(order, ep)
 	}
-	return append(out, leader...)
+	if len(leaders) > 0 {
+		leader = leaders[0]
+	}
+	return append(order, leaders...), leader
 }

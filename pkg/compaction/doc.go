@@ -41,6 +41,16 @@
 // keeps them apart, and CompactThenDefragment measures either order,
 // in turn or overlapping.
 //
+// # Scheduler
+//
+// Scheduler runs a load's compaction and defragmentation schedule on a
+// clock (k8s.io/utils/clock, so tests drive it with a fake one): a tick
+// every interval, watchers held back once, released after the first
+// compaction above the revision they resume from, then one
+// defragmentation. It decides when; the session does the work through the
+// small Actor interface it implements. Its documentation has the worked
+// timeline.
+//
 // # Probe
 //
 // Probe reads and writes one key at a fixed rate while an experiment

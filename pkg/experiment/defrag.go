@@ -226,7 +226,7 @@ func defragCase(ctx context.Context, s *session, g *grower, o DefragStallOptions
 	c.CompactRevision, c.CompactionMs = rev, report.Ms(cend.Sub(cstart))
 	sleepCtx(ctx, 500*time.Millisecond) // a quiet probe baseline before
 	// Every member, one at a time, the leader last.
-	order := compaction.LeaderLast(ctx, s.admin, s.t.Endpoints, 5*time.Second)
+	order, _ := compaction.LeaderLast(ctx, s.admin, s.t.Endpoints, 5*time.Second)
 	dstart := time.Now()
 	ds, err := compaction.DefragmentAll(ctx, s.admin, order)
 	dend := time.Now()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
-	"github.com/kubestore/etcdkit/pkg/revision"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -263,57 +262,42 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 		c.stop(ctx)
 		return rc, err
 	}
-	// Let events flow, then hold every informer back.
+	// Let events flow, then hold every informer back and, on the
+	// scheduler, compact past them; the control holds them as long
+	// without a compaction.
 	sleepCtx(ctx, o.Hold/2)
-	holdAt := time.Now()
-	for _, r := range c.refls {
-		r.Hold()
-	}
-	for _, r := range c.refls {
-		rev, err := r.HeldRevision(ctx)
-		if err != nil {
-			c.stop(ctx)
-			return rc, err
-		}
-		rc.HeldRevision = max(rc.HeldRevision, rev)
-	}
-	// Compact past the held revision on kube-apiserver's algorithm: the
-	// first tick notes a revision after the hold, the second compacts
-	// to it.
+	h := &stormHold{s: s, refls: c.refls, compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now()}
 	if compact {
-		if err := waitRevision(ctx, s, rc.HeldRevision+2, o.Hold); err != nil {
-			c.stop(ctx)
-			return rc, err
+		// Ticks at once and Hold/2 later (the hold first): the first notes
+		// a revision above heldRev+1, the second compacts to it, and the
+		// scheduler releases the informers only then.
+		sched, err := compaction.NewScheduler(h, compaction.SchedulerOptions{Interval: o.Hold / 2, Duration: o.Hold, Hold: true})
+		if err == nil {
+			err = sched.Run(ctx)
 		}
-		if _, err := s.tick(ctx, compactor); err != nil {
-			c.stop(ctx)
-			return rc, err
+		if err == nil && h.release.IsZero() {
+			err = fmt.Errorf("compacted to %d, not past the held revision %d", h.compacted, h.heldRev)
 		}
-		sleepCtx(ctx, o.Hold/2)
-		tick, err := s.tick(ctx, compactor)
 		if err != nil {
 			c.stop(ctx)
 			return rc, err
 		}
-		if !revision.Compacted(rc.HeldRevision+1, tick.Compacted) {
-			c.stop(ctx)
-			return rc, fmt.Errorf("compacted to %d, not past the held revision %d", tick.Compacted, rc.HeldRevision)
-		}
-		rc.CompactRevision = tick.Compacted
 	} else {
+		if _, err := h.Hold(ctx); err != nil {
+			c.stop(ctx)
+			return rc, err
+		}
 		sleepCtx(ctx, o.Hold)
+		h.Release(ctx, 0)
 	}
-	release := time.Now()
-	s.mark(MarkHold, label+": informers held back", holdAt, release, 0)
-	rc.ReleaseAtMs = s.offset(release)
-	releaseRev, err := s.revision(ctx)
-	if err != nil {
+	if h.err != nil {
 		c.stop(ctx)
-		return rc, err
+		return rc, h.err
 	}
-	for _, r := range c.refls {
-		r.Release()
-	}
+	rc.HeldRevision, rc.CompactRevision = h.heldRev, h.compacted
+	release, releaseRev := h.release, h.releaseRev
+	s.mark(MarkHold, label+": informers held back", h.holdAt, release, 0)
+	rc.ReleaseAtMs = s.offset(release)
 	// Wait until every informer has relisted (or, without a compaction,
 	// caught up with the revision of the release).
 	resync := make([]float64, len(c.refls))
@@ -377,6 +361,68 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	rc.BackoffP50Ms = percentile(backoffs, 0.5)
 	return rc, nil
 }
+
+// stormHold is a relist storm case's compaction.Actor: it holds every
+// informer of the case, ticks the experiment's compactor (kube-apiserver's
+// algorithm) and releases them. The control case calls Hold and Release
+// itself, without a compaction in between.
+type stormHold struct {
+	s         *session
+	refls     []*watchload.Reflector
+	compactor *compaction.Compactor
+	compact   bool          // a compaction follows the hold
+	timeout   time.Duration // bounds the wait for the revision to move past the hold
+	holdAt    time.Time     // when the informers were held
+
+	heldRev    int64     // the highest revision a held informer resumes after
+	compacted  int64     // the last revision compacted to
+	release    time.Time // when they were released; zero before
+	releaseRev int64     // the store's revision then
+	err        error     // why the release failed
+}
+
+var _ compaction.Actor = (*stormHold)(nil)
+
+// Hold holds every informer and waits until each has stopped; before a
+// compaction it also waits until the store's revision is heldRev+2, so
+// that the next tick notes a revision above heldRev+1.
+func (h *stormHold) Hold(ctx context.Context) (int64, error) {
+	var err error
+	if h.heldRev, err = watchload.HoldAll(ctx, h.refls); err != nil {
+		return 0, err
+	}
+	if h.compact {
+		if err := waitRevision(ctx, h.s, h.heldRev+2, h.timeout); err != nil {
+			return 0, err
+		}
+	}
+	return h.heldRev, nil
+}
+
+// Compact ticks the compactor, marking a compaction on the timeline.
+func (h *stormHold) Compact(ctx context.Context) (compaction.TickResult, error) {
+	tick, err := h.s.tick(ctx, h.compactor)
+	if tick.Compacted != 0 {
+		h.compacted = tick.Compacted
+	}
+	return tick, err
+}
+
+// Release notes the time and the store's revision and releases every
+// informer; if the revision cannot be read it releases none and keeps the
+// error.
+func (h *stormHold) Release(ctx context.Context, _ int64) {
+	h.release = time.Now()
+	if h.releaseRev, h.err = h.s.revision(ctx); h.err != nil {
+		return
+	}
+	for _, r := range h.refls {
+		r.Release()
+	}
+}
+
+// Defragment does nothing: the storm plans no defragmentation.
+func (h *stormHold) Defragment(context.Context) error { return nil }
 
 // resyncedAfter returns, once r has finished a relist that started after
 // release, the time from release to that relist's end in ms.

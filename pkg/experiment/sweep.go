@@ -233,29 +233,22 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	bctx, stopBackground := context.WithDeadline(ctx, end)
 	var wg sync.WaitGroup
 	var compactErr error
-	var durations []float64
+	sc := &sweepCompactor{s: s, c: &c, comp: compaction.NewCompactor(s.admin)}
+	sc.comp.Physical = o.Physical
 	if interval > 0 {
-		comp := compaction.NewCompactor(s.admin)
-		comp.Physical = o.Physical
+		// A tick every interval from now until the writes end, the first
+		// at once; the first error ends the case.
+		sched, err := compaction.NewScheduler(sc, compaction.SchedulerOptions{Interval: interval, Duration: time.Until(end)})
+		if err != nil {
+			stopBackground()
+			run.stop(ctx)
+			return c, err
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next := start; bctx.Err() == nil; next = next.Add(interval) {
-				if !sleepCtx(bctx, time.Until(next)) {
-					return
-				}
-				tick, err := s.tick(bctx, comp)
-				if err != nil {
-					if bctx.Err() == nil {
-						compactErr = err
-					}
-					return
-				}
-				if tick.Compacted != 0 {
-					c.Compactions++
-					c.FinalCompactRevision = tick.Compacted
-					durations = append(durations, report.Ms(tick.Duration))
-				}
+			if err := sched.Run(bctx); err != nil && bctx.Err() == nil {
+				compactErr = err
 			}
 		}()
 	}
@@ -301,7 +294,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 		return c, err
 	}
 	c.Writes, c.Validation = ws, v
-	c.CompactionP50Ms, c.CompactionMaxMs = percentile(durations, 0.5), maxOf(durations)
+	c.CompactionP50Ms, c.CompactionMaxMs = percentile(sc.durations, 0.5), maxOf(sc.durations)
 	for _, r := range run.refls {
 		for i, lr := range r.Lists() {
 			if i == 0 {
@@ -328,3 +321,39 @@ func (c CompactionSweepCase) summary() CaseSummary {
 		WriteP99Ms: c.Writes.Latency.P99Ms, Probe: c.Probe, DBSizeBeforeBytes: c.DBSizeStartBytes, DBSizeAfterBytes: c.DBSizeEndBytes,
 		LostEvents: c.Validation.Lost, OtherViolations: c.Validation.Others()}
 }
+
+// sweepCompactor is a sweep case's compaction.Actor: it only ticks
+// kube-apiserver's compactor, holding and defragmenting nothing, and
+// counts the compactions into the case.
+type sweepCompactor struct {
+	s         *session
+	c         *CompactionSweepCase
+	comp      *compaction.Compactor
+	durations []float64 // each compaction's, ms
+}
+
+var _ compaction.Actor = (*sweepCompactor)(nil)
+
+// Hold holds nothing: a sweep plans no hold.
+func (a *sweepCompactor) Hold(context.Context) (int64, error) { return 0, nil }
+
+// Compact ticks the compactor, marks the compaction on the timeline and
+// counts it; an error ends the case.
+func (a *sweepCompactor) Compact(ctx context.Context) (compaction.TickResult, error) {
+	tick, err := a.s.tick(ctx, a.comp)
+	if err != nil {
+		return tick, err
+	}
+	if tick.Compacted != 0 {
+		a.c.Compactions++
+		a.c.FinalCompactRevision = tick.Compacted
+		a.durations = append(a.durations, report.Ms(tick.Duration))
+	}
+	return tick, nil
+}
+
+// Release releases nothing: nothing was held.
+func (a *sweepCompactor) Release(context.Context, int64) {}
+
+// Defragment does nothing: a sweep plans no defragmentation.
+func (a *sweepCompactor) Defragment(context.Context) error { return nil }

@@ -13,10 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
-	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
-	"github.com/kubestore/etcdkit/pkg/revision"
 )
 
 // Options shape one run. The zero value of a field means its default, set
@@ -540,11 +538,11 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		}()
 	}
 
-	maint := &maintenance{t: t, admin: admin, o: o, env: env, refls: refls, logf: logf, res: res}
+	maint := newMaintenance(t, admin, o, env, refls, logf, res)
 	maintDone := make(chan struct{})
 	go func() {
 		defer close(maintDone)
-		maint.run(ctx, epoch.Add(writeStart+o.Duration))
+		maint.run(ctx, writeStart+o.Duration-env.Since())
 	}()
 	faults := &faultRunner{t: t, admin: admin, probeConn: probeConn, memberConns: memberConns, o: o, env: env, refls: refls, rec: rec,
 		streams: append(append([]*Stream(nil), watchTopo.Streams...), recTopo.Streams[0]), writers: writers,
@@ -767,136 +765,6 @@ func waitSynced(ctx context.Context, streams []*Stream, refls []*Reflector, rev 
 		}
 		sleepCtx(ctx, period)
 	}
-}
-
-// maintenance runs the compactor on its interval, holds watchers back
-// across a compaction and defragments once after it.
-type maintenance struct {
-	t     Target
-	admin *clientv3.Client
-	o     Options
-	env   *Env
-	refls []*Reflector
-	logf  func(string, ...any)
-	res   *report.RunResult
-
-	compacted int64 // the last revision compacted to
-}
-
-func (m *maintenance) run(ctx context.Context, end time.Time) {
-	if m.o.CompactionInterval < 0 {
-		return
-	}
-	c := compaction.NewCompactor(compactKV(m.admin, m.o))
-	c.Physical = m.o.PhysicalCompaction
-	var held []*Reflector
-	var heldRev int64
-	holdAt := time.Now().Add(min(m.o.CompactionInterval/2, m.o.Duration/6))
-	defragged := false
-	next := time.Now()
-	for {
-		// Hold watchers back before the compaction they will miss.
-		if held == nil && m.o.HoldBack > 0 && !time.Now().Before(holdAt) {
-			held = m.refls[:m.o.HoldBack]
-			for _, r := range held {
-				r.Hold()
-			}
-			for _, r := range held {
-				rev, err := r.HeldRevision(ctx)
-				if err != nil {
-					return
-				}
-				heldRev = max(heldRev, rev)
-			}
-			m.logf("holding %d watcher(s) back at revision %d", len(held), heldRev)
-		}
-		if !time.Now().Before(next) {
-			// The size before the compaction that precedes the
-			// defragmentation is the one the result reports.
-			before, beforeErr := memberSize(ctx, m.admin, m.t.Endpoints[0])
-			at := m.env.Since()
-			tick, err := c.Tick(ctx)
-			if tick.Compacted != 0 || err != nil {
-				rec := report.Compaction{AtMs: report.Ms(at), Revision: tick.Compacted, DurationMs: report.Ms(tick.Duration)}
-				if err != nil {
-					rec.Error = err.Error()
-				} else {
-					m.compacted = tick.Compacted
-					m.logf("compacted to revision %d in %v", tick.Compacted, tick.Duration.Round(time.Millisecond))
-				}
-				m.res.Compaction = append(m.res.Compaction, rec)
-			}
-			// Once a compaction has passed the held watchers, let them go,
-			// and defragment. Their watches resume from heldRev+1, which
-			// etcd refuses only below the compact revision.
-			if tick.Compacted != 0 && (held == nil || revision.Compacted(heldRev+1, tick.Compacted)) && !defragged {
-				if beforeErr == nil {
-					m.res.DBSize.BeforeCompactionBytes, m.res.DBSize.BeforeCompactionInUseBytes = before.Bytes, before.InUseBytes
-				}
-				if s, err := memberSize(ctx, m.admin, m.t.Endpoints[0]); err == nil {
-					m.res.DBSize.AfterCompactionBytes, m.res.DBSize.AfterCompactionInUseBytes = s.Bytes, s.InUseBytes
-				}
-				if held != nil {
-					for _, r := range held {
-						r.Release()
-					}
-					m.logf("released the held watcher(s): revision %d is compacted", heldRev)
-				}
-				if m.o.Defragment {
-					m.defrag(ctx)
-				}
-				defragged = true
-			}
-			next = next.Add(m.o.CompactionInterval)
-		}
-		wake := next
-		if held == nil && m.o.HoldBack > 0 && holdAt.Before(wake) {
-			wake = holdAt
-		}
-		if !wake.Before(end) {
-			return
-		}
-		if !sleepCtx(ctx, time.Until(wake)) {
-			return
-		}
-	}
-}
-
-// defrag defragments every member once, one at a time so that a quorum
-// keeps serving, the leader last, each measured; it stops at the first
-// failure, as compaction.DefragmentAll does.
-func (m *maintenance) defrag(ctx context.Context) {
-	at := m.env.Since()
-	// The leader last (as compaction.LeaderLast orders them), from one
-	// round of status requests so that the leader reported is the one
-	// the order used.
-	order := append([]string(nil), m.t.Endpoints...)
-	leader := ""
-	if i := leaderIndex(ctx, m.admin, m.t.Endpoints); i >= 0 {
-		leader = order[i]
-		order = append(append(order[:i:i], order[i+1:]...), leader)
-	}
-	rec := &report.Defrag{AtMs: report.Ms(at)}
-	for _, ep := range order {
-		start := m.env.Since()
-		d, err := compaction.Defragment(ctx, m.admin, ep)
-		md := report.MemberDefrag{Endpoint: ep, Leader: ep == leader, AtMs: report.Ms(start), DurationMs: report.Ms(d.Duration),
-			BeforeBytes: d.Before.Bytes, BeforeInUseBytes: d.Before.InUseBytes, AfterBytes: d.After.Bytes, AfterInUseBytes: d.After.InUseBytes}
-		rec.DurationMs += md.DurationMs
-		if err != nil {
-			md.Error = err.Error()
-			rec.Error = err.Error()
-			rec.Members = append(rec.Members, md)
-			m.logf("defragmentation of %s failed: %v", ep, err)
-			break
-		}
-		rec.Members = append(rec.Members, md)
-		if ep == m.t.Endpoints[0] {
-			m.res.DBSize.AfterDefragBytes, m.res.DBSize.AfterDefragInUseBytes = d.After.Bytes, d.After.InUseBytes
-		}
-		m.logf("defragmented %s in %v: %d -> %d bytes", ep, d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
-	}
-	m.res.Defrag = rec
 }
 
 // collect fills the result from the Env and the reflectors, which have

@@ -1,0 +1,176 @@
+package watchload
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// maintenance is a run's compaction.Actor: a compaction.Scheduler decides
+// when (compaction.Scheduler's documentation has the timeline), and
+// maintenance holds the first o.HoldBack watchers, ticks kube-apiserver's
+// compactor on the admin connection, releases the held watchers and
+// defragments every member, recording each step into the result. It
+// records failures and goes on, so the schedule ends only with the run.
+type maintenance struct {
+	t     Target
+	admin *clientv3.Client
+	o     Options
+	env   *Env
+	refls []*Reflector
+	logf  func(string, ...any)
+	res   *report.RunResult
+
+	c         *compaction.Compactor
+	held      []*Reflector
+	heldRev   int64
+	before    compaction.Size // the first member's size before the last tick
+	beforeErr error           // why before could not be read
+	compacted int64           // the last revision compacted to
+}
+
+var _ compaction.Actor = (*maintenance)(nil)
+
+func newMaintenance(t Target, admin *clientv3.Client, o Options, env *Env, refls []*Reflector, logf func(string, ...any), res *report.RunResult) *maintenance {
+	c := compaction.NewCompactor(compactKV(admin, o))
+	c.Physical = o.PhysicalCompaction
+	return &maintenance{t: t, admin: admin, o: o, env: env, refls: refls, logf: logf, res: res, c: c}
+}
+
+// schedule is the run's schedule for the d that is left of the writes:
+// a tick every o.CompactionInterval from now (the first at once, so the
+// first compaction comes one interval in), the hold at half an interval
+// or a sixth of the writes, whichever is sooner, and one defragmentation.
+func (m *maintenance) schedule(d time.Duration) compaction.SchedulerOptions {
+	return compaction.SchedulerOptions{
+		Interval: m.o.CompactionInterval, Duration: max(d, 0),
+		Hold: m.o.HoldBack > 0, HoldAfter: min(m.o.CompactionInterval/2, m.o.Duration/6),
+		Defragment: m.o.Defragment, Clock: m.o.Clock,
+	}
+}
+
+// run follows the schedule for d, unless o.CompactionInterval is negative
+// (never compact).
+func (m *maintenance) run(ctx context.Context, d time.Duration) {
+	if m.o.CompactionInterval < 0 {
+		return
+	}
+	s, err := compaction.NewScheduler(m, m.schedule(d))
+	if err != nil {
+		m.logf("no compaction: %v", err)
+		return
+	}
+	if err := s.Run(ctx); err != nil && ctx.Err() == nil {
+		m.logf("compaction schedule ended: %v", err)
+	}
+}
+
+// Hold holds the first o.HoldBack watchers and waits until each has
+// stopped; the highest revision they resume after is the held revision.
+func (m *maintenance) Hold(ctx context.Context) (int64, error) {
+	held := m.refls[:m.o.HoldBack]
+	heldRev, err := HoldAll(ctx, held)
+	if err != nil {
+		return 0, err
+	}
+	m.held, m.heldRev = held, heldRev
+	m.logf("holding %d watcher(s) back at revision %d", len(held), heldRev)
+	return heldRev, nil
+}
+
+// Compact ticks the compactor and records a compaction or a failure; it
+// notes the first member's size before the tick, which the result reports
+// for the compaction the defragmentation follows.
+func (m *maintenance) Compact(ctx context.Context) (compaction.TickResult, error) {
+	m.before, m.beforeErr = memberSize(ctx, m.admin, m.t.Endpoints[0])
+	at := m.env.Since()
+	tick, err := m.c.Tick(ctx)
+	if tick.Compacted != 0 || err != nil {
+		rec := report.Compaction{AtMs: report.Ms(at), Revision: tick.Compacted, DurationMs: report.Ms(tick.Duration)}
+		if err != nil {
+			rec.Error = err.Error()
+		} else {
+			m.compacted = tick.Compacted
+			m.logf("compacted to revision %d in %v", tick.Compacted, tick.Duration.Round(time.Millisecond))
+		}
+		m.res.Compaction = append(m.res.Compaction, rec)
+	}
+	if err != nil {
+		tick.Compacted = 0
+	}
+	return tick, nil
+}
+
+// Release records the first member's size before and after the
+// compaction that passed the held watchers, and lets them go.
+func (m *maintenance) Release(ctx context.Context, compacted int64) {
+	if m.beforeErr == nil {
+		m.res.DBSize.BeforeCompactionBytes, m.res.DBSize.BeforeCompactionInUseBytes = m.before.Bytes, m.before.InUseBytes
+	}
+	if s, err := memberSize(ctx, m.admin, m.t.Endpoints[0]); err == nil {
+		m.res.DBSize.AfterCompactionBytes, m.res.DBSize.AfterCompactionInUseBytes = s.Bytes, s.InUseBytes
+	}
+	if m.held == nil {
+		return
+	}
+	for _, r := range m.held {
+		r.Release()
+	}
+	m.logf("released the held watcher(s): revision %d is compacted", m.heldRev)
+}
+
+// Defragment defragments every member once, one at a time so that a
+// quorum keeps serving, the leader last (compaction.LeaderLast and
+// compaction.DefragmentAll), each measured; the pass stops at the first
+// failure, which it records.
+func (m *maintenance) Defragment(ctx context.Context) error {
+	rec := &report.Defrag{AtMs: report.Ms(m.env.Since())}
+	order, leader := compaction.LeaderLast(ctx, m.admin, m.t.Endpoints, statusTimeout)
+	ds, err := compaction.DefragmentAll(ctx, m.admin, order)
+	for i, d := range ds {
+		md := report.MemberDefrag{Endpoint: d.Endpoint, Leader: d.Endpoint == leader, AtMs: report.Ms(d.Start.Sub(m.env.Epoch)),
+			DurationMs: report.Ms(d.Duration), BeforeBytes: d.Before.Bytes, BeforeInUseBytes: d.Before.InUseBytes,
+			AfterBytes: d.After.Bytes, AfterInUseBytes: d.After.InUseBytes}
+		rec.DurationMs += md.DurationMs
+		if err != nil && i == len(ds)-1 {
+			md.Error, rec.Error = err.Error(), err.Error()
+			rec.Members = append(rec.Members, md)
+			m.logf("defragmentation of %s failed: %v", d.Endpoint, err)
+			break
+		}
+		rec.Members = append(rec.Members, md)
+		if d.Endpoint == m.t.Endpoints[0] {
+			m.res.DBSize.AfterDefragBytes, m.res.DBSize.AfterDefragInUseBytes = d.After.Bytes, d.After.InUseBytes
+		}
+		m.logf("defragmented %s in %v: %d -> %d bytes", d.Endpoint, d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
+	}
+	if err != nil && rec.Error == "" {
+		rec.Error = err.Error()
+	}
+	m.res.Defrag = rec
+	return nil
+}
+
+// HoldAll holds every reflector (Reflector.Hold), all at once, then waits
+// until each has stopped (Reflector.HeldRevision). It returns the highest
+// revision R any of them will resume after: a compaction above R+1 makes
+// every resumed watch fail. It returns ctx's error if ctx ends first; the
+// reflectors stay held until Release either way.
+func HoldAll(ctx context.Context, refls []*Reflector) (int64, error) {
+	for _, r := range refls {
+		r.Hold()
+	}
+	var heldRev int64
+	for _, r := range refls {
+		rev, err := r.HeldRevision(ctx)
+		if err != nil {
+			return 0, err
+		}
+		heldRev = max(heldRev, rev)
+	}
+	return heldRev, nil
+}
