@@ -1,0 +1,260 @@
+package watchload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+)
+
+// Options shape one run. The zero value of a field means its default, set
+// by Defaults.
+type Options struct {
+	// Profile is the client the watchers model; empty means
+	// ProfileInformer.
+	Profile Profile
+	// Prefix is the Kubernetes prefix objects are written under
+	// (kube-apiserver's --etcd-prefix); pods go to <Prefix>/pods/<ns>/<name>.
+	Prefix string
+	// Objects pods, ConfigMaps configmaps and Events events are created
+	// before the load starts. ConfigMaps and Events default to Objects/5
+	// and Objects/2; a negative value means none.
+	Objects, ConfigMaps, Events int
+	// Namespaces the objects are spread across.
+	Namespaces int
+	// Watchers is the number of reflectors.
+	Watchers int
+	// WatchResources are the resources watchers are assigned to, round
+	// robin: watcher i watches WatchResources[i mod len]. Empty means
+	// pods, configmaps, events.
+	WatchResources []string
+	// Connections and Streams carry the watchers (Topology); Streams
+	// defaults to Connections.
+	Connections, Streams int
+	// WriterConnections carry the writers.
+	WriterConnections int
+	// WriteRate is the scheduled writes per second during Duration.
+	WriteRate float64
+	// Duration of the write phase.
+	Duration time.Duration
+	// Mix of creates, updates and deletes for pods and configmaps.
+	Mix Mix
+	// ResourceMix is the share of writes per resource.
+	ResourceMix ResourceMix
+	// PageSize overrides the profile's LIST page size.
+	PageSize int64
+	// WriterConcurrency is the number of writer workers.
+	WriterConcurrency int
+	// CompactionInterval is the compactor's tick (kube-apiserver's
+	// --etcd-compaction-interval); 0 means Duration/3, so that a run
+	// compacts twice. Negative disables compaction.
+	CompactionInterval time.Duration
+	// PhysicalCompaction waits for each compaction to finish deleting.
+	PhysicalCompaction bool
+	// HoldBack is the number of watchers (the first ones) held back across
+	// a compaction to force a relist.
+	HoldBack int
+	// Defragment the member once, right after the compaction that the
+	// held-back watchers missed.
+	Defragment bool
+	// EventTTL is the events' lease TTL (--event-ttl); 0 means 1 hour.
+	EventTTL time.Duration
+	// ConsistentListRate is the consistent LISTs per second served by the
+	// watch caches (apiserver-cache profile only); 0 means 5, negative
+	// none.
+	ConsistentListRate float64
+	// StartConcurrency bounds the watchers listing at once at the start;
+	// 0 means 32, negative means all at once.
+	StartConcurrency int
+	// ProgressRequestPeriod is how often the run asks etcd for progress
+	// notifications at the end, to confirm each watcher has seen the final
+	// revision.
+	ProgressRequestPeriod time.Duration
+	// SyncTimeout bounds the wait for watchers to list at the start and to
+	// reach the final revision at the end.
+	SyncTimeout time.Duration
+	// WriteTimeout bounds one write.
+	WriteTimeout time.Duration
+	// Seed makes objects and the op plan reproducible.
+	Seed uint64
+	// Clock times the reflectors' backoffs and watch timeouts; nil is the
+	// real clock.
+	Clock clock.WithTicker
+	// Logf, if set, receives one line per phase of the run.
+	Logf func(format string, args ...any)
+	// OnProgress, if set, is called about every ProgressInterval with a
+	// live view of the run; it must not block.
+	OnProgress func(Progress)
+	// ProgressInterval defaults to 500 ms.
+	ProgressInterval time.Duration
+	// Hooks are given to every reflector.
+	Hooks ReflectorHooks
+
+	// ReusePrefix accepts a Prefix that already holds keys. Without it
+	// Run refuses such a prefix (ErrPrefixNotEmpty) before writing
+	// anything. With it the run's objects get namespaces of their own
+	// (lwbench-<random>-ns-N), so that they cannot collide with the keys
+	// already there.
+	ReusePrefix bool
+	// NamespaceCompactRevKey keeps the compactor's compare-and-swap key
+	// under Prefix (<Prefix>/compact_rev_key) instead of at the root, where
+	// a real kube-apiserver of the cluster keeps its own: lwbench must not
+	// move that key's version (it would make the apiservers skip a
+	// compaction). Set it for clusters lwbench does not own.
+	NamespaceCompactRevKey bool
+	// Cleanup deletes, at the end (also when the run fails after it began
+	// to seed), exactly what the run wrote: the keys it created, while
+	// their create revision is still one of the run's, and the leases it
+	// granted. Set it for clusters lwbench does not own.
+	Cleanup bool
+	// BeforeCleanup, if set, runs after the measurements and before the
+	// cleanup, only when the run succeeded (e.g. to save a snapshot).
+	BeforeCleanup func(ctx context.Context) error
+	// PinConnections dials connection i of the watchers and of the
+	// writers to endpoint i mod len(Endpoints) alone (Target.DialEndpoint),
+	// so that latency is also reported per member. Such connections do
+	// not fail over; the history recorder, the probe and the maintenance
+	// connection always use every endpoint.
+	PinConnections bool
+	// Faults are injected in order into a cluster whose processes the run
+	// controls (Target.Members); their At offsets must be increasing and
+	// a fault must be undone before the next begins.
+	Faults []Fault
+	// RecoveryTimeout bounds the wait for recovery after a fault has been
+	// undone; 0 means 60 seconds.
+	RecoveryTimeout time.Duration
+	// ProbeRate is the probe's operations per second during a fault; 0
+	// means 20.
+	ProbeRate float64
+}
+
+// Defaults returns o with zero fields set to their defaults.
+func (o Options) Defaults() Options {
+	if o.Profile == "" {
+		o.Profile = ProfileInformer
+	}
+	if o.Prefix == "" {
+		o.Prefix = keyspace.DefaultPrefix
+	}
+	if o.Objects == 0 {
+		o.Objects = 1000
+	}
+	if o.ConfigMaps == 0 {
+		o.ConfigMaps = o.Objects / 5
+	}
+	if o.Events == 0 {
+		o.Events = o.Objects / 2
+	}
+	o.Objects, o.ConfigMaps, o.Events = max(o.Objects, 0), max(o.ConfigMaps, 0), max(o.Events, 0)
+	if o.Namespaces == 0 {
+		o.Namespaces = 10
+	}
+	if o.Watchers == 0 {
+		o.Watchers = 10
+	}
+	if len(o.WatchResources) == 0 {
+		o.WatchResources = Resources
+	}
+	if o.Connections == 0 {
+		o.Connections = 1
+	}
+	if o.Streams == 0 {
+		o.Streams = o.Connections
+	}
+	if o.WriterConnections == 0 {
+		o.WriterConnections = 1
+	}
+	if o.WriteRate == 0 {
+		o.WriteRate = 200
+	}
+	if o.Duration == 0 {
+		o.Duration = 20 * time.Second
+	}
+	if o.Mix == (Mix{}) {
+		o.Mix = DefaultMix
+	}
+	if o.ResourceMix == (ResourceMix{}) {
+		o.ResourceMix = DefaultResourceMix
+	}
+	if o.PageSize == 0 {
+		o.PageSize = o.Profile.DefaultPageSize()
+	}
+	if o.WriterConcurrency == 0 {
+		o.WriterConcurrency = 16
+	}
+	if o.CompactionInterval == 0 {
+		o.CompactionInterval = o.Duration / 3
+	}
+	if o.EventTTL == 0 {
+		o.EventTTL = DefaultEventTTL
+	}
+	if o.ConsistentListRate == 0 {
+		o.ConsistentListRate = 5
+	}
+	if o.StartConcurrency == 0 {
+		o.StartConcurrency = 32
+	}
+	if o.ProgressRequestPeriod == 0 {
+		o.ProgressRequestPeriod = 100 * time.Millisecond
+	}
+	if o.SyncTimeout == 0 {
+		o.SyncTimeout = 60 * time.Second
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = 500 * time.Millisecond
+	}
+	if o.RecoveryTimeout == 0 {
+		o.RecoveryTimeout = 60 * time.Second
+	}
+	if o.ProbeRate == 0 {
+		o.ProbeRate = 20
+	}
+	return o
+}
+
+// Validate checks options after Defaults.
+func (o Options) Validate() error {
+	if _, err := ParseProfile(string(o.Profile)); err != nil {
+		return err
+	}
+	switch {
+	case !strings.HasPrefix(o.Prefix, "/"):
+		return fmt.Errorf("prefix %q must start with '/'", o.Prefix)
+	case o.Namespaces < 1, o.Watchers < 1, o.WriteRate <= 0, o.Duration <= 0, o.PageSize < 1, o.WriterConcurrency < 1,
+		o.Connections < 1, o.Streams < 1, o.WriterConnections < 1:
+		return errors.New("namespaces, watchers, connections, streams, writer connections, write rate, duration, page size and writer concurrency must be positive")
+	case o.HoldBack < 0 || o.HoldBack > o.Watchers:
+		return fmt.Errorf("cannot hold back %d of %d watchers", o.HoldBack, o.Watchers)
+	case o.EventTTL < 0:
+		return errors.New("event TTL must not be negative")
+	}
+	for _, r := range o.WatchResources {
+		if !isResource(r) {
+			return fmt.Errorf("watch resource %q: want one of %s", r, strings.Join(Resources, ", "))
+		}
+	}
+	if err := o.ResourceMix.Validate(); err != nil {
+		return err
+	}
+	if err := validateFaults(o.Faults); err != nil {
+		return err
+	}
+	return o.Mix.Validate()
+}
+
+func isResource(r string) bool {
+	for _, x := range Resources {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
