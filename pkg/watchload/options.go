@@ -2,13 +2,15 @@ package watchload
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
 
@@ -220,34 +222,83 @@ func (o Options) Defaults() Options {
 	return o
 }
 
-// Validate checks options after Defaults.
+// MaxPlannedWrites bounds the writes a run plans (WriteRate x Duration):
+// the writers run until every planned write is done, so a plan far beyond
+// what etcd can commit in the Duration never ends.
+const MaxPlannedWrites = 100_000_000
+
+// Validate reports every invalid field of o, with its field path
+// (writeRate, mix, faults[0].at, ...), as an error wrapping a
+// field.ErrorList (utilerrors.Aggregate of *field.Error). Call it after
+// Defaults; the fields that Defaults derives from others (Streams,
+// PageSize, ConfigMaps, Events, CompactionInterval) may also still be 0,
+// so that a caller can validate options whose other fields it filled from
+// Defaults before it set them (lwbench's flags) and so reject an explicit
+// 0 that Defaults would replace.
 func (o Options) Validate() error {
-	if _, err := ParseProfile(string(o.Profile)); err != nil {
-		return err
-	}
-	switch {
-	case !strings.HasPrefix(o.Prefix, "/"):
-		return fmt.Errorf("prefix %q must start with '/'", o.Prefix)
-	case o.Namespaces < 1, o.Watchers < 1, o.WriteRate <= 0, o.Duration <= 0, o.PageSize < 1, o.WriterConcurrency < 1,
-		o.Connections < 1, o.Streams < 1, o.WriterConnections < 1:
-		return errors.New("namespaces, watchers, connections, streams, writer connections, write rate, duration, page size and writer concurrency must be positive")
-	case o.HoldBack < 0 || o.HoldBack > o.Watchers:
-		return fmt.Errorf("cannot hold back %d of %d watchers", o.HoldBack, o.Watchers)
-	case o.EventTTL < 0:
-		return errors.New("event TTL must not be negative")
-	}
-	for _, r := range o.WatchResources {
-		if !isResource(r) {
-			return fmt.Errorf("watch resource %q: want one of %s", r, strings.Join(Resources, ", "))
+	return o.validate().ToAggregate()
+}
+
+func (o Options) validate() field.ErrorList {
+	var errs field.ErrorList
+	if o.Profile != "" {
+		if _, err := ParseProfile(string(o.Profile)); err != nil {
+			errs = append(errs, field.NotSupported(field.NewPath("profile"), string(o.Profile), Profiles))
 		}
 	}
-	if err := o.ResourceMix.Validate(); err != nil {
-		return err
+	errs = append(errs, validatePrefix(o.Prefix, field.NewPath("prefix"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.Objects, field.NewPath("objects"))...)
+	errs = append(errs, fieldcheck.Positive(o.Namespaces, field.NewPath("namespaces"))...)
+	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
+	for i, r := range o.WatchResources {
+		if !isResource(r) {
+			errs = append(errs, field.NotSupported(field.NewPath("watchResources").Index(i), r, Resources))
+		}
 	}
-	if err := validateFaults(o.Faults); err != nil {
-		return err
+	errs = append(errs, fieldcheck.Positive(o.Connections, field.NewPath("connections"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.Streams, field.NewPath("streams"))...)
+	errs = append(errs, fieldcheck.Positive(o.WriterConnections, field.NewPath("writerConnections"))...)
+	errs = append(errs, fieldcheck.Positive(o.WriterConcurrency, field.NewPath("writerConcurrency"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.Duration, field.NewPath("duration"))...)
+	if rate := fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate")); len(rate) > 0 {
+		errs = append(errs, rate...)
+	} else if o.Duration > 0 {
+		errs = append(errs, fieldcheck.PlannedWrites(o.WriteRate, o.Duration, MaxPlannedWrites, field.NewPath("writeRate"))...)
 	}
-	return o.Mix.Validate()
+	errs = append(errs, o.Mix.Validate(field.NewPath("mix"))...)
+	errs = append(errs, o.ResourceMix.Validate(field.NewPath("resourceMix"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.PageSize, field.NewPath("pageSize"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.HoldBack, field.NewPath("holdBack"))...)
+	errs = append(errs, fieldcheck.AtMost(o.HoldBack, o.Watchers, "the number of watchers", field.NewPath("holdBack"))...)
+	errs = append(errs, fieldcheck.NonNegativeDuration(o.EventTTL, field.NewPath("eventTTL"))...)
+	errs = append(errs, fieldcheck.OptionalRate(o.ConsistentListRate, field.NewPath("consistentListRate"))...)
+	errs = append(errs, fieldcheck.OptionalRate(o.ProbeRate, field.NewPath("probeRate"))...)
+	errs = append(errs, fieldcheck.NonNegativeDuration(o.RecoveryTimeout, field.NewPath("recoveryTimeout"))...)
+	errs = append(errs, validateFaults(o.Faults, field.NewPath("faults"))...)
+	return errs
+}
+
+// validatePrefix reports a Kubernetes prefix that does not start with '/'
+// or names no path.
+func validatePrefix(prefix string, p *field.Path) field.ErrorList {
+	if !strings.HasPrefix(prefix, "/") || strings.TrimRight(prefix, "/") == "" {
+		return field.ErrorList{field.Invalid(p, prefix, "must start with '/' and name a path")}
+	}
+	return nil
+}
+
+// validateSchedule reports writes that are not positive at writesPath and
+// a rate that is out of bounds, or that spreads the writes over longer
+// than a time.Duration holds, at ratePath.
+func validateSchedule(writes int64, rate float64, writesPath, ratePath *field.Path) field.ErrorList {
+	errs := fieldcheck.Positive(writes, writesPath)
+	if rerrs := fieldcheck.Rate(rate, ratePath); len(rerrs) > 0 {
+		return append(errs, rerrs...)
+	}
+	if float64(writes)/rate > (math.MaxInt64 / float64(time.Second)) {
+		errs = append(errs, field.Invalid(ratePath, rate, fmt.Sprintf("spreads %d writes over more than %v", writes, time.Duration(math.MaxInt64))))
+	}
+	return errs
 }
 
 func isResource(r string) bool {

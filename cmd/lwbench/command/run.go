@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
@@ -125,7 +126,7 @@ func (o *runOptions) Validate() error {
 	}
 	o.load.Prefix = strings.TrimRight(o.load.Prefix, "/")
 	o.load.Mix = watchload.Mix{CreatePercent: o.createPercent, UpdatePercent: o.updatePercent, DeletePercent: o.deletePercent}
-	if err := o.load.Mix.Validate(); err != nil {
+	if err := o.load.Mix.Validate(field.NewPath("mix")).ToAggregate(); err != nil {
 		return cli.FlagErrorf("--create-percent, --update-percent, --delete-percent: %v", err)
 	}
 	if o.load.ResourceMix, err = watchload.ParseResourceMix(o.resourceMix); err != nil {
