@@ -92,8 +92,9 @@ type Fault struct {
 }
 
 // validateFaults reports, under fldPath, faults of unknown kinds, bad
-// times, and faults that begin before the previous one is undone.
-func validateFaults(faults []Fault, fldPath *field.Path) field.ErrorList {
+// times, faults that begin after the write phase of length d ends, and
+// faults that begin before the previous one is undone.
+func validateFaults(faults []Fault, d time.Duration, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	var end time.Duration
 	for i, f := range faults {
@@ -102,6 +103,9 @@ func validateFaults(faults []Fault, fldPath *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(p.Child("kind"), string(f.Kind), FaultKinds))
 		}
 		errs = append(errs, fieldcheck.NonNegativeDuration(f.At, p.Child("at"))...)
+		if f.At >= d {
+			errs = append(errs, field.Invalid(p.Child("at"), f.At.String(), fmt.Sprintf("must fall within the duration (%v)", d)))
+		}
 		errs = append(errs, fieldcheck.PositiveDuration(f.Duration, p.Child("duration"))...)
 		if i > 0 && f.At < end {
 			errs = append(errs, field.Invalid(p.Child("at"), f.At.String(), fmt.Sprintf("begins before the previous fault is undone at %v", end)))

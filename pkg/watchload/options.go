@@ -270,11 +270,11 @@ func (o Options) validate() field.ErrorList {
 	errs = append(errs, fieldcheck.NonNegative(o.PageSize, field.NewPath("pageSize"))...)
 	errs = append(errs, fieldcheck.NonNegative(o.HoldBack, field.NewPath("holdBack"))...)
 	errs = append(errs, fieldcheck.AtMost(o.HoldBack, o.Watchers, "the number of watchers", field.NewPath("holdBack"))...)
-	errs = append(errs, fieldcheck.NonNegativeDuration(o.EventTTL, field.NewPath("eventTTL"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.EventTTL, field.NewPath("eventTTL"))...)
 	errs = append(errs, fieldcheck.OptionalRate(o.ConsistentListRate, field.NewPath("consistentListRate"))...)
 	errs = append(errs, fieldcheck.OptionalRate(o.ProbeRate, field.NewPath("probeRate"))...)
-	errs = append(errs, fieldcheck.NonNegativeDuration(o.RecoveryTimeout, field.NewPath("recoveryTimeout"))...)
-	errs = append(errs, validateFaults(o.Faults, field.NewPath("faults"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.RecoveryTimeout, field.NewPath("recoveryTimeout"))...)
+	errs = append(errs, validateFaults(o.Faults, o.Duration, field.NewPath("faults"))...)
 	return errs
 }
 
