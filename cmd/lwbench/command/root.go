@@ -54,5 +54,6 @@ By default it starts its own etcd member in a temporary directory; use
 	cli.PrepareRoot(root)
 	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
 	root.AddCommand(newRelistStormCommand(nil), newContinuationCommand(nil), newCompactionSweepCommand(nil), newDefragStallCommand(nil), newCatchupCommand(nil), newReportCommand(nil))
+	root.AddCommand(newVersionCommand())
 	return root
 }
