@@ -222,6 +222,15 @@ func (o Options) Defaults() Options {
 	return o
 }
 
+// MaxWriterConcurrency bounds the writer workers: each holds a queue of
+// 4096 planned writes (WriterOptions.QueueDepth), about 360 KiB.
+// MaxConnections bounds the connections of the watchers and of the
+// writers, each a gRPC client of its own.
+const (
+	MaxWriterConcurrency = 1000
+	MaxConnections       = 1000
+)
+
 // MaxPlannedWrites bounds the writes a run plans (WriteRate x Duration):
 // the writers run until every planned write is done, so a plan far beyond
 // what etcd can commit in the Duration never ends.
@@ -255,10 +264,10 @@ func (o Options) validate() field.ErrorList {
 			errs = append(errs, field.NotSupported(field.NewPath("watchResources").Index(i), r, Resources))
 		}
 	}
-	errs = append(errs, fieldcheck.Positive(o.Connections, field.NewPath("connections"))...)
+	errs = append(errs, validateConnections(o.Connections, field.NewPath("connections"))...)
 	errs = append(errs, fieldcheck.NonNegative(o.Streams, field.NewPath("streams"))...)
-	errs = append(errs, fieldcheck.Positive(o.WriterConnections, field.NewPath("writerConnections"))...)
-	errs = append(errs, fieldcheck.Positive(o.WriterConcurrency, field.NewPath("writerConcurrency"))...)
+	errs = append(errs, validateConnections(o.WriterConnections, field.NewPath("writerConnections"))...)
+	errs = append(errs, validateWriterConcurrency(o.WriterConcurrency, field.NewPath("writerConcurrency"))...)
 	errs = append(errs, fieldcheck.PositiveDuration(o.Duration, field.NewPath("duration"))...)
 	if rate := fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate")); len(rate) > 0 {
 		errs = append(errs, rate...)
@@ -276,6 +285,18 @@ func (o Options) validate() field.ErrorList {
 	errs = append(errs, fieldcheck.PositiveDuration(o.RecoveryTimeout, field.NewPath("recoveryTimeout"))...)
 	errs = append(errs, validateFaults(o.Faults, o.Duration, field.NewPath("faults"))...)
 	return errs
+}
+
+// validateConnections reports a number of connections below 1 or above
+// MaxConnections.
+func validateConnections(n int, p *field.Path) field.ErrorList {
+	return append(fieldcheck.Positive(n, p), fieldcheck.AtMost(n, MaxConnections, "the bound on connections", p)...)
+}
+
+// validateWriterConcurrency reports a number of writer workers below 1
+// or above MaxWriterConcurrency.
+func validateWriterConcurrency(n int, p *field.Path) field.ErrorList {
+	return append(fieldcheck.Positive(n, p), fieldcheck.AtMost(n, MaxWriterConcurrency, "the bound on writer workers", p)...)
 }
 
 // validatePrefix reports a Kubernetes prefix that does not start with '/'

@@ -103,13 +103,13 @@ func (o WatchOptions) Validate() error {
 	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
 	errs = append(errs, fieldcheck.Positive(o.Streams, field.NewPath("streams"))...)
 	errs = append(errs, fieldcheck.AtMost(o.Streams, o.Watchers, "the number of watchers", field.NewPath("streams"))...)
-	errs = append(errs, fieldcheck.Positive(o.Connections, field.NewPath("connections"))...)
+	errs = append(errs, validateConnections(o.Connections, field.NewPath("connections"))...)
 	errs = append(errs, fieldcheck.AtMost(o.Connections, o.Streams, "the number of streams", field.NewPath("connections"))...)
 	errs = append(errs, fieldcheck.Positive(o.Keys, field.NewPath("keys"))...)
 	errs = append(errs, fieldcheck.NonNegative(o.ValueSize, field.NewPath("valueSize"))...)
 	errs = append(errs, validateSchedule(o.Puts, o.PutRate, field.NewPath("writes"), field.NewPath("writeRate"))...)
-	errs = append(errs, fieldcheck.Positive(o.PutWorkers, field.NewPath("writerConcurrency"))...)
-	errs = append(errs, fieldcheck.Positive(o.PutConnections, field.NewPath("writerConnections"))...)
+	errs = append(errs, validateWriterConcurrency(o.PutWorkers, field.NewPath("writerConcurrency"))...)
+	errs = append(errs, validateConnections(o.PutConnections, field.NewPath("writerConnections"))...)
 	return errs.ToAggregate()
 }
 
