@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,6 +69,19 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 				t.Errorf("got %d entries in TMPDIR (%v) after a usage error, want none", len(entries), err)
 			}
 		})
+	}
+}
+
+// TestCPUProfileRemovedOnUsageError: --cpu-profile creates its file
+// before the command checks its flags; a usage error removes it.
+func TestCPUProfileRemovedOnUsageError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	var errOut bytes.Buffer
+	if code := cli.Run(NewRootCommand(), []string{"run", "--cpu-profile", path, "--write-rate", "NaN"}, &errOut); code != cli.ExitUsage {
+		t.Fatalf("got exit %d (%s), want %d", code, errOut.String(), cli.ExitUsage)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("got %s left behind (stat: %v), want it removed", path, err)
 	}
 }
 
