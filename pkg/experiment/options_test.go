@@ -29,6 +29,7 @@ func TestOptionsFieldPaths(t *testing.T) {
 		{"relist-storm defaults", RelistStormOptions{Common: c}.Defaults().Validate(), nil},
 		{"relist-storm NaN write rate", RelistStormOptions{Common: c, WriteRate: math.NaN()}.Defaults().Validate(), []string{"writeRate"}},
 		{"relist-storm tiny write rate", RelistStormOptions{Common: c, WriteRate: 1e-300}.Defaults().Validate(), []string{"writeRate"}},
+		{"relist-storm connections beyond the bound", RelistStormOptions{Common: c, Connections: 1e6}.Defaults().Validate(), []string{"connections"}},
 		{"relist-storm descending objects", RelistStormOptions{Common: c, Objects: []int{5, 3}}.Defaults().Validate(), []string{"objects[1]"}},
 		{"infinite probe rate", RelistStormOptions{Common: Common{NewTarget: c.NewTarget, Probe: probeRate(math.Inf(1))}}.Defaults().Validate(), []string{"probeRate"}},
 		{"bad prefix", CatchupOptions{Common: Common{NewTarget: c.NewTarget, Prefix: "registry"}}.Defaults().Validate(), []string{"prefix"}},

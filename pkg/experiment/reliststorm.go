@@ -87,6 +87,7 @@ func (o RelistStormOptions) Validate() error {
 	}
 	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
 	errs = append(errs, fieldcheck.Positive(o.Connections, field.NewPath("connections"))...)
+	errs = append(errs, fieldcheck.AtMost(o.Connections, watchload.MaxConnections, "the bound on connections", field.NewPath("connections"))...)
 	errs = append(errs, fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate"))...)
 	errs = append(errs, fieldcheck.PositiveDuration(o.Hold, field.NewPath("hold"))...)
 	return errs.ToAggregate()
