@@ -75,25 +75,25 @@ names=(); units=(); bcmds=(); lcmds=(); lfields=(); notes=(); works=()
 add() { names+=("$1"); units+=("$2"); bcmds+=("$3"); lcmds+=("$4"); lfields+=("$5"); notes+=("$6"); works+=("$7"); }
 add "put, 16 clients, 1 connection" "puts/s" \
   "benchmark --endpoints EP --conns 1 --clients 16 put --key-size 8 --val-size 8 --total 40000 --key-space-size 100000" \
-  "lwbench put --endpoints EP --conns 1 --clients 16 --prefix /b/ --key-size 8 --value-size 8 --total 40000 --keys 100000 --rate 1000000 -w json" \
+  "lwbench put --endpoints EP --writer-conns 1 --writer-concurrency 16 --prefix /b/ --key-size 8 --value-size 8 --writes 40000 --keys 100000 --write-rate 1000000 -w json" \
   ".writes.throughputPerSecond" \
   "Plain Puts of 8-byte values to 8-byte keys drawn at random from 100,000. lwbench's open-loop rate is far above etcd's capacity, so it measures the ceiling; its throughput is completions over the time from the first scheduled put to the last completion, the benchmark's is completions over its total time." \
   40000
 add "put, 64 clients, 4 connections" "puts/s" \
   "benchmark --endpoints EP --conns 4 --clients 64 put --key-size 8 --val-size 8 --total 80000 --key-space-size 100000" \
-  "lwbench put --endpoints EP --conns 4 --clients 64 --prefix /b/ --key-size 8 --value-size 8 --total 80000 --keys 100000 --rate 1000000 -w json" \
+  "lwbench put --endpoints EP --writer-conns 4 --writer-concurrency 64 --prefix /b/ --key-size 8 --value-size 8 --writes 80000 --keys 100000 --write-rate 1000000 -w json" \
   ".writes.throughputPerSecond" \
   "As above with more clients over more connections." \
   80000
 add "watch fan-out, 10 streams x 100 watchers, 1 key" "events/s" \
   "benchmark --endpoints EP --conns 1 --clients 16 watch --streams 10 --watch-per-stream 100 --watched-key-total 1 --key-space-size 1 --key-size 32 --put-total 4000" \
-  "lwbench watch --endpoints EP --conns 1 --streams 10 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --puts 4000 --put-rate 1000000 --put-workers 16 --put-conns 1 --prev-kv=false --progress-notify=false -w json" \
+  "lwbench watch --endpoints EP --conns 1 --streams 10 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --writes 4000 --write-rate 1000000 --writer-concurrency 16 --writer-conns 1 --prev-kv=false --progress-notify=false -w json" \
   ".delivery.eventsPerSecond" \
   "Every watcher watches the one key every put goes to, so both deliver puts x watchers = 4,000,000 events. This is the benchmark's default shape: its --key-space-size defaults to 1, which collapses any --watched-key-total onto a single key; it is set explicitly here. Values of 4 bytes (the benchmark puts \"data\"), no prevKV, no progress notifications. The benchmark's rate is events over the time from the start of the puts to the last event; lwbench's is events over the time from the first scheduled put to the last event received. lwbench also times every event against its put and validates every watch against a recorded history; the benchmark does neither." \
   4000000
 add "watch fan-out, 20 streams x 50 watchers over 4 connections, 1 key" "events/s" \
   "benchmark --endpoints EP --conns 4 --clients 16 watch --streams 20 --watch-per-stream 50 --watched-key-total 1 --key-space-size 1 --key-size 32 --put-total 4000" \
-  "lwbench watch --endpoints EP --conns 4 --streams 20 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --puts 4000 --put-rate 1000000 --put-workers 16 --put-conns 4 --prev-kv=false --progress-notify=false -w json" \
+  "lwbench watch --endpoints EP --conns 4 --streams 20 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --writes 4000 --write-rate 1000000 --writer-concurrency 16 --writer-conns 4 --prev-kv=false --progress-notify=false -w json" \
   ".delivery.eventsPerSecond" \
   "As above over four connections." \
   4000000

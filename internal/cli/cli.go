@@ -76,11 +76,29 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), msg)
+	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), oneLine(err.Error()))
 	var fe *FlagError
 	if errors.As(err, &fe) || strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage
 	}
 	return ExitError
+}
+
+// oneLine makes msg one line: its lines trimmed and joined by "; ", and
+// cobra's suggestion for a mistyped command ("unknown command \"stauts\"
+// for \"etcdinspect\"\n\nDid you mean this?\n\tstatus\n") as "unknown
+// command \"stauts\" for \"etcdinspect\"; did you mean status?".
+func oneLine(msg string) string {
+	head, suggestions, found := strings.Cut(strings.TrimSpace(msg), "\n\nDid you mean this?\n")
+	var lines []string
+	for _, l := range strings.Split(head, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	out := strings.Join(lines, "; ")
+	if found {
+		out += "; did you mean " + strings.Join(strings.Fields(suggestions), " or ") + "?"
+	}
+	return out
 }

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -10,7 +9,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -72,20 +73,16 @@ func (o CatchupOptions) Defaults() CatchupOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path
+// (prefix, probeRate and the experiment's own, e.g. behind[1]), as an error
+// wrapping a field.ErrorList. Call it after Defaults.
 func (o CatchupOptions) Validate() error {
-	if err := o.Common.validate(); err != nil {
-		return err
-	}
-	for i, b := range o.Behind {
-		if b < 1 || (i > 0 && b <= o.Behind[i-1]) {
-			return errors.New("revisions behind must be positive and ascending")
-		}
-	}
-	if o.Objects < 1 || o.PageSize < 1 || o.Concurrency < 1 {
-		return errors.New("objects, page size and concurrency must be positive")
-	}
-	return nil
+	errs := o.Common.validate()
+	errs = append(errs, fieldcheck.Ascending(o.Behind, true, field.NewPath("behind"))...)
+	errs = append(errs, fieldcheck.Positive(o.Objects, field.NewPath("objects"))...)
+	errs = append(errs, fieldcheck.Positive(o.PageSize, field.NewPath("pageSize"))...)
+	errs = append(errs, fieldcheck.Positive(o.Concurrency, field.NewPath("concurrency"))...)
+	return errs.ToAggregate()
 }
 
 // CatchupResult is the catch-up experiment's own result.

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -69,14 +71,21 @@ func (c Common) defaults(experiment string) Common {
 	return c
 }
 
-func (c Common) validate() error {
+// validate reports the invalid common fields: prefix, probeRate and a
+// missing target factory (newTarget).
+func (c Common) validate() field.ErrorList {
+	var errs field.ErrorList
 	if c.NewTarget == nil {
-		return errors.New("experiment: no target factory")
+		errs = append(errs, field.Required(field.NewPath("newTarget"), "an experiment needs a target factory"))
 	}
-	if !strings.HasPrefix(c.Prefix, "/") {
-		return fmt.Errorf("prefix %q must start with '/'", c.Prefix)
+	if !strings.HasPrefix(c.Prefix, "/") || strings.TrimRight(c.Prefix, "/") == "" {
+		errs = append(errs, field.Invalid(field.NewPath("prefix"), c.Prefix, "must start with '/' and name a path"))
 	}
-	return nil
+	errs = append(errs, fieldcheck.OptionalRate(c.Probe.RatePerSecond, field.NewPath("probeRate"))...)
+	if c.Probe.RatePerSecond < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("probeRate"), c.Probe.RatePerSecond, "must be greater than or equal to 0"))
+	}
+	return errs
 }
 
 // newResult starts a Result.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -92,25 +95,29 @@ func (o ContinuationOptions) Defaults() ContinuationOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path
+// (prefix, probeRate and the experiment's own, e.g. retainLists[0]), as an error
+// wrapping a field.ErrorList. Call it after Defaults.
 func (o ContinuationOptions) Validate() error {
-	if err := o.Common.validate(); err != nil {
-		return err
-	}
-	for _, p := range o.PageSizes {
+	errs := o.Common.validate()
+	for i, p := range o.PageSizes {
 		if p < 1 {
-			return errors.New("page sizes must be positive: a continuation needs pages")
+			errs = append(errs, field.Invalid(field.NewPath("pageSizes").Index(i), p, "must be greater than 0: a continuation needs pages"))
 		}
 	}
-	if o.Objects < 1 || o.Lists < 1 || o.WriteRate <= 0 || o.MaxAttempts < 1 || o.PageDelay < 0 || o.CompactEvery < 0 || o.Retain < 0 {
-		return errors.New("objects, lists, write rate and attempts must be positive; page delay and compaction not negative")
-	}
-	for _, f := range o.RetainLists {
-		if f <= 0 {
-			return errors.New("retained history must be a positive number of lists' worth")
+	errs = append(errs, fieldcheck.Positive(o.Objects, field.NewPath("objects"))...)
+	errs = append(errs, fieldcheck.Positive(o.Lists, field.NewPath("lists"))...)
+	errs = append(errs, fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate"))...)
+	errs = append(errs, fieldcheck.Positive(o.MaxAttempts, field.NewPath("maxAttempts"))...)
+	errs = append(errs, fieldcheck.NonNegativeDuration(o.PageDelay, field.NewPath("pageDelay"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.CompactEvery, field.NewPath("compactEvery"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.Retain, field.NewPath("retain"))...)
+	for i, f := range o.RetainLists {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+			errs = append(errs, field.Invalid(field.NewPath("retainLists").Index(i), f, "must be finite and positive (lists' worth of history)"))
 		}
 	}
-	return nil
+	return errs.ToAggregate()
 }
 
 // ContinuationResult is the continuation experiment's own result.

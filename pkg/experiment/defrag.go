@@ -2,13 +2,14 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -58,20 +59,21 @@ func (o DefragStallOptions) Defaults() DefragStallOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path
+// (prefix, probeRate and the experiment's own, e.g. sizes[0]), as an error
+// wrapping a field.ErrorList. Call it after Defaults.
 func (o DefragStallOptions) Validate() error {
-	if err := o.Common.validate(); err != nil {
-		return err
-	}
+	errs := o.Common.validate()
 	for i, s := range o.Sizes {
-		if s < 1e6 || (i > 0 && s <= o.Sizes[i-1]) {
-			return errors.New("sizes must be at least 1 MB and ascending")
+		if s < 1e6 {
+			errs = append(errs, field.Invalid(field.NewPath("sizes").Index(i), s, "must be at least 1 MB"))
 		}
 	}
-	if o.ValueSize < 1 || o.Concurrency < 1 || o.OverlapDelay < 0 {
-		return errors.New("value size and concurrency must be positive, the overlap delay not negative")
-	}
-	return nil
+	errs = append(errs, fieldcheck.Ascending(o.Sizes, true, field.NewPath("sizes"))...)
+	errs = append(errs, fieldcheck.Positive(o.ValueSize, field.NewPath("valueSize"))...)
+	errs = append(errs, fieldcheck.Positive(o.Concurrency, field.NewPath("concurrency"))...)
+	errs = append(errs, fieldcheck.NonNegativeDuration(o.OverlapDelay, field.NewPath("overlapDelay"))...)
+	return errs.ToAggregate()
 }
 
 // DefragStallResult is the defragmentation experiment's own result.

@@ -2,10 +2,12 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -74,25 +76,21 @@ func (o RelistStormOptions) Defaults() RelistStormOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path
+// (prefix, probeRate and the experiment's own, e.g. objects[1]), as an error
+// wrapping a field.ErrorList. Call it after Defaults.
 func (o RelistStormOptions) Validate() error {
-	if err := o.Common.validate(); err != nil {
-		return err
+	errs := o.Common.validate()
+	errs = append(errs, fieldcheck.Ascending(o.Objects, true, field.NewPath("objects"))...)
+	for i, p := range o.PageSizes {
+		errs = append(errs, fieldcheck.NonNegative(p, field.NewPath("pageSizes").Index(i))...)
 	}
-	for i, n := range o.Objects {
-		if n < 1 || (i > 0 && n <= o.Objects[i-1]) {
-			return errors.New("object counts must be positive and ascending")
-		}
-	}
-	for _, p := range o.PageSizes {
-		if p < 0 {
-			return errors.New("page sizes must not be negative (0: unpaginated)")
-		}
-	}
-	if o.Watchers < 1 || o.Connections < 1 || o.WriteRate <= 0 || o.Hold <= 0 {
-		return errors.New("watchers, connections, write rate and hold must be positive")
-	}
-	return nil
+	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
+	errs = append(errs, fieldcheck.Positive(o.Connections, field.NewPath("connections"))...)
+	errs = append(errs, fieldcheck.AtMost(o.Connections, watchload.MaxConnections, "the bound on connections", field.NewPath("connections"))...)
+	errs = append(errs, fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.Hold, field.NewPath("hold"))...)
+	return errs.ToAggregate()
 }
 
 func pick[T any](quick bool, q, full T) T {

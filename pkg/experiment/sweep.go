@@ -2,13 +2,16 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // CompactionSweepOptions shape the compaction interval sweep. Zero fields
@@ -76,25 +79,31 @@ func (o CompactionSweepOptions) Defaults() CompactionSweepOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path
+// (prefix, probeRate and the experiment's own, e.g. intervals[0]), as an error
+// wrapping a field.ErrorList. Call it after Defaults.
 func (o CompactionSweepOptions) Validate() error {
-	if err := o.Common.validate(); err != nil {
-		return err
+	errs := o.Common.validate()
+	errs = append(errs, fieldcheck.PositiveDuration(o.Duration, field.NewPath("duration"))...)
+	errs = append(errs, fieldcheck.Positive(o.Objects, field.NewPath("objects"))...)
+	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
+	if rerrs := fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate")); len(rerrs) > 0 {
+		errs = append(errs, rerrs...)
+	} else if o.Duration > 0 {
+		errs = append(errs, fieldcheck.PlannedWrites(o.WriteRate, o.Duration, watchload.MaxPlannedWrites, field.NewPath("writeRate"))...)
 	}
-	switch {
-	case o.Duration <= 0, o.Objects < 1, o.Watchers < 1, o.WriteRate <= 0, o.Disconnect <= 0:
-		return errors.New("duration, objects, watchers, write rate and disconnect must be positive")
-	case o.Flaky < 0 || o.Flaky > o.Watchers:
-		return fmt.Errorf("cannot disconnect %d of %d watchers", o.Flaky, o.Watchers)
-	case o.DisconnectEvery <= o.Disconnect:
-		return errors.New("disconnect-every must be longer than the disconnect")
+	errs = append(errs, fieldcheck.NonNegative(o.Flaky, field.NewPath("flaky"))...)
+	errs = append(errs, fieldcheck.AtMost(o.Flaky, o.Watchers, "the number of watchers", field.NewPath("flaky"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.Disconnect, field.NewPath("disconnect"))...)
+	if o.DisconnectEvery <= o.Disconnect {
+		errs = append(errs, field.Invalid(field.NewPath("disconnectEvery"), o.DisconnectEvery.String(), fmt.Sprintf("must be longer than the disconnection (%v)", o.Disconnect)))
 	}
-	for _, i := range o.Intervals {
-		if i == 0 {
-			return errors.New("a compaction interval of 0: use a negative one for never")
+	for i, d := range o.Intervals {
+		if d == 0 {
+			errs = append(errs, field.Invalid(field.NewPath("intervals").Index(i), d.String(), "a compaction interval of 0: use a negative one for never"))
 		}
 	}
-	return nil
+	return errs.ToAggregate()
 }
 
 // CompactionSweepResult is the sweep's own result.

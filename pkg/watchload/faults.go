@@ -9,7 +9,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -89,21 +91,28 @@ type Fault struct {
 	Duration time.Duration
 }
 
-func validateFaults(faults []Fault) error {
+// validateFaults reports, under fldPath, faults of unknown kinds, bad
+// times, faults that begin after the write phase of length d ends, and
+// faults that begin before the previous one is undone.
+func validateFaults(faults []Fault, d time.Duration, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	var end time.Duration
 	for i, f := range faults {
+		p := fldPath.Index(i)
 		if _, err := ParseFaultKind(string(f.Kind)); err != nil {
-			return err
+			errs = append(errs, field.NotSupported(p.Child("kind"), string(f.Kind), FaultKinds))
 		}
-		if f.At < 0 || f.Duration <= 0 {
-			return fmt.Errorf("fault %s: its time (%v) must not be negative and its duration (%v) must be positive", f.Kind, f.At, f.Duration)
+		errs = append(errs, fieldcheck.NonNegativeDuration(f.At, p.Child("at"))...)
+		if f.At >= d {
+			errs = append(errs, field.Invalid(p.Child("at"), f.At.String(), fmt.Sprintf("must fall within the duration (%v)", d)))
 		}
+		errs = append(errs, fieldcheck.PositiveDuration(f.Duration, p.Child("duration"))...)
 		if i > 0 && f.At < end {
-			return fmt.Errorf("fault %s at %v begins before the previous fault is undone at %v", f.Kind, f.At, end)
+			errs = append(errs, field.Invalid(p.Child("at"), f.At.String(), fmt.Sprintf("begins before the previous fault is undone at %v", end)))
 		}
 		end = f.At + f.Duration
 	}
-	return nil
+	return errs
 }
 
 // probeLead is how long before a fault its probe starts.

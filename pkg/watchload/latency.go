@@ -66,12 +66,18 @@ type commitSlot struct {
 	rev, sent, done atomic.Int64
 }
 
+// maxCommitLogSlots bounds the ring whatever the writes planned: 4Mi
+// slots of 24 bytes (96 MiB). A watcher more than that many revisions
+// behind the writers finds its events' writes gone and records them
+// without a latency, as it does for writes it cannot match.
+const maxCommitLogSlots = 1 << 22
+
 // newCommitLog returns a ring of at least capacity slots (a power of two,
-// at least 1024).
+// at least 1024), but of no more than maxCommitLogSlots.
 func newCommitLog(capacity int64) *commitLog {
 	n := int64(1024)
 	if capacity > n {
-		n = 1 << bits.Len64(uint64(capacity-1))
+		n = 1 << bits.Len64(uint64(min(capacity, maxCommitLogSlots)-1))
 	}
 	return &commitLog{mask: n - 1, slots: make([]commitSlot, n)}
 }

@@ -80,3 +80,23 @@ func TestTimingIntervals(t *testing.T) {
 		t.Errorf("write latency counted %d writes, want 2 (failures count)", tm.writes.count())
 	}
 }
+
+// TestCommitLogBounded: a capacity sized from an absurd rate (1e9 writes
+// per second for 20 s) gets the bounded ring instead of tens of GiB.
+func TestCommitLogBounded(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		capacity  int64
+		wantSlots int
+	}{
+		{"small", 3000, 4096},
+		{"at the bound", maxCommitLogSlots, maxCommitLogSlots},
+		{"beyond the bound", 2e10, maxCommitLogSlots},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := len(newCommitLog(tt.capacity).slots); got != tt.wantSlots {
+				t.Errorf("newCommitLog(%d): got %d slots, want %d", tt.capacity, got, tt.wantSlots)
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package watchload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,7 +9,9 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -92,28 +93,27 @@ func (o ListOptions) Defaults() ListOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path, as an
+// error wrapping a field.ErrorList. Call it after Defaults.
 func (o ListOptions) Validate() error {
+	var errs field.ErrorList
+	errs = append(errs, validatePrefix(o.Prefix, field.NewPath("prefix"))...)
 	if o.Resource != ResourcePods && o.Resource != ResourceConfigMaps {
-		return fmt.Errorf("resource %q: want pods or configmaps", o.Resource)
+		errs = append(errs, field.NotSupported(field.NewPath("resource"), o.Resource, []string{ResourcePods, ResourceConfigMaps}))
 	}
-	if !slices.IsSorted(o.Objects) || o.Objects[0] < 1 {
-		return errors.New("object counts must be positive and ascending")
+	errs = append(errs, fieldcheck.Ascending(o.Objects, true, field.NewPath("objects"))...)
+	for i, p := range o.PageSizes {
+		errs = append(errs, fieldcheck.NonNegative(p, field.NewPath("pageSizes").Index(i))...)
 	}
-	for _, p := range o.PageSizes {
-		if p < 0 {
-			return errors.New("page sizes must not be negative")
-		}
-	}
-	for _, m := range o.Modes {
+	for i, m := range o.Modes {
 		if !slices.Contains(ListModes, m) {
-			return fmt.Errorf("list mode %q: want one of %v", m, ListModes)
+			errs = append(errs, field.NotSupported(field.NewPath("modes").Index(i), m, ListModes))
 		}
 	}
-	if o.Repeats < 1 || o.Namespaces < 1 || o.Concurrency < 1 {
-		return errors.New("repeats, namespaces and concurrency must be positive")
-	}
-	return nil
+	errs = append(errs, fieldcheck.Positive(o.Repeats, field.NewPath("repeats"))...)
+	errs = append(errs, fieldcheck.Positive(o.Namespaces, field.NewPath("namespaces"))...)
+	errs = append(errs, fieldcheck.Positive(o.Concurrency, field.NewPath("concurrency"))...)
+	return errs.ToAggregate()
 }
 
 // List measures what LISTs of one resource cost as it grows: for each

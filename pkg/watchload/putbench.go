@@ -2,10 +2,12 @@ package watchload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -74,12 +76,22 @@ func (o PutOptions) Defaults() PutOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path (the
+// names are the settings' names across lwbench's options: Total is writes,
+// Rate writeRate, Workers writerConcurrency, Connections
+// writerConnections), as an error wrapping a field.ErrorList. Call it
+// after Defaults.
 func (o PutOptions) Validate() error {
-	if o.Keys < 1 || o.Total < 1 || o.Rate <= 0 || o.Workers < 1 || o.Connections < 1 || o.ValueSize < 0 || o.KeySize < 0 {
-		return errors.New("keys, total, rate, workers and connections must be positive")
-	}
-	return nil
+	var errs field.ErrorList
+	errs = append(errs, fieldcheck.Positive(o.Keys, field.NewPath("keys"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.KeySize, field.NewPath("keySize"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.ValueSize, field.NewPath("valueSize"))...)
+	errs = append(errs, validateSchedule(o.Total, o.Rate, field.NewPath("writes"), field.NewPath("writeRate"))...)
+	errs = append(errs, validateWriterConcurrency(o.Workers, field.NewPath("writerConcurrency"))...)
+	errs = append(errs, validateConnections(o.Connections, field.NewPath("writerConnections"))...)
+	errs = append(errs, fieldcheck.AtMost(o.Connections, o.Workers, "the writer concurrency", field.NewPath("writerConnections"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.Timeout, field.NewPath("timeout"))...)
+	return errs.ToAggregate()
 }
 
 // Put runs an open-loop write load and measures throughput and latency

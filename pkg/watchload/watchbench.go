@@ -2,11 +2,13 @@ package watchload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -91,13 +93,24 @@ func (o WatchOptions) Defaults() WatchOptions {
 	return o
 }
 
-// Validate checks options after Defaults.
+// Validate reports every invalid field of o, with its field path (the
+// names are the settings' names across lwbench's options: Puts is writes,
+// PutRate writeRate, PutWorkers writerConcurrency, PutConnections
+// writerConnections), as an error wrapping a field.ErrorList. Call it
+// after Defaults.
 func (o WatchOptions) Validate() error {
-	if o.Watchers < 1 || o.Streams < 1 || o.Connections < 1 || o.Keys < 1 || o.Puts < 1 || o.PutRate <= 0 ||
-		o.PutWorkers < 1 || o.PutConnections < 1 || o.ValueSize < 0 {
-		return errors.New("watchers, streams, connections, keys, puts, put rate, put workers and put connections must be positive")
-	}
-	return nil
+	var errs field.ErrorList
+	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
+	errs = append(errs, fieldcheck.Positive(o.Streams, field.NewPath("streams"))...)
+	errs = append(errs, fieldcheck.AtMost(o.Streams, o.Watchers, "the number of watchers", field.NewPath("streams"))...)
+	errs = append(errs, validateConnections(o.Connections, field.NewPath("connections"))...)
+	errs = append(errs, fieldcheck.AtMost(o.Connections, o.Streams, "the number of streams", field.NewPath("connections"))...)
+	errs = append(errs, fieldcheck.Positive(o.Keys, field.NewPath("keys"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.ValueSize, field.NewPath("valueSize"))...)
+	errs = append(errs, validateSchedule(o.Puts, o.PutRate, field.NewPath("writes"), field.NewPath("writeRate"))...)
+	errs = append(errs, validateWriterConcurrency(o.PutWorkers, field.NewPath("writerConcurrency"))...)
+	errs = append(errs, validateConnections(o.PutConnections, field.NewPath("writerConnections"))...)
+	return errs.ToAggregate()
 }
 
 // Watch runs a fan-out: it creates every watch (timing each creation),

@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
@@ -86,11 +87,13 @@ type Mix struct {
 // are created and deleted.
 var DefaultMix = Mix{CreatePercent: 20, UpdatePercent: 70, DeletePercent: 10}
 
-// Validate checks that the shares are not negative and sum to 100.
-func (m Mix) Validate() error {
+// Validate reports, at fldPath, shares that are negative or do not sum to
+// 100; the value shown is create/update/delete.
+func (m Mix) Validate(fldPath *field.Path) field.ErrorList {
 	if m.CreatePercent < 0 || m.UpdatePercent < 0 || m.DeletePercent < 0 ||
 		m.CreatePercent+m.UpdatePercent+m.DeletePercent != 100 {
-		return fmt.Errorf("write mix %d/%d/%d must be non-negative and sum to 100", m.CreatePercent, m.UpdatePercent, m.DeletePercent)
+		v := fmt.Sprintf("%d/%d/%d", m.CreatePercent, m.UpdatePercent, m.DeletePercent)
+		return field.ErrorList{field.Invalid(fldPath, v, "create/update/delete percentages must be non-negative and sum to 100")}
 	}
 	return nil
 }
@@ -117,11 +120,12 @@ type ResourceMix struct {
 // touch configmaps.
 var DefaultResourceMix = ResourceMix{PodsPercent: 60, ConfigMapsPercent: 10, EventsPercent: 30}
 
-// Validate checks that the shares are not negative and sum to 100.
-func (m ResourceMix) Validate() error {
+// Validate reports, at fldPath, shares that are negative or do not sum to
+// 100; the value shown is the mix as ParseResourceMix reads it.
+func (m ResourceMix) Validate(fldPath *field.Path) field.ErrorList {
 	if m.PodsPercent < 0 || m.ConfigMapsPercent < 0 || m.EventsPercent < 0 ||
 		m.PodsPercent+m.ConfigMapsPercent+m.EventsPercent != 100 {
-		return fmt.Errorf("resource mix %d/%d/%d must be non-negative and sum to 100", m.PodsPercent, m.ConfigMapsPercent, m.EventsPercent)
+		return field.ErrorList{field.Invalid(fldPath, m.String(), "percentages must be non-negative and sum to 100")}
 	}
 	return nil
 }
@@ -147,7 +151,7 @@ func ParseResourceMix(s string) (ResourceMix, error) {
 			return m, fmt.Errorf("resource mix %q: unknown resource %q (want pods, configmaps, events)", s, name)
 		}
 	}
-	return m, m.Validate()
+	return m, m.Validate(field.NewPath("resourceMix")).ToAggregate()
 }
 
 // String formats the mix as ParseResourceMix reads it.

@@ -17,7 +17,7 @@ type compactionOptions struct {
 }
 
 func (o *compactionOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.Int64Var(&o.at, "at", 0, "the revision to compact at, as `etcdctl compact REV` would (required)")
+	fs.Int64Var(&o.at, "at", 0, "the revision to compact at, as 'etcdctl compact REV' would (required)")
 }
 
 func (o *compactionOptions) Validate() error {

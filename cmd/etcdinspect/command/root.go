@@ -38,7 +38,7 @@ func (o *globalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names())
 	usage := "Kubernetes etcd prefix (kube-apiserver --etcd-prefix); repeatable; default: detect " + strings.Join(keyspace.KnownPrefixes, ", ")
 	fs.StringSliceVar(&o.prefixes, "prefix", nil, usage)
-	fs.StringSliceVar(&o.prefixes, "etcd-prefix", nil, "same as --prefix (on `keys`, --prefix filters keys instead)")
+	fs.StringSliceVar(&o.prefixes, "etcd-prefix", nil, "same as --prefix (on keys, --prefix filters keys instead)")
 	fs.DurationVar(&o.lockTimeout, "lock-timeout", 2*time.Second,
 		"how long to wait for a file held by a running etcd member before giving up")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines scanning the key bucket (0: one per CPU)")
@@ -148,7 +148,7 @@ tombstones and free pages.`,
 		return g.formatValue.Allowed(), cobra.ShellCompDirectiveNoFileComp
 	})
 	root.AddCommand(newStatusCommand(g), newUsageCommand(g), newKeysCommand(g), newGetCommand(g),
-		newHistoryCommand(g), newCompactionCommand(g), newLeasesCommand(g), newMetaCommand(g), newDiffCommand(g))
+		newHistoryCommand(g), newCompactionCommand(g), newLeasesCommand(g), newMetaCommand(g), newDiffCommand(g), newVersionCommand(g))
 	return root
 }
 

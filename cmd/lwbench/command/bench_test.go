@@ -39,9 +39,9 @@ func TestBenchFlags(t *testing.T) {
 		}},
 		{name: "watch streams above watchers", sub: func() *cobra.Command { return newWatchCommand(nil) }, args: []string{"--watchers", "5", "--streams", "6"}, wantErr: "--streams"},
 		{name: "watch conns above streams", sub: func() *cobra.Command { return newWatchCommand(nil) }, args: []string{"--streams", "2", "--conns", "3"}, wantErr: "--conns"},
-		{name: "watch zero rate", sub: func() *cobra.Command { return newWatchCommand(nil) }, args: []string{"--put-rate", "0"}, wantErr: "--put-rate"},
+		{name: "watch zero rate", sub: func() *cobra.Command { return newWatchCommand(nil) }, args: []string{"--put-rate", "0"}, wantErr: "--write-rate"},
 		{name: "put defaults", sub: func() *cobra.Command { return newPutCommand(func(*cobra.Command, *putOptions) error { return nil }) }},
-		{name: "put conns above clients", sub: func() *cobra.Command { return newPutCommand(nil) }, args: []string{"--clients", "2", "--conns", "3"}, wantErr: "--conns"},
+		{name: "put conns above clients", sub: func() *cobra.Command { return newPutCommand(nil) }, args: []string{"--clients", "2", "--conns", "3"}, wantErr: "--writer-conns"},
 		{name: "put negative value size", sub: func() *cobra.Command { return newPutCommand(nil) }, args: []string{"--value-size", "-1"}, wantErr: "--value-size"},
 		{name: "list defaults", sub: func() *cobra.Command { return newListCommand(func(*cobra.Command, *listOptions) error { return nil }) }},
 		{name: "list bad page size", sub: func() *cobra.Command { return newListCommand(nil) }, args: []string{"--page-sizes", "500,all"}, wantErr: "--page-sizes"},
@@ -77,7 +77,7 @@ func TestBenchCommands(t *testing.T) {
 		args  []string
 		check func(t *testing.T, out []byte)
 	}{
-		{name: "watch", args: []string{"watch", "--watchers", "20", "--streams", "4", "--puts", "50", "--put-rate", "500", "--value-size", "4", "--keys", "1"},
+		{name: "watch", args: []string{"watch", "--watchers", "20", "--streams", "4", "--writes", "50", "--write-rate", "500", "--value-size", "4", "--keys", "1"},
 			check: func(t *testing.T, out []byte) {
 				var r report.WatchResult
 				if err := json.Unmarshal(out, &r); err != nil {
@@ -87,7 +87,7 @@ func TestBenchCommands(t *testing.T) {
 					t.Errorf("watch result: schema %d, %d events, validation %s", r.SchemaVersion, r.Delivery.Events, r.Validation.Summary())
 				}
 			}},
-		{name: "put", args: []string{"put", "--total", "100", "--rate", "1000", "--value-size", "8", "--clients", "4"},
+		{name: "put", args: []string{"put", "--writes", "100", "--write-rate", "1000", "--value-size", "8", "--writer-concurrency", "4"},
 			check: func(t *testing.T, out []byte) {
 				var r report.PutResult
 				if err := json.Unmarshal(out, &r); err != nil {

@@ -34,6 +34,7 @@ type experimentOptions struct {
 	prefix           string
 	probeRate        float64
 	allowMaintenance bool
+	flags            *pflag.FlagSet
 }
 
 func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
@@ -46,6 +47,7 @@ func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.prefix, "prefix", "", fmt.Sprintf("Kubernetes etcd prefix to write under (default %s embedded, %s/<experiment>-<time> with --endpoints)", keyspace.DefaultPrefix, externalDefaultPrefix))
 	fs.Float64Var(&o.probeRate, "probe-rate", 0, "probe operations per second, reads and writes alternating (default 20; defrag-stall 50)")
 	fs.BoolVar(&o.allowMaintenance, "allow-maintenance", false, "with --endpoints: allow the experiment to compact (losing every key's history) and defragment that cluster")
+	o.flags = fs
 }
 
 func (o *experimentOptions) Validate(name string) error {
@@ -55,17 +57,11 @@ func (o *experimentOptions) Validate(name string) error {
 	if len(o.target.endpoints) > 0 && !o.allowMaintenance {
 		return cli.FlagErrorf("--endpoints: %s compacts the cluster (every key's history below the compacted revision is lost) and may defragment it; pass --allow-maintenance to do so", name)
 	}
-	if o.probeRate < 0 {
-		return cli.FlagErrorf("--probe-rate must not be negative")
-	}
 	if o.label != "" && strings.ContainsAny(o.label, `/\`) {
 		return cli.FlagErrorf("--label %q must not contain a path separator", o.label)
 	}
 	if o.prefix == "" && len(o.target.endpoints) > 0 {
 		o.prefix = fmt.Sprintf("%s/%s-%d", externalDefaultPrefix, name, time.Now().Unix())
-	}
-	if o.prefix != "" && (!strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "") {
-		return cli.FlagErrorf("--prefix %q must start with '/' and name a path", o.prefix)
 	}
 	if o.outDir != "" {
 		if fi, err := os.Stat(o.outDir); err != nil || !fi.IsDir() {
@@ -336,10 +332,7 @@ Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 				return err
 			}
 			eo.Common = o.common(nil)
-			if err := eo.Defaults().Validate(); err != nil {
-				return cli.FlagErrorf("--objects, --page-sizes, --watchers, --conns, --write-rate, --hold: %v", err)
-			}
-			return nil
+			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
 		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
 			eo.Common = o.common(logf)
@@ -379,10 +372,7 @@ Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 				return err
 			}
 			eo.Common = o.common(nil)
-			if err := eo.Defaults().Validate(); err != nil {
-				return cli.FlagErrorf("--objects, --lists, --page-delay, --write-rate, --retain-lists, --compact-every, --retain, --max-attempts: %v", err)
-			}
-			return nil
+			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
 		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
 			eo.Common = o.common(logf)
@@ -429,10 +419,7 @@ Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s 
 				eo.Intervals = append(eo.Intervals, d)
 			}
 			eo.Common = o.common(nil)
-			if err := eo.Defaults().Validate(); err != nil {
-				return cli.FlagErrorf("--duration, --objects, --watchers, --flaky, --disconnect, --disconnect-every, --write-rate: %v", err)
-			}
-			return nil
+			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
 		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
 			eo.Common = o.common(logf)
@@ -470,10 +457,7 @@ Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
 				eo.Sizes = append(eo.Sizes, v)
 			}
 			eo.Common = o.common(nil)
-			if err := eo.Defaults().Validate(); err != nil {
-				return cli.FlagErrorf("--sizes, --value-size, --overlap-delay, --concurrency: %v", err)
-			}
-			return nil
+			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
 		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
 			eo.Common = o.common(logf)
@@ -505,10 +489,7 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 				eo.Behind = nil
 			}
 			eo.Common = o.common(nil)
-			if err := eo.Defaults().Validate(); err != nil {
-				return cli.FlagErrorf("--behind, --objects, --page-size, --concurrency: %v", err)
-			}
-			return nil
+			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
 		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
 			eo.Common = o.common(logf)

@@ -42,7 +42,7 @@ func TestExperimentFlags(t *testing.T) {
 		{name: "defrag-stall bad size", sub: func() *cobra.Command { return newDefragStallCommand(ok) }, args: []string{"--sizes", "big"}, wantErr: "--sizes"},
 		{name: "defrag-stall descending", sub: func() *cobra.Command { return newDefragStallCommand(ok) }, args: []string{"--sizes", "1GB,100MB"}, wantErr: "ascending"},
 		{name: "catchup defaults", sub: func() *cobra.Command { return newCatchupCommand(ok) }},
-		{name: "catchup negative", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"--behind", "-5"}, wantErr: "positive"},
+		{name: "catchup negative", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"--behind", "-5"}, wantErr: "--behind"},
 		{name: "out not a directory", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"--out", "/nonexistent/dir"}, wantErr: "--out"},
 		{name: "label with a slash", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"--label", "a/b"}, wantErr: "--label"},
 		{name: "bad format", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"-w", "yaml"}, wantErr: "yaml"},

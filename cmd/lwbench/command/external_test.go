@@ -150,12 +150,12 @@ func TestRunAgainstTLSClusterWithAuth(t *testing.T) {
 	})
 
 	t.Run("put refuses the non-empty prefix, cleans up its own", func(t *testing.T) {
-		code, _, stderr := runLwbench(t, append(append([]string{"put"}, conn...), "--total", "50", "-w", "json")...)
+		code, _, stderr := runLwbench(t, append(append([]string{"put"}, conn...), "--writes", "50", "-w", "json")...)
 		if code != cli.ExitError || !strings.Contains(stderr, "--reuse-prefix") {
 			t.Errorf("put under /lwbench: exit %d, %q; want a refusal naming --reuse-prefix", code, stderr)
 		}
 		code, _, stderr = runLwbench(t, append(append([]string{"put"}, conn...),
-			"--prefix", "/lwbench/put/", "--value-size", "8", "--keys", "200", "--total", "400", "--rate", "4000", "-w", "json")...)
+			"--prefix", "/lwbench/put/", "--value-size", "8", "--keys", "200", "--writes", "400", "--write-rate", "4000", "-w", "json")...)
 		if code != 0 || !strings.Contains(stderr, "cleanup: deleted the") {
 			t.Fatalf("put under /lwbench/put/: exit %d:\n%s", code, stderr)
 		}

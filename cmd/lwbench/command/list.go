@@ -21,6 +21,7 @@ type listOptions struct {
 	load      watchload.ListOptions
 	objects   []int
 	pageSizes []string
+	flags     *pflag.FlagSet
 }
 
 func (o *listOptions) AddFlags(fs *pflag.FlagSet) {
@@ -36,8 +37,12 @@ func (o *listOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.load.Serializable, "serializable", false, "serializable reads (no quorum round)")
 	fs.IntVar(&o.load.Namespaces, "namespaces", d.Namespaces, "namespaces the objects are spread across")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of the objects")
+	o.load.Concurrency = d.Concurrency
+	o.flags = fs
 }
 
+// Validate checks the flags; watchload.ListOptions.Validate checks the
+// load's, each error named by its flag (flagErrors).
 func (o *listOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
 		return err
@@ -61,13 +66,7 @@ func (o *listOptions) Validate() error {
 		}
 		o.load.PageSizes = append(o.load.PageSizes, n)
 	}
-	if o.load.Repeats < 1 {
-		return cli.FlagErrorf("--repeats must be at least 1")
-	}
-	if err := o.load.Defaults().Validate(); err != nil {
-		return cli.FlagErrorf("--resource, --objects, --modes: %v", err)
-	}
-	return nil
+	return flagErrors(o.flags, o.load.Validate())
 }
 
 // newListCommand returns `lwbench list`; runF replaces the run in flag

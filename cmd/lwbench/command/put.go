@@ -17,6 +17,7 @@ type putOptions struct {
 	out    outputOptions
 	target targetOptions
 	load   watchload.PutOptions
+	flags  *pflag.FlagSet
 }
 
 func (o *putOptions) AddFlags(fs *pflag.FlagSet) {
@@ -28,14 +29,21 @@ func (o *putOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.load.KeySize, "key-size", 0, "pad raw keys to at least this many bytes")
 	fs.IntVar(&o.load.ValueSize, "value-size", 0, "raw value size in bytes, plain Puts; 0: the Kubernetes workload (pods, configmaps, events, kube-apiserver transactions)")
 	fs.BoolVar(&o.load.Sequential, "sequential-keys", false, "pick raw keys in turn instead of at random")
-	fs.Int64Var(&o.load.Total, "total", d.Total, "ops to schedule")
-	fs.Float64Var(&o.load.Rate, "rate", d.Rate, "scheduled ops per second (open loop); above etcd's capacity it measures the ceiling")
-	fs.IntVar(&o.load.Workers, "clients", d.Workers, "concurrent workers (etcd benchmark's --clients)")
-	fs.IntVar(&o.load.Connections, "conns", d.Connections, "connections the workers use (etcd benchmark's --conns)")
+	fs.Int64Var(&o.load.Total, "writes", d.Total, "writes to schedule (etcd benchmark's --total)")
+	fs.Float64Var(&o.load.Rate, "write-rate", d.Rate, "scheduled writes per second (open loop); above etcd's capacity it measures the ceiling")
+	fs.IntVar(&o.load.Workers, "writer-concurrency", d.Workers, "concurrent writer workers (etcd benchmark's --clients)")
+	fs.IntVar(&o.load.Connections, "writer-conns", d.Connections, "connections the writers use (etcd benchmark's --conns)")
+	deprecatedAlias(fs, "total", "writes")
+	deprecatedAlias(fs, "rate", "write-rate")
+	deprecatedAlias(fs, "clients", "writer-concurrency")
+	deprecatedAlias(fs, "conns", "writer-conns")
 	fs.DurationVar(&o.load.Timeout, "timeout", d.Timeout, "timeout of one op; a timed-out op counts as an error and in the latency")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of keys and objects")
+	o.flags = fs
 }
 
+// Validate checks the flags; watchload.PutOptions.Validate checks the
+// load's, each error named by its flag (flagErrors).
 func (o *putOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
 		return err
@@ -47,23 +55,7 @@ func (o *putOptions) Validate() error {
 			o.load.Prefix = externalDefaultPrefix
 		}
 	}
-	switch {
-	case o.load.Keys < 1:
-		return cli.FlagErrorf("--keys must be at least 1")
-	case o.load.KeySize < 0 || o.load.ValueSize < 0:
-		return cli.FlagErrorf("--key-size and --value-size must not be negative")
-	case o.load.Total < 1:
-		return cli.FlagErrorf("--total must be at least 1")
-	case o.load.Rate <= 0:
-		return cli.FlagErrorf("--rate must be positive")
-	case o.load.Workers < 1:
-		return cli.FlagErrorf("--clients must be at least 1")
-	case o.load.Connections < 1 || o.load.Connections > o.load.Workers:
-		return cli.FlagErrorf("--conns must be between 1 and --clients (%d)", o.load.Workers)
-	case o.load.Timeout <= 0:
-		return cli.FlagErrorf("--timeout must be positive")
-	}
-	return nil
+	return flagErrors(o.flags, o.load.Validate())
 }
 
 // newPutCommand returns `lwbench put`; runF replaces the run in flag
@@ -73,14 +65,15 @@ func newPutCommand(runF func(*cobra.Command, *putOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Measure an open-loop write load alone: throughput and latency from schedule",
-		Long: `put schedules --total writes at --rate per second and hands each to one of
---clients workers over --conns connections at its due time. Latency runs from
+		Long: `put schedules --writes writes at --write-rate per second and hands each to
+one of --writer-concurrency workers over --writer-conns connections at its due
+time. Latency runs from
 the due time, so queueing behind a slow member is counted; errors and timeouts
 are reported beside the latency and counted in it.
 
 With --value-size N it sends plain Puts of N bytes to --keys keys, as etcd's
 benchmark put does; with --value-size 0 it runs lwbench's Kubernetes workload.
-A --rate above what etcd sustains measures the throughput ceiling.`,
+A --write-rate above what etcd sustains measures the throughput ceiling.`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {

@@ -2,6 +2,7 @@
 package command
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -15,6 +16,15 @@ import (
 func NewRootCommand() *cobra.Command {
 	var cpuProfile string
 	var profileFile *os.File
+	stopProfile := func() error {
+		if profileFile == nil {
+			return nil
+		}
+		pprof.StopCPUProfile()
+		err := profileFile.Close()
+		profileFile = nil
+		return err
+	}
 	root := &cobra.Command{
 		Use:   "lwbench",
 		Short: "Kubernetes-style list/watch load against etcd, with compaction and defragmentation",
@@ -43,16 +53,33 @@ By default it starts its own etcd member in a temporary directory; use
 			return nil
 		},
 		PersistentPostRunE: func(cmd *cobra.Command, args []string) error {
-			if profileFile == nil {
-				return nil
-			}
-			pprof.StopCPUProfile()
-			return profileFile.Close()
+			return stopProfile()
 		},
 	}
 	root.PersistentFlags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of lwbench (and an embedded member) to this file")
 	cli.PrepareRoot(root)
 	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
 	root.AddCommand(newRelistStormCommand(nil), newContinuationCommand(nil), newCompactionSweepCommand(nil), newDefragStallCommand(nil), newCatchupCommand(nil), newReportCommand(nil))
+	root.AddCommand(newVersionCommand())
+	// The profile starts before a command validates its flags; a usage
+	// error removes it again (nothing is left behind), and a failed run
+	// still flushes it (cobra skips PersistentPostRunE after an error).
+	for _, c := range root.Commands() {
+		run := c.RunE
+		if run == nil {
+			continue
+		}
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			if err != nil && profileFile != nil {
+				stopProfile()
+				var fe *cli.FlagError
+				if errors.As(err, &fe) {
+					os.Remove(cpuProfile)
+				}
+			}
+			return err
+		}
+	}
 	return root
 }

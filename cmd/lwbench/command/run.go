@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
@@ -104,66 +105,36 @@ func faultNames() string {
 	return strings.Join(names, ", ")
 }
 
-// Validate checks flags and fills the options derived from them.
+// Validate checks flags and fills the options derived from them. The
+// load's own fields are checked by watchload.Options.Validate, each error
+// named by its flag (flagErrors): the flags hold the defaults, so an
+// explicit 0 that watchload's Defaults would replace is reported.
 func (o *runOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
 		return err
 	}
-	p, err := watchload.ParseProfile(o.profile)
-	if err != nil {
-		return cli.FlagErrorf("--profile: %v", err)
-	}
-	o.load.Profile = p
+	o.load.Profile = watchload.Profile(o.profile)
 	if o.load.Prefix == "" {
 		o.load.Prefix = keyspace.DefaultPrefix
 		if len(o.target.endpoints) > 0 {
 			o.load.Prefix = externalDefaultPrefix
 		}
 	}
-	if !strings.HasPrefix(o.load.Prefix, "/") || strings.TrimRight(o.load.Prefix, "/") == "" {
-		return cli.FlagErrorf("--prefix %q must start with '/' and name a path", o.load.Prefix)
+	if strings.TrimRight(o.load.Prefix, "/") != "" {
+		o.load.Prefix = strings.TrimRight(o.load.Prefix, "/")
 	}
-	o.load.Prefix = strings.TrimRight(o.load.Prefix, "/")
 	o.load.Mix = watchload.Mix{CreatePercent: o.createPercent, UpdatePercent: o.updatePercent, DeletePercent: o.deletePercent}
-	if err := o.load.Mix.Validate(); err != nil {
-		return cli.FlagErrorf("--create-percent, --update-percent, --delete-percent: %v", err)
-	}
+	var err error
 	if o.load.ResourceMix, err = watchload.ParseResourceMix(o.resourceMix); err != nil {
+		var agg utilerrors.Aggregate
+		if errors.As(err, &agg) {
+			return flagErrors(o.flags, err)
+		}
 		return cli.FlagErrorf("--resource-mix: %v", err)
 	}
 	o.load.WatchResources = o.watchResources
-	for _, r := range o.watchResources {
-		if r != watchload.ResourcePods && r != watchload.ResourceConfigMaps && r != watchload.ResourceEvents {
-			return cli.FlagErrorf("--watch-resources: %q is not pods, configmaps or events", r)
-		}
-	}
-	switch {
-	case o.load.Objects < 0:
-		return cli.FlagErrorf("--objects must not be negative")
-	case o.load.Namespaces < 1:
-		return cli.FlagErrorf("--namespaces must be at least 1")
-	case o.load.Watchers < 1:
-		return cli.FlagErrorf("--watchers must be at least 1")
-	case o.load.Connections < 1:
-		return cli.FlagErrorf("--conns must be at least 1")
-	case o.load.Streams < 0:
-		return cli.FlagErrorf("--streams must not be negative")
-	case o.load.WriterConnections < 1:
-		return cli.FlagErrorf("--writer-conns must be at least 1")
-	case o.load.WriteRate <= 0:
-		return cli.FlagErrorf("--write-rate must be positive")
-	case o.load.Duration <= 0:
-		return cli.FlagErrorf("--duration must be positive")
-	case o.load.PageSize < 0:
-		return cli.FlagErrorf("--page-size must not be negative")
-	case o.load.WriterConcurrency < 1:
-		return cli.FlagErrorf("--writer-concurrency must be at least 1")
-	case o.load.HoldBack < 0 || o.load.HoldBack > o.load.Watchers:
-		return cli.FlagErrorf("--hold-back must be between 0 and --watchers (%d)", o.load.Watchers)
-	case o.load.EventTTL < 0:
-		return cli.FlagErrorf("--event-ttl must not be negative")
-	case o.load.ConsistentListRate < 0:
-		return cli.FlagErrorf("--consistent-list-rate must not be negative")
+	if err := o.load.Validate(); err != nil {
+		return flagErrors(o.flags, err)
 	}
 	if o.load.ConsistentListRate == 0 {
 		o.load.ConsistentListRate = -1 // explicit 0: none
@@ -231,23 +202,16 @@ func (o *runOptions) validateFault() error {
 		return cli.FlagErrorf("--fault needs a cluster lwbench starts itself (--cluster-size N): it never kills, pauses or cuts off members of an --endpoints cluster, and the embedded member runs in its own process")
 	case !k.Leader() && o.target.clusterSize < 2:
 		return cli.FlagErrorf("--fault %s needs --cluster-size 2 or more", k)
-	case o.faultDuration <= 0:
-		return cli.FlagErrorf("--fault-duration must be positive")
-	case o.load.RecoveryTimeout <= 0:
-		return cli.FlagErrorf("--recovery-timeout must be positive")
 	}
 	at := o.faultAt
 	if !o.changed("fault-at") {
 		at = o.load.Duration / 2
 	}
-	if at < 0 || at >= o.load.Duration {
-		return cli.FlagErrorf("--fault-at %v must fall within --duration %v", at, o.load.Duration)
-	}
 	if k.Partition() {
 		o.target.netns = true // partitions cut a member's link in its network namespace
 	}
 	o.load.Faults = []watchload.Fault{{Kind: k, At: at, Duration: o.faultDuration}}
-	return nil
+	return flagErrors(o.flags, o.load.Validate())
 }
 
 // newRunCommand returns `lwbench run`; runF replaces the run in flag tests.

@@ -44,6 +44,7 @@ type targetOptions struct {
 	netns       bool
 	// reusePrefix accepts an --endpoints prefix that already holds keys.
 	reusePrefix bool
+	flags       *pflag.FlagSet
 }
 
 func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
@@ -57,9 +58,22 @@ func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.etcdVersion, "etcd-version", "", "etcd release of --cluster-size members, e.g. "+strings.Join(etcdproc.Versions, ", ")+" (default "+version.Version+", the client's)")
 	fs.BoolVar(&o.reusePrefix, "reuse-prefix", false, "with --endpoints: write under --prefix even if it already holds keys (they are never modified or deleted)")
 	fs.BoolVar(&o.netns, "netns", false, "run --cluster-size members in network namespaces of their own, so that one can be cut off (needs root and iproute2)")
+	o.flags = fs
 }
 
+// Validate checks the target flags. It creates nothing: the commands
+// validate every flag before they open a target.
 func (o *targetOptions) Validate() error {
+	if o.flags != nil && o.flags.Changed("endpoints") {
+		if len(o.endpoints) == 0 {
+			return cli.FlagErrorf("--endpoints: Required value: give etcd client URLs, or leave --endpoints out for an embedded member")
+		}
+		for i, e := range o.endpoints {
+			if strings.TrimSpace(e) == "" {
+				return cli.FlagErrorf("--endpoints: Invalid value: %q: endpoint %d is empty", strings.Join(o.endpoints, ","), i+1)
+			}
+		}
+	}
 	o.conn.Endpoints, o.conn.DialTimeout = o.endpoints, o.dialTimeout
 	if err := o.conn.Validate(); err != nil {
 		return cli.FlagErrorf("%v", err)

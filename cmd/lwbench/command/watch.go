@@ -19,6 +19,7 @@ type watchOptions struct {
 	load   watchload.WatchOptions
 	prevKV bool
 	notify bool
+	flags  *pflag.FlagSet
 }
 
 func (o *watchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -31,15 +32,22 @@ func (o *watchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.load.Connections, "conns", d.Connections, "connections the streams are spread over")
 	fs.IntVar(&o.load.Keys, "keys", d.Keys, "keys the puts go to (etcd benchmark's --key-space-size); pods with --value-size 0")
 	fs.IntVar(&o.load.ValueSize, "value-size", 0, "raw value size in bytes; 0: update Kubernetes pods with kube-apiserver's transactions")
-	fs.Int64Var(&o.load.Puts, "puts", d.Puts, "puts to make")
-	fs.Float64Var(&o.load.PutRate, "put-rate", d.PutRate, "scheduled puts per second (open loop)")
-	fs.IntVar(&o.load.PutWorkers, "put-workers", d.PutWorkers, "concurrent put workers")
-	fs.IntVar(&o.load.PutConnections, "put-conns", d.PutConnections, "connections the put workers use")
+	fs.Int64Var(&o.load.Puts, "writes", d.Puts, "puts to make (etcd benchmark's --put-total)")
+	fs.Float64Var(&o.load.PutRate, "write-rate", d.PutRate, "scheduled puts per second (open loop)")
+	fs.IntVar(&o.load.PutWorkers, "writer-concurrency", d.PutWorkers, "concurrent put workers")
+	fs.IntVar(&o.load.PutConnections, "writer-conns", d.PutConnections, "connections the put workers use")
+	deprecatedAlias(fs, "puts", "writes")
+	deprecatedAlias(fs, "put-rate", "write-rate")
+	deprecatedAlias(fs, "put-workers", "writer-concurrency")
+	deprecatedAlias(fs, "put-conns", "writer-conns")
 	fs.BoolVar(&o.prevKV, "prev-kv", true, "watch with prevKV, as Kubernetes does")
 	fs.BoolVar(&o.notify, "progress-notify", true, "watch with progress notifications, as Kubernetes does")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of keys and objects")
+	o.flags = fs
 }
 
+// Validate checks the flags; watchload.WatchOptions.Validate checks the
+// load's, each error named by its flag (flagErrors).
 func (o *watchOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
 		return err
@@ -52,27 +60,7 @@ func (o *watchOptions) Validate() error {
 			o.load.Prefix = externalDefaultPrefix
 		}
 	}
-	switch {
-	case o.load.Watchers < 1:
-		return cli.FlagErrorf("--watchers must be at least 1")
-	case o.load.Streams < 1 || o.load.Streams > o.load.Watchers:
-		return cli.FlagErrorf("--streams must be between 1 and --watchers (%d)", o.load.Watchers)
-	case o.load.Connections < 1 || o.load.Connections > o.load.Streams:
-		return cli.FlagErrorf("--conns must be between 1 and --streams (%d)", o.load.Streams)
-	case o.load.Keys < 1:
-		return cli.FlagErrorf("--keys must be at least 1")
-	case o.load.ValueSize < 0:
-		return cli.FlagErrorf("--value-size must not be negative")
-	case o.load.Puts < 1:
-		return cli.FlagErrorf("--puts must be at least 1")
-	case o.load.PutRate <= 0:
-		return cli.FlagErrorf("--put-rate must be positive")
-	case o.load.PutWorkers < 1:
-		return cli.FlagErrorf("--put-workers must be at least 1")
-	case o.load.PutConnections < 1:
-		return cli.FlagErrorf("--put-conns must be at least 1")
-	}
-	return nil
+	return flagErrors(o.flags, o.load.Validate())
 }
 
 // newWatchCommand returns `lwbench watch`; runF replaces the run in flag
@@ -83,7 +71,7 @@ func newWatchCommand(runF func(*cobra.Command, *watchOptions) error) *cobra.Comm
 		Use:   "watch",
 		Short: "Measure watch fan-out: events per second and delivery latency from many watchers of one prefix",
 		Long: `watch creates --watchers watches of one prefix over --streams streams and
---conns connections, then puts --puts values at --put-rate to --keys keys under
+--conns connections, then puts --writes values at --write-rate to --keys keys under
 the prefix, so that every put reaches every watcher. It reports events per
 second, delivery latency from each put's response and send, watch creation
 time, and checks every watch against a recorded history.

@@ -1,0 +1,153 @@
+package command
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+)
+
+// TestFlagErrorsNameTheFlag: every options error, from watchload's and
+// the experiments' Validate, names the flag (fieldFlags), is one line and
+// exits 2 before anything is created: no temporary directory is left.
+func TestFlagErrorsNameTheFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // stderr, from its start
+	}{
+		{"run NaN rate", []string{"run", "--write-rate", "NaN"}, "lwbench: --write-rate: Invalid value: NaN: must be finite and positive\n"},
+		{"run infinite rate", []string{"run", "--write-rate", "Inf"}, "lwbench: --write-rate: Invalid value: +Inf: must be finite and positive\n"},
+		{"run rate of no write", []string{"run", "--write-rate", "1e-300"}, "lwbench: --write-rate: Invalid value: 1e-300: must be at least 0.001 per second\n"},
+		{"run rate of no write in the duration", []string{"run", "--write-rate", "0.01", "--duration", "10s"}, "lwbench: --write-rate: Invalid value: 0.01: plans no write in a duration of 10s\n"},
+		{"run rate of a ring beyond memory", []string{"run", "--write-rate", "1e9"}, "lwbench: --write-rate: Invalid value: 1e+09: must be at most 1e+07 per second (1e6 already measures etcd's ceiling)\n"},
+		{"run rate beyond memory", []string{"run", "--write-rate", "1e7", "--duration", "1h"}, "lwbench: --write-rate: Invalid value: 1e+07: plans 3.6e+10 writes in a duration of 1h0m0s, more than 100000000\n"},
+		{"run explicit zero", []string{"run", "--namespaces", "0"}, "lwbench: --namespaces: Invalid value: 0: must be greater than 0\n"},
+		{"run zero duration", []string{"run", "--duration", "0s"}, `lwbench: --duration: Invalid value: "0s": must be greater than 0` + "\n"},
+		{"run event ttl", []string{"run", "--event-ttl", "0s"}, `lwbench: --event-ttl: Invalid value: "0s": must be greater than 0` + "\n"},
+		{"run several flags", []string{"run", "--conns", "0", "--writer-conns", "0"}, "lwbench: --conns: Invalid value: 0: must be greater than 0; --writer-conns: Invalid value: 0: must be greater than 0\n"},
+		{"run mix", []string{"run", "--create-percent", "50"}, `lwbench: --create-percent, --update-percent, --delete-percent: Invalid value: "50/70/10": create/update/delete percentages must be non-negative and sum to 100` + "\n"},
+		{"run resource mix", []string{"run", "--resource-mix", "pods=50"}, `lwbench: --resource-mix: Invalid value: "pods=50,configmaps=0,events=0": percentages must be non-negative and sum to 100` + "\n"},
+		{"run watch resource", []string{"run", "--watch-resources", "pods,nodes"}, `lwbench: --watch-resources: Unsupported value: "nodes": supported values: "pods", "configmaps", "events"` + "\n"},
+		{"run profile", []string{"run", "--profile", "kubelet"}, `lwbench: --profile: Unsupported value: "kubelet": supported values: "informer", "apiserver-cache"` + "\n"},
+		{"run fault after the writes", []string{"run", "--cluster-size", "3", "--fault", "kill-leader", "--fault-at", "30s"}, `lwbench: --fault-at: Invalid value: "30s": must fall within the duration (20s)` + "\n"},
+		{"run empty endpoints", []string{"run", "--endpoints", ""}, "lwbench: --endpoints: Required value: give etcd client URLs, or leave --endpoints out for an embedded member\n"},
+		{"put empty endpoint", []string{"put", "--endpoints", "http://127.0.0.1:1,"}, `lwbench: --endpoints: Invalid value: "http://127.0.0.1:1,": endpoint 2 is empty` + "\n"},
+		{"put NaN rate", []string{"put", "--write-rate", "NaN"}, "lwbench: --write-rate: Invalid value: NaN: must be finite and positive\n"},
+		{"put more connections than workers", []string{"put", "--writer-concurrency", "2", "--writer-conns", "3"}, "lwbench: --writer-conns: Invalid value: 3: must not exceed the writer concurrency (2)\n"},
+		{"put old flag names", []string{"put", "--rate", "-1", "--total", "0"}, "lwbench: --writes: Invalid value: 0: must be greater than 0; --write-rate: Invalid value: -1: must be finite and positive\n"},
+		{"watch infinite rate", []string{"watch", "--write-rate", "-Inf"}, "lwbench: --write-rate: Invalid value: -Inf: must be finite and positive\n"},
+		{"watch old flag name", []string{"watch", "--put-workers", "0"}, "lwbench: --writer-concurrency: Invalid value: 0: must be greater than 0\n"},
+		{"watch conns above streams", []string{"watch", "--streams", "2", "--conns", "3"}, "lwbench: --conns: Invalid value: 3: must not exceed the number of streams (2)\n"},
+		{"list repeats", []string{"list", "--repeats", "0"}, "lwbench: --repeats: Invalid value: 0: must be greater than 0\n"},
+		{"list objects", []string{"list", "--objects", "100,10"}, "lwbench: --objects: Invalid value: 10: must be greater than the value before it (values ascending)\n"},
+		{"relist-storm NaN rate", []string{"relist-storm", "--write-rate", "NaN"}, "lwbench: --write-rate: Invalid value: NaN: must be finite and positive\n"},
+		{"relist-storm watchers", []string{"relist-storm", "--watchers", "-1"}, "lwbench: --watchers: Invalid value: -1: must be greater than 0\n"},
+		{"continuation retain-lists", []string{"continuation", "--retain-lists", "1,NaN"}, "lwbench: --retain-lists: Invalid value: NaN: must be finite and positive (lists' worth of history)\n"},
+		{"compaction-sweep flaky", []string{"compaction-sweep", "--flaky", "99"}, "lwbench: --flaky: Invalid value: 99: must not exceed the number of watchers (10)\n"},
+		{"compaction-sweep disconnect-every", []string{"compaction-sweep", "--disconnect", "20s"}, `lwbench: --disconnect-every: Invalid value: "12s": must be longer than the disconnection (20s)` + "\n"},
+		{"defrag-stall value size", []string{"defrag-stall", "--value-size", "-1"}, "lwbench: --value-size: Invalid value: -1: must be greater than 0\n"},
+		{"catchup probe rate", []string{"catchup", "--probe-rate", "Inf"}, "lwbench: --probe-rate: Invalid value: +Inf: must be finite and positive\n"},
+		{"catchup prefix", []string{"catchup", "--prefix", "registry"}, `lwbench: --prefix: Invalid value: "registry": must start with '/' and name a path` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			var errOut bytes.Buffer
+			code := cli.Run(NewRootCommand(), tt.args, &errOut)
+			if code != cli.ExitUsage || errOut.String() != tt.want {
+				t.Errorf("got exit %d, stderr %q; want exit %d, stderr %q", code, errOut.String(), cli.ExitUsage, tt.want)
+			}
+			if entries, err := os.ReadDir(tmp); err != nil || len(entries) > 0 {
+				t.Errorf("got %d entries in TMPDIR (%v) after a usage error, want none", len(entries), err)
+			}
+		})
+	}
+}
+
+// TestCPUProfileRemovedOnUsageError: --cpu-profile creates its file
+// before the command checks its flags; a usage error removes it.
+func TestCPUProfileRemovedOnUsageError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	var errOut bytes.Buffer
+	if code := cli.Run(NewRootCommand(), []string{"run", "--cpu-profile", path, "--write-rate", "NaN"}, &errOut); code != cli.ExitUsage {
+		t.Fatalf("got exit %d (%s), want %d", code, errOut.String(), cli.ExitUsage)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("got %s left behind (stat: %v), want it removed", path, err)
+	}
+}
+
+// TestDeprecatedFlagNames: the names each setting had before it got one
+// name across commands still set it, hidden from help.
+func TestDeprecatedFlagNames(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		got  func(p *putOptions, w *watchOptions) any
+		want any
+	}{
+		{"put --rate", []string{"put", "--rate", "123"}, func(p *putOptions, _ *watchOptions) any { return p.load.Rate }, 123.0},
+		{"put --total", []string{"put", "--total", "77"}, func(p *putOptions, _ *watchOptions) any { return p.load.Total }, int64(77)},
+		{"put --clients", []string{"put", "--clients", "5"}, func(p *putOptions, _ *watchOptions) any { return p.load.Workers }, 5},
+		{"put --conns", []string{"put", "--conns", "2"}, func(p *putOptions, _ *watchOptions) any { return p.load.Connections }, 2},
+		{"watch --put-rate", []string{"watch", "--put-rate", "321"}, func(_ *putOptions, w *watchOptions) any { return w.load.PutRate }, 321.0},
+		{"watch --puts", []string{"watch", "--puts", "9"}, func(_ *putOptions, w *watchOptions) any { return w.load.Puts }, int64(9)},
+		{"watch --put-workers", []string{"watch", "--put-workers", "3"}, func(_ *putOptions, w *watchOptions) any { return w.load.PutWorkers }, 3},
+		{"watch --put-conns", []string{"watch", "--put-conns", "4"}, func(_ *putOptions, w *watchOptions) any { return w.load.PutConnections }, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p *putOptions
+			var w *watchOptions
+			root := &cobra.Command{Use: "lwbench"}
+			cli.PrepareRoot(root)
+			root.AddCommand(newPutCommand(func(_ *cobra.Command, o *putOptions) error { p = o; return nil }),
+				newWatchCommand(func(_ *cobra.Command, o *watchOptions) error { w = o; return nil }))
+			var out, errOut bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&errOut)
+			if code := cli.Run(root, tt.args, &errOut); code != 0 {
+				t.Fatalf("got exit %d: %s", code, errOut.String())
+			}
+			if got := tt.got(p, w); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+			if !strings.Contains(out.String()+errOut.String(), "has been deprecated, use --") {
+				t.Errorf("got output %q, want a deprecation notice", out.String()+errOut.String())
+			}
+		})
+	}
+	var help bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&help)
+	for _, cmd := range []string{"put", "watch"} {
+		root.SetArgs([]string{cmd, "--help"})
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, old := range []string{"rate", "total", "clients", "puts", "put-rate", "put-workers", "put-conns"} {
+		if regexp.MustCompile(`(?m)^ +--` + old + ` `).MatchString(help.String()) {
+			t.Errorf("help lists the deprecated --%s", old)
+		}
+	}
+}
+
+func TestKebab(t *testing.T) {
+	for _, tt := range []struct{ path, want string }{
+		{"writeRate", "write-rate"}, {"eventTTL", "event-ttl"}, {"watchers", "watchers"},
+		{"disconnectEvery", "disconnect-every"}, {"probeRate", "probe-rate"}, {"a.bC", "a-b-c"},
+	} {
+		if got := kebab(tt.path); got != tt.want {
+			t.Errorf("kebab(%q): got %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,332 @@
+package watchload
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
+
+	"github.com/kubestore/etcdkit/internal/fieldcheck"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+)
+
+// Options shape one run. The zero value of a field means its default, set
+// by Defaults.
+type Options struct {
+	// Profile is the client the watchers model; empty means
+	// ProfileInformer.
+	Profile Profile
+	// Prefix is the Kubernetes prefix objects are written under
+	// (kube-apiserver's --etcd-prefix); pods go to <Prefix>/pods/<ns>/<name>.
+	Prefix string
+	// Objects pods, ConfigMaps configmaps and Events events are created
+	// before the load starts. ConfigMaps and Events default to Objects/5
+	// and Objects/2; a negative value means none.
+	Objects, ConfigMaps, Events int
+	// Namespaces the objects are spread across.
+	Namespaces int
+	// Watchers is the number of reflectors.
+	Watchers int
+	// WatchResources are the resources watchers are assigned to, round
+	// robin: watcher i watches WatchResources[i mod len]. Empty means
+	// pods, configmaps, events.
+	WatchResources []string
+	// Connections and Streams carry the watchers (Topology); Streams
+	// defaults to Connections.
+	Connections, Streams int
+	// WriterConnections carry the writers.
+	WriterConnections int
+	// WriteRate is the scheduled writes per second during Duration.
+	WriteRate float64
+	// Duration of the write phase.
+	Duration time.Duration
+	// Mix of creates, updates and deletes for pods and configmaps.
+	Mix Mix
+	// ResourceMix is the share of writes per resource.
+	ResourceMix ResourceMix
+	// PageSize overrides the profile's LIST page size.
+	PageSize int64
+	// WriterConcurrency is the number of writer workers.
+	WriterConcurrency int
+	// CompactionInterval is the compactor's tick (kube-apiserver's
+	// --etcd-compaction-interval); 0 means Duration/3, so that a run
+	// compacts twice. Negative disables compaction.
+	CompactionInterval time.Duration
+	// PhysicalCompaction waits for each compaction to finish deleting.
+	PhysicalCompaction bool
+	// HoldBack is the number of watchers (the first ones) held back across
+	// a compaction to force a relist.
+	HoldBack int
+	// Defragment the member once, right after the compaction that the
+	// held-back watchers missed.
+	Defragment bool
+	// EventTTL is the events' lease TTL (--event-ttl); 0 means 1 hour.
+	EventTTL time.Duration
+	// ConsistentListRate is the consistent LISTs per second served by the
+	// watch caches (apiserver-cache profile only); 0 means 5, negative
+	// none.
+	ConsistentListRate float64
+	// StartConcurrency bounds the watchers listing at once at the start;
+	// 0 means 32, negative means all at once.
+	StartConcurrency int
+	// ProgressRequestPeriod is how often the run asks etcd for progress
+	// notifications at the end, to confirm each watcher has seen the final
+	// revision.
+	ProgressRequestPeriod time.Duration
+	// SyncTimeout bounds the wait for watchers to list at the start and to
+	// reach the final revision at the end.
+	SyncTimeout time.Duration
+	// WriteTimeout bounds one write.
+	WriteTimeout time.Duration
+	// Seed makes objects and the op plan reproducible.
+	Seed uint64
+	// Clock times the reflectors' backoffs and watch timeouts; nil is the
+	// real clock.
+	Clock clock.WithTicker
+	// Logf, if set, receives one line per phase of the run.
+	Logf func(format string, args ...any)
+	// OnProgress, if set, is called about every ProgressInterval with a
+	// live view of the run; it must not block.
+	OnProgress func(Progress)
+	// ProgressInterval defaults to 500 ms.
+	ProgressInterval time.Duration
+	// Hooks are given to every reflector.
+	Hooks ReflectorHooks
+
+	// ReusePrefix accepts a Prefix that already holds keys. Without it
+	// Run refuses such a prefix (ErrPrefixNotEmpty) before writing
+	// anything. With it the run's objects get namespaces of their own
+	// (lwbench-<random>-ns-N), so that they cannot collide with the keys
+	// already there.
+	ReusePrefix bool
+	// NamespaceCompactRevKey keeps the compactor's compare-and-swap key
+	// under Prefix (<Prefix>/compact_rev_key) instead of at the root, where
+	// a real kube-apiserver of the cluster keeps its own: lwbench must not
+	// move that key's version (it would make the apiservers skip a
+	// compaction). Set it for clusters lwbench does not own.
+	NamespaceCompactRevKey bool
+	// Cleanup deletes, at the end (also when the run fails after it began
+	// to seed), exactly what the run wrote: the keys it created, while
+	// their create revision is still one of the run's, and the leases it
+	// granted. Set it for clusters lwbench does not own.
+	Cleanup bool
+	// BeforeCleanup, if set, runs after the measurements and before the
+	// cleanup, only when the run succeeded (e.g. to save a snapshot).
+	BeforeCleanup func(ctx context.Context) error
+	// PinConnections dials connection i of the watchers and of the
+	// writers to endpoint i mod len(Endpoints) alone (Target.DialEndpoint),
+	// so that latency is also reported per member. Such connections do
+	// not fail over; the history recorder, the probe and the maintenance
+	// connection always use every endpoint.
+	PinConnections bool
+	// Faults are injected in order into a cluster whose processes the run
+	// controls (Target.Members); their At offsets must be increasing and
+	// a fault must be undone before the next begins.
+	Faults []Fault
+	// RecoveryTimeout bounds the wait for recovery after a fault has been
+	// undone; 0 means 60 seconds.
+	RecoveryTimeout time.Duration
+	// ProbeRate is the probe's operations per second during a fault; 0
+	// means 20.
+	ProbeRate float64
+}
+
+// Defaults returns o with zero fields set to their defaults.
+func (o Options) Defaults() Options {
+	if o.Profile == "" {
+		o.Profile = ProfileInformer
+	}
+	if o.Prefix == "" {
+		o.Prefix = keyspace.DefaultPrefix
+	}
+	if o.Objects == 0 {
+		o.Objects = 1000
+	}
+	if o.ConfigMaps == 0 {
+		o.ConfigMaps = o.Objects / 5
+	}
+	if o.Events == 0 {
+		o.Events = o.Objects / 2
+	}
+	o.Objects, o.ConfigMaps, o.Events = max(o.Objects, 0), max(o.ConfigMaps, 0), max(o.Events, 0)
+	if o.Namespaces == 0 {
+		o.Namespaces = 10
+	}
+	if o.Watchers == 0 {
+		o.Watchers = 10
+	}
+	if len(o.WatchResources) == 0 {
+		o.WatchResources = Resources
+	}
+	if o.Connections == 0 {
+		o.Connections = 1
+	}
+	if o.Streams == 0 {
+		o.Streams = o.Connections
+	}
+	if o.WriterConnections == 0 {
+		o.WriterConnections = 1
+	}
+	if o.WriteRate == 0 {
+		o.WriteRate = 200
+	}
+	if o.Duration == 0 {
+		o.Duration = 20 * time.Second
+	}
+	if o.Mix == (Mix{}) {
+		o.Mix = DefaultMix
+	}
+	if o.ResourceMix == (ResourceMix{}) {
+		o.ResourceMix = DefaultResourceMix
+	}
+	if o.PageSize == 0 {
+		o.PageSize = o.Profile.DefaultPageSize()
+	}
+	if o.WriterConcurrency == 0 {
+		o.WriterConcurrency = 16
+	}
+	if o.CompactionInterval == 0 {
+		o.CompactionInterval = o.Duration / 3
+	}
+	if o.EventTTL == 0 {
+		o.EventTTL = DefaultEventTTL
+	}
+	if o.ConsistentListRate == 0 {
+		o.ConsistentListRate = 5
+	}
+	if o.StartConcurrency == 0 {
+		o.StartConcurrency = 32
+	}
+	if o.ProgressRequestPeriod == 0 {
+		o.ProgressRequestPeriod = 100 * time.Millisecond
+	}
+	if o.SyncTimeout == 0 {
+		o.SyncTimeout = 60 * time.Second
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = 500 * time.Millisecond
+	}
+	if o.RecoveryTimeout == 0 {
+		o.RecoveryTimeout = 60 * time.Second
+	}
+	if o.ProbeRate == 0 {
+		o.ProbeRate = 20
+	}
+	return o
+}
+
+// MaxWriterConcurrency bounds the writer workers: each holds a queue of
+// 4096 planned writes (WriterOptions.QueueDepth), about 360 KiB.
+// MaxConnections bounds the connections of the watchers and of the
+// writers, each a gRPC client of its own.
+const (
+	MaxWriterConcurrency = 1000
+	MaxConnections       = 1000
+)
+
+// MaxPlannedWrites bounds the writes a run plans (WriteRate x Duration):
+// the writers run until every planned write is done, so a plan far beyond
+// what etcd can commit in the Duration never ends.
+const MaxPlannedWrites = 100_000_000
+
+// Validate reports every invalid field of o, with its field path
+// (writeRate, mix, faults[0].at, ...), as an error wrapping a
+// field.ErrorList (utilerrors.Aggregate of *field.Error). Call it after
+// Defaults; the fields that Defaults derives from others (Streams,
+// PageSize, ConfigMaps, Events, CompactionInterval) may also still be 0,
+// so that a caller can validate options whose other fields it filled from
+// Defaults before it set them (lwbench's flags) and so reject an explicit
+// 0 that Defaults would replace.
+func (o Options) Validate() error {
+	return o.validate().ToAggregate()
+}
+
+func (o Options) validate() field.ErrorList {
+	var errs field.ErrorList
+	if o.Profile != "" {
+		if _, err := ParseProfile(string(o.Profile)); err != nil {
+			errs = append(errs, field.NotSupported(field.NewPath("profile"), string(o.Profile), Profiles))
+		}
+	}
+	errs = append(errs, validatePrefix(o.Prefix, field.NewPath("prefix"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.Objects, field.NewPath("objects"))...)
+	errs = append(errs, fieldcheck.Positive(o.Namespaces, field.NewPath("namespaces"))...)
+	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
+	for i, r := range o.WatchResources {
+		if !isResource(r) {
+			errs = append(errs, field.NotSupported(field.NewPath("watchResources").Index(i), r, Resources))
+		}
+	}
+	errs = append(errs, validateConnections(o.Connections, field.NewPath("connections"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.Streams, field.NewPath("streams"))...)
+	errs = append(errs, validateConnections(o.WriterConnections, field.NewPath("writerConnections"))...)
+	errs = append(errs, validateWriterConcurrency(o.WriterConcurrency, field.NewPath("writerConcurrency"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.Duration, field.NewPath("duration"))...)
+	if rate := fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate")); len(rate) > 0 {
+		errs = append(errs, rate...)
+	} else if o.Duration > 0 {
+		errs = append(errs, fieldcheck.PlannedWrites(o.WriteRate, o.Duration, MaxPlannedWrites, field.NewPath("writeRate"))...)
+	}
+	errs = append(errs, o.Mix.Validate(field.NewPath("mix"))...)
+	errs = append(errs, o.ResourceMix.Validate(field.NewPath("resourceMix"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.PageSize, field.NewPath("pageSize"))...)
+	errs = append(errs, fieldcheck.NonNegative(o.HoldBack, field.NewPath("holdBack"))...)
+	errs = append(errs, fieldcheck.AtMost(o.HoldBack, o.Watchers, "the number of watchers", field.NewPath("holdBack"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.EventTTL, field.NewPath("eventTTL"))...)
+	errs = append(errs, fieldcheck.OptionalRate(o.ConsistentListRate, field.NewPath("consistentListRate"))...)
+	errs = append(errs, fieldcheck.OptionalRate(o.ProbeRate, field.NewPath("probeRate"))...)
+	errs = append(errs, fieldcheck.PositiveDuration(o.RecoveryTimeout, field.NewPath("recoveryTimeout"))...)
+	errs = append(errs, validateFaults(o.Faults, o.Duration, field.NewPath("faults"))...)
+	return errs
+}
+
+// validateConnections reports a number of connections below 1 or above
+// MaxConnections.
+func validateConnections(n int, p *field.Path) field.ErrorList {
+	return append(fieldcheck.Positive(n, p), fieldcheck.AtMost(n, MaxConnections, "the bound on connections", p)...)
+}
+
+// validateWriterConcurrency reports a number of writer workers below 1
+// or above MaxWriterConcurrency.
+func validateWriterConcurrency(n int, p *field.Path) field.ErrorList {
+	return append(fieldcheck.Positive(n, p), fieldcheck.AtMost(n, MaxWriterConcurrency, "the bound on writer workers", p)...)
+}
+
+// validatePrefix reports a Kubernetes prefix that does not start with '/'
+// or names no path.
+func validatePrefix(prefix string, p *field.Path) field.ErrorList {
+	if !strings.HasPrefix(prefix, "/") || strings.TrimRight(prefix, "/") == "" {
+		return field.ErrorList{field.Invalid(p, prefix, "must start with '/' and name a path")}
+	}
+	return nil
+}
+
+// validateSchedule reports writes that are not positive at writesPath and
+// a rate that is out of bounds, or that spreads the writes over longer
+// than a time.Duration holds, at ratePath.
+func validateSchedule(writes int64, rate float64, writesPath, ratePath *field.Path) field.ErrorList {
+	errs := fieldcheck.Positive(writes, writesPath)
+	if rerrs := fieldcheck.Rate(rate, ratePath); len(rerrs) > 0 {
+		return append(errs, rerrs...)
+	}
+	if float64(writes)/rate > (math.MaxInt64 / float64(time.Second)) {
+		errs = append(errs, field.Invalid(ratePath, rate, fmt.Sprintf("spreads %d writes over more than %v", writes, time.Duration(math.MaxInt64))))
+	}
+	return errs
+}
+
+func isResource(r string) bool {
+	for _, x := range Resources {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
