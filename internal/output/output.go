@@ -14,8 +14,6 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 // Format is a value of -w, --write-out.
@@ -78,8 +76,17 @@ func (v *FormatValue) Names() string {
 // Allowed returns the allowed formats, for shell completion.
 func (v *FormatValue) Allowed() []string { return strings.Split(v.Names(), "|") }
 
-// Table is the format-neutral table commands build; see report.Table.
-type Table = report.Table
+// Table is a format-neutral table: a header and rows of the same width.
+// Each command builds one from its typed result (etcdctl's makeXTable)
+// and Write renders it as text, markdown or CSV; JSON output marshals
+// the typed result instead.
+type Table struct {
+	Header []string   // column names
+	Rows   [][]string // rows, each as wide as Header
+	// Numeric marks the columns to right-align; it may be shorter than
+	// Header.
+	Numeric []bool
+}
 
 // Write renders t (or, for FormatJSON, the indented JSON of v) to w.
 func Write(w io.Writer, f Format, t Table, v any) error {

@@ -109,7 +109,7 @@ func (o *experimentOptions) registerCompletion(cmd *cobra.Command) {
 
 // write renders the result to out and, with --out, to files.
 func (o *experimentOptions) write(out io.Writer, res *experiment.Result) error {
-	if err := output.Write(out, o.format, experiment.MakeTable(res), res); err != nil {
+	if err := output.Write(out, o.format, makeExperimentTable(res), res); err != nil {
 		return err
 	}
 	if o.outDir == "" {
@@ -133,7 +133,7 @@ func writeResultFiles(dir string, res *experiment.Result) error {
 	fmt.Fprintf(&md, "etcd %s (%s), %s; %s, %d cores, %.1f GiB, %s; %s; %s; %.0f s\n\n", res.Target.EtcdVersion, targetKind(res.Target.Embedded),
 		res.Experiment, env.CPUModel, env.Cores, float64(env.MemoryBytes)/(1<<30), env.Kernel, env.GoVersion,
 		res.StartedAt.Format(time.RFC3339), res.DurationMs/1000)
-	if err := output.Write(&md, output.FormatMarkdown, experiment.MakeTable(res), nil); err != nil {
+	if err := output.Write(&md, output.FormatMarkdown, makeExperimentTable(res), nil); err != nil {
 		return err
 	}
 	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {

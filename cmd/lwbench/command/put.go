@@ -114,5 +114,5 @@ func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return o.out.write(out, errOut, report.MakePutTable(res), res, res.Intervals, report.PutBenchstat(res))
+	return o.out.write(out, errOut, makePutTable(res), res, res.Intervals, report.PutBenchstat(res))
 }

@@ -85,7 +85,7 @@ func runReport(o *reportOptions, cmd *cobra.Command) error {
 		}
 		results = append(results, r)
 	}
-	if err := output.Write(cmd.OutOrStdout(), o.format, experiment.MakeComparisonTable(results), nil); err != nil {
+	if err := output.Write(cmd.OutOrStdout(), o.format, makeComparisonTable(results), nil); err != nil {
 		return err
 	}
 	if o.plotDir == "" {

@@ -320,7 +320,7 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := o.out.write(out, errOut, report.MakeRunTable(res), res, res.Intervals, report.RunBenchstat(res)); err != nil {
+	if err := o.out.write(out, errOut, makeRunTable(res), res, res.Intervals, report.RunBenchstat(res)); err != nil {
 		return err
 	}
 	if !res.Validation.OK() {

@@ -288,7 +288,7 @@ func (o *outputOptions) registerCompletion(cmd *cobra.Command) {
 }
 
 // write renders the result, then the side files.
-func (o *outputOptions) write(out, errOut io.Writer, t report.Table, v any, intervals []report.Interval, lines []report.BenchstatLine) error {
+func (o *outputOptions) write(out, errOut io.Writer, t output.Table, v any, intervals []report.Interval, lines []report.BenchstatLine) error {
 	if err := output.Write(out, o.format, t, v); err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func (o *outputOptions) write(out, errOut io.Writer, t report.Table, v any, inte
 		if err != nil {
 			return fmt.Errorf("--interval-csv %s: %w", o.intervalCSV, err)
 		}
-		err = output.Write(f, output.FormatCSV, report.MakeIntervalTable(intervals), nil)
+		err = output.Write(f, output.FormatCSV, makeIntervalTable(intervals), nil)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

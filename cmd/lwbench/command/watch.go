@@ -126,7 +126,7 @@ func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := o.out.write(out, errOut, report.MakeWatchTable(res), res, res.Intervals, report.WatchBenchstat(res)); err != nil {
+	if err := o.out.write(out, errOut, makeWatchTable(res), res, res.Intervals, report.WatchBenchstat(res)); err != nil {
 		return err
 	}
 	if !res.Validation.OK() {
