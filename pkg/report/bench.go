@@ -15,6 +15,7 @@ const (
 // WatchResult is the versioned result of `lwbench watch`: fan-out of puts
 // to many watchers of one prefix.
 type WatchResult struct {
+	Kind          string        `json:"kind"`          // KindWatch
 	SchemaVersion int           `json:"schemaVersion"` // WatchSchemaVersion
 	StartedAt     time.Time     `json:"startedAt"`     // when the run began, UTC
 	Target        Target        `json:"target"`        // the etcd driven
@@ -57,6 +58,7 @@ type WatchScenario struct {
 // PutResult is the versioned result of `lwbench put`: an open-loop write
 // load alone.
 type PutResult struct {
+	Kind          string      `json:"kind"`          // KindPut
 	SchemaVersion int         `json:"schemaVersion"` // PutSchemaVersion
 	StartedAt     time.Time   `json:"startedAt"`     // when the run began, UTC
 	Target        Target      `json:"target"`        // the etcd driven
@@ -86,6 +88,7 @@ type PutScenario struct {
 // ListResult is the versioned result of `lwbench list`: the cost of LISTs
 // by object count, page size and mode.
 type ListResult struct {
+	Kind          string       `json:"kind"`          // KindList
 	SchemaVersion int          `json:"schemaVersion"` // ListSchemaVersion
 	StartedAt     time.Time    `json:"startedAt"`     // when the run began, UTC
 	Target        Target       `json:"target"`        // the etcd driven

@@ -20,6 +20,7 @@ const RunSchemaVersion = 2
 // from the start of the writes. The schema is documented field by field
 // in docs/lwbench-json.md.
 type RunResult struct {
+	Kind          string    `json:"kind"`          // KindRun
 	SchemaVersion int       `json:"schemaVersion"` // RunSchemaVersion
 	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
 	// Target describes the etcd the run drove.

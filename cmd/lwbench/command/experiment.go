@@ -67,11 +67,6 @@ func (o *experimentOptions) Validate(name string) error {
 	if o.prefix != "" && (!strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "") {
 		return cli.FlagErrorf("--prefix %q must start with '/' and name a path", o.prefix)
 	}
-	if o.outDir != "" {
-		if fi, err := os.Stat(o.outDir); err != nil || !fi.IsDir() {
-			return cli.FlagErrorf("--out %s is not a directory", o.outDir)
-		}
-	}
 	return nil
 }
 
@@ -198,6 +193,11 @@ func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), val
 			}
 			if runF != nil {
 				return runF(cmd, o)
+			}
+			if o.outDir != "" {
+				if err := output.PrepareDir(o.outDir); err != nil {
+					return cli.FlagErrorf("--out: %v", err)
+				}
 			}
 			limitMemory()
 			con := newConsole(cmd.ErrOrStderr())

@@ -115,10 +115,10 @@ func catchupTable(cr *experiment.CatchupResult) output.Table {
 	return t
 }
 
-// makeComparisonTable lays any set of results out as one table: a row per
-// case of each result, in the order given, in the columns every
-// experiment shares (CaseSummary). Columns that do not apply to an
-// experiment show 0.
+// makeComparisonTable lays any set of results out as one table: a row
+// per case of each result, in the order given, in the columns every
+// experiment shares (CaseSummary). A figure the case did not measure
+// (experiment.Measured) shows "-".
 func makeComparisonTable(results []*experiment.Result) output.Table {
 	t := output.Table{Header: []string{"result", "experiment", "case", "etcd", "relists", "relist objects", "relist MB",
 		"resync p50 ms", "resync max ms", "LIST restarts", "compactions", "defrag ms", "writes/s", "write p99 ms",
@@ -126,11 +126,30 @@ func makeComparisonTable(results []*experiment.Result) output.Table {
 	t.Numeric = numeric(len(t.Header), 0, 1, 2, 3)
 	for _, r := range results {
 		for _, c := range r.Cases {
-			t.Rows = append(t.Rows, []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion, n(c.Relists), n(c.RelistObjects),
-				mb(c.RelistBytes), ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs), n(c.ListRestarts), n(c.Compactions), ms0(c.DefragMs),
-				fmt.Sprintf("%.0f", c.WritesPerSecond), ms(c.WriteP99Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs),
-				ms0(c.Probe.LongestStallMs), n(c.Probe.Errors), mb(c.DBSizeBeforeBytes), mb(c.DBSizeAfterBytes),
-				n(c.LostEvents), n(c.OtherViolations)})
+			// measured returns the cells when c measured figure, else a
+			// "-" for each.
+			measured := func(figure string, cells ...string) []string {
+				if !experiment.Measured(c, figure) {
+					for i := range cells {
+						cells[i] = "-"
+					}
+				}
+				return cells
+			}
+			row := []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion}
+			row = append(row, measured(experiment.FigureRelists, n(c.Relists))...)
+			row = append(row, measured(experiment.FigureRelistObjects, n(c.RelistObjects))...)
+			row = append(row, measured(experiment.FigureRelistBytes, mb(c.RelistBytes))...)
+			row = append(row, measured(experiment.FigureResync, ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs))...)
+			row = append(row, measured(experiment.FigureListRestarts, n(c.ListRestarts))...)
+			row = append(row, measured(experiment.FigureCompactions, n(c.Compactions))...)
+			row = append(row, measured(experiment.FigureDefrag, ms0(c.DefragMs))...)
+			row = append(row, measured(experiment.FigureWrites, fmt.Sprintf("%.0f", c.WritesPerSecond), ms(c.WriteP99Ms))...)
+			row = append(row, measured(experiment.FigureProbe, ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), ms0(c.Probe.LongestStallMs), n(c.Probe.Errors))...)
+			row = append(row, measured(experiment.FigureDBSize, mb(c.DBSizeBeforeBytes), mb(c.DBSizeAfterBytes))...)
+			row = append(row, measured(experiment.FigureLostEvents, n(c.LostEvents))...)
+			row = append(row, measured(experiment.FigureOtherViolations, n(c.OtherViolations))...)
+			t.Rows = append(t.Rows, row)
 		}
 	}
 	return t

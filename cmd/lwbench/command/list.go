@@ -98,6 +98,9 @@ uses 500, the watch cache 10000), keys only, count only, and one RangeStream.`,
 }
 
 func runList(ctx context.Context, o *listOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
 	con := newConsole(errOut)
 	o.load.Logf = con.Logf
 	target, done, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)

@@ -20,3 +20,16 @@ func makePutTable(r *report.PutResult) output.Table {
 	rows = append(rows, selfRows(r.Self)...)
 	return output.Table{Header: []string{"metric", "value"}, Rows: rows}
 }
+
+// makePutCSVTable lays a put result out as one row of figures, what
+// `lwbench put -w csv` prints.
+func makePutCSVTable(r *report.PutResult) output.Table {
+	f := newFigures()
+	f.target(r.Target)
+	f.int("workers", int64(r.Scenario.Workers))
+	f.int("connections", int64(r.Scenario.Connections))
+	f.float("scheduled_per_second", r.Scenario.RatePerSecond)
+	f.writes("op", r.Writes)
+	f.self(r.Self)
+	return f.t
+}

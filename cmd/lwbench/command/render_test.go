@@ -2,9 +2,11 @@ package command
 
 import (
 	"bytes"
+	"encoding/csv"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +38,21 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\ngot:\n%s\nwant:\n%s", name, got, want)
+		g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(g), len(w)); i++ {
+			if i >= len(g) || i >= len(w) || g[i] != w[i] {
+				t.Errorf("%s differs from the golden file from line %d:\ngot:  %q\nwant: %q", name, i+1, line(g, i), line(w, i))
+				return
+			}
+		}
 	}
+}
+
+func line(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "(end of file)"
 }
 
 // render writes t and v in format f.
@@ -59,9 +74,9 @@ func latency(p50 float64) report.Latency {
 // each member, a fault and a cleanup.
 func syntheticRun() *report.RunResult {
 	return &report.RunResult{
-		SchemaVersion: report.RunSchemaVersion,
-		StartedAt:     time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
-		Target:        report.Target{Endpoints: []string{"http://127.0.0.1:2379", "http://127.0.0.1:2380", "http://127.0.0.1:2381"}, EtcdVersion: "3.7.3", Managed: true},
+		Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
+		StartedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+		Target:    report.Target{Endpoints: []string{"http://127.0.0.1:2379", "http://127.0.0.1:2380", "http://127.0.0.1:2381"}, EtcdVersion: "3.7.3", Managed: true},
 		Scenario: report.Scenario{Profile: "informer", Prefix: "/registry", Objects: 1000, ConfigMaps: 200, Events: 500, Namespaces: 10,
 			Watchers: 12, WatchResources: []string{"pods"}, Connections: 3, Streams: 3, WriterConnections: 3, WriteRatePerSecond: 200,
 			DurationMs: 20000, PageSize: 500, ResourceMix: report.ResourceMix{PodsPercent: 60, ConfigMapsPercent: 10, EventsPercent: 30},
@@ -117,6 +132,46 @@ func TestRunResultGolden(t *testing.T) {
 	golden(t, "run.json", render(t, output.FormatJSON, makeRunTable(r), r))
 	golden(t, "run.table", render(t, output.FormatTable, makeRunTable(r), r))
 	golden(t, "run-intervals.csv", render(t, output.FormatCSV, makeIntervalTable(r.Intervals), nil))
+	golden(t, "run.csv", render(t, output.FormatCSV, makeRunCSVTable(r), r))
+}
+
+// TestCSVIsATable checks that -w csv of run, put and watch is a header
+// and a row of the same width, which a CSV reader can use, not
+// metric/value pairs; a latency without samples is "-".
+func TestCSVIsATable(t *testing.T) {
+	put := &report.PutResult{Kind: report.KindPut, SchemaVersion: report.PutSchemaVersion, Target: report.Target{EtcdVersion: "3.7.3", Embedded: true},
+		Scenario: report.PutScenario{Workers: 16, Connections: 4, RatePerSecond: 1000}, Writes: report.WriteStats{Planned: 1000, Completed: 1000,
+			ThroughputPerSecond: 990, Latency: latency(2)}}
+	watch := &report.WatchResult{Kind: report.KindWatch, SchemaVersion: report.WatchSchemaVersion, Target: report.Target{EtcdVersion: "3.7.3"},
+		Scenario: report.WatchScenario{Watchers: 100, Streams: 10, Connections: 2}, Writes: report.WriteStats{Completed: 10, Latency: latency(1)},
+		ExpectedEvents: 1000, Delivery: report.DeliveryStats{Events: 1000, FromCommit: latency(0.5)}}
+	for _, tt := range []struct {
+		name    string
+		table   output.Table
+		wantCol string // a column the table must have
+	}{
+		{"run", makeRunCSVTable(syntheticRun()), "write_p99_ms"},
+		{"put", makePutCSVTable(put), "op_p99_ms"},
+		{"watch", makeWatchCSVTable(watch), "delivery_from_commit_p99_ms"},
+	} {
+		rows, err := csv.NewReader(bytes.NewReader(render(t, output.FormatCSV, tt.table, nil))).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if len(rows) != 2 || len(rows[0]) < 10 || rows[0][0] == "metric" {
+			t.Fatalf("%s: %d rows of %d columns, header %q; want a header and one row of figures", tt.name, len(rows), len(rows[0]), rows[0])
+		}
+		col := slices.Index(rows[0], tt.wantCol)
+		if col < 0 {
+			t.Errorf("%s: no column %s in %q", tt.name, tt.wantCol, rows[0])
+		}
+		if tt.name == "watch" {
+			if i := slices.Index(rows[0], "delivery_from_send_p99_ms"); i < 0 || rows[1][i] != "-" {
+				t.Errorf("watch: delivery_from_send_p99_ms without samples, want -; header %q row %q", rows[0], rows[1])
+			}
+		}
+	}
+	golden(t, "put.csv", render(t, output.FormatCSV, makePutCSVTable(put), put))
 }
 
 // TestEmptyRunResultRenders checks that a result with nothing in it
@@ -152,7 +207,7 @@ func probeWindow(p99 float64) compaction.ProbeWindow {
 func syntheticExperiments() []*experiment.Result {
 	env := experiment.Environment{CPUModel: "Test CPU", Cores: 2, MemoryBytes: 8 << 30, Kernel: "Linux 6.1", GoVersion: "go1.26", EtcdVersion: "3.7.3"}
 	base := func(name string) *experiment.Result {
-		return &experiment.Result{SchemaVersion: experiment.SchemaVersion, Experiment: name,
+		return &experiment.Result{Kind: report.KindExperiment, SchemaVersion: experiment.SchemaVersion, Experiment: name,
 			StartedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), DurationMs: 60000, Environment: env,
 			Target: report.Target{Embedded: true, Endpoints: []string{"http://127.0.0.1:2379"}, EtcdVersion: "3.7.3", Managed: true}}
 	}

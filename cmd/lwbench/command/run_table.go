@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kubestore/etcdkit/internal/output"
@@ -218,4 +219,138 @@ func memberRows(members []report.MemberStats) [][]string {
 		rows = append(rows, []string{name + " db size at end", size})
 	}
 	return rows
+}
+
+// figures builds a table of one row: a column per figure, for CSV, where
+// the metric/value summary cannot be read by a CSV reader.
+type figures struct{ t output.Table }
+
+// add appends the column name with the value v.
+func (f *figures) add(name string, v string) {
+	f.t.Header = append(f.t.Header, name)
+	f.t.Rows[0] = append(f.t.Rows[0], v)
+	f.t.Numeric = append(f.t.Numeric, true)
+}
+
+func (f *figures) int(name string, v int64)     { f.add(name, strconv.FormatInt(v, 10)) }
+func (f *figures) float(name string, v float64) { f.add(name, strconv.FormatFloat(v, 'f', 3, 64)) }
+
+// latency adds prefix_p50_ms, _p99_ms, _p999_ms and _max_ms: "-" when
+// there was no sample.
+func (f *figures) latency(prefix string, l report.Latency) {
+	for _, q := range []struct {
+		name string
+		v    float64
+	}{{"p50", l.P50Ms}, {"p99", l.P99Ms}, {"p999", l.P999Ms}, {"max", l.MaxMs}} {
+		if l.Count == 0 {
+			f.add(prefix+"_"+q.name+"_ms", "-")
+		} else {
+			f.float(prefix+"_"+q.name+"_ms", q.v)
+		}
+	}
+}
+
+func newFigures() *figures { return &figures{t: output.Table{Rows: [][]string{{}}}} }
+
+// targetFigures adds the target's columns.
+func (f *figures) target(t report.Target) {
+	f.add("etcd_version", t.EtcdVersion)
+	f.add("target", targetDescription(t))
+	f.t.Numeric[len(f.t.Numeric)-1], f.t.Numeric[len(f.t.Numeric)-2] = false, false
+}
+
+// writes adds the columns of a writer's statistics: counts as
+// <prefix>s_completed and so on, latency as <prefix>_p99_ms.
+func (f *figures) writes(prefix string, w report.WriteStats) {
+	f.int(prefix+"s_planned", w.Planned)
+	f.int(prefix+"s_completed", w.Completed)
+	f.int(prefix+"_errors", w.Errors)
+	f.int(prefix+"_timeouts", w.Timeouts)
+	f.float(prefix+"s_per_second", w.ThroughputPerSecond)
+	f.latency(prefix, w.Latency)
+}
+
+// self adds lwbench's own resource use.
+func (f *figures) self(s report.SelfStats) {
+	f.float("lwbench_cpu_seconds", s.CPUSeconds)
+	f.float("lwbench_cpu_cores", s.CPUCores)
+	f.int("lwbench_max_rss_bytes", s.MaxRSSBytes)
+	f.int("lwbench_peak_heap_bytes", s.PeakHeapBytes)
+}
+
+// makeRunCSVTable lays a run result out as one row of figures, what
+// `lwbench run -w csv` prints: the figures of the summary table, one
+// column each, "-" for one not measured.
+func makeRunCSVTable(r *report.RunResult) output.Table {
+	f := newFigures()
+	f.target(r.Target)
+	f.add("profile", r.Scenario.Profile)
+	f.t.Numeric[len(f.t.Numeric)-1] = false
+	f.int("watchers", int64(r.Scenario.Watchers))
+	f.int("streams", int64(r.Scenario.Streams))
+	f.int("connections", int64(r.Scenario.Connections))
+	f.writes("write", r.Writes)
+	f.int("events", r.Delivery.Events)
+	f.int("timed_events", r.Delivery.TimedEvents)
+	f.float("events_per_second", r.Delivery.EventsPerSecond)
+	f.latency("delivery_from_commit", r.Delivery.FromCommit)
+	f.latency("delivery_from_send", r.Delivery.FromSend)
+	f.int("initial_lists", r.InitialLists.Count)
+	f.latency("initial_list", r.InitialLists.Latency)
+	f.int("relists", int64(len(r.Relists)))
+	var relistObjects int64
+	var relistMaxMs float64
+	for _, rl := range r.Relists {
+		relistObjects += rl.Objects
+		relistMaxMs = max(relistMaxMs, rl.DurationMs)
+	}
+	relistMax := "-"
+	if len(r.Relists) > 0 {
+		relistMax = strconv.FormatFloat(relistMaxMs, 'f', 3, 64)
+	}
+	f.int("relist_objects", relistObjects)
+	f.add("relist_max_ms", relistMax)
+	var compactions, compactionErrors int64
+	for _, c := range r.Compaction {
+		if c.Error != "" {
+			compactionErrors++
+		} else {
+			compactions++
+		}
+	}
+	f.int("compactions", compactions)
+	f.int("compaction_errors", compactionErrors)
+	if r.Defrag != nil {
+		f.float("defrag_ms", r.Defrag.DurationMs)
+	} else {
+		f.add("defrag_ms", "-")
+	}
+	d := r.DBSize
+	for _, s := range []struct {
+		name string
+		v    int64
+	}{{"db_before_compaction_bytes", d.BeforeCompactionBytes}, {"db_before_compaction_in_use_bytes", d.BeforeCompactionInUseBytes},
+		{"db_after_compaction_bytes", d.AfterCompactionBytes}, {"db_after_compaction_in_use_bytes", d.AfterCompactionInUseBytes},
+		{"db_after_defrag_bytes", d.AfterDefragBytes}, {"db_after_defrag_in_use_bytes", d.AfterDefragInUseBytes},
+		{"db_end_bytes", d.EndBytes}, {"db_end_in_use_bytes", d.EndInUseBytes}} {
+		f.int(s.name, s.v)
+	}
+	v := r.Validation
+	f.int("history_events", v.HistoryEvents)
+	f.int("lost_events", v.Lost)
+	f.int("duplicated_events", v.Duplicated)
+	f.int("out_of_order_events", v.OutOfOrder)
+	f.int("split_revisions", v.Atomic)
+	f.int("resumable_violations", v.Resumable)
+	f.int("bookmarkable_violations", v.Bookmarkable)
+	f.int("unexpected_events", v.Unexpected)
+	f.int("prevkv_mismatches", v.PrevKVMismatches)
+	f.int("prevkv_missing", v.PrevKVMissing)
+	f.int("cache_mismatches", v.CacheMismatches)
+	f.int("unsynced_watchers", int64(v.UnsyncedWatchers))
+	f.int("final_revision", r.Final.Revision)
+	f.int("final_compact_revision", r.Final.CompactRevision)
+	f.int("live_objects", r.Final.Objects)
+	f.self(r.Self)
+	return f.t
 }

@@ -287,6 +287,31 @@ func (o *outputOptions) registerCompletion(cmd *cobra.Command) {
 	})
 }
 
+// prepare checks, before the run, that --interval-csv and --benchstat can
+// be written, creating their directories if missing.
+func (o *outputOptions) prepare() error {
+	if o.intervalCSV != "" {
+		if err := output.PrepareFile(o.intervalCSV); err != nil {
+			return cli.FlagErrorf("--interval-csv: %v", err)
+		}
+	}
+	if o.benchstat != "" && o.benchstat != "-" {
+		if err := output.PrepareFile(o.benchstat); err != nil {
+			return cli.FlagErrorf("--benchstat: %v", err)
+		}
+	}
+	return nil
+}
+
+// table returns the table for the format: summary for text and markdown,
+// and for CSV the one-row table of figures, which a CSV reader can use.
+func (o *outputOptions) table(summary, figures output.Table) output.Table {
+	if o.format == output.FormatCSV {
+		return figures
+	}
+	return summary
+}
+
 // write renders the result, then the side files.
 func (o *outputOptions) write(out, errOut io.Writer, t output.Table, v any, intervals []report.Interval, lines []report.BenchstatLine) error {
 	if err := output.Write(out, o.format, t, v); err != nil {

@@ -26,3 +26,24 @@ func makeWatchTable(r *report.WatchResult) output.Table {
 	rows = append(rows, selfRows(r.Self)...)
 	return output.Table{Header: []string{"metric", "value"}, Rows: rows}
 }
+
+// makeWatchCSVTable lays a watch result out as one row of figures, what
+// `lwbench watch -w csv` prints.
+func makeWatchCSVTable(r *report.WatchResult) output.Table {
+	f := newFigures()
+	f.target(r.Target)
+	f.int("watchers", int64(r.Scenario.Watchers))
+	f.int("streams", int64(r.Scenario.Streams))
+	f.int("connections", int64(r.Scenario.Connections))
+	f.latency("watch_creation", r.Creation)
+	f.writes("put", r.Writes)
+	f.int("events", r.Delivery.Events)
+	f.int("expected_events", r.ExpectedEvents)
+	f.float("events_per_second", r.Delivery.EventsPerSecond)
+	f.latency("delivery_from_commit", r.Delivery.FromCommit)
+	f.latency("delivery_from_send", r.Delivery.FromSend)
+	f.int("lost_events", r.Validation.Lost)
+	f.int("duplicated_events", r.Validation.Duplicated)
+	f.self(r.Self)
+	return f.t
+}
