@@ -175,10 +175,25 @@ func TestCSVIsATable(t *testing.T) {
 }
 
 // TestEmptyRunResultRenders checks that a result with nothing in it
-// still lays out every row.
+// still lays out every row, with "-" for what was not measured.
 func TestEmptyRunResultRenders(t *testing.T) {
-	if tb := makeRunTable(&report.RunResult{}); len(tb.Rows) < 30 || tb.Header[0] != "metric" {
+	tb := makeRunTable(&report.RunResult{})
+	if len(tb.Rows) < 30 || tb.Header[0] != "metric" {
 		t.Errorf("run table of an empty result: %d rows, header %q; want 30 or more under metric", len(tb.Rows), tb.Header)
+	}
+	// Figures not measured show "-", never 0.
+	for _, row := range tb.Rows {
+		if strings.HasPrefix(row[0], "db size") || strings.HasSuffix(row[0], "latency") || row[0] == "defrag duration" {
+			if row[1] != "-" {
+				t.Errorf("%s of an empty result = %q, want -", row[0], row[1])
+			}
+		}
+	}
+	csvTable := makeRunCSVTable(&report.RunResult{})
+	for i, h := range csvTable.Header {
+		if strings.HasPrefix(h, "db_") && csvTable.Rows[0][i] != "-" {
+			t.Errorf("CSV %s of an empty result = %q, want -", h, csvTable.Rows[0][i])
+		}
 	}
 }
 

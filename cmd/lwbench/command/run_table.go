@@ -97,9 +97,9 @@ func makeRunTable(r *report.RunResult) output.Table {
 	}
 	rows = append(rows,
 		[]string{"compactions at revision", strings.Join(compactRevs, ", ")},
-		[]string{"db size before compaction", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.BeforeCompactionBytes, r.DBSize.BeforeCompactionInUseBytes)},
-		[]string{"db size after compaction", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
-		[]string{"db size after defrag", fmt.Sprintf("%d bytes (%d in use)", r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)},
+		[]string{"db size before compaction", dbSize(r.DBSize.BeforeCompactionBytes, r.DBSize.BeforeCompactionInUseBytes)},
+		[]string{"db size after compaction", dbSize(r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
+		[]string{"db size after defrag", dbSize(r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)},
 		[]string{"defrag duration", defrag},
 		[]string{"history events recorded", fmt.Sprint(v.HistoryEvents)},
 		[]string{"lost events", fmt.Sprint(v.Lost)},
@@ -126,6 +126,15 @@ func makeRunTable(r *report.RunResult) output.Table {
 	}
 	rows = append(rows, selfRows(r.Self)...)
 	return output.Table{Header: []string{"metric", "value"}, Rows: rows}
+}
+
+// dbSize is a member's db file size and the size in use, or "-" when it
+// was not measured (no db file is 0 bytes).
+func dbSize(bytes, inUseBytes int64) string {
+	if bytes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d bytes (%d in use)", bytes, inUseBytes)
 }
 
 func selfRows(s report.SelfStats) [][]string {
@@ -327,13 +336,17 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	}
 	d := r.DBSize
 	for _, s := range []struct {
-		name string
-		v    int64
-	}{{"db_before_compaction_bytes", d.BeforeCompactionBytes}, {"db_before_compaction_in_use_bytes", d.BeforeCompactionInUseBytes},
-		{"db_after_compaction_bytes", d.AfterCompactionBytes}, {"db_after_compaction_in_use_bytes", d.AfterCompactionInUseBytes},
-		{"db_after_defrag_bytes", d.AfterDefragBytes}, {"db_after_defrag_in_use_bytes", d.AfterDefragInUseBytes},
-		{"db_end_bytes", d.EndBytes}, {"db_end_in_use_bytes", d.EndInUseBytes}} {
-		f.int(s.name, s.v)
+		at           string
+		bytes, inUse int64
+	}{{"before_compaction", d.BeforeCompactionBytes, d.BeforeCompactionInUseBytes}, {"after_compaction", d.AfterCompactionBytes, d.AfterCompactionInUseBytes},
+		{"after_defrag", d.AfterDefragBytes, d.AfterDefragInUseBytes}, {"end", d.EndBytes, d.EndInUseBytes}} {
+		if s.bytes == 0 { // not measured: no db file is 0 bytes
+			f.add("db_"+s.at+"_bytes", "-")
+			f.add("db_"+s.at+"_in_use_bytes", "-")
+			continue
+		}
+		f.int("db_"+s.at+"_bytes", s.bytes)
+		f.int("db_"+s.at+"_in_use_bytes", s.inUse)
 	}
 	v := r.Validation
 	f.int("history_events", v.HistoryEvents)
