@@ -86,13 +86,13 @@ func TestParseSize(t *testing.T) {
 }
 
 // TestExperimentThenReport runs the catch-up experiment on an embedded
-// member with --out, then reports its JSON with another result and reads
-// the comparison table back.
+// member with --out (a directory it creates), then reports its JSON with
+// another result and reads the comparison table back.
 func TestExperimentThenReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd; skipped under -short")
 	}
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "new", "out") // --out creates it
 	run := func(args ...string) []byte {
 		t.Helper()
 		root := NewRootCommand()
@@ -123,7 +123,7 @@ func TestExperimentThenReport(t *testing.T) {
 	}
 	// A second result under another label, then both in one report.
 	run("catchup", "--quick", "--unsafe-no-fsync", "--behind", "300", "--objects", "50", "--label", "again", "--out", dir)
-	plots := t.TempDir()
+	plots := filepath.Join(t.TempDir(), "plots") // --plots creates it
 	rows, err := csv.NewReader(bytes.NewReader(run("report", filepath.Join(dir, "catchup.json"), filepath.Join(dir, "again.json"), "-w", "csv", "--plots", plots))).ReadAll()
 	if err != nil {
 		t.Fatal(err)
