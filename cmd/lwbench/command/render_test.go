@@ -294,3 +294,38 @@ func TestComparisonTableGolden(t *testing.T) {
 	results := append(syntheticExperiments(), experiment.FromRun(syntheticRun(), "run"))
 	golden(t, "comparison.table", render(t, output.FormatTable, makeComparisonTable(results), nil))
 }
+
+// TestEveryExperimentDescribed checks that each experiment of
+// experiment.Specs has a command, its own table (not the comparison's)
+// and a synthetic result here, so that adding an experiment without one
+// of them fails.
+func TestEveryExperimentDescribed(t *testing.T) {
+	root := NewRootCommand()
+	synthetic := map[string]*experiment.Result{}
+	for _, r := range syntheticExperiments() {
+		synthetic[r.Experiment] = r
+	}
+	comparison := makeComparisonTable(nil).Header
+	for _, s := range experiment.Specs {
+		if s.Name == experiment.NameRun {
+			continue
+		}
+		if cmd, _, err := root.Find([]string{s.Name}); err != nil || cmd.Name() != s.Name {
+			t.Errorf("%s: no lwbench subcommand", s.Name)
+		}
+		r, ok := synthetic[s.Name]
+		if !ok {
+			t.Errorf("%s: no synthetic result in syntheticExperiments", s.Name)
+			continue
+		}
+		if h := makeExperimentTable(r).Header; slices.Equal(h, comparison) {
+			t.Errorf("%s: its table is the comparison table; want its own", s.Name)
+		}
+		if len(s.Figures) == 0 {
+			t.Errorf("%s: no figures in experiment.Specs", s.Name)
+		}
+	}
+	if len(experiment.Specs) != len(experiment.Names)+1 {
+		t.Errorf("experiment.Specs has %d entries, want the %d experiments and run", len(experiment.Specs), len(experiment.Names))
+	}
+}
