@@ -313,8 +313,7 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 			}
 			if err != nil {
 				snapshotErr = fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
-				con.Logf("%v", snapshotErr)
-				return nil
+				return nil // the cleanup still runs; the error ends the command
 			}
 			con.Logf("saved a snapshot to %s", o.snapshotPath)
 			return nil
