@@ -175,6 +175,7 @@ def cpu_model():
 
 mem_kb = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal"))
 doc = {
+    "kind": "BenchmarkComparison",
     "schemaVersion": 1,
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "commit": env["COMMIT"], "dirty": env["DIRTY"] == "true",

@@ -82,6 +82,8 @@ total=$(( $(date +%s) - suite_start ))
 
 {
   echo "{"
+  echo "  \"kind\": \"SuiteProvenance\","
+  echo "  \"schemaVersion\": 1,"
   echo "  \"startedAt\": \"$started\","
   echo "  \"commit\": \"$commit\","
   echo "  \"mode\": \"$([ -n "$quick" ] && echo quick || echo full)\","

@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 // Format is a value of -w, --write-out.
@@ -78,8 +78,17 @@ func (v *FormatValue) Names() string {
 // Allowed returns the allowed formats, for shell completion.
 func (v *FormatValue) Allowed() []string { return strings.Split(v.Names(), "|") }
 
-// Table is the format-neutral table commands build; see report.Table.
-type Table = report.Table
+// Table is a format-neutral table: a header and rows of the same width.
+// Each command builds one from its typed result (etcdctl's makeXTable)
+// and Write renders it as text, markdown or CSV; JSON output marshals
+// the typed result instead.
+type Table struct {
+	Header []string   // column names
+	Rows   [][]string // rows, each as wide as Header
+	// Numeric marks the columns to right-align; it may be shorter than
+	// Header.
+	Numeric []bool
+}
 
 // Write renders t (or, for FormatJSON, the indented JSON of v) to w.
 func Write(w io.Writer, f Format, t Table, v any) error {
@@ -136,4 +145,41 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// PrepareDir creates dir and its parents if they are missing and checks
+// that a file can be created in it, so that a command finds an unusable
+// output directory before its run rather than after. The error names dir.
+func PrepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// PrepareFile checks, before a run, that the file path can be written at
+// its end: its directory is created if missing (PrepareDir), and path
+// must not be a directory nor an existing file that cannot be opened for
+// writing. It neither creates nor truncates path. The error names path.
+func PrepareFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case err == nil && !fi.Mode().IsRegular():
+		return nil // a device or a pipe: opening it could block
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	return PrepareDir(filepath.Dir(path))
 }

@@ -90,7 +90,7 @@ func (c Common) validate() field.ErrorList {
 
 // newResult starts a Result.
 func newResult(name string, c Common, epoch time.Time) *Result {
-	return &Result{SchemaVersion: SchemaVersion, Experiment: name, StartedAt: epoch.UTC(), Quick: c.Quick, Label: c.Label,
+	return &Result{Kind: report.KindExperiment, SchemaVersion: SchemaVersion, Experiment: name, StartedAt: epoch.UTC(), Quick: c.Quick, Label: c.Label,
 		Environment: detectEnvironment(), Cases: []CaseSummary{}, Timelines: []Timeline{}}
 }
 

@@ -16,7 +16,7 @@ const NameRun = "run"
 // throughput and latency, db sizes before the compaction and at the end,
 // lost events and other violations. A run has no probe and no timeline.
 func FromRun(r *report.RunResult, label string) *Result {
-	res := &Result{SchemaVersion: SchemaVersion, Experiment: NameRun, StartedAt: r.StartedAt, Label: label,
+	res := &Result{Kind: report.KindExperiment, SchemaVersion: SchemaVersion, Experiment: NameRun, StartedAt: r.StartedAt, Label: label,
 		DurationMs: r.Self.WallMs, Target: r.Target, Environment: Environment{EtcdVersion: r.Target.EtcdVersion, Cores: r.Self.NumCPU},
 		Timelines: []Timeline{}}
 	sc := r.Scenario

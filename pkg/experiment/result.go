@@ -1,6 +1,10 @@
 package experiment
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubestore/etcdkit/pkg/compaction"
@@ -30,6 +34,7 @@ var Names = []string{NameRelistStorm, NameContinuation, NameCompactionSweep, Nam
 // holds one comparable summary per case whatever the experiment, which is
 // what `lwbench report` tabulates across results.
 type Result struct {
+	Kind          string `json:"kind"`          // report.KindExperiment
 	SchemaVersion int    `json:"schemaVersion"` // SchemaVersion
 	Experiment    string `json:"experiment"`    // one of Names
 	// StartedAt is the epoch every offset runs from, UTC.
@@ -179,4 +184,31 @@ func (v Validation) Others() int64 {
 		n++
 	}
 	return n
+}
+
+// Decode decodes an experiment result (report.KindExperiment, or a
+// result written before the kind field by its experiment field). It
+// returns an error wrapping report.ErrUnknownKind, naming the kind, for
+// any other document, and one wrapping report.ErrNewerSchema for a newer
+// schema version or an experiment this build does not know.
+func Decode(b []byte) (*Result, error) {
+	h, err := report.Identify(b)
+	if err != nil {
+		return nil, err
+	}
+	if h.Kind != report.KindExperiment {
+		return nil, fmt.Errorf("%w: a %s document, not an experiment result", report.ErrUnknownKind, h.Kind)
+	}
+	if err := report.CheckSchema(h, SchemaVersion); err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", h.Kind, err)
+	}
+	if !slices.Contains(Names, r.Experiment) && r.Experiment != NameRun {
+		return nil, fmt.Errorf("%w: experiment %q (this lwbench knows %s)", report.ErrNewerSchema, r.Experiment, strings.Join(Names, ", "))
+	}
+	r.Kind = report.KindExperiment
+	return &r, nil
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -16,6 +15,7 @@ const (
 // WatchResult is the versioned result of `lwbench watch`: fan-out of puts
 // to many watchers of one prefix.
 type WatchResult struct {
+	Kind          string        `json:"kind"`          // KindWatch
 	SchemaVersion int           `json:"schemaVersion"` // WatchSchemaVersion
 	StartedAt     time.Time     `json:"startedAt"`     // when the run began, UTC
 	Target        Target        `json:"target"`        // the etcd driven
@@ -58,6 +58,7 @@ type WatchScenario struct {
 // PutResult is the versioned result of `lwbench put`: an open-loop write
 // load alone.
 type PutResult struct {
+	Kind          string      `json:"kind"`          // KindPut
 	SchemaVersion int         `json:"schemaVersion"` // PutSchemaVersion
 	StartedAt     time.Time   `json:"startedAt"`     // when the run began, UTC
 	Target        Target      `json:"target"`        // the etcd driven
@@ -87,6 +88,7 @@ type PutScenario struct {
 // ListResult is the versioned result of `lwbench list`: the cost of LISTs
 // by object count, page size and mode.
 type ListResult struct {
+	Kind          string       `json:"kind"`          // KindList
 	SchemaVersion int          `json:"schemaVersion"` // ListSchemaVersion
 	StartedAt     time.Time    `json:"startedAt"`     // when the run began, UTC
 	Target        Target       `json:"target"`        // the etcd driven
@@ -126,57 +128,4 @@ type ListRow struct {
 	ObjectsPerSecond   float64 `json:"objectsPerSecond"`
 	MegabytesPerSecond float64 `json:"megabytesPerSecond"` // ResponseBytes/1e6 over the median latency
 	Errors             int64   `json:"errors"`             // lists that failed
-}
-
-// MakeWatchTable lays a watch result out as metric/value rows.
-func MakeWatchTable(r *WatchResult) Table {
-	v := r.Validation
-	rows := [][]string{
-		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetKind(r.Target))},
-		{"watchers", fmt.Sprintf("%d on %d streams over %d connections, prevKV %v", r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections, r.Scenario.PrevKV)},
-		{"watch creation", lat(r.Creation)},
-		{"puts completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
-		{"put errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
-		{"put latency (from schedule)", lat(r.Writes.Latency)},
-		{"events received / expected", fmt.Sprintf("%d / %d", r.Delivery.Events, r.ExpectedEvents)},
-		{"events per second", fmt.Sprintf("%.0f", r.Delivery.EventsPerSecond)},
-		{"delivery latency from commit", lat(r.Delivery.FromCommit)},
-		{"delivery latency from send", lat(r.Delivery.FromSend)},
-		{"violations", v.Summary()},
-	}
-	rows = append(rows, selfRows(r.Self)...)
-	return Table{Header: []string{"metric", "value"}, Rows: rows}
-}
-
-// MakePutTable lays a put result out as metric/value rows.
-func MakePutTable(r *PutResult) Table {
-	rows := [][]string{
-		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetKind(r.Target))},
-		{"workers / connections", fmt.Sprintf("%d / %d", r.Scenario.Workers, r.Scenario.Connections)},
-		{"completed / planned", fmt.Sprintf("%d / %d", r.Writes.Completed, r.Writes.Planned)},
-		{"throughput", fmt.Sprintf("%.0f/s (scheduled %.0f/s)", r.Writes.ThroughputPerSecond, r.Scenario.RatePerSecond)},
-		{"errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
-		{"latency (from schedule)", lat(r.Writes.Latency)},
-	}
-	rows = append(rows, selfRows(r.Self)...)
-	return Table{Header: []string{"metric", "value"}, Rows: rows}
-}
-
-// MakeListTable lays a list result out, one row per ListRow.
-func MakeListTable(r *ListResult) Table {
-	t := Table{
-		Header:  []string{"objects", "mode", "page size", "pages", "objects returned", "response bytes", "p50 ms", "p99 ms", "max ms", "objects/s", "MB/s", "errors"},
-		Numeric: []bool{true, false, true, true, true, true, true, true, true, true, true, true},
-	}
-	for _, row := range r.Rows {
-		ps := fmt.Sprint(row.PageSize)
-		if row.PageSize == 0 {
-			ps = "none"
-		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(row.Objects), row.Mode, ps, fmt.Sprint(row.Pages), fmt.Sprint(row.ObjectsReturned),
-			fmt.Sprint(row.ResponseBytes), fmt.Sprintf("%.2f", row.Latency.P50Ms), fmt.Sprintf("%.2f", row.Latency.P99Ms),
-			fmt.Sprintf("%.2f", row.Latency.MaxMs), fmt.Sprintf("%.0f", row.ObjectsPerSecond), fmt.Sprintf("%.1f", row.MegabytesPerSecond),
-			fmt.Sprint(row.Errors)})
-	}
-	return t
 }

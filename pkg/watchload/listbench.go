@@ -131,7 +131,7 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 		logf = func(string, ...any) {}
 	}
 	res := &report.ListResult{
-		SchemaVersion: report.ListSchemaVersion, StartedAt: time.Now().UTC(),
+		Kind: report.KindList, SchemaVersion: report.ListSchemaVersion, StartedAt: time.Now().UTC(),
 		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
 		Scenario: report.ListScenario{Prefix: o.Prefix, Resource: o.Resource, Objects: o.Objects, PageSizes: o.PageSizes,
 			Modes: o.Modes, Repeats: o.Repeats, Serializable: o.Serializable, Seed: o.Seed},

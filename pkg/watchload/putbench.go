@@ -107,7 +107,7 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	}
 	epoch := time.Now()
 	res := &report.PutResult{
-		SchemaVersion: report.PutSchemaVersion, StartedAt: epoch.UTC(),
+		Kind: report.KindPut, SchemaVersion: report.PutSchemaVersion, StartedAt: epoch.UTC(),
 		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
 		Scenario: report.PutScenario{
 			Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Total: o.Total, RatePerSecond: o.Rate,

@@ -83,6 +83,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	epoch := time.Now()
 	res := &report.RunResult{
+		Kind:          report.KindRun,
 		SchemaVersion: report.RunSchemaVersion,
 		StartedAt:     epoch.UTC(),
 		Target:        report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},

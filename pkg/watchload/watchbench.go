@@ -128,7 +128,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	}
 	epoch := time.Now()
 	res := &report.WatchResult{
-		SchemaVersion: report.WatchSchemaVersion, StartedAt: epoch.UTC(),
+		Kind: report.KindWatch, SchemaVersion: report.WatchSchemaVersion, StartedAt: epoch.UTC(),
 		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
 		Scenario: report.WatchScenario{
 			Prefix: o.Prefix, Watchers: o.Watchers, Streams: o.Streams, Connections: o.Connections, Keys: o.Keys,

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -102,6 +103,8 @@ type Skipped struct {
 
 // Doc is results/<name>.json.
 type Doc struct {
+	// Kind is report.KindVersionMatrix or report.KindFaultRuns.
+	Kind          string     `json:"kind"`
 	SchemaVersion int        `json:"schemaVersion"`
 	Provenance    Provenance `json:"provenance"`
 	// Scenario is the lwbench arguments every run shares.
@@ -154,7 +157,7 @@ func matrix(out string, versions []string, runs int) error {
 		return err
 	}
 	defer cleanup()
-	doc := Doc{SchemaVersion: 1, Scenario: matrixScenario}
+	doc := Doc{Kind: report.KindVersionMatrix, SchemaVersion: 1, Scenario: matrixScenario}
 	doc.Provenance, err = provenance("scripts/version-matrix.sh")
 	if err != nil {
 		return err
@@ -207,7 +210,7 @@ func faultRuns(out, version string, kinds []string) error {
 		return err
 	}
 	defer cleanup()
-	doc := Doc{SchemaVersion: 1, Scenario: append(append([]string(nil), faultScenario...), "--etcd-version", version)}
+	doc := Doc{Kind: report.KindFaultRuns, SchemaVersion: 1, Scenario: append(append([]string(nil), faultScenario...), "--etcd-version", version)}
 	doc.Provenance, err = provenance("scripts/faults.sh")
 	if err != nil {
 		return err
@@ -390,18 +393,21 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// table writes a markdown table, the first column left-aligned and the
+// others right-aligned, then an empty line.
 func table(b *strings.Builder, header []string, rows [][]string) {
-	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
-	for i := range header {
-		if i == 0 {
-			b.WriteString("---|")
-		} else {
-			b.WriteString("---:|")
-		}
+	t := output.Table{Header: header, Numeric: make([]bool, len(header))}
+	for i := 1; i < len(header); i++ {
+		t.Numeric[i] = true
 	}
-	b.WriteString("\n")
 	for _, r := range rows {
-		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+		for len(r) < len(header) {
+			r = append(r, "")
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	if err := output.Write(b, output.FormatMarkdown, t, nil); err != nil {
+		log.Fatal(err) // a strings.Builder does not fail; rows are as wide as the header
 	}
 	b.WriteString("\n")
 }

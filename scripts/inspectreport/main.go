@@ -11,6 +11,8 @@ import (
 	"log"
 	"os"
 	"strings"
+
+	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 // hyperfineExport is the part of `hyperfine --export-json` read here.
@@ -50,6 +52,7 @@ type Memory struct {
 
 // Result is results/inspect-bench.json.
 type Result struct {
+	Kind          string            `json:"kind"` // report.KindInspectBench
 	SchemaVersion int               `json:"schemaVersion"`
 	Date          string            `json:"date"`
 	Commit        string            `json:"commit"`
@@ -103,7 +106,7 @@ func main() {
 	if len(nameList) != len(h.Results) {
 		log.Fatalf("%d names for %d hyperfine results", len(nameList), len(h.Results))
 	}
-	r := Result{SchemaVersion: 1, Date: *date, Commit: *commit, Machine: machine, Versions: versions, DB: db}
+	r := Result{Kind: report.KindInspectBench, SchemaVersion: 1, Date: *date, Commit: *commit, Machine: machine, Versions: versions, DB: db}
 	byName := map[string]Timing{}
 	for i, x := range h.Results {
 		t := Timing{Name: nameList[i], Command: x.Command, MeanMs: 1000 * x.Mean, MedianMs: 1000 * x.Median,

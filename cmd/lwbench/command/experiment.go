@@ -63,11 +63,6 @@ func (o *experimentOptions) Validate(name string) error {
 	if o.prefix == "" && len(o.target.endpoints) > 0 {
 		o.prefix = fmt.Sprintf("%s/%s-%d", externalDefaultPrefix, name, time.Now().Unix())
 	}
-	if o.outDir != "" {
-		if fi, err := os.Stat(o.outDir); err != nil || !fi.IsDir() {
-			return cli.FlagErrorf("--out %s is not a directory", o.outDir)
-		}
-	}
 	return nil
 }
 
@@ -105,7 +100,7 @@ func (o *experimentOptions) registerCompletion(cmd *cobra.Command) {
 
 // write renders the result to out and, with --out, to files.
 func (o *experimentOptions) write(out io.Writer, res *experiment.Result) error {
-	if err := output.Write(out, o.format, experiment.MakeTable(res), res); err != nil {
+	if err := output.Write(out, o.format, makeExperimentTable(res), res); err != nil {
 		return err
 	}
 	if o.outDir == "" {
@@ -129,7 +124,7 @@ func writeResultFiles(dir string, res *experiment.Result) error {
 	fmt.Fprintf(&md, "etcd %s (%s), %s; %s, %d cores, %.1f GiB, %s; %s; %s; %.0f s\n\n", res.Target.EtcdVersion, targetKind(res.Target.Embedded),
 		res.Experiment, env.CPUModel, env.Cores, float64(env.MemoryBytes)/(1<<30), env.Kernel, env.GoVersion,
 		res.StartedAt.Format(time.RFC3339), res.DurationMs/1000)
-	if err := output.Write(&md, output.FormatMarkdown, experiment.MakeTable(res), nil); err != nil {
+	if err := output.Write(&md, output.FormatMarkdown, makeExperimentTable(res), nil); err != nil {
 		return err
 	}
 	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
@@ -194,6 +189,11 @@ func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), val
 			}
 			if runF != nil {
 				return runF(cmd, o)
+			}
+			if o.outDir != "" {
+				if err := output.PrepareDir(o.outDir); err != nil {
+					return cli.FlagErrorf("--out: %v", err)
+				}
 			}
 			limitMemory()
 			con := newConsole(cmd.ErrOrStderr())

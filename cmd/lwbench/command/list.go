@@ -97,6 +97,9 @@ uses 500, the watch cache 10000), keys only, count only, and one RangeStream.`,
 }
 
 func runList(ctx context.Context, o *listOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
 	con := newConsole(errOut)
 	o.load.Logf = con.Logf
 	target, done, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
@@ -108,5 +111,5 @@ func runList(ctx context.Context, o *listOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return o.out.write(out, errOut, report.MakeListTable(res), res, nil, report.ListBenchstat(res))
+	return o.out.write(out, errOut, makeListTable(res), res, nil, report.ListBenchstat(res))
 }

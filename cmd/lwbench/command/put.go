@@ -91,6 +91,9 @@ A --write-rate above what etcd sustains measures the throughput ceiling.`,
 }
 
 func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
@@ -107,5 +110,5 @@ func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return o.out.write(out, errOut, report.MakePutTable(res), res, res.Intervals, report.PutBenchstat(res))
+	return o.out.write(out, errOut, o.out.table(makePutTable(res), makePutCSVTable(res)), res, res.Intervals, report.PutBenchstat(res))
 }

@@ -1,9 +1,8 @@
 package command
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -25,17 +24,12 @@ type reportOptions struct {
 }
 
 func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
-	o.formatValue = output.NewFormatValue(&o.format, output.FormatTable, output.FormatTable, output.FormatMarkdown, output.FormatCSV)
+	o.formatValue = output.NewFormatValue(&o.format, output.FormatTable)
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names())
 	fs.StringVar(&o.plotDir, "plots", "", "also write the results' plots into this directory (PNG)")
 }
 
 func (o *reportOptions) Validate() error {
-	if o.plotDir != "" {
-		if fi, err := os.Stat(o.plotDir); err != nil || !fi.IsDir() {
-			return cli.FlagErrorf("--plots %s is not a directory", o.plotDir)
-		}
-	}
 	return nil
 }
 
@@ -50,8 +44,12 @@ defrag-stall and catchup (-w json, or --out), and of lwbench run -w json, and
 renders them as one comparison table, a row per case (a run is one case), in the columns every experiment shares: relists and what
 they read, time to resync, LIST restarts, compactions, defragmentation time,
 write throughput and latency, the probe's latency, stall and errors, db sizes
-and lost events. --plots DIR writes every result's figures plus db size over
-time and relist cost against object count across all of them.`,
+and lost events; a figure a result does not measure shows "-". -w json prints
+the comparison as a Comparison document. Other JSON files (watch, put and
+list results, scripts/' faults.json, version-matrix.json, provenance.json,
+...) are refused with a line naming their kind. --plots DIR (created if
+missing) writes every result's figures plus db size over time and relist
+cost against object count across all of them.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cli.FlagErrorf("report needs at least one RESULT.json")
@@ -77,6 +75,11 @@ time and relist cost against object count across all of them.`,
 }
 
 func runReport(o *reportOptions, cmd *cobra.Command) error {
+	if o.plotDir != "" {
+		if err := output.PrepareDir(o.plotDir); err != nil {
+			return cli.FlagErrorf("--plots: %v", err)
+		}
+	}
 	var results []*experiment.Result
 	for _, f := range o.files {
 		r, err := readResult(f)
@@ -85,7 +88,7 @@ func runReport(o *reportOptions, cmd *cobra.Command) error {
 		}
 		results = append(results, r)
 	}
-	if err := output.Write(cmd.OutOrStdout(), o.format, experiment.MakeComparisonTable(results), nil); err != nil {
+	if err := output.Write(cmd.OutOrStdout(), o.format, makeComparisonTable(results), experiment.Compare(results)); err != nil {
 		return err
 	}
 	if o.plotDir == "" {
@@ -98,36 +101,35 @@ func runReport(o *reportOptions, cmd *cobra.Command) error {
 	return writeFigures(o.plotDir, figs)
 }
 
-// readResult reads one experiment result, refusing other documents and
-// newer schema versions.
+// readResult reads one experiment or run result (a run becomes a result
+// of one case), dispatching on the document's kind; any other document is
+// refused with a line naming its kind.
 func readResult(path string) (*experiment.Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := report.ReadDocument(path)
 	if err != nil {
 		return nil, err
 	}
-	var r experiment.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON result: %w", path, err)
+	h, err := report.Identify(b)
+	if errors.Is(err, report.ErrUnknownKind) {
+		return nil, fmt.Errorf("%s: %w; report reads the JSON of the experiments (%s) and of lwbench run", path, err, strings.Join(experiment.Names, ", "))
 	}
-	if r.Experiment == "" {
-		// Perhaps `lwbench run -w json`: its scenario names a profile.
-		var run report.RunResult
-		if err := json.Unmarshal(b, &run); err == nil && run.Scenario.Profile != "" {
-			if run.SchemaVersion > report.RunSchemaVersion {
-				return nil, fmt.Errorf("%s: run schema version %d is newer than this lwbench reads (%d)", path, run.SchemaVersion, report.RunSchemaVersion)
-			}
-			return experiment.FromRun(&run, strings.TrimSuffix(filepath.Base(path), ".json")), nil
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch h.Kind {
+	case report.KindExperiment:
+		r, err := experiment.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		return r, nil
+	case report.KindRun:
+		_, v, err := report.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return experiment.FromRun(v.(*report.RunResult), strings.TrimSuffix(filepath.Base(path), ".json")), nil
 	}
-	known := false
-	for _, n := range experiment.Names {
-		known = known || r.Experiment == n
-	}
-	switch {
-	case !known:
-		return nil, fmt.Errorf("%s: not an experiment or run result (experiment %q; want one of relist-storm, continuation, compaction-sweep, defrag-stall, catchup, or lwbench run's JSON)", path, r.Experiment)
-	case r.SchemaVersion > experiment.SchemaVersion:
-		return nil, fmt.Errorf("%s: schema version %d is newer than this lwbench reads (%d)", path, r.SchemaVersion, experiment.SchemaVersion)
-	}
-	return &r, nil
+	return nil, fmt.Errorf("%s: a %s document, which report does not compare; it reads the JSON of the experiments (%s) and of lwbench run",
+		path, h.Kind, strings.Join(experiment.Names, ", "))
 }

@@ -244,6 +244,9 @@ func onOff(on bool) string {
 }
 
 func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
@@ -261,16 +264,20 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 		con.Logf("compaction %s, defragmentation %s: --endpoints is a cluster lwbench does not own (--allow-compaction, --allow-defrag); it deletes what it wrote at the end",
 			onOff(o.load.CompactionInterval >= 0), onOff(o.load.Defragment))
 	}
+	// snapshotErr is a failed --snapshot: the run's result is printed
+	// all the same, then the command fails with it.
+	var snapshotErr error
 	if o.snapshotPath != "" {
 		// Before the cleanup of an --endpoints cluster, so that the
 		// snapshot holds the run's objects.
 		o.load.BeforeCleanup = func(ctx context.Context) error {
 			cfg, err := o.target.clientConfig(target.Endpoints[:1])
-			if err != nil {
-				return err
+			if err == nil {
+				_, err = snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, o.snapshotPath)
 			}
-			if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, o.snapshotPath); err != nil {
-				return fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
+			if err != nil {
+				snapshotErr = fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
+				return nil // the cleanup still runs; the error ends the command
 			}
 			con.Logf("saved a snapshot to %s", o.snapshotPath)
 			return nil
@@ -284,11 +291,12 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := o.out.write(out, errOut, report.MakeRunTable(res), res, res.Intervals, report.RunBenchstat(res)); err != nil {
+	if err := o.out.write(out, errOut, o.out.table(makeRunTable(res), makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
 		return err
 	}
+	var violations error
 	if !res.Validation.OK() {
-		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
+		violations = fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
 	}
-	return nil
+	return errors.Join(snapshotErr, violations)
 }

@@ -312,8 +312,33 @@ func (o *outputOptions) registerCompletion(cmd *cobra.Command) {
 	})
 }
 
+// prepare checks, before the run, that --interval-csv and --benchstat can
+// be written, creating their directories if missing.
+func (o *outputOptions) prepare() error {
+	if o.intervalCSV != "" {
+		if err := output.PrepareFile(o.intervalCSV); err != nil {
+			return cli.FlagErrorf("--interval-csv: %v", err)
+		}
+	}
+	if o.benchstat != "" && o.benchstat != "-" {
+		if err := output.PrepareFile(o.benchstat); err != nil {
+			return cli.FlagErrorf("--benchstat: %v", err)
+		}
+	}
+	return nil
+}
+
+// table returns the table for the format: summary for text and markdown,
+// and for CSV the one-row table of figures, which a CSV reader can use.
+func (o *outputOptions) table(summary, figures output.Table) output.Table {
+	if o.format == output.FormatCSV {
+		return figures
+	}
+	return summary
+}
+
 // write renders the result, then the side files.
-func (o *outputOptions) write(out, errOut io.Writer, t report.Table, v any, intervals []report.Interval, lines []report.BenchstatLine) error {
+func (o *outputOptions) write(out, errOut io.Writer, t output.Table, v any, intervals []report.Interval, lines []report.BenchstatLine) error {
 	if err := output.Write(out, o.format, t, v); err != nil {
 		return err
 	}
@@ -322,7 +347,7 @@ func (o *outputOptions) write(out, errOut io.Writer, t report.Table, v any, inte
 		if err != nil {
 			return fmt.Errorf("--interval-csv %s: %w", o.intervalCSV, err)
 		}
-		err = output.Write(f, output.FormatCSV, report.MakeIntervalTable(intervals), nil)
+		err = output.Write(f, output.FormatCSV, makeIntervalTable(intervals), nil)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

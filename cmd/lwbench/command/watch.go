@@ -97,6 +97,9 @@ benchmark's default --key-space-size 1 puts every watcher on one key).`,
 }
 
 func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
@@ -114,7 +117,7 @@ func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := o.out.write(out, errOut, report.MakeWatchTable(res), res, res.Intervals, report.WatchBenchstat(res)); err != nil {
+	if err := o.out.write(out, errOut, o.out.table(makeWatchTable(res), makeWatchCSVTable(res)), res, res.Intervals, report.WatchBenchstat(res)); err != nil {
 		return err
 	}
 	if !res.Validation.OK() {

@@ -1,9 +1,11 @@
-package experiment
+package command
 
 import (
 	"fmt"
+	"time"
 
-	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/experiment"
 )
 
 func mb(b int64) string    { return fmt.Sprintf("%.1f", float64(b)/1e6) }
@@ -24,9 +26,9 @@ func numeric(cols int, text ...int) []bool {
 	return out
 }
 
-// MakeTable lays an experiment's result out, one row per case, in the
+// makeExperimentTable lays an experiment's result out, one row per case, in the
 // columns of its experiment (sizes in decimal MB, times in ms).
-func MakeTable(r *Result) report.Table {
+func makeExperimentTable(r *experiment.Result) output.Table {
 	switch {
 	case r.RelistStorm != nil:
 		return relistStormTable(r.RelistStorm)
@@ -39,11 +41,11 @@ func MakeTable(r *Result) report.Table {
 	case r.Catchup != nil:
 		return catchupTable(r.Catchup)
 	}
-	return MakeComparisonTable([]*Result{r})
+	return makeComparisonTable([]*experiment.Result{r})
 }
 
-func relistStormTable(rs *RelistStormResult) report.Table {
-	t := report.Table{Header: []string{"objects", "page size", "compacted", "watchers", "relists", "LIST requests", "410 expired",
+func relistStormTable(rs *experiment.RelistStormResult) output.Table {
+	t := output.Table{Header: []string{"objects", "page size", "compacted", "watchers", "relists", "LIST requests", "410 expired",
 		"relist objects", "relist MB", "resync p50 ms", "resync max ms", "relist p50 ms", "backoff p50 ms",
 		"probe p99 ms", "probe max ms", "probe errors", "lost events"}}
 	t.Numeric = numeric(len(t.Header), 2)
@@ -55,8 +57,8 @@ func relistStormTable(rs *RelistStormResult) report.Table {
 	return t
 }
 
-func continuationTable(cr *ContinuationResult) report.Table {
-	t := report.Table{Header: []string{"page size", "fallback", "history kept (lists)", "compact every", "retain", "revisions per list p50",
+func continuationTable(cr *experiment.ContinuationResult) output.Table {
+	t := output.Table{Header: []string{"page size", "fallback", "history kept (lists)", "compact every", "retain", "revisions per list p50",
 		"compactions", "lists", "expired lists", "restarts", "full lists", "failed", "wasted pages", "requests p50", "KB p50",
 		"time p50 ms", "time max ms", "probe p99 ms"}}
 	t.Numeric = numeric(len(t.Header), 1)
@@ -75,12 +77,12 @@ func continuationTable(cr *ContinuationResult) report.Table {
 	return t
 }
 
-func sweepTable(cs *CompactionSweepResult) report.Table {
-	t := report.Table{Header: []string{"interval", "compactions", "compact p50 ms", "disconnections", "relists", "relist objects",
+func sweepTable(cs *experiment.CompactionSweepResult) output.Table {
+	t := output.Table{Header: []string{"interval", "compactions", "compact p50 ms", "disconnections", "relists", "relist objects",
 		"db start MB", "db peak MB", "db end MB", "in use end MB", "writes/s", "write p99 ms", "probe p99 ms", "probe max ms", "lost events"}}
 	t.Numeric = numeric(len(t.Header), 0)
 	for _, c := range cs.Cases {
-		t.Rows = append(t.Rows, []string{c.summary().Case[len("interval="):], n(c.Compactions), ms(c.CompactionP50Ms), n(c.Disconnections),
+		t.Rows = append(t.Rows, []string{sweepInterval(c.IntervalMs), n(c.Compactions), ms(c.CompactionP50Ms), n(c.Disconnections),
 			n(c.Relists), n(c.RelistObjects), mb(c.DBSizeStartBytes), mb(c.DBSizePeakBytes), mb(c.DBSizeEndBytes),
 			mb(c.DBSizeEndInUseBytes), fmt.Sprintf("%.0f", c.Writes.ThroughputPerSecond), ms(c.Writes.Latency.P99Ms),
 			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Validation.Lost)})
@@ -88,8 +90,8 @@ func sweepTable(cs *CompactionSweepResult) report.Table {
 	return t
 }
 
-func defragTable(ds *DefragStallResult) report.Table {
-	t := report.Table{Header: []string{"size", "overlapping compaction", "keys", "db before MB", "in use before MB", "compaction ms",
+func defragTable(ds *experiment.DefragStallResult) output.Table {
+	t := output.Table{Header: []string{"size", "overlapping compaction", "keys", "db before MB", "in use before MB", "compaction ms",
 		"overlap ms", "defrag ms", "db after MB", "in use after MB", "probe p99 ms", "probe max ms", "longest stall ms",
 		"probe errors", "probe timeouts"}}
 	t.Numeric = numeric(len(t.Header), 0, 1)
@@ -101,8 +103,8 @@ func defragTable(ds *DefragStallResult) report.Table {
 	return t
 }
 
-func catchupTable(cr *CatchupResult) report.Table {
-	t := report.Table{Header: []string{"updates behind", "revisions", "catch-up ms", "revisions/s", "responses", "events", "event MB",
+func catchupTable(cr *experiment.CatchupResult) output.Table {
+	t := output.Table{Header: []string{"updates behind", "revisions", "catch-up ms", "revisions/s", "responses", "events", "event MB",
 		"missing", "unexpected", "relist ms", "relist pages", "relist objects", "relist MB", "unpaginated relist ms", "probe p99 ms"}}
 	t.Numeric = numeric(len(t.Header))
 	for _, c := range cr.Cases {
@@ -113,23 +115,59 @@ func catchupTable(cr *CatchupResult) report.Table {
 	return t
 }
 
-// MakeComparisonTable lays any set of results out as one table: a row per
-// case of each result, in the order given, in the columns every
-// experiment shares (CaseSummary). Columns that do not apply to an
-// experiment show 0.
-func MakeComparisonTable(results []*Result) report.Table {
-	t := report.Table{Header: []string{"result", "experiment", "case", "etcd", "relists", "relist objects", "relist MB",
+// makeComparisonTable lays any set of results out as one table: a row
+// per case of each result, in the order given, in the columns every
+// experiment shares (CaseSummary). A figure the case did not measure
+// (experiment.Measured) shows "-".
+func makeComparisonTable(results []*experiment.Result) output.Table {
+	t := output.Table{Header: []string{"result", "experiment", "case", "etcd", "relists", "relist objects", "relist MB",
 		"resync p50 ms", "resync max ms", "LIST restarts", "compactions", "defrag ms", "writes/s", "write p99 ms",
 		"probe p99 ms", "probe max ms", "longest stall ms", "probe errors", "db before MB", "db after MB", "lost events", "other violations"}}
 	t.Numeric = numeric(len(t.Header), 0, 1, 2, 3)
 	for _, r := range results {
 		for _, c := range r.Cases {
-			t.Rows = append(t.Rows, []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion, n(c.Relists), n(c.RelistObjects),
-				mb(c.RelistBytes), ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs), n(c.ListRestarts), n(c.Compactions), ms0(c.DefragMs),
-				fmt.Sprintf("%.0f", c.WritesPerSecond), ms(c.WriteP99Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs),
-				ms0(c.Probe.LongestStallMs), n(c.Probe.Errors), mb(c.DBSizeBeforeBytes), mb(c.DBSizeAfterBytes),
-				n(c.LostEvents), n(c.OtherViolations)})
+			// measured returns the cells when c measured figure, else a
+			// "-" for each.
+			measured := func(figure string, cells ...string) []string {
+				if !experiment.Measured(c, figure) {
+					for i := range cells {
+						cells[i] = "-"
+					}
+				}
+				return cells
+			}
+			row := []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion}
+			row = append(row, measured(experiment.FigureRelists, n(c.Relists))...)
+			row = append(row, measured(experiment.FigureRelistObjects, n(c.RelistObjects))...)
+			row = append(row, measured(experiment.FigureRelistBytes, mb(c.RelistBytes))...)
+			row = append(row, measured(experiment.FigureResync, ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs))...)
+			row = append(row, measured(experiment.FigureListRestarts, n(c.ListRestarts))...)
+			row = append(row, measured(experiment.FigureCompactions, n(c.Compactions))...)
+			row = append(row, measured(experiment.FigureDefrag, ms0(c.DefragMs))...)
+			row = append(row, measured(experiment.FigureWrites, fmt.Sprintf("%.0f", c.WritesPerSecond), ms(c.WriteP99Ms))...)
+			row = append(row, measured(experiment.FigureProbe, ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), ms0(c.Probe.LongestStallMs), n(c.Probe.Errors))...)
+			row = append(row, measured(experiment.FigureDBSize, mb(c.DBSizeBeforeBytes), mb(c.DBSizeAfterBytes))...)
+			row = append(row, measured(experiment.FigureLostEvents, n(c.LostEvents))...)
+			row = append(row, measured(experiment.FigureOtherViolations, n(c.OtherViolations))...)
+			t.Rows = append(t.Rows, row)
 		}
 	}
 	return t
+}
+
+// pageSizeName is a LIST page size as the tables show it: none for 0.
+func pageSizeName(ps int64) string {
+	if ps == 0 {
+		return "none"
+	}
+	return fmt.Sprint(ps)
+}
+
+// sweepInterval is a compaction-sweep case's interval as its table shows
+// it: never, or the duration.
+func sweepInterval(intervalMs float64) string {
+	if intervalMs < 0 {
+		return "never"
+	}
+	return time.Duration(intervalMs * float64(time.Millisecond)).String()
 }

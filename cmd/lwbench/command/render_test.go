@@ -1,0 +1,331 @@
+package command
+
+import (
+	"bytes"
+	"encoding/csv"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/experiment"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// golden compares got with testdata/golden/name, or rewrites it with
+// -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(g), len(w)); i++ {
+			if i >= len(g) || i >= len(w) || g[i] != w[i] {
+				t.Errorf("%s differs from the golden file from line %d:\ngot:  %q\nwant: %q", name, i+1, line(g, i), line(w, i))
+				return
+			}
+		}
+	}
+}
+
+func line(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "(end of file)"
+}
+
+// render writes t and v in format f.
+func render(t *testing.T, f output.Format, tb output.Table, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := output.Write(&b, f, tb, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func latency(p50 float64) report.Latency {
+	return report.Latency{Count: 100, P50Ms: p50, P90Ms: 2 * p50, P99Ms: 4 * p50, P999Ms: 8 * p50, MaxMs: 10 * p50, MeanMs: 1.5 * p50}
+}
+
+// syntheticRun is a fixed RunResult with every section filled: a three
+// member cluster, a relist with two attempts, a compaction, a defrag of
+// each member, a fault and a cleanup.
+func syntheticRun() *report.RunResult {
+	return &report.RunResult{
+		Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
+		StartedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+		Target:    report.Target{Endpoints: []string{"http://127.0.0.1:2379", "http://127.0.0.1:2380", "http://127.0.0.1:2381"}, EtcdVersion: "3.7.3", Managed: true},
+		Scenario: report.Scenario{Profile: "informer", Prefix: "/registry", Objects: 1000, ConfigMaps: 200, Events: 500, Namespaces: 10,
+			Watchers: 12, WatchResources: []string{"pods"}, Connections: 3, Streams: 3, WriterConnections: 3, WriteRatePerSecond: 200,
+			DurationMs: 20000, PageSize: 500, ResourceMix: report.ResourceMix{PodsPercent: 60, ConfigMapsPercent: 10, EventsPercent: 30},
+			CompactionIntervalMs: 6666.667, CreatePercent: 20, UpdatePercent: 60, DeletePercent: 20, WriterConcurrency: 16,
+			HeldBackWatchers: 1, Seed: 1, Defragment: true, PhysicalCompaction: true, ProgressRequestPeriod: 100, EventTTLMs: 3600000,
+			ConsistentListRatePerSecond: -1, StartConcurrency: 4, CompactRevKey: "compact_rev_key",
+			Faults: []report.PlannedFault{{Kind: "kill-leader", AtMs: 8000, DurationMs: 5000}}},
+		Writes: report.WriteStats{Planned: 4000, Sent: 4000, Completed: 3990, Errors: 10, Timeouts: 4, Creates: 500, Updates: 2890,
+			Deletes: 400, Puts: 200, Conflicts: 3, ThroughputPerSecond: 199.5, DurationMs: 20000, Latency: latency(1.25),
+			ErrorSamples: []string{"etcdserver: request timed out"}},
+		Delivery: report.DeliveryStats{Events: 47880, TimedEvents: 47000, UntimedEvents: 880, EventsPerSecond: 2394,
+			FromCommit: latency(0.5), FromSend: latency(1.5), DeliveredBeforeResponse: 12},
+		InitialLists: report.ListSummary{Count: 12, Objects: 12000, Bytes: 9600000, Pages: 24, Latency: latency(40)},
+		Relists: []report.Relist{{Watcher: 0, Resource: "pods", Reason: "compacted", FromRevision: 1500, CompactRevision: 2100, ListRevision: 2150,
+			AtMs: 9000, DurationMs: 35.5, BackoffMs: 800, Objects: 1000, Bytes: 800000, Pages: 2,
+			Attempts: []report.ListAttempt{
+				{ResourceVersion: "1500", Limit: 500, ReadRevision: 1500, Error: "etcdserver: mvcc: required revision has been compacted", DurationMs: 1.5},
+				{ResourceVersion: "", Limit: 500, Revision: 2150, Pages: 2, Objects: 1000, DurationMs: 34}}}},
+		Compaction: []report.Compaction{{AtMs: 8500, Revision: 2100, DurationMs: 12.5}, {AtMs: 15000, DurationMs: 3, Error: "etcdserver: no leader"}},
+		Defrag: &report.Defrag{AtMs: 9500, DurationMs: 150, Members: []report.MemberDefrag{
+			{Endpoint: "http://127.0.0.1:2380", AtMs: 9500, DurationMs: 50, BeforeBytes: 8e6, BeforeInUseBytes: 4e6, AfterBytes: 4e6, AfterInUseBytes: 4e6},
+			{Endpoint: "http://127.0.0.1:2379", Leader: true, AtMs: 9600, DurationMs: 100, BeforeBytes: 8e6, BeforeInUseBytes: 4e6, AfterBytes: 4e6, AfterInUseBytes: 4e6}}},
+		DBSize: report.DBSizes{BeforeCompactionBytes: 8e6, BeforeCompactionInUseBytes: 7e6, AfterCompactionBytes: 8e6, AfterCompactionInUseBytes: 4e6,
+			AfterDefragBytes: 4e6, AfterDefragInUseBytes: 4e6, EndBytes: 5e6, EndInUseBytes: 4.5e6},
+		Validation: report.Validation{PrevKVMissing: 3, RecorderScope: "keyspace", HistoryEvents: 3990},
+		Final: report.FinalState{Revision: 5000, CompactRevision: 2100, Objects: 1300,
+			Resources: []report.ResourceCount{{Resource: "pods", Objects: 1000}, {Resource: "configmaps", Objects: 200}, {Resource: "events", Objects: 100}}},
+		Watchers: []report.WatcherStats{{ID: 0, Resource: "pods", Events: 3990, Lists: 2, Sessions: 2, LastRevision: 5000, CacheObjects: 1000, HeldBack: true}},
+		Intervals: []report.Interval{
+			{StartMs: 0, WritesScheduled: 200, WritesCompleted: 199, WriteP50Ms: 1.25, WriteP99Ms: 5, WriteP999Ms: 10, Events: 2388, DeliveryP50Ms: 0.5, DeliveryP99Ms: 2, DeliveryP999Ms: 4},
+			{StartMs: 1000, WritesScheduled: 200, WritesCompleted: 190, WriteErrors: 10, WriteP50Ms: 1.5, WriteP99Ms: 7000, WriteP999Ms: 7000, Events: 2280, DeliveryP50Ms: 0.75, DeliveryP99Ms: 3, DeliveryP999Ms: 6}},
+		Self: report.SelfStats{WallMs: 25000, CPUSeconds: 12.5, CPUCores: 0.5, NumCPU: 2, MaxRSSBytes: 200e6, PeakHeapBytes: 100e6, PeakGoroutines: 300,
+			GCCount: 40, GCPauseMs: 5, Etcd: &report.ProcessStats{Endpoint: "http://127.0.0.1:2379", CPUSeconds: 8, CPUCores: 0.32, RSSBytes: 150e6}},
+		Members: []report.MemberStats{
+			{Name: "m0", Endpoint: "http://127.0.0.1:2379", ID: "8e9e05c52164694d", Version: "3.7.3", LeaderAtStart: true, WatchConnections: 1, WriterConnections: 1, Watchers: 4,
+				Writes:   &report.MemberWrites{Completed: 1330, Errors: 10, Timeouts: 4, Latency: latency(1.5)},
+				Delivery: &report.MemberDelivery{Events: 15960, TimedEvents: 15600, FromCommit: latency(0.6)}, DBSizeBytes: 5e6, DBSizeInUseBytes: 4.5e6},
+			{Name: "m1", Endpoint: "http://127.0.0.1:2380", ID: "91bc3c398fb3c146", Version: "3.7.3", DBSizeBytes: 5e6, DBSizeInUseBytes: 4.5e6},
+			{Name: "m2", Endpoint: "http://127.0.0.1:2381", ID: "fd422379fda50e48", Version: "3.7.3", Error: "context deadline exceeded"}},
+		Faults: []report.Fault{{Kind: "kill-leader", Member: "m0", Endpoint: "http://127.0.0.1:2379", AtMs: 10000, PlannedDurationMs: 5000, EndedAtMs: 15000,
+			LeaderBefore: "m0", LeaderAfter: "m1", Recovered: true, RecoveryRevision: 3000, WriteRecoveryMs: 1200, WatchRecoveryMs: 1250, RecoveryMs: 1250,
+			SlowestWatcher: 3, HealthyMs: 6000, SettledAtMs: 26000, Relists: 4, RelistReasons: map[string]int{"watch-error": 3, "compacted": 1}, WatchersRelisted: 4,
+			WriteErrors: 10, WriteTimeouts: 4, Probe: report.FaultProbe{Writes: report.ProbeOps{Count: 100, Errors: 5, Timeouts: 2, Latency: latency(2)},
+				Reads: report.ProbeOps{Count: 100, Errors: 3, Latency: latency(1)}, LongestStallMs: 1100, Errors: map[string]int{"etcdserver: no leader": 8}}}},
+		Cleanup: &report.Cleanup{KeysDeleted: 1300, LeasesRevoked: 5, KeysLeft: 0, DurationMs: 250},
+	}
+}
+
+// TestRunResultGolden renders the fixed synthetic RunResult as JSON, as
+// the table `lwbench run` prints, as CSV and as the interval CSV.
+func TestRunResultGolden(t *testing.T) {
+	r := syntheticRun()
+	golden(t, "run.json", render(t, output.FormatJSON, makeRunTable(r), r))
+	golden(t, "run.table", render(t, output.FormatTable, makeRunTable(r), r))
+	golden(t, "run-intervals.csv", render(t, output.FormatCSV, makeIntervalTable(r.Intervals), nil))
+	golden(t, "run.csv", render(t, output.FormatCSV, makeRunCSVTable(r), r))
+}
+
+// TestCSVIsATable checks that -w csv of run, put and watch is a header
+// and a row of the same width, which a CSV reader can use, not
+// metric/value pairs; a latency without samples is "-".
+func TestCSVIsATable(t *testing.T) {
+	put := &report.PutResult{Kind: report.KindPut, SchemaVersion: report.PutSchemaVersion, Target: report.Target{EtcdVersion: "3.7.3", Embedded: true},
+		Scenario: report.PutScenario{Workers: 16, Connections: 4, RatePerSecond: 1000}, Writes: report.WriteStats{Planned: 1000, Completed: 1000,
+			ThroughputPerSecond: 990, Latency: latency(2)}}
+	watch := &report.WatchResult{Kind: report.KindWatch, SchemaVersion: report.WatchSchemaVersion, Target: report.Target{EtcdVersion: "3.7.3"},
+		Scenario: report.WatchScenario{Watchers: 100, Streams: 10, Connections: 2}, Writes: report.WriteStats{Completed: 10, Latency: latency(1)},
+		ExpectedEvents: 1000, Delivery: report.DeliveryStats{Events: 1000, FromCommit: latency(0.5)}}
+	for _, tt := range []struct {
+		name    string
+		table   output.Table
+		wantCol string // a column the table must have
+	}{
+		{"run", makeRunCSVTable(syntheticRun()), "write_p99_ms"},
+		{"put", makePutCSVTable(put), "op_p99_ms"},
+		{"watch", makeWatchCSVTable(watch), "delivery_from_commit_p99_ms"},
+	} {
+		rows, err := csv.NewReader(bytes.NewReader(render(t, output.FormatCSV, tt.table, nil))).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if len(rows) != 2 || len(rows[0]) < 10 || rows[0][0] == "metric" {
+			t.Fatalf("%s: %d rows of %d columns, header %q; want a header and one row of figures", tt.name, len(rows), len(rows[0]), rows[0])
+		}
+		col := slices.Index(rows[0], tt.wantCol)
+		if col < 0 {
+			t.Errorf("%s: no column %s in %q", tt.name, tt.wantCol, rows[0])
+		}
+		if tt.name == "watch" {
+			if i := slices.Index(rows[0], "delivery_from_send_p99_ms"); i < 0 || rows[1][i] != "-" {
+				t.Errorf("watch: delivery_from_send_p99_ms without samples, want -; header %q row %q", rows[0], rows[1])
+			}
+		}
+	}
+	golden(t, "put.csv", render(t, output.FormatCSV, makePutCSVTable(put), put))
+}
+
+// TestEmptyRunResultRenders checks that a result with nothing in it
+// still lays out every row, with "-" for what was not measured.
+func TestEmptyRunResultRenders(t *testing.T) {
+	tb := makeRunTable(&report.RunResult{})
+	if len(tb.Rows) < 30 || tb.Header[0] != "metric" {
+		t.Errorf("run table of an empty result: %d rows, header %q; want 30 or more under metric", len(tb.Rows), tb.Header)
+	}
+	// Figures not measured show "-", never 0.
+	for _, row := range tb.Rows {
+		if strings.HasPrefix(row[0], "db size") || strings.HasSuffix(row[0], "latency") || row[0] == "defrag duration" {
+			if row[1] != "-" {
+				t.Errorf("%s of an empty result = %q, want -", row[0], row[1])
+			}
+		}
+	}
+	csvTable := makeRunCSVTable(&report.RunResult{})
+	for i, h := range csvTable.Header {
+		if strings.HasPrefix(h, "db_") && csvTable.Rows[0][i] != "-" {
+			t.Errorf("CSV %s of an empty result = %q, want -", h, csvTable.Rows[0][i])
+		}
+	}
+}
+
+func TestFaultRows(t *testing.T) {
+	rows := faultRows([]report.Fault{{Kind: "kill", Member: "m0", Relists: 2, RelistReasons: map[string]int{"watch-error": 2}}})
+	found := false
+	for _, r := range rows {
+		if strings.HasSuffix(r[0], " relists") {
+			found = true
+			if r[1] != "2 (2 watch-error)" {
+				t.Errorf("row %q = %q, want the relists with their reasons", r[0], r[1])
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no relists row in %q", rows)
+	}
+}
+
+func probeWindow(p99 float64) compaction.ProbeWindow {
+	return compaction.ProbeWindow{FromMs: 1000, ToMs: 5000, Ops: 80, Errors: 2, Timeouts: 1, P50Ms: p99 / 4, P99Ms: p99, MaxMs: 2 * p99, LongestStallMs: 3 * p99}
+}
+
+// syntheticExperiments returns one fixed result of each experiment, with
+// its case summaries as the experiment fills them.
+func syntheticExperiments() []*experiment.Result {
+	env := experiment.Environment{CPUModel: "Test CPU", Cores: 2, MemoryBytes: 8 << 30, Kernel: "Linux 6.1", GoVersion: "go1.26", EtcdVersion: "3.7.3"}
+	base := func(name string) *experiment.Result {
+		return &experiment.Result{Kind: report.KindExperiment, SchemaVersion: experiment.SchemaVersion, Experiment: name,
+			StartedAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), DurationMs: 60000, Environment: env,
+			Target: report.Target{Embedded: true, Endpoints: []string{"http://127.0.0.1:2379"}, EtcdVersion: "3.7.3", Managed: true}}
+	}
+	writes := report.WriteStats{Completed: 1000, ThroughputPerSecond: 49.5, Latency: latency(2)}
+
+	rs := base(experiment.NameRelistStorm)
+	rs.RelistStorm = &experiment.RelistStormResult{Cases: []experiment.RelistStormCase{
+		{Objects: 1000, PageSize: 500, Compacted: true, Watchers: 10, Relists: 10, RelistRequests: 20, RelistPages: 20, RelistObjects: 10000,
+			RelistBytes: 8e6, Expired: 10, ResyncP50Ms: 900, ResyncMaxMs: 1200, ListP50Ms: 35.25, ListMaxMs: 60, BackoffP50Ms: 800,
+			Probe: probeWindow(4), Writes: writes, Validation: experiment.Validation{HistoryEvents: 100}},
+		{Objects: 1000, PageSize: 0, Compacted: false, Watchers: 10, Probe: probeWindow(2), Writes: writes}}}
+	rs.Cases = []experiment.CaseSummary{
+		{Experiment: experiment.NameRelistStorm, Case: "objects=1000 pageSize=500", Relists: 10, RelistObjects: 10000, RelistBytes: 8e6,
+			ResyncP50Ms: 900, ResyncMaxMs: 1200, ListRestarts: 10, Compactions: 1, WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(4)},
+		{Experiment: experiment.NameRelistStorm, Case: "objects=1000 pageSize=none control", WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(2)}}
+
+	co := base(experiment.NameContinuation)
+	co.Continuation = &experiment.ContinuationResult{Cases: []experiment.ContinuationCase{
+		{PageSize: 500, Fallback: "restart", Lists: 20, RevisionsP50: 120, RequestsP50: 20, BytesP50: 8e6, DurationP50Ms: 110, DurationMaxMs: 150, Probe: probeWindow(3), Writes: writes},
+		{PageSize: 500, Fallback: "full-list", Compacting: true, RetainLists: 0.5, CompactEvery: 30, Retain: 60, Compactions: 40, Lists: 20,
+			Expired: 12, Restarts: 12, Fallbacks: 12, WastedPages: 36, RevisionsP50: 118, RequestsP50: 21, BytesP50: 8.1e6, DurationP50Ms: 180,
+			DurationMaxMs: 300, Probe: probeWindow(5), Writes: writes}}}
+	co.Cases = []experiment.CaseSummary{
+		{Experiment: experiment.NameContinuation, Case: "pageSize=500 control", ResyncP50Ms: 110, ResyncMaxMs: 150, WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(3)},
+		{Experiment: experiment.NameContinuation, Case: "pageSize=500 full-list retain=0.5", ResyncP50Ms: 180, ResyncMaxMs: 300, ListRestarts: 12,
+			Compactions: 40, WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(5)}}
+
+	sw := base(experiment.NameCompactionSweep)
+	sw.CompactionSweep = &experiment.CompactionSweepResult{Cases: []experiment.CompactionSweepCase{
+		{IntervalMs: -1, DBSizeStartBytes: 2e6, DBSizePeakBytes: 30e6, DBSizeEndBytes: 30e6, DBSizeEndInUseBytes: 29e6, Writes: writes, Probe: probeWindow(2)},
+		{IntervalMs: 2000, Compactions: 30, CompactionP50Ms: 15.5, CompactionMaxMs: 40, Disconnections: 5, Relists: 2, RelistObjects: 4000, RelistBytes: 3.2e6,
+			DBSizeStartBytes: 2e6, DBSizePeakBytes: 9e6, DBSizeEndBytes: 9e6, DBSizeEndInUseBytes: 3e6, Writes: writes, Probe: probeWindow(6),
+			Validation: experiment.Validation{Lost: 1}}}}
+	sw.Cases = []experiment.CaseSummary{
+		{Experiment: experiment.NameCompactionSweep, Case: "interval=never", WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(2), DBSizeBeforeBytes: 2e6, DBSizeAfterBytes: 30e6},
+		{Experiment: experiment.NameCompactionSweep, Case: "interval=2s", Relists: 2, RelistObjects: 4000, RelistBytes: 3.2e6, Compactions: 30,
+			WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(6), DBSizeBeforeBytes: 2e6, DBSizeAfterBytes: 9e6, LostEvents: 1}}
+
+	df := base(experiment.NameDefragStall)
+	df.DefragStall = &experiment.DefragStallResult{Cases: []experiment.DefragStallCase{
+		{TargetBytes: 100e6, Keys: 12000, CompactionMs: 250, DefragMs: 1800, BeforeBytes: 101e6, BeforeInUseBytes: 51e6, AfterBytes: 51e6, AfterInUseBytes: 50e6, Probe: probeWindow(1800)},
+		{TargetBytes: 100e6, Overlapping: true, Keys: 12000, CompactionMs: 260, OverlapMs: 120, DefragMs: 1900, BeforeBytes: 101e6, BeforeInUseBytes: 60e6,
+			AfterBytes: 52e6, AfterInUseBytes: 51e6, Probe: probeWindow(1900)}}}
+	df.Cases = []experiment.CaseSummary{
+		{Experiment: experiment.NameDefragStall, Case: "size=100MB", Compactions: 1, Defrags: 1, DefragMs: 1800, Probe: probeWindow(1800), DBSizeBeforeBytes: 101e6, DBSizeAfterBytes: 51e6},
+		{Experiment: experiment.NameDefragStall, Case: "size=100MB overlapping", Compactions: 1, Defrags: 1, DefragMs: 1900, Probe: probeWindow(1900), DBSizeBeforeBytes: 101e6, DBSizeAfterBytes: 52e6}}
+
+	cu := base(experiment.NameCatchup)
+	cu.Catchup = &experiment.CatchupResult{Cases: []experiment.CatchupCase{
+		{Behind: 1000, Revisions: 1000, CatchupMs: 150, Events: 1000, Responses: 2, EventBytes: 1.6e6, RevisionsPerSecond: 6667, RelistMs: 30.5,
+			RelistPages: 2, RelistObjects: 1000, RelistBytes: 8e5, RelistUnpaginatedMs: 25.25, Probe: probeWindow(3)}}}
+	cu.Cases = []experiment.CaseSummary{{Experiment: experiment.NameCatchup, Case: "behind=1000", ResyncP50Ms: 150, ResyncMaxMs: 150,
+		RelistObjects: 1000, RelistBytes: 8e5, Probe: probeWindow(3)}}
+	return []*experiment.Result{rs, co, sw, df, cu}
+}
+
+// TestExperimentTablesGolden renders each experiment's own table.
+func TestExperimentTablesGolden(t *testing.T) {
+	for _, r := range syntheticExperiments() {
+		t.Run(r.Experiment, func(t *testing.T) {
+			golden(t, r.Experiment+".table", render(t, output.FormatTable, makeExperimentTable(r), r))
+		})
+	}
+}
+
+// TestComparisonTableGolden renders every experiment and a run in the
+// comparison table `lwbench report` prints.
+func TestComparisonTableGolden(t *testing.T) {
+	results := append(syntheticExperiments(), experiment.FromRun(syntheticRun(), "run"))
+	golden(t, "comparison.table", render(t, output.FormatTable, makeComparisonTable(results), nil))
+}
+
+// TestEveryExperimentDescribed checks that each experiment of
+// experiment.Specs has a command, its own table (not the comparison's)
+// and a synthetic result here, so that adding an experiment without one
+// of them fails.
+func TestEveryExperimentDescribed(t *testing.T) {
+	root := NewRootCommand()
+	synthetic := map[string]*experiment.Result{}
+	for _, r := range syntheticExperiments() {
+		synthetic[r.Experiment] = r
+	}
+	comparison := makeComparisonTable(nil).Header
+	for _, s := range experiment.Specs {
+		if s.Name == experiment.NameRun {
+			continue
+		}
+		if cmd, _, err := root.Find([]string{s.Name}); err != nil || cmd.Name() != s.Name {
+			t.Errorf("%s: no lwbench subcommand", s.Name)
+		}
+		r, ok := synthetic[s.Name]
+		if !ok {
+			t.Errorf("%s: no synthetic result in syntheticExperiments", s.Name)
+			continue
+		}
+		if h := makeExperimentTable(r).Header; slices.Equal(h, comparison) {
+			t.Errorf("%s: its table is the comparison table; want its own", s.Name)
+		}
+		if len(s.Figures) == 0 {
+			t.Errorf("%s: no figures in experiment.Specs", s.Name)
+		}
+	}
+	if len(experiment.Specs) != len(experiment.Names)+1 {
+		t.Errorf("experiment.Specs has %d entries, want the %d experiments and run", len(experiment.Specs), len(experiment.Names))
+	}
+}

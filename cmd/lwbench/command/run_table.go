@@ -1,0 +1,369 @@
+package command
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+func lat(l report.Latency) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %.2f / p99 %.2f / p99.9 %.2f / max %.2f ms", l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs)
+}
+
+// makeRunTable lays a run result out as metric/value rows, the summary
+// `lwbench run` prints.
+func makeRunTable(r *report.RunResult) output.Table {
+	var relistMs, relistObjects, relistRVs string
+	if len(r.Relists) > 0 {
+		var maxMs float64
+		var objs int64
+		for _, rl := range r.Relists {
+			maxMs = max(maxMs, rl.DurationMs)
+			objs += rl.Objects
+		}
+		relistMs = fmt.Sprintf("%.2f ms (longest)", maxMs)
+		relistObjects = fmt.Sprint(objs)
+		var rvs []string
+		for _, a := range r.Relists[0].Attempts {
+			rv := a.ResourceVersion
+			if rv == "" {
+				rv = `""`
+			}
+			res := "ok"
+			if a.Error != "" {
+				res = a.Error
+			}
+			rvs = append(rvs, fmt.Sprintf("RV=%s limit %d: %s", rv, a.Limit, res))
+		}
+		relistRVs = strings.Join(rvs, "; ")
+	} else {
+		relistMs, relistObjects, relistRVs = "-", "0", "-"
+	}
+	defrag := "-"
+	if r.Defrag != nil {
+		defrag = fmt.Sprintf("%.2f ms", r.Defrag.DurationMs)
+		if len(r.Defrag.Members) > 1 {
+			var each []string
+			for _, m := range r.Defrag.Members {
+				each = append(each, fmt.Sprintf("%s %.2f ms", m.Endpoint, m.DurationMs))
+			}
+			defrag += " (" + strings.Join(each, ", ") + ")"
+		}
+		if r.Defrag.Error != "" {
+			defrag += " (error: " + r.Defrag.Error + ")"
+		}
+	}
+	var compactRevs []string
+	for _, c := range r.Compaction {
+		s := fmt.Sprint(c.Revision)
+		if c.Error != "" {
+			s += " (error)"
+		}
+		compactRevs = append(compactRevs, s)
+	}
+	if len(compactRevs) == 0 {
+		compactRevs = []string{"-"}
+	}
+	var objects []string
+	for _, rc := range r.Final.Resources {
+		objects = append(objects, fmt.Sprintf("%s %d", rc.Resource, rc.Objects))
+	}
+	v := r.Validation
+	rows := [][]string{
+		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetDescription(r.Target))},
+		{"profile", fmt.Sprintf("%s: %d watchers on %d streams over %d connections", r.Scenario.Profile, r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)},
+		{"writes completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
+		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
+		{"write latency (from schedule)", lat(r.Writes.Latency)},
+		{"events delivered", fmt.Sprintf("%d (%.0f/s; %d timed)", r.Delivery.Events, r.Delivery.EventsPerSecond, r.Delivery.TimedEvents)},
+		{"delivery latency from commit", lat(r.Delivery.FromCommit)},
+		{"delivery latency from send", lat(r.Delivery.FromSend)},
+		{"initial lists", fmt.Sprintf("%d, %s", r.InitialLists.Count, lat(r.InitialLists.Latency))},
+		{"relists", fmt.Sprint(len(r.Relists))},
+		{"first relist requests", relistRVs},
+		{"relist duration", relistMs},
+		{"relist objects", relistObjects},
+	}
+	if cr := r.ConsistentReads; cr != nil {
+		rows = append(rows,
+			[]string{"consistent reads (cache / fallback)", fmt.Sprintf("%d (%d / %d), %d progress requests", cr.Requests, cr.ServedFromCache, cr.Fallbacks, cr.ProgressRequests)},
+			[]string{"consistent read wait", lat(cr.ReadWait)})
+	}
+	rows = append(rows,
+		[]string{"compactions at revision", strings.Join(compactRevs, ", ")},
+		[]string{"db size before compaction", dbSize(r.DBSize.BeforeCompactionBytes, r.DBSize.BeforeCompactionInUseBytes)},
+		[]string{"db size after compaction", dbSize(r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
+		[]string{"db size after defrag", dbSize(r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)},
+		[]string{"defrag duration", defrag},
+		[]string{"history events recorded", fmt.Sprint(v.HistoryEvents)},
+		[]string{"lost events", fmt.Sprint(v.Lost)},
+		[]string{"duplicated events", fmt.Sprint(v.Duplicated)},
+		[]string{"out-of-order events", fmt.Sprint(v.OutOfOrder)},
+		[]string{"split revisions (atomic)", fmt.Sprint(v.Atomic)},
+		[]string{"resumable / bookmarkable violations", fmt.Sprintf("%d / %d", v.Resumable, v.Bookmarkable)},
+		[]string{"unexpected events", fmt.Sprint(v.Unexpected)},
+		[]string{"prevKV mismatches (missing)", fmt.Sprintf("%d (%d)", v.PrevKVMismatches, v.PrevKVMissing)},
+		[]string{"cache mismatches at end", fmt.Sprint(v.CacheMismatches)},
+		[]string{"unsynced watchers at end", fmt.Sprint(v.UnsyncedWatchers)},
+		[]string{"final revision", fmt.Sprint(r.Final.Revision)},
+		[]string{"final compact revision", fmt.Sprint(r.Final.CompactRevision)},
+		[]string{"live objects", fmt.Sprintf("%d (%s)", r.Final.Objects, strings.Join(objects, ", "))},
+	)
+	rows = append(rows, memberRows(r.Members)...)
+	rows = append(rows, faultRows(r.Faults)...)
+	if c := r.Cleanup; c != nil {
+		s := fmt.Sprintf("%d keys deleted, %d leases revoked, %d keys left under the prefix", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft)
+		if c.Error != "" {
+			s += " (error: " + c.Error + ")"
+		}
+		rows = append(rows, []string{"cleanup", s})
+	}
+	rows = append(rows, selfRows(r.Self)...)
+	return output.Table{Header: []string{"metric", "value"}, Rows: rows}
+}
+
+// dbSize is a member's db file size and the size in use, or "-" when it
+// was not measured (no db file is 0 bytes).
+func dbSize(bytes, inUseBytes int64) string {
+	if bytes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d bytes (%d in use)", bytes, inUseBytes)
+}
+
+func selfRows(s report.SelfStats) [][]string {
+	who := "lwbench"
+	if s.IncludesEmbeddedEtcd {
+		who = "lwbench + embedded etcd"
+	}
+	rows := [][]string{
+		{who + " CPU", fmt.Sprintf("%.2f s (%.2f of %d cores)", s.CPUSeconds, s.CPUCores, s.NumCPU)},
+		{who + " memory", fmt.Sprintf("max RSS %d bytes, peak heap %d bytes", s.MaxRSSBytes, s.PeakHeapBytes)},
+	}
+	if s.Etcd != nil {
+		rows = append(rows, []string{"etcd CPU / memory", fmt.Sprintf("%.2f s (%.2f cores), RSS %d bytes", s.Etcd.CPUSeconds, s.Etcd.CPUCores, s.Etcd.RSSBytes)})
+	}
+	return rows
+}
+
+func targetDescription(t report.Target) string {
+	switch {
+	case t.Embedded:
+		return "embedded"
+	case t.Managed:
+		return fmt.Sprintf("%d members started by lwbench", len(t.Endpoints))
+	}
+	return "external"
+}
+
+// makeIntervalTable lays the per-interval series out, one row per second:
+// what `--interval-csv` writes.
+func makeIntervalTable(ivs []report.Interval) output.Table {
+	t := output.Table{Header: []string{"start_ms", "writes_scheduled", "writes_completed", "write_errors",
+		"write_p50_ms", "write_p99_ms", "write_p999_ms", "events", "delivery_p50_ms", "delivery_p99_ms", "delivery_p999_ms"}}
+	f := func(x float64) string { return fmt.Sprintf("%.3f", x) }
+	for _, iv := range ivs {
+		t.Rows = append(t.Rows, []string{f(iv.StartMs), fmt.Sprint(iv.WritesScheduled), fmt.Sprint(iv.WritesCompleted),
+			fmt.Sprint(iv.WriteErrors), f(iv.WriteP50Ms), f(iv.WriteP99Ms), f(iv.WriteP999Ms), fmt.Sprint(iv.Events),
+			f(iv.DeliveryP50Ms), f(iv.DeliveryP99Ms), f(iv.DeliveryP999Ms)})
+	}
+	t.Numeric = make([]bool, len(t.Header))
+	for i := range t.Numeric {
+		t.Numeric[i] = true
+	}
+	return t
+}
+
+// faultRows lays faults out as metric/value rows for makeRunTable.
+func faultRows(faults []report.Fault) [][]string {
+	var rows [][]string
+	for _, f := range faults {
+		name := fmt.Sprintf("fault %s (%s)", f.Kind, f.Member)
+		rec := "not recovered"
+		if f.Recovered {
+			rec = fmt.Sprintf("%.0f ms (writes %.0f ms, watchers %.0f ms)", f.RecoveryMs, f.WriteRecoveryMs, f.WatchRecoveryMs)
+		}
+		relists := f.RelistSummary()
+		rows = append(rows,
+			[]string{name + " recovery", rec},
+			[]string{name + " leader before / after", fmt.Sprintf("%s / %s", f.LeaderBefore, f.LeaderAfter)},
+			[]string{name + " relists", relists},
+			[]string{name + " write errors (timeouts)", fmt.Sprintf("%d (%d)", f.WriteErrors, f.WriteTimeouts)},
+			[]string{name + " probe errors, longest stall", fmt.Sprintf("%d writes, %d reads, %.0f ms", f.Probe.Writes.Errors, f.Probe.Reads.Errors, f.Probe.LongestStallMs)},
+		)
+		if f.Error != "" {
+			rows = append(rows, []string{name + " error", f.Error})
+		}
+	}
+	return rows
+}
+
+// memberRows lays per-member figures out as metric/value rows.
+func memberRows(members []report.MemberStats) [][]string {
+	var rows [][]string
+	if len(members) == 1 && members[0].Writes == nil {
+		return nil // the one member's figures are the run's
+	}
+	for _, m := range members {
+		name := "member " + m.Name
+		if m.Name == "" {
+			name = "member " + m.Endpoint
+		}
+		if m.Writes != nil {
+			rows = append(rows, []string{name + " write latency", fmt.Sprintf("%s; %d errors", lat(m.Writes.Latency), m.Writes.Errors)})
+		}
+		if m.Delivery != nil {
+			rows = append(rows, []string{name + " delivery latency", fmt.Sprintf("%s; %d events", lat(m.Delivery.FromCommit), m.Delivery.Events)})
+		}
+		size := fmt.Sprintf("%d bytes (%d in use)", m.DBSizeBytes, m.DBSizeInUseBytes)
+		if m.Error != "" {
+			size = "unknown: " + m.Error
+		}
+		rows = append(rows, []string{name + " db size at end", size})
+	}
+	return rows
+}
+
+// figures builds a table of one row: a column per figure, for CSV, where
+// the metric/value summary cannot be read by a CSV reader.
+type figures struct{ t output.Table }
+
+// add appends the column name with the value v.
+func (f *figures) add(name string, v string) {
+	f.t.Header = append(f.t.Header, name)
+	f.t.Rows[0] = append(f.t.Rows[0], v)
+	f.t.Numeric = append(f.t.Numeric, true)
+}
+
+func (f *figures) int(name string, v int64)     { f.add(name, strconv.FormatInt(v, 10)) }
+func (f *figures) float(name string, v float64) { f.add(name, strconv.FormatFloat(v, 'f', 3, 64)) }
+
+// latency adds prefix_p50_ms, _p99_ms, _p999_ms and _max_ms: "-" when
+// there was no sample.
+func (f *figures) latency(prefix string, l report.Latency) {
+	for _, q := range []struct {
+		name string
+		v    float64
+	}{{"p50", l.P50Ms}, {"p99", l.P99Ms}, {"p999", l.P999Ms}, {"max", l.MaxMs}} {
+		if l.Count == 0 {
+			f.add(prefix+"_"+q.name+"_ms", "-")
+		} else {
+			f.float(prefix+"_"+q.name+"_ms", q.v)
+		}
+	}
+}
+
+func newFigures() *figures { return &figures{t: output.Table{Rows: [][]string{{}}}} }
+
+// targetFigures adds the target's columns.
+func (f *figures) target(t report.Target) {
+	f.add("etcd_version", t.EtcdVersion)
+	f.add("target", targetDescription(t))
+	f.t.Numeric[len(f.t.Numeric)-1], f.t.Numeric[len(f.t.Numeric)-2] = false, false
+}
+
+// writes adds the columns of a writer's statistics: counts as
+// <prefix>s_completed and so on, latency as <prefix>_p99_ms.
+func (f *figures) writes(prefix string, w report.WriteStats) {
+	f.int(prefix+"s_planned", w.Planned)
+	f.int(prefix+"s_completed", w.Completed)
+	f.int(prefix+"_errors", w.Errors)
+	f.int(prefix+"_timeouts", w.Timeouts)
+	f.float(prefix+"s_per_second", w.ThroughputPerSecond)
+	f.latency(prefix, w.Latency)
+}
+
+// self adds lwbench's own resource use.
+func (f *figures) self(s report.SelfStats) {
+	f.float("lwbench_cpu_seconds", s.CPUSeconds)
+	f.float("lwbench_cpu_cores", s.CPUCores)
+	f.int("lwbench_max_rss_bytes", s.MaxRSSBytes)
+	f.int("lwbench_peak_heap_bytes", s.PeakHeapBytes)
+}
+
+// makeRunCSVTable lays a run result out as one row of figures, what
+// `lwbench run -w csv` prints: the figures of the summary table, one
+// column each, "-" for one not measured.
+func makeRunCSVTable(r *report.RunResult) output.Table {
+	f := newFigures()
+	f.target(r.Target)
+	f.add("profile", r.Scenario.Profile)
+	f.t.Numeric[len(f.t.Numeric)-1] = false
+	f.int("watchers", int64(r.Scenario.Watchers))
+	f.int("streams", int64(r.Scenario.Streams))
+	f.int("connections", int64(r.Scenario.Connections))
+	f.writes("write", r.Writes)
+	f.int("events", r.Delivery.Events)
+	f.int("timed_events", r.Delivery.TimedEvents)
+	f.float("events_per_second", r.Delivery.EventsPerSecond)
+	f.latency("delivery_from_commit", r.Delivery.FromCommit)
+	f.latency("delivery_from_send", r.Delivery.FromSend)
+	f.int("initial_lists", r.InitialLists.Count)
+	f.latency("initial_list", r.InitialLists.Latency)
+	f.int("relists", int64(len(r.Relists)))
+	var relistObjects int64
+	var relistMaxMs float64
+	for _, rl := range r.Relists {
+		relistObjects += rl.Objects
+		relistMaxMs = max(relistMaxMs, rl.DurationMs)
+	}
+	relistMax := "-"
+	if len(r.Relists) > 0 {
+		relistMax = strconv.FormatFloat(relistMaxMs, 'f', 3, 64)
+	}
+	f.int("relist_objects", relistObjects)
+	f.add("relist_max_ms", relistMax)
+	var compactions, compactionErrors int64
+	for _, c := range r.Compaction {
+		if c.Error != "" {
+			compactionErrors++
+		} else {
+			compactions++
+		}
+	}
+	f.int("compactions", compactions)
+	f.int("compaction_errors", compactionErrors)
+	if r.Defrag != nil {
+		f.float("defrag_ms", r.Defrag.DurationMs)
+	} else {
+		f.add("defrag_ms", "-")
+	}
+	d := r.DBSize
+	for _, s := range []struct {
+		at           string
+		bytes, inUse int64
+	}{{"before_compaction", d.BeforeCompactionBytes, d.BeforeCompactionInUseBytes}, {"after_compaction", d.AfterCompactionBytes, d.AfterCompactionInUseBytes},
+		{"after_defrag", d.AfterDefragBytes, d.AfterDefragInUseBytes}, {"end", d.EndBytes, d.EndInUseBytes}} {
+		if s.bytes == 0 { // not measured: no db file is 0 bytes
+			f.add("db_"+s.at+"_bytes", "-")
+			f.add("db_"+s.at+"_in_use_bytes", "-")
+			continue
+		}
+		f.int("db_"+s.at+"_bytes", s.bytes)
+		f.int("db_"+s.at+"_in_use_bytes", s.inUse)
+	}
+	v := r.Validation
+	f.int("history_events", v.HistoryEvents)
+	f.int("lost_events", v.Lost)
+	f.int("duplicated_events", v.Duplicated)
+	f.int("out_of_order_events", v.OutOfOrder)
+	f.int("split_revisions", v.Atomic)
+	f.int("resumable_violations", v.Resumable)
+	f.int("bookmarkable_violations", v.Bookmarkable)
+	f.int("unexpected_events", v.Unexpected)
+	f.int("prevkv_mismatches", v.PrevKVMismatches)
+	f.int("prevkv_missing", v.PrevKVMissing)
+	f.int("cache_mismatches", v.CacheMismatches)
+	f.int("unsynced_watchers", int64(v.UnsyncedWatchers))
+	f.int("final_revision", r.Final.Revision)
+	f.int("final_compact_revision", r.Final.CompactRevision)
+	f.int("live_objects", r.Final.Objects)
+	f.self(r.Self)
+	return f.t
+}

@@ -1,0 +1,102 @@
+package experiment
+
+import (
+	"slices"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// The figures of a CaseSummary, by their JSON names. An experiment
+// measures some of them (Spec.Figures); the others do not apply to it and
+// are 0 in its CaseSummary, which does not mean it measured 0.
+const (
+	FigureRelists         = "relists"
+	FigureRelistObjects   = "relistObjects"
+	FigureRelistBytes     = "relistBytes"
+	FigureResync          = "resyncP50Ms" // and resyncMaxMs
+	FigureListRestarts    = "listRestarts"
+	FigureCompactions     = "compactions"
+	FigureDefrag          = "defragMs"        // and defrags; only for a case that defragmented
+	FigureWrites          = "writesPerSecond" // and writeP99Ms
+	FigureProbe           = "probe"
+	FigureDBSize          = "dbSizeBeforeBytes" // and dbSizeAfterBytes
+	FigureLostEvents      = "lostEvents"
+	FigureOtherViolations = "otherViolations"
+)
+
+// Spec describes one kind of Result: the experiment's name (as
+// Result.Experiment spells it) and the figures its cases measure.
+type Spec struct {
+	Name    string   // one of Names, or NameRun
+	Figures []string // the Figure constants its CaseSummary fills
+}
+
+// Specs are the experiments in the order the suite runs them, then `lwbench
+// run` as FromRun summarises it.
+var Specs = []Spec{
+	{NameRelistStorm, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
+		FigureWrites, FigureProbe, FigureLostEvents, FigureOtherViolations}},
+	{NameContinuation, []string{FigureResync, FigureListRestarts, FigureCompactions, FigureWrites, FigureProbe}},
+	{NameCompactionSweep, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureCompactions, FigureWrites, FigureProbe,
+		FigureDBSize, FigureLostEvents, FigureOtherViolations}},
+	{NameDefragStall, []string{FigureCompactions, FigureDefrag, FigureProbe, FigureDBSize}},
+	{NameCatchup, []string{FigureRelistObjects, FigureRelistBytes, FigureResync, FigureProbe, FigureLostEvents, FigureOtherViolations}},
+	{NameRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
+		FigureDefrag, FigureWrites, FigureDBSize, FigureLostEvents, FigureOtherViolations}},
+}
+
+// Lookup returns the Spec of the experiment name.
+func Lookup(name string) (Spec, bool) {
+	i := slices.IndexFunc(Specs, func(s Spec) bool { return s.Name == name })
+	if i < 0 {
+		return Spec{}, false
+	}
+	return Specs[i], true
+}
+
+// Measured reports whether case c measured figure: its experiment
+// measures it, and, for FigureDefrag, the case defragmented.
+func Measured(c CaseSummary, figure string) bool {
+	s, ok := Lookup(c.Experiment)
+	if !ok || !slices.Contains(s.Figures, figure) {
+		return false
+	}
+	if figure == FigureDefrag {
+		return c.Defrags > 0
+	}
+	return true
+}
+
+// ComparisonSchemaVersion is the version of the Comparison JSON document.
+const ComparisonSchemaVersion = 1
+
+// Comparison is what `lwbench report -w json` prints: every case of
+// every result read, in the columns experiments share.
+type Comparison struct {
+	Kind          string `json:"kind"`          // report.KindComparison
+	SchemaVersion int    `json:"schemaVersion"` // ComparisonSchemaVersion
+	// Results are the results compared, in the order given.
+	Results []ComparedResult `json:"results"`
+}
+
+// ComparedResult is one result in a Comparison.
+type ComparedResult struct {
+	Name        string `json:"name"`        // Result.Name()
+	Experiment  string `json:"experiment"`  // the experiment, or run
+	EtcdVersion string `json:"etcdVersion"` // the target's version
+	// Figures are the CaseSummary figures the experiment measures; the
+	// others are 0 in Cases and mean "not measured".
+	Figures []string      `json:"figures"`
+	Cases   []CaseSummary `json:"cases"` // in the order run
+}
+
+// Compare lays results out as a Comparison.
+func Compare(results []*Result) *Comparison {
+	c := &Comparison{Kind: report.KindComparison, SchemaVersion: ComparisonSchemaVersion, Results: []ComparedResult{}}
+	for _, r := range results {
+		s, _ := Lookup(r.Experiment)
+		c.Results = append(c.Results, ComparedResult{Name: r.Name(), Experiment: r.Experiment, EtcdVersion: r.Target.EtcdVersion,
+			Figures: s.Figures, Cases: r.Cases})
+	}
+	return c
+}

@@ -1,0 +1,207 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// The kinds of JSON document lwbench and scripts/ write. Every result
+// carries its kind beside its schemaVersion, so that a reader (Decode,
+// `lwbench report`) knows the Go type that decodes it without trying one
+// after another. Documents written before the kind field existed are
+// recognised by their shape (Identify).
+const (
+	KindRun        = "RunResult"        // lwbench run: RunResult
+	KindWatch      = "WatchResult"      // lwbench watch: WatchResult
+	KindPut        = "PutResult"        // lwbench put: PutResult
+	KindList       = "ListResult"       // lwbench list: ListResult
+	KindExperiment = "ExperimentResult" // the experiments: experiment.Result
+	KindComparison = "Comparison"       // lwbench report -w json: experiment.Comparison
+	// KindFaultRuns is results/faults.json (scripts/faults.sh).
+	KindFaultRuns = "FaultRuns"
+	// KindVersionMatrix is results/version-matrix.json
+	// (scripts/version-matrix.sh).
+	KindVersionMatrix = "VersionMatrix"
+	// KindSuiteProvenance is provenance.json of scripts/run-suite.sh.
+	KindSuiteProvenance = "SuiteProvenance"
+	// KindBenchmarkComparison is results/lwbench-vs-benchmark.json
+	// (scripts/bench-vs-etcd.sh).
+	KindBenchmarkComparison = "BenchmarkComparison"
+	// KindInspectBench is results/inspect-bench.json
+	// (scripts/inspect-bench.sh).
+	KindInspectBench = "InspectBench"
+)
+
+// MaxDocumentBytes bounds the size of a JSON document ReadDocument reads:
+// 64 MiB, over a hundred times the largest result the suite writes.
+const MaxDocumentBytes = 64 << 20
+
+// ErrUnknownKind is returned when a JSON document is none of the kinds
+// above.
+var ErrUnknownKind = errors.New("not a result lwbench or scripts/ write")
+
+// ErrNewerSchema is returned for a document whose schemaVersion is newer
+// than this build reads.
+var ErrNewerSchema = errors.New("schema version newer than this lwbench reads")
+
+// Header is what identifies a JSON document: its kind and the version of
+// that kind's schema.
+type Header struct {
+	Kind          string `json:"kind"`          // one of the Kind constants
+	SchemaVersion int    `json:"schemaVersion"` // the kind's schema version; 0 when the document has none
+}
+
+// ReadDocument reads the JSON document at path: a regular file of at
+// most MaxDocumentBytes. It opens without blocking, so a FIFO or a device
+// is refused instead of waited on or read forever.
+func ReadDocument(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileType(fi.Mode()))
+	}
+	if fi.Size() > MaxDocumentBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d a result may have", path, fi.Size(), int64(MaxDocumentBytes))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxDocumentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxDocumentBytes {
+		return nil, fmt.Errorf("%s: grew past the %d bytes a result may have while read", path, int64(MaxDocumentBytes))
+	}
+	return b, nil
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
+
+// shape holds the fields that tell apart the documents written before
+// the kind field existed.
+type shape struct {
+	Header
+	Experiment string          `json:"experiment"`
+	Scenario   json.RawMessage `json:"scenario"`
+	Provenance *struct {
+		Script string `json:"script"`
+	} `json:"provenance"`
+	Creation      json.RawMessage `json:"creation"`
+	Rows          json.RawMessage `json:"rows"`
+	ReportCommand *string         `json:"reportCommand"`
+	BenchmarkTool json.RawMessage `json:"benchmarkTool"`
+	Timings       json.RawMessage `json:"timings"`
+}
+
+// Identify returns the kind and schema version of the JSON document b:
+// its kind field or, for a document written before that field existed,
+// the kind its fields show. It returns ErrUnknownKind for any other JSON
+// object, and a syntax error for bytes that are not one.
+func Identify(b []byte) (Header, error) {
+	var s shape
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Header{}, fmt.Errorf("not a JSON result: %w", err)
+	}
+	h := s.Header
+	if h.Kind != "" {
+		return h, nil
+	}
+	var sc struct {
+		Profile       string   `json:"profile"`
+		PutRate       *float64 `json:"putRatePerSecond"`
+		RatePerSecond *float64 `json:"ratePerSecond"`
+	}
+	_ = json.Unmarshal(s.Scenario, &sc) // an array or absent: not a run's scenario
+	switch {
+	case s.Experiment != "":
+		h.Kind = KindExperiment
+	case sc.Profile != "":
+		h.Kind = KindRun
+	case s.Creation != nil && sc.PutRate != nil:
+		h.Kind = KindWatch
+	case sc.RatePerSecond != nil:
+		h.Kind = KindPut
+	case s.Rows != nil && s.Scenario != nil:
+		h.Kind = KindList
+	case s.Provenance != nil && s.Provenance.Script == "scripts/faults.sh":
+		h.Kind = KindFaultRuns
+	case s.Provenance != nil && s.Provenance.Script == "scripts/version-matrix.sh":
+		h.Kind = KindVersionMatrix
+	case s.ReportCommand != nil:
+		h.Kind = KindSuiteProvenance
+	case s.BenchmarkTool != nil:
+		h.Kind = KindBenchmarkComparison
+	case s.Timings != nil:
+		h.Kind = KindInspectBench
+	default:
+		return h, ErrUnknownKind
+	}
+	return h, nil
+}
+
+// Decode decodes a result of one of lwbench's own commands: it returns a
+// *RunResult, *WatchResult, *PutResult or *ListResult by the document's
+// kind (Identify). It returns an error wrapping ErrNewerSchema for a
+// newer schema version, and one wrapping ErrUnknownKind, naming the
+// kind, for every other document (experiment results decode with
+// experiment.Decode).
+func Decode(b []byte) (Header, any, error) {
+	h, err := Identify(b)
+	if err != nil {
+		return h, nil, err
+	}
+	var v any
+	var current int
+	switch h.Kind {
+	case KindRun:
+		v, current = &RunResult{}, RunSchemaVersion
+	case KindWatch:
+		v, current = &WatchResult{}, WatchSchemaVersion
+	case KindPut:
+		v, current = &PutResult{}, PutSchemaVersion
+	case KindList:
+		v, current = &ListResult{}, ListSchemaVersion
+	default:
+		return h, nil, fmt.Errorf("%w: a %s document", ErrUnknownKind, h.Kind)
+	}
+	if err := CheckSchema(h, current); err != nil {
+		return h, nil, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return h, nil, fmt.Errorf("%s: %w", h.Kind, err)
+	}
+	return h, v, nil
+}
+
+// CheckSchema returns an error wrapping ErrNewerSchema when h's schema
+// version is newer than current, the version this build writes.
+func CheckSchema(h Header, current int) error {
+	if h.SchemaVersion > current {
+		return fmt.Errorf("%s %w: version %d, this lwbench reads up to %d", h.Kind, ErrNewerSchema, h.SchemaVersion, current)
+	}
+	return nil
+}
