@@ -1,0 +1,125 @@
+package watchload
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+)
+
+// reproProgressEnv enables TestReproProgressNotificationBeforeEvents
+// (scripts/repro-progress-overtake.sh sets it).
+const reproProgressEnv = "ETCDKIT_REPRO_PROGRESS"
+
+// TestReproProgressNotificationBeforeEvents reproduces the bookmark
+// violation seen in the README's partition-follower run: a watch created
+// on a gRPC stream that already carries another watch receives, before its
+// own events, a progress notification at a revision R above them, and
+// then the events at or below R.
+//
+// The mechanism (etcd v3.7.3): a progress request (clientv3
+// RequestProgress) is answered for the stream as a whole, with watch id
+// -1, through the watch channel, once every watch of the stream is synced
+// (server/storage/mvcc/watchable_store.go progressIfSync). A watch created
+// right after the request is not among them; its Created response goes
+// through the control channel, which sendLoop may pick first
+// (server/etcdserver/api/v3rpc/watch.go sendLoop selects between the two),
+// and clientv3 broadcasts a watch id -1 notification to every watch it
+// knows by then (client/v3/watch.go dispatchEvent, broadcastResponse),
+// the new one included, although its events from its older start revision
+// follow. lwbench's fault runner asks for progress every 100 ms on the
+// stream of a watcher that is behind, which is the watcher that relists
+// and watches again after the partition.
+//
+// It fails when etcd shows the violation, printing the sequence; it runs
+// only with ETCDKIT_REPRO_PROGRESS=1, as a reproducer, since the race is
+// timing-dependent: at most 300 attempts or 60 seconds.
+func TestReproProgressNotificationBeforeEvents(t *testing.T) {
+	if os.Getenv(reproProgressEnv) == "" {
+		t.Skipf("a reproducer of an etcd race; set %s=1 (scripts/repro-progress-overtake.sh)", reproProgressEnv)
+	}
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+
+	// Events for the new watch to catch up on: it starts below them.
+	first := int64(0)
+	var last int64
+	for i := range 300 {
+		r, err := c.Put(ctx, fmt.Sprintf("/b/%03d", i), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == 0 {
+			first = r.Header.Revision
+		}
+		last = r.Header.Revision
+	}
+
+	// Another watch on the same stream, kept busy (prevKV costs a read
+	// per event) so that the stream's sendLoop is often not waiting.
+	st := NewStream(0, 0, c, "")
+	sctx := st.Context(ctx)
+	wa := c.Watch(sctx, "/a/", clientv3.WithPrefix(), clientv3.WithPrevKV())
+	go func() {
+		for range wa {
+		}
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wctx, stopWriters := context.WithCancel(ctx)
+	defer stopWriters()
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; wctx.Err() == nil; i++ {
+				c.Put(wctx, fmt.Sprintf("/a/%d-%d", w, i%100), "v")
+			}
+		}()
+	}
+
+	deadline := time.Now().Add(60 * time.Second)
+	for attempt := 1; attempt <= 300 && time.Now().Before(deadline); attempt++ {
+		if seq, bad := watchAfterProgressRequest(ctx, c, st, first, last); bad {
+			t.Fatalf("etcd broke the bookmarkable guarantee (attempt %d): a watch of /b/ from revision %d (events %d..%d) received %s",
+				attempt, first, first, last, seq)
+		}
+	}
+	t.Logf("no progress notification arrived before the events it covers in the attempts made")
+}
+
+// watchAfterProgressRequest requests progress on st, then watches /b/
+// from revision from until the event at revision to arrives; it reports
+// whether a progress notification at or above an event's revision came
+// before that event, with the sequence.
+func watchAfterProgressRequest(ctx context.Context, c *clientv3.Client, st *Stream, from, to int64) (string, bool) {
+	wctx, cancel := context.WithTimeout(st.Context(ctx), 10*time.Second)
+	defer cancel()
+	st.RequestProgress(ctx)
+	wch := c.Watch(wctx, "/b/", clientv3.WithPrefix(), clientv3.WithRev(from))
+	var progress int64
+	for resp := range wch {
+		if resp.IsProgressNotify() {
+			progress = max(progress, resp.Header.Revision)
+			continue
+		}
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision <= progress {
+				return fmt.Sprintf("a progress notification at revision %d (member %x) first, then the event at revision %d (%s) and the others up to %d",
+					progress, resp.Header.MemberId, ev.Kv.ModRevision, ev.Kv.Key, to), true
+			}
+			if ev.Kv.ModRevision >= to {
+				return "", false
+			}
+		}
+	}
+	return "", false
+}
