@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 )
@@ -45,7 +49,17 @@ func TestReproProgressNotificationBeforeEvents(t *testing.T) {
 		t.Skipf("a reproducer of an etcd race; set %s=1 (scripts/repro-progress-overtake.sh)", reproProgressEnv)
 	}
 	srv := etcdtest.RunEtcd(t)
-	c := etcdtest.NewClient(t, srv)
+	wire := &watchWire{}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   srv.Endpoints,
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithStreamInterceptor(wire.intercept)},
+	})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 
@@ -88,9 +102,11 @@ func TestReproProgressNotificationBeforeEvents(t *testing.T) {
 
 	deadline := time.Now().Add(60 * time.Second)
 	for attempt := 1; attempt <= 300 && time.Now().Before(deadline); attempt++ {
+		wire.reset()
 		if seq, bad := watchAfterProgressRequest(ctx, c, st, first, last); bad {
-			t.Fatalf("etcd broke the bookmarkable guarantee (attempt %d): a watch of /b/ from revision %d (events %d..%d) received %s",
-				attempt, first, first, last, seq)
+			t.Fatalf("etcd broke the bookmarkable guarantee (attempt %d): a watch of /b/ from revision %d (events %d..%d) received %s\n"+
+				"on the wire (watch 0 is the other watch on the stream; its events left out):\n%s",
+				attempt, first, first, last, seq, strings.Join(wire.lines(), "\n"))
 		}
 	}
 	t.Logf("no progress notification arrived before the events it covers in the attempts made")
@@ -122,4 +138,78 @@ func watchAfterProgressRequest(ctx context.Context, c *clientv3.Client, st *Stre
 		}
 	}
 	return "", false
+}
+
+// watchWire records the watch requests sent and the watch responses
+// received on the gRPC streams of a client, except the event responses of
+// watch 0.
+type watchWire struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (w *watchWire) reset() {
+	w.mu.Lock()
+	w.log = w.log[:0]
+	w.mu.Unlock()
+}
+
+func (w *watchWire) add(line string) {
+	w.mu.Lock()
+	if len(w.log) < 40 {
+		w.log = append(w.log, line)
+	}
+	w.mu.Unlock()
+}
+
+func (w *watchWire) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.log...)
+}
+
+func (w *watchWire) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil || method != "/etcdserverpb.Watch/Watch" {
+		return s, err
+	}
+	return &wiredStream{ClientStream: s, wire: w}, nil
+}
+
+type wiredStream struct {
+	grpc.ClientStream
+	wire *watchWire
+}
+
+func (s *wiredStream) SendMsg(m any) error {
+	if r, ok := m.(*pb.WatchRequest); ok {
+		switch {
+		case r.GetCreateRequest() != nil:
+			s.wire.add(fmt.Sprintf("sent     create %s from revision %d", r.GetCreateRequest().Key, r.GetCreateRequest().StartRevision))
+		case r.GetProgressRequest() != nil:
+			s.wire.add("sent     progress request")
+		case r.GetCancelRequest() != nil:
+			s.wire.add(fmt.Sprintf("sent     cancel watch %d", r.GetCancelRequest().WatchId))
+		}
+	}
+	return s.ClientStream.SendMsg(m)
+}
+
+func (s *wiredStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	r, ok := m.(*pb.WatchResponse)
+	if err != nil || !ok {
+		return err
+	}
+	switch {
+	case r.Created:
+		s.wire.add(fmt.Sprintf("received created watch %d at revision %d", r.WatchId, r.Header.Revision))
+	case r.Canceled:
+		s.wire.add(fmt.Sprintf("received canceled watch %d", r.WatchId))
+	case len(r.Events) == 0:
+		s.wire.add(fmt.Sprintf("received progress notification watch %d at revision %d", r.WatchId, r.Header.Revision))
+	case r.WatchId != 0:
+		s.wire.add(fmt.Sprintf("received watch %d events at revisions %d..%d", r.WatchId, r.Events[0].Kv.ModRevision, r.Events[len(r.Events)-1].Kv.ModRevision))
+	}
+	return err
 }
