@@ -100,44 +100,70 @@ func TestReproProgressNotificationBeforeEvents(t *testing.T) {
 		}()
 	}
 
+	// The history the validator checks the watch against, recorded on a
+	// stream of its own.
+	rec := NewRecorder(NewStream(1, 0, c, ""), []string{"/b/"})
+	go rec.Run(ctx, first)
+
 	deadline := time.Now().Add(60 * time.Second)
 	for attempt := 1; attempt <= 300 && time.Now().Before(deadline); attempt++ {
 		wire.reset()
-		if seq, bad := watchAfterProgressRequest(ctx, c, st, first, last); bad {
-			t.Fatalf("etcd broke the bookmarkable guarantee (attempt %d): a watch of /b/ from revision %d (events %d..%d) received %s\n"+
-				"on the wire (watch 0 is the other watch on the stream; its events left out):\n%s",
-				attempt, first, first, last, seq, strings.Join(wire.lines(), "\n"))
+		vs := &Violations{}
+		v := newValidator(0, rec, "/b/", vs)
+		seq, bad := watchAfterProgressRequest(ctx, c, st, v, first, last)
+		if !bad {
+			continue
 		}
+		if err := rec.WaitFor(ctx, last, 100*time.Millisecond); err != nil {
+			t.Fatalf("history recorder: %v", err)
+		}
+		v.finish()
+		lost, dup, late := vs.Count(ViolationReliable), vs.Count(ViolationUnique), vs.Count(ViolationBookmarkable)
+		// Every event arrived once and in order, after a notification
+		// that claimed them delivered: bookmark violations only.
+		if lost != 0 || dup != 0 || late == 0 || late != vs.Total() {
+			t.Errorf("validator: %d lost, %d duplicated, %d bookmark violations of %d, want only bookmark violations: %+v",
+				lost, dup, late, vs.Total(), vs.Samples())
+		}
+		t.Fatalf("etcd broke the bookmarkable guarantee (attempt %d): a watch of /b/ from revision %d (events %d..%d) received %s; "+
+			"the validator counted %d bookmark violations, %d lost, %d duplicated\n"+
+			"on the wire (watch 0 is the other watch on the stream; its events left out):\n%s",
+			attempt, first, first, last, seq, late, lost, dup, strings.Join(wire.lines(), "\n"))
 	}
 	t.Logf("no progress notification arrived before the events it covers in the attempts made")
 }
 
 // watchAfterProgressRequest requests progress on st, then watches /b/
-// from revision from until the event at revision to arrives; it reports
-// whether a progress notification at or above an event's revision came
-// before that event, with the sequence.
-func watchAfterProgressRequest(ctx context.Context, c *clientv3.Client, st *Stream, from, to int64) (string, bool) {
+// from revision from until the event at revision to arrives, passing
+// every response to v; it reports whether a progress notification at or
+// above an event's revision came before that event, with the sequence.
+func watchAfterProgressRequest(ctx context.Context, c *clientv3.Client, st *Stream, v *validator, from, to int64) (string, bool) {
 	wctx, cancel := context.WithTimeout(st.Context(ctx), 10*time.Second)
 	defer cancel()
 	st.RequestProgress(ctx)
+	v.startSession(from)
 	wch := c.Watch(wctx, "/b/", clientv3.WithPrefix(), clientv3.WithRev(from))
 	var progress int64
+	var seq string
 	for resp := range wch {
+		v.drain()
 		if resp.IsProgressNotify() {
+			v.progress(resp.Header.Revision)
 			progress = max(progress, resp.Header.Revision)
 			continue
 		}
+		v.events(resp.Events)
 		for _, ev := range resp.Events {
-			if ev.Kv.ModRevision <= progress {
-				return fmt.Sprintf("a progress notification at revision %d (member %x) first, then the event at revision %d (%s) and the others up to %d",
-					progress, resp.Header.MemberId, ev.Kv.ModRevision, ev.Kv.Key, to), true
+			if ev.Kv.ModRevision <= progress && seq == "" {
+				seq = fmt.Sprintf("a progress notification at revision %d (member %x) first, then the event at revision %d (%s) and the others up to %d",
+					progress, resp.Header.MemberId, ev.Kv.ModRevision, ev.Kv.Key, to)
 			}
 			if ev.Kv.ModRevision >= to {
-				return "", false
+				return seq, seq != ""
 			}
 		}
 	}
-	return "", false
+	return seq, seq != ""
 }
 
 // watchWire records the watch requests sent and the watch responses
