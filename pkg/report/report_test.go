@@ -18,6 +18,8 @@ func TestValidationOK(t *testing.T) {
 		{name: "clean", v: Validation{HistoryEvents: 10, PrevKVMissing: 3}, wantOK: true, wantSummary: "none"},
 		{name: "lost", v: Validation{Lost: 2, Violations: []Violation{{Watcher: 4, Kind: "reliable", Revision: 17}}},
 			wantSummary: "2 lost, first: reliable at revision 17 (watcher 4)"},
+		{name: "bookmarkable, with the key", v: Validation{Bookmarkable: 776, Violations: []Violation{{Watcher: 3, Kind: "bookmarkable", Revision: 3575, Key: "/registry/pods/ns-2/churn-252\x1b"}}},
+			wantSummary: `776 bookmark violations, first: bookmarkable at revision 3575 (watcher 3, key "/registry/pods/ns-2/churn-252\x1b")`},
 		{name: "unverified", v: Validation{UnverifiedEvents: 1}, wantSummary: "1 unverified events"},
 		{name: "recorder", v: Validation{RecorderError: "history recorder: compacted"}, wantSummary: "history recorder: compacted"},
 	}

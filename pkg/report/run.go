@@ -399,7 +399,11 @@ func (v Validation) Summary() string {
 	}
 	if len(v.Violations) > 0 {
 		x := v.Violations[0]
-		parts = append(parts, fmt.Sprintf("first: %s at revision %d (watcher %d)", x.Kind, x.Revision, x.Watcher))
+		first := fmt.Sprintf("first: %s at revision %d (watcher %d", x.Kind, x.Revision, x.Watcher)
+		if x.Key != "" {
+			first += fmt.Sprintf(", key %q", x.Key)
+		}
+		parts = append(parts, first+")")
 	}
 	if len(parts) == 0 {
 		return "none"
