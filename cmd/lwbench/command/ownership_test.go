@@ -26,9 +26,9 @@ func TestPutListWatchOwnership(t *testing.T) {
 	}
 	defer c.Close()
 	commands := [][]string{
-		{"put", "--total", "200", "--rate", "2000", "--keys", "50"},
+		{"put", "--writes", "200", "--write-rate", "2000", "--keys", "50"},
 		{"list", "--objects", "20", "--page-sizes", "10", "--repeats", "1"},
-		{"watch", "--watchers", "4", "--streams", "2", "--puts", "20", "--put-rate", "500", "--keys", "5"},
+		{"watch", "--watchers", "4", "--streams", "2", "--writes", "20", "--write-rate", "500", "--keys", "5"},
 	}
 	for _, args := range commands {
 		for _, external := range []bool{false, true} {
