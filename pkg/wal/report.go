@@ -282,8 +282,9 @@ func (f *Fault) Error() string {
 	return fmt.Sprintf("%s offset %d: %s: %s", f.File, f.Offset, f.Kind, f.Message)
 }
 
-// By groups the write rows by dim: per resource (all namespaces
-// together), per namespace, or per API group; rows are sorted by writes
+// By groups the write rows by dim as snapshot.Usage.By does: per resource
+// (all namespaces together), per namespace, or per API group, keys that
+// are not objects by their class; rows are sorted by writes
 // descending, then by their labels.
 func (r *Report) By(dim snapshot.Dimension) []WriteRow {
 	type id struct {
@@ -297,6 +298,9 @@ func (r *Report) By(dim snapshot.Dimension) []WriteRow {
 		switch dim {
 		case snapshot.ByNamespace:
 			k = id{class: w.Class, namespace: w.Namespace}
+			if w.Class.IsObject() {
+				k.class = keyspace.ClassObject
+			}
 		case snapshot.ByGroup:
 			k = id{class: w.Class, group: w.Group}
 		default:

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
-	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 	"github.com/kubestore/etcdkit/pkg/wal"
 )
@@ -195,14 +194,4 @@ func writeLabel(w wal.WriteRow, dim snapshot.Dimension) string {
 		return l[0]
 	}
 	return l[0] + " (" + l[1] + ")"
-}
-
-// namespaceLabel names a namespace row: keys that are not objects get
-// their class, as the resource rows do.
-func namespaceLabel(class keyspace.Class, ns string) string {
-	switch class {
-	case keyspace.ClassObject, keyspace.ClassMasterLease, keyspace.ClassRangeAllocation:
-		return orDash(ns, "(cluster-scoped)")
-	}
-	return "(" + string(class) + ")"
 }
