@@ -155,3 +155,16 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlagErrors checks that the new commands' bad flags exit 2.
+func TestFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"space", "x.db", "--quota", "0"},
+		{"wal", walFixture, "--by", "pod"},
+		{"wal", walFixture, "--top", "-1"},
+	} {
+		if _, stderr, code := run(t, args...); code != 2 {
+			t.Errorf("etcdinspect %v: got exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+}
