@@ -166,7 +166,9 @@ func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*
 		return nil, err
 	}
 	s.CurrentRevision = max(last, m.FinishedCompactRevision, m.ScheduledCompactRevision)
-	c, err := db.Compaction(ctx, s.CurrentRevision, p)
+	// A file compacted at its current revision has nothing more to
+	// remove: the estimate is then a defragmentation's alone.
+	c, err := db.compaction(ctx, s.CurrentRevision, p, s.CurrentRevision == m.FinishedCompactRevision)
 	if err != nil {
 		return nil, err
 	}

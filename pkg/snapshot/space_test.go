@@ -1,7 +1,14 @@
 package snapshot_test
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
@@ -80,5 +87,37 @@ func TestSpace(t *testing.T) {
 				t.Errorf("fixture changed")
 			}
 		})
+	}
+}
+
+// TestSpaceCompactedAtCurrentRevision: a file compacted at its current
+// revision has nothing left to compact; Space still gives the estimate a
+// defragmentation alone would leave.
+func TestSpaceCompactedAtCurrentRevision(t *testing.T) {
+	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+		var last int64
+		for i := range 20 {
+			resp, err := c.Put(ctx, fmt.Sprintf("/registry/configmaps/default/cm-%d", i%5), strings.Repeat("x", 2000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = resp.Header.Revision
+		}
+		if _, err := c.Compact(ctx, last, clientv3.WithCompactPhysical()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	db, err := snapshot.Open(path, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := db.Space(t.Context(), 0, keyspace.Parser{})
+	if err != nil {
+		t.Fatalf("Space on a file compacted at its current revision: %v", err)
+	}
+	if s.CompactFreesBytes != 0 || s.AfterCompactDefragBytes <= 0 || s.AfterCompactDefragBytes > s.DBSizeBytes {
+		t.Errorf("got compaction frees %d, after compact+defrag %d of %d; want 0 and a positive size at most the DB size",
+			s.CompactFreesBytes, s.AfterCompactDefragBytes, s.DBSizeBytes)
 	}
 }
