@@ -168,3 +168,22 @@ func TestFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenMembers compares the members of the 3.5, 3.6 and 3.7
+// fixtures, which hold the same key bucket, in every -w format, and checks
+// that one file is not enough.
+func TestGoldenMembers(t *testing.T) {
+	files := []string{fixture("3.5"), fixture("3.6"), fixture("3.7")}
+	for _, format := range []string{"table", "json", "markdown", "csv"} {
+		t.Run(format, func(t *testing.T) {
+			out, stderr, code := run(t, append([]string{"members", "-w", format}, files...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			compareGolden(t, filepath.Join("testdata", "golden", "members", "members."+format+".golden"), out)
+		})
+	}
+	if _, _, code := run(t, "members", files[0]); code != 2 {
+		t.Errorf("members with one file: got exit %d, want 2", code)
+	}
+}
