@@ -27,15 +27,22 @@ func (o *usageOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *usageOptions) Validate() error {
-	switch snapshot.Dimension(o.by) {
-	case snapshot.ByResource, snapshot.ByNamespace, snapshot.ByGroup:
-	default:
-		return cli.FlagErrorf("--by %q is not one of resource|namespace|group", o.by)
+	if err := validateBy(o.by); err != nil {
+		return err
 	}
 	if o.top < 0 {
 		return cli.FlagErrorf("--top must not be negative")
 	}
 	return nil
+}
+
+// validateBy checks a --by flag value.
+func validateBy(by string) error {
+	switch snapshot.Dimension(by) {
+	case snapshot.ByResource, snapshot.ByNamespace, snapshot.ByGroup:
+		return nil
+	}
+	return cli.FlagErrorf("--by %q is not one of resource|namespace|group", by)
 }
 
 func newUsageCommand(g *globalOptions) *cobra.Command {

@@ -27,10 +27,8 @@ func (o *walOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *walOptions) Validate() error {
-	switch snapshot.Dimension(o.by) {
-	case snapshot.ByResource, snapshot.ByNamespace, snapshot.ByGroup:
-	default:
-		return cli.FlagErrorf("--by %q is not one of resource|namespace|group", o.by)
+	if err := validateBy(o.by); err != nil {
+		return err
 	}
 	if o.top < 0 {
 		return cli.FlagErrorf("--top must not be negative")
