@@ -167,9 +167,7 @@ func TestReadCountsWhatWasWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Faults) != 0 {
-		t.Fatalf("faults on an intact WAL: %+v", rep.Faults)
-	}
+	checkCounts(t, rep, w)
 	if len(rep.SnapFiles) == 0 || rep.LastSnapshot == nil {
 		t.Errorf("got %d snap files and last snapshot %v, want some with --snapshot-count 10", len(rep.SnapFiles), rep.LastSnapshot)
 	}
@@ -180,6 +178,20 @@ func TestReadCountsWhatWasWritten(t *testing.T) {
 	}
 	if len(rep.Segments) < 3 {
 		t.Errorf("got %d segments, want at least 3 with 4 KiB segments", len(rep.Segments))
+	}
+	if after := dirSums(t, dir); !equalSums(before, after) {
+		t.Errorf("the data directory changed")
+	}
+}
+
+// checkCounts compares a report with what writeLoad wrote.
+func checkCounts(t *testing.T, rep *Report, w written) {
+	t.Helper()
+	if len(rep.Faults) != 0 {
+		t.Fatalf("faults on an intact WAL: %+v", rep.Faults)
+	}
+	if k := kind(rep, "undecodable") + kind(rep, "unknown"); k != 0 {
+		t.Errorf("got %d undecodable or unknown entries, want none: %+v", k, rep.Kinds)
 	}
 	pods := row(rep, snapshot.ByResource, func(w WriteRow) bool { return w.Resource == "pods" })
 	cms := row(rep, snapshot.ByResource, func(w WriteRow) bool { return w.Resource == "configmaps" })
@@ -227,9 +239,6 @@ func TestReadCountsWhatWasWritten(t *testing.T) {
 	}
 	if len(rep.TopKeys) == 0 || rep.TopKeys[0].Key != "/registry/pods/default/web-0" || rep.TopKeys[0].Writes != 4 {
 		t.Errorf("got top keys %+v, want web-0 first with 4 writes", rep.TopKeys)
-	}
-	if after := dirSums(t, dir); !equalSums(before, after) {
-		t.Errorf("the data directory changed")
 	}
 }
 
