@@ -96,6 +96,11 @@ func writeLoad(t *testing.T, ctx context.Context, c *clientv3.Client) written {
 	}
 	_, err = c.Revoke(ctx, lease.ID)
 	must(err)
+	// Auth requests, as an operator adds a read-only backup user.
+	_, err = c.RoleAdd(ctx, "registry-reader")
+	must(err)
+	_, err = c.UserAdd(ctx, "backup", "secret")
+	must(err)
 	resp, err := c.Put(ctx, "/other/key", "v")
 	must(err)
 	w.outsidePuts++
@@ -220,6 +225,8 @@ func checkCounts(t *testing.T, rep *Report, w written) {
 		{"mod compares", rep.Txn.Compares["mod"], w.txns},
 		{"failure writes", rep.Txn.FailureWrites, 0},
 		{"put entries", kind(rep, "put"), w.puts},
+		{"authRoleAdd entries", kind(rep, "authRoleAdd"), 1},
+		{"authUserAdd entries", kind(rep, "authUserAdd"), 1},
 		{"compactions", compactions, 1},
 		{"compact revision", compactRev, w.compactRevision},
 		{"lease grants", rep.Leases.Grants, 1},

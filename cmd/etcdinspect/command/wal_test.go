@@ -45,6 +45,9 @@ func TestGoldenWAL(t *testing.T) {
 func TestWALDamaged(t *testing.T) {
 	seg := func(dir string, i int) string {
 		names, _ := filepath.Glob(filepath.Join(dir, "member", "wal", "*.wal"))
+		if i < 0 {
+			i += len(names)
+		}
 		return names[i]
 	}
 	cases := []struct {
@@ -53,7 +56,7 @@ func TestWALDamaged(t *testing.T) {
 		want   string
 	}{
 		{"torn tail", func(t *testing.T, dir string) {
-			p := seg(dir, 5)
+			p := seg(dir, -1)
 			fi, err := os.Stat(p)
 			if err != nil {
 				t.Fatal(err)
