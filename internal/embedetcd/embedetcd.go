@@ -30,6 +30,10 @@ type Config struct {
 	// WatchProgressNotifyInterval is --watch-progress-notify-interval; 0
 	// keeps etcd's 10 minutes.
 	WatchProgressNotifyInterval time.Duration
+	// SnapshotCount is --snapshot-count, the committed entries between two
+	// snapshots (member/snap/*.snap and a WAL snapshot record); 0 keeps
+	// etcd's default.
+	SnapshotCount uint64
 	// Logger receives etcd's logs; nil discards them.
 	Logger *zap.Logger
 	// StartTimeout bounds how long Start waits for the member to be ready;
@@ -67,6 +71,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+	if cfg.SnapshotCount > 0 {
+		ec.SnapshotCount = cfg.SnapshotCount
+	}
 	if cfg.WatchProgressNotifyInterval > 0 {
 		ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval
 	}

@@ -23,6 +23,8 @@ type Options struct {
 	// WatchProgressNotifyInterval is etcd's
 	// --watch-progress-notify-interval; 0 keeps 10 minutes.
 	WatchProgressNotifyInterval time.Duration
+	// SnapshotCount is etcd's --snapshot-count; 0 keeps its default.
+	SnapshotCount uint64
 }
 
 // RunEtcd starts an embedded member for the test and stops it when the test
@@ -42,6 +44,7 @@ func RunEtcd(t testing.TB, opts ...Options) *embedetcd.Server {
 		Dir:                         t.TempDir(),
 		UnsafeNoFsync:               true,
 		WatchProgressNotifyInterval: o.WatchProgressNotifyInterval,
+		SnapshotCount:               o.SnapshotCount,
 	})
 	if err != nil {
 		t.Fatalf("start embedded etcd: %v", err)

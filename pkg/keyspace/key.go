@@ -32,6 +32,14 @@ const (
 	ClassOutside Class = "outside"
 )
 
+// IsObject reports whether keys of class c hold objects kube-apiserver
+// stores under its prefix: API objects, master leases and range
+// allocations. Usage rows by namespace or group label the other classes
+// by their class, as rows by resource do.
+func (c Class) IsObject() bool {
+	return c == ClassObject || c == ClassMasterLease || c == ClassRangeAllocation
+}
+
 // CompactRevKey is the etcd key kube-apiserver's compactor uses as its
 // logical clock; it lives at the etcd root, not under the prefix.
 const CompactRevKey = "compact_rev_key"

@@ -25,7 +25,11 @@ type Lease struct {
 	// TTLSeconds is the TTL the lease was granted with.
 	TTLSeconds int64 `json:"ttlSeconds"`
 	// RemainingTTLSeconds is the TTL left when the lease was last
-	// checkpointed (etcd 3.4+ with lease checkpointing), 0 otherwise.
+	// checkpointed, 0 when it never was: only with etcd's LeaseCheckpoint
+	// and LeaseCheckpointPersist feature gates (server/lease/lessor.go).
+	// A file has no clock: it is not the TTL left now, and a member that
+	// restarts from the file grants every lease at least this, or its full
+	// TTL when 0.
 	RemainingTTLSeconds int64 `json:"remainingTtlSeconds"`
 }
 

@@ -100,6 +100,12 @@ func keptAt(s *keyStat, rev int64) (entryInfo, bool) {
 // ErrCompacted when at is not above the compact revision (etcd refuses
 // that), ErrFutureRevision above the current revision.
 func (db *DB) Compaction(ctx context.Context, at int64, p keyspace.Parser) (*CompactionReport, error) {
+	return db.compaction(ctx, at, p, false)
+}
+
+// compaction is Compaction; atCompacted allows at to equal the compact
+// revision (nothing left to remove: what a defragmentation alone leaves).
+func (db *DB) compaction(ctx context.Context, at int64, p keyspace.Parser, atCompacted bool) (*CompactionReport, error) {
 	m, err := db.Meta()
 	if err != nil {
 		return nil, err
@@ -112,7 +118,7 @@ func (db *DB) Compaction(ctx context.Context, at int64, p keyspace.Parser) (*Com
 	switch {
 	case at <= 0:
 		return nil, fmt.Errorf("%s: compact revision %d must be positive", db.path, at)
-	case at <= m.FinishedCompactRevision:
+	case at < m.FinishedCompactRevision || (at == m.FinishedCompactRevision && !atCompacted):
 		return nil, fmt.Errorf("%s: %w: revision %d is not above the compact revision %d", db.path, ErrCompacted, at, m.FinishedCompactRevision)
 	case at > current:
 		return nil, fmt.Errorf("%s: %w: revision %d is above the current revision %d", db.path, ErrFutureRevision, at, current)

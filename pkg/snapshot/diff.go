@@ -26,9 +26,13 @@ type DiffRow struct {
 	Modified  int64 `json:"modified"`
 	Deleted   int64 `json:"deleted"`
 	Unchanged int64 `json:"unchanged"`
-	// LiveBytesBefore and LiveBytesAfter sum the live entries in each file.
-	LiveBytesBefore int64 `json:"liveBytesBefore"`
-	LiveBytesAfter  int64 `json:"liveBytesAfter"`
+	// LiveEntryBytesBefore and LiveEntryBytesAfter sum the live entries
+	// in each file as stored (revision key plus marshalled KeyValue);
+	// LiveValueBytesBefore and LiveValueBytesAfter their values.
+	LiveEntryBytesBefore int64 `json:"liveEntryBytesBefore"`
+	LiveEntryBytesAfter  int64 `json:"liveEntryBytesAfter"`
+	LiveValueBytesBefore int64 `json:"liveValueBytesBefore"`
+	LiveValueBytesAfter  int64 `json:"liveValueBytesAfter"`
 }
 
 func (r *DiffRow) add(o *DiffRow) {
@@ -36,8 +40,10 @@ func (r *DiffRow) add(o *DiffRow) {
 	r.Modified += o.Modified
 	r.Deleted += o.Deleted
 	r.Unchanged += o.Unchanged
-	r.LiveBytesBefore += o.LiveBytesBefore
-	r.LiveBytesAfter += o.LiveBytesAfter
+	r.LiveEntryBytesBefore += o.LiveEntryBytesBefore
+	r.LiveEntryBytesAfter += o.LiveEntryBytesAfter
+	r.LiveValueBytesBefore += o.LiveValueBytesBefore
+	r.LiveValueBytesAfter += o.LiveValueBytesAfter
 }
 
 // DiffSide describes one of the two files.
@@ -86,7 +92,7 @@ type DiffReport struct {
 }
 
 // DiffReportSchemaVersion versions the JSON of DiffReport.
-const DiffReportSchemaVersion = 1
+const DiffReportSchemaVersion = 2
 
 // Diff compares the live keys of db (before) and other (after), each read
 // with one parallel scan. Two keys with the same latest revision, create
@@ -152,11 +158,13 @@ func (db *DB) Diff(ctx context.Context, other *DB, p keyspace.Parser) (*DiffRepo
 		aLive, bLive := a != nil && a.live(), b != nil && b.live()
 		ch := DiffChange{Key: key}
 		if aLive {
-			r.LiveBytesBefore += a.last.bytes
+			r.LiveEntryBytesBefore += a.last.bytes
+			r.LiveValueBytesBefore += a.last.valueBytes
 			ch.ModRevisionBefore = a.last.rev.Main
 		}
 		if bLive {
-			r.LiveBytesAfter += b.last.bytes
+			r.LiveEntryBytesAfter += b.last.bytes
+			r.LiveValueBytesAfter += b.last.valueBytes
 			ch.ModRevisionAfter = b.last.rev.Main
 		}
 		switch {

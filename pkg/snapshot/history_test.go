@@ -207,3 +207,46 @@ func TestGetAndDiffAcrossSnapshots(t *testing.T) {
 		t.Errorf("self diff %+v, %v", same.Total, err)
 	}
 }
+
+// TestHistoryTombstoneModRevision holds History against etcd's own watch:
+// each entry's ModRevision, a delete's included, is the mod_revision of the
+// event etcd sends for it.
+func TestHistoryTombstoneModRevision(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	ctx := t.Context()
+	const key = "/registry/pods/default/web-0"
+	for _, op := range []clientv3.Op{clientv3.OpPut(key, "a"), clientv3.OpPut(key, "b"), clientv3.OpDelete(key), clientv3.OpPut(key, "c"), clientv3.OpDelete(key)} {
+		if _, err := c.Do(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var want []int64
+	for resp := range c.Watch(wctx, key, clientv3.WithRev(1)) {
+		for _, ev := range resp.Events {
+			want = append(want, ev.Kv.ModRevision)
+		}
+		if len(want) >= 5 {
+			break
+		}
+	}
+	db, err := snapshot.Open(saveSnapshot(t, c, "history.db"), snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h, err := db.History(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != len(want) {
+		t.Fatalf("got %d history entries, want %d (the watch's events)", len(h), len(want))
+	}
+	for i, e := range h {
+		if e.ModRevision != want[i] {
+			t.Errorf("entry %d (main %d, tombstone %v): got mod revision %d, want %d as etcd's watch event", i, e.Main, e.Tombstone, e.ModRevision, want[i])
+		}
+	}
+}

@@ -30,8 +30,13 @@ type KeyInfo struct {
 	ModRevision    int64 `json:"modRevision"`
 	Version        int64 `json:"version"`
 	Lease          int64 `json:"lease"`
-	// ValueBytes is the length of the stored value.
+	// ValueBytes is the length of the stored value: the object as
+	// kube-apiserver stores and serves it.
 	ValueBytes int64 `json:"valueBytes"`
+	// EntryBytes is the latest entry as the file holds it: the 17-byte
+	// revision key plus the marshalled mvccpb.KeyValue (key, value,
+	// revisions, version, lease), without page overhead.
+	EntryBytes int64 `json:"entryBytes"`
 	// Encoding, APIVersion and Kind come from keyspace.DetectValue; an
 	// encrypted value has Encoding "encrypted" and names its provider and
 	// key in EncryptionProvider and EncryptionKey.
@@ -117,7 +122,7 @@ func keyInfo(k keyspace.Key, key string, e *Entry) KeyInfo {
 	ki := KeyInfo{
 		Key: key, Class: k.Class, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name,
 		CreateRevision: e.KV.CreateRevision, ModRevision: e.Key.Main, Version: e.KV.Version, Lease: e.KV.Lease,
-		ValueBytes: int64(len(e.KV.Value)), Encoding: vi.Encoding, APIVersion: vi.APIVersion, Kind: vi.Kind,
+		ValueBytes: int64(len(e.KV.Value)), EntryBytes: e.Bytes, Encoding: vi.Encoding, APIVersion: vi.APIVersion, Kind: vi.Kind,
 		EncryptionProvider: vi.Provider, EncryptionKey: vi.KeyName,
 		ResourceVersion: revision.ObjectResourceVersion(e.Key.Main),
 	}
@@ -132,8 +137,11 @@ type HistoryEntry struct {
 	// Main and Sub are the entry's revision, the bucket key.
 	Main int64 `json:"main"`
 	Sub  int64 `json:"sub"`
-	// ModRevision is the KeyValue's mod_revision (Main for a put, 0 in a
-	// tombstone, which holds only the key).
+	// ModRevision is the revision of the change: the KeyValue's
+	// mod_revision for a put, and Main for a tombstone, whose stored
+	// KeyValue holds only the key (etcd gives a delete event the
+	// tombstone's revision as mod_revision: server/storage/mvcc/watchable_store.go
+	// kvsToEvents).
 	ModRevision int64 `json:"modRevision"`
 	// CreateRevision, Version and Lease are the KeyValue's (0 in a tombstone).
 	CreateRevision int64 `json:"createRevision"`
@@ -158,7 +166,11 @@ func (db *DB) History(ctx context.Context, key string) ([]HistoryEntry, error) {
 		if !bytes.Equal(e.KV.Key, kb) {
 			return nil
 		}
-		parts[w] = append(parts[w], HistoryEntry{Main: e.Key.Main, Sub: e.Key.Sub, ModRevision: e.KV.ModRevision,
+		mod := e.KV.ModRevision
+		if e.Key.Tombstone {
+			mod = e.Key.Main
+		}
+		parts[w] = append(parts[w], HistoryEntry{Main: e.Key.Main, Sub: e.Key.Sub, ModRevision: mod,
 			CreateRevision: e.KV.CreateRevision, Version: e.KV.Version, Lease: e.KV.Lease, Tombstone: e.Key.Tombstone,
 			ValueBytes: int64(len(e.KV.Value)), Bytes: e.Bytes})
 		return nil

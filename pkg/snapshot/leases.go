@@ -15,11 +15,12 @@ import (
 // LeaseRow is one lease and the live keys attached to it.
 type LeaseRow struct {
 	Lease
-	// Keys counts live keys whose latest entry carries this lease;
-	// LiveBytes sums those entries.
+	// Keys counts live keys whose latest entry carries this lease.
 	Keys int64 `json:"keys"`
-	// LiveBytes sums the latest entries of those keys.
-	LiveBytes int64 `json:"liveBytes"`
+	// LiveEntryBytes sums the latest entries of those keys as stored
+	// (revision key plus marshalled KeyValue); LiveValueBytes their values.
+	LiveEntryBytes int64 `json:"liveEntryBytes"`
+	LiveValueBytes int64 `json:"liveValueBytes"`
 	// Resources counts those keys per resource ("events.k8s.io" style
 	// kubectl names; "(outside prefix)" and the like for other keys).
 	Resources map[string]int64 `json:"resources"`
@@ -43,7 +44,7 @@ type LeaseReport struct {
 }
 
 // LeaseReportSchemaVersion versions the JSON of LeaseReport.
-const LeaseReportSchemaVersion = 1
+const LeaseReportSchemaVersion = 2
 
 // ResourceLabel names the resource of a parsed key as the tables do:
 // kubectl's resource.group for objects, the class in parentheses for
@@ -96,7 +97,8 @@ func (db *DB) Leases(ctx context.Context, p keyspace.Parser) (*LeaseReport, erro
 			rows[id] = r
 		}
 		r.Keys++
-		r.LiveBytes += s.last.bytes
+		r.LiveEntryBytes += s.last.bytes
+		r.LiveValueBytes += s.last.valueBytes
 		r.Resources[ResourceLabel(p.Parse(key))]++
 	}
 	for _, r := range rows {

@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/kubestore/etcdkit/pkg/revision"
 )
@@ -25,8 +27,13 @@ type Meta struct {
 	Term uint64 `json:"term"`
 	// HasTerm says whether meta holds a term (etcd 3.5+).
 	HasTerm bool `json:"hasTerm"`
-	// ConfState is the raft membership as JSON (etcd 3.5+), or "".
+	// ConfState is the raft membership as the bucket holds it, JSON with
+	// decimal member IDs (etcd 3.5+), or "".
 	ConfState string `json:"confState,omitempty"`
+	// Voters and Learners are ConfState's member IDs in hex, as etcdctl
+	// prints member IDs; empty when ConfState is absent or not JSON.
+	Voters   []string `json:"voters,omitempty"`
+	Learners []string `json:"learners,omitempty"`
 	// StorageVersion is the schema version "X.Y.0" written by etcd 3.6+, or "".
 	StorageVersion string `json:"storageVersion,omitempty"`
 	// FinishedCompactRevision is the main revision of the last completed
@@ -87,6 +94,20 @@ func DecodeMeta(get func(key []byte) []byte) (Meta, error) {
 		return m, err
 	}
 	m.ConfState = string(get(metaConfState))
+	if m.ConfState != "" {
+		var cs struct {
+			Voters   []uint64 `json:"voters"`
+			Learners []uint64 `json:"learners"`
+		}
+		if json.Unmarshal([]byte(m.ConfState), &cs) == nil {
+			for _, id := range cs.Voters {
+				m.Voters = append(m.Voters, strconv.FormatUint(id, 16))
+			}
+			for _, id := range cs.Learners {
+				m.Learners = append(m.Learners, strconv.FormatUint(id, 16))
+			}
+		}
+	}
 	m.StorageVersion = string(get(metaStorageVersion))
 	if m.FinishedCompactRevision, err = rev(metaFinishedCompact); err != nil {
 		return m, err

@@ -146,10 +146,10 @@ func TestUsageAndStatusOfRealDB(t *testing.T) {
 		t.Errorf("pods row = %d objects, %d revisions, %d tombstones; want %d, %d, %d",
 			pods.Objects, pods.Revisions, pods.Tombstones, f.livePods, f.podRevisions, f.podTombstones)
 	}
-	if pods.HistoryBytes <= 0 || pods.LiveBytes <= pods.HistoryBytes {
-		t.Errorf("pods live %d / history %d bytes: want both positive, live larger", pods.LiveBytes, pods.HistoryBytes)
+	if pods.HistoryEntryBytes <= 0 || pods.LiveEntryBytes <= pods.HistoryEntryBytes {
+		t.Errorf("pods live %d / history %d bytes: want both positive, live larger", pods.LiveEntryBytes, pods.HistoryEntryBytes)
 	}
-	if cms.Objects != f.liveConfigMaps || cms.HistoryBytes != 0 {
+	if cms.Objects != f.liveConfigMaps || cms.HistoryEntryBytes != 0 {
 		t.Errorf("configmaps row = %+v, want %d objects and no history", *cms, f.liveConfigMaps)
 	}
 	byNS := u.By(snapshot.ByNamespace)

@@ -10,9 +10,11 @@ import (
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
 
-// UsageRow aggregates the key bucket entries of one group of keys. Bytes
-// are what bbolt stores per entry (Entry.Bytes): bucket key plus the
-// marshalled KeyValue, without page overhead.
+// UsageRow aggregates the key bucket entries of one group of keys. Entry
+// bytes are what bbolt stores per entry (Entry.Bytes): the 17-byte bucket
+// key plus the marshalled mvccpb.KeyValue (key, value, revisions, version,
+// lease), without page overhead. Value bytes are the KeyValue's value
+// alone: the object as kube-apiserver stores and serves it.
 type UsageRow struct {
 	// Class, Prefix, Group, Resource, Path and Namespace identify the row;
 	// which of them are set depends on the Dimension (see Usage.By).
@@ -24,22 +26,25 @@ type UsageRow struct {
 	Namespace string         `json:"namespace,omitempty"`
 	// Objects counts live keys: their latest entry is not a tombstone.
 	Objects int64 `json:"objects"`
-	// LiveBytes sums the latest entry of every live key.
-	LiveBytes int64 `json:"liveBytes"`
+	// LiveEntryBytes sums the latest entry of every live key.
+	LiveEntryBytes int64 `json:"liveEntryBytes"`
+	// LiveValueBytes sums the values of those entries.
+	LiveValueBytes int64 `json:"liveValueBytes"`
 	// Revisions counts every entry, tombstones included.
 	Revisions int64 `json:"revisions"`
-	// HistoryBytes sums every other entry: superseded revisions and
+	// HistoryEntryBytes sums every other entry: superseded revisions and
 	// tombstones, what a compaction may remove.
-	HistoryBytes int64 `json:"historyBytes"`
+	HistoryEntryBytes int64 `json:"historyEntryBytes"`
 	// Tombstones counts delete entries.
 	Tombstones int64 `json:"tombstones"`
 }
 
 func (r *UsageRow) add(o *UsageRow) {
 	r.Objects += o.Objects
-	r.LiveBytes += o.LiveBytes
+	r.LiveEntryBytes += o.LiveEntryBytes
+	r.LiveValueBytes += o.LiveValueBytes
 	r.Revisions += o.Revisions
-	r.HistoryBytes += o.HistoryBytes
+	r.HistoryEntryBytes += o.HistoryEntryBytes
 	r.Tombstones += o.Tombstones
 }
 
@@ -49,10 +54,11 @@ func (r *UsageRow) addKey(s *keyStat) {
 	r.Tombstones += s.tombstones
 	if s.live() {
 		r.Objects++
-		r.LiveBytes += s.last.bytes
-		r.HistoryBytes += s.bytes - s.last.bytes
+		r.LiveEntryBytes += s.last.bytes
+		r.LiveValueBytes += s.last.valueBytes
+		r.HistoryEntryBytes += s.bytes - s.last.bytes
 	} else {
-		r.HistoryBytes += s.bytes
+		r.HistoryEntryBytes += s.bytes
 	}
 }
 
@@ -78,8 +84,8 @@ type Dimension string
 const (
 	// ByResource groups by class, prefix, group, resource and path.
 	ByResource Dimension = "resource"
-	// ByNamespace groups by namespace ("" for cluster-scoped objects and
-	// keys that are not objects).
+	// ByNamespace groups objects by namespace ("" for cluster-scoped
+	// ones) and other keys by class (keyspace.Class.IsObject).
 	ByNamespace Dimension = "namespace"
 	// ByGroup groups by class and API group.
 	ByGroup Dimension = "group"
@@ -98,7 +104,10 @@ func (u *Usage) By(dim Dimension) []UsageRow {
 		case ByResource:
 			id = UsageRow{Class: r.Class, Prefix: r.Prefix, Group: r.Group, Resource: r.Resource, Path: r.Path}
 		case ByNamespace:
-			id = UsageRow{Namespace: r.Namespace}
+			id = UsageRow{Class: r.Class, Namespace: r.Namespace}
+			if r.Class.IsObject() {
+				id.Class = keyspace.ClassObject
+			}
 		case ByGroup:
 			id = UsageRow{Class: r.Class, Group: r.Group}
 		default:
@@ -123,7 +132,7 @@ func (u *Usage) By(dim Dimension) []UsageRow {
 
 func sortRows(rows []UsageRow) {
 	slices.SortFunc(rows, func(a, b UsageRow) int {
-		if c := cmp.Compare(b.LiveBytes+b.HistoryBytes, a.LiveBytes+a.HistoryBytes); c != 0 {
+		if c := cmp.Compare(b.LiveEntryBytes+b.HistoryEntryBytes, a.LiveEntryBytes+a.HistoryEntryBytes); c != 0 {
 			return c
 		}
 		return cmp.Or(cmp.Compare(a.Class, b.Class), cmp.Compare(a.Prefix, b.Prefix), cmp.Compare(a.Group, b.Group),

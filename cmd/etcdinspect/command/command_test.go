@@ -89,7 +89,11 @@ func TestUsageAndStatusJSON(t *testing.T) {
 			Objects, Revisions    int64
 			Tombstones            int64
 		} `json:"rows"`
-		Total struct{ Objects, Revisions, Tombstones int64 } `json:"total"`
+		Total struct {
+			Objects, Revisions, Tombstones int64
+			LiveEntryBytes                 int64 `json:"liveEntryBytes"`
+			LiveValueBytes                 int64 `json:"liveValueBytes"`
+		} `json:"total"`
 	}
 	if err := json.Unmarshal([]byte(out), &usage); err != nil {
 		t.Fatalf("usage JSON: %v\n%s", err, out)
@@ -106,8 +110,35 @@ func TestUsageAndStatusJSON(t *testing.T) {
 		}
 		delete(want, r.Resource)
 	}
-	if len(want) != 0 || usage.SchemaVersion != 1 || usage.Total.Objects != 6 {
+	if len(want) != 0 || usage.SchemaVersion != 2 || usage.Total.Objects != 6 {
 		t.Errorf("missing rows %v, schema %d, total %+v", want, usage.SchemaVersion, usage.Total)
+	}
+
+	// keys lists the same live entries: its per-key sizes add up to
+	// usage's totals, and each value is shorter than its entry.
+	out, stderr, code = run(t, "keys", path, "-w", "json")
+	if code != 0 {
+		t.Fatalf("keys exit %d: %s", code, stderr)
+	}
+	var keys struct {
+		Keys []struct {
+			ValueBytes int64 `json:"valueBytes"`
+			EntryBytes int64 `json:"entryBytes"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(out), &keys); err != nil {
+		t.Fatal(err)
+	}
+	var valueBytes, entryBytes int64
+	for _, k := range keys.Keys {
+		if k.ValueBytes >= k.EntryBytes {
+			t.Errorf("key with value bytes %d >= entry bytes %d", k.ValueBytes, k.EntryBytes)
+		}
+		valueBytes += k.ValueBytes
+		entryBytes += k.EntryBytes
+	}
+	if valueBytes != usage.Total.LiveValueBytes || entryBytes != usage.Total.LiveEntryBytes {
+		t.Errorf("keys sum to %d value and %d entry bytes, usage totals %d and %d", valueBytes, entryBytes, usage.Total.LiveValueBytes, usage.Total.LiveEntryBytes)
 	}
 
 	out, stderr, code = run(t, "status", path, "-w", "json")
@@ -126,7 +157,7 @@ func TestUsageAndStatusJSON(t *testing.T) {
 	}
 
 	out, _, code = run(t, "usage", path, "--by", "namespace", "-w", "csv")
-	if code != 0 || !strings.HasPrefix(out, "namespace,objects,live bytes") || !strings.Contains(out, "\ndefault,5,") {
+	if code != 0 || !strings.HasPrefix(out, "namespace,objects,live entry bytes,live value bytes") || !strings.Contains(out, "\ndefault,5,") {
 		t.Errorf("usage --by namespace csv (exit %d):\n%s", code, out)
 	}
 	if fileSum(t, path) != before {

@@ -45,6 +45,8 @@ var goldenCases = []struct {
 	{"leases", func(f string) []string { return []string{"leases", f} }},
 	{"meta", func(f string) []string { return []string{"meta", f} }},
 	{"diff-from-3.4", func(f string) []string { return []string{"diff", fixture("3.4"), f} }},
+	{"space", func(f string) []string { return []string{"space", f} }},
+	{"space-quota-64k", func(f string) []string { return []string{"space", f, "--quota", "65536"} }},
 }
 
 // TestGolden runs every command on the fixture of every etcd version, as

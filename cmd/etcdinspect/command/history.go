@@ -12,7 +12,7 @@ import (
 )
 
 // historySchemaVersion versions the JSON of `history -w json`.
-const historySchemaVersion = 1
+const historySchemaVersion = 2
 
 func newHistoryCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{

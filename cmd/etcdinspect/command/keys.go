@@ -15,7 +15,7 @@ import (
 )
 
 // keysSchemaVersion versions the JSON of `keys -w json`.
-const keysSchemaVersion = 1
+const keysSchemaVersion = 2
 
 type keysOptions struct {
 	prefix    string
@@ -44,7 +44,12 @@ func newKeysCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys FILE",
 		Short: "List live keys with their Kubernetes identity, revisions, lease and value encoding",
-		Args:  cli.ExactArgs(1),
+		Long: `keys lists the live keys (their latest entry is not a tombstone) with
+their Kubernetes resource, namespace and name, create and mod revision,
+version, lease, the value's encoding and kind, and two sizes.
+
+` + bytesHelp,
+		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -78,9 +83,9 @@ func runKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, path string, 
 }
 
 func makeKeysTable(keys []snapshot.KeyInfo) output.Table {
-	t := output.Table{Header: []string{"key", "resource", "namespace", "name", "create rev", "mod rev", "version", "lease", "value bytes", "encoding", "kind"}}
+	t := output.Table{Header: []string{"key", "resource", "namespace", "name", "create rev", "mod rev", "version", "lease", "value bytes", "entry bytes", "encoding", "kind"}}
 	t.Numeric = numericFrom(t.Header, 4)
-	t.Numeric[9], t.Numeric[10] = false, false
+	t.Numeric[10], t.Numeric[11] = false, false
 	for _, k := range keys {
 		kind := strings.TrimPrefix(k.APIVersion+"/"+k.Kind, "/")
 		if k.Encoding == keyspace.EncodingEncrypted {
@@ -92,7 +97,7 @@ func makeKeysTable(keys []snapshot.KeyInfo) output.Table {
 			lease = fmt.Sprintf("%x", k.Lease)
 		}
 		t.Rows = append(t.Rows, []string{k.Key, res, orDash(k.Namespace, "-"), k.Name, fmt.Sprint(k.CreateRevision),
-			fmt.Sprint(k.ModRevision), fmt.Sprint(k.Version), lease, fmt.Sprint(k.ValueBytes), string(k.Encoding), orDash(kind, "-")})
+			fmt.Sprint(k.ModRevision), fmt.Sprint(k.Version), lease, fmt.Sprint(k.ValueBytes), fmt.Sprint(k.EntryBytes), string(k.Encoding), orDash(kind, "-")})
 	}
 	return t
 }

@@ -15,7 +15,18 @@ func newLeasesCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "leases FILE",
 		Short: "List leases with their TTL and the live keys attached to each (Kubernetes events hold most)",
-		Args:  cli.ExactArgs(1),
+		Long: `leases lists every lease of the lease bucket with the TTL it was granted
+with and the live keys attached to it, by resource (Kubernetes events hold
+most; kube-apiserver's master leases one each).
+
+A file has no clock, so the TTL left now cannot be read from it: the
+"checkpointed ttl seconds" column is the remaining TTL etcd last stored,
+which it does only with the LeaseCheckpoint and LeaseCheckpointPersist
+feature gates, and "-" otherwise. A member started from the file gives
+each lease that remaining TTL, or its full TTL.
+
+` + bytesHelp,
+		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLeases(cmd, g, args[0], cmd.OutOrStdout())
 		},
@@ -32,15 +43,19 @@ func runLeases(cmd *cobra.Command, g *globalOptions, path string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	t := output.Table{Header: []string{"lease", "ttl seconds", "remaining ttl seconds", "keys", "live bytes", "resources"}}
-	t.Numeric = []bool{false, true, true, true, true, false}
+	t := output.Table{Header: []string{"lease", "ttl seconds", "checkpointed ttl seconds", "keys", "live entry bytes", "live value bytes", "resources"}}
+	t.Numeric = []bool{false, true, true, true, true, true, false}
 	for _, r := range rep.Rows {
 		ttl, rem := fmt.Sprint(r.TTLSeconds), fmt.Sprint(r.RemainingTTLSeconds)
+		if r.RemainingTTLSeconds == 0 {
+			rem = "-"
+		}
 		if r.Missing {
 			ttl, rem = "(no lease)", "-"
 		}
-		t.Rows = append(t.Rows, []string{r.IDHex, ttl, rem, fmt.Sprint(r.Keys), fmt.Sprint(r.LiveBytes), orDash(snapshot.FormatCounts(r.Resources), "-")})
+		t.Rows = append(t.Rows, []string{r.IDHex, ttl, rem, fmt.Sprint(r.Keys), fmt.Sprint(r.LiveEntryBytes), fmt.Sprint(r.LiveValueBytes),
+			orDash(snapshot.FormatCounts(r.Resources), "-")})
 	}
-	t.Rows = append(t.Rows, []string{"TOTAL", "", "", fmt.Sprint(rep.KeysWithLease), "", fmt.Sprintf("(%d live keys without a lease)", rep.KeysWithoutLease)})
+	t.Rows = append(t.Rows, []string{"TOTAL", "", "", fmt.Sprint(rep.KeysWithLease), "", "", fmt.Sprintf("(%d live keys without a lease)", rep.KeysWithoutLease)})
 	return output.Write(out, g.format, t, rep)
 }

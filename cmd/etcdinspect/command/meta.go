@@ -36,6 +36,18 @@ func runMeta(cmd *cobra.Command, g *globalOptions, path string, out io.Writer) e
 	return output.Write(out, g.format, makeMetaTable(ci), ci)
 }
 
+// confState shows the raft membership with member IDs in hex, as every
+// other member ID is shown.
+func confState(m snapshot.Meta) string {
+	switch {
+	case m.ConfState == "":
+		return "-"
+	case m.Voters == nil && m.Learners == nil:
+		return m.ConfState
+	}
+	return fmt.Sprintf("voters=%s learners=%s", orDash(strings.Join(m.Voters, ","), "-"), orDash(strings.Join(m.Learners, ","), "-"))
+}
+
 func makeMetaTable(ci *snapshot.ClusterInfo) output.Table {
 	m := ci.Meta
 	term := "-"
@@ -46,7 +58,7 @@ func makeMetaTable(ci *snapshot.ClusterInfo) output.Table {
 		{"meta", "consistent index", fmt.Sprint(m.ConsistentIndex)},
 		{"meta", "term", term},
 		{"meta", "storage version", m.DetectedVersion()},
-		{"meta", "conf state", orDash(m.ConfState, "-")},
+		{"meta", "conf state", confState(m)},
 		{"meta", "finished compact revision", fmt.Sprint(m.FinishedCompactRevision)},
 		{"meta", "scheduled compact revision", fmt.Sprint(m.ScheduledCompactRevision)},
 		{"cluster", "cluster version", orDash(ci.ClusterVersion, "-")},

@@ -148,7 +148,8 @@ tombstones and free pages.`,
 		return g.formatValue.Allowed(), cobra.ShellCompDirectiveNoFileComp
 	})
 	root.AddCommand(newStatusCommand(g), newUsageCommand(g), newKeysCommand(g), newGetCommand(g),
-		newHistoryCommand(g), newCompactionCommand(g), newLeasesCommand(g), newMetaCommand(g), newDiffCommand(g), newVersionCommand(g))
+		newHistoryCommand(g), newCompactionCommand(g), newLeasesCommand(g), newMetaCommand(g), newDiffCommand(g),
+		newWALCommand(g), newSpaceCommand(g), newMembersCommand(g), newVersionCommand(g))
 	return root
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // usageSchemaVersion versions the JSON of `usage -w json`.
-const usageSchemaVersion = 1
+const usageSchemaVersion = 2
 
 type usageOptions struct {
 	by  string
@@ -27,10 +27,8 @@ func (o *usageOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *usageOptions) Validate() error {
-	switch snapshot.Dimension(o.by) {
-	case snapshot.ByResource, snapshot.ByNamespace, snapshot.ByGroup:
-	default:
-		return cli.FlagErrorf("--by %q is not one of resource|namespace|group", o.by)
+	if err := validateBy(o.by); err != nil {
+		return err
 	}
 	if o.top < 0 {
 		return cli.FlagErrorf("--top must not be negative")
@@ -38,12 +36,28 @@ func (o *usageOptions) Validate() error {
 	return nil
 }
 
+// validateBy checks a --by flag value.
+func validateBy(by string) error {
+	switch snapshot.Dimension(by) {
+	case snapshot.ByResource, snapshot.ByNamespace, snapshot.ByGroup:
+		return nil
+	}
+	return cli.FlagErrorf("--by %q is not one of resource|namespace|group", by)
+}
+
 func newUsageCommand(g *globalOptions) *cobra.Command {
 	o := &usageOptions{}
 	cmd := &cobra.Command{
 		Use:   "usage FILE",
 		Short: "Break the key bucket down by Kubernetes resource or namespace: objects, live bytes, history, tombstones",
-		Args:  cli.ExactArgs(1),
+		Long: `usage scans the key bucket once and sums, per Kubernetes resource (or
+namespace, or API group), the live objects, their bytes, the revisions not
+yet compacted and the tombstones. Keys outside the Kubernetes prefix,
+compact_rev_key and keys of no known shape get rows of their own, labelled
+alike in every --by.
+
+` + bytesHelp,
+		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
@@ -85,9 +99,10 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 		others = &snapshot.UsageRow{}
 		for _, r := range rows[o.top:] {
 			others.Objects += r.Objects
-			others.LiveBytes += r.LiveBytes
+			others.LiveEntryBytes += r.LiveEntryBytes
+			others.LiveValueBytes += r.LiveValueBytes
 			others.Revisions += r.Revisions
-			others.HistoryBytes += r.HistoryBytes
+			others.HistoryEntryBytes += r.HistoryEntryBytes
 			others.Tombstones += r.Tombstones
 		}
 		rows = rows[:o.top]
@@ -108,13 +123,13 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *sn
 		t.Header = []string{"resource", "etcd path"}
 	}
 	nLabels := len(t.Header)
-	t.Header = append(t.Header, "objects", "live bytes", "revisions", "history bytes", "tombstones")
+	t.Header = append(t.Header, "objects", "live entry bytes", "live value bytes", "revisions", "history entry bytes", "tombstones")
 	t.Numeric = numericFrom(t.Header, nLabels)
 	for _, r := range rows {
 		var labels []string
 		switch dim {
 		case snapshot.ByNamespace:
-			labels = []string{orDash(r.Namespace, "(cluster-scoped)")}
+			labels = []string{namespaceLabel(r.Class, r.Namespace)}
 		case snapshot.ByGroup:
 			labels = []string{groupLabel(r)}
 		default:
@@ -134,8 +149,16 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *sn
 }
 
 func numbers(r snapshot.UsageRow) []string {
-	return []string{fmt.Sprint(r.Objects), fmt.Sprint(r.LiveBytes), fmt.Sprint(r.Revisions), fmt.Sprint(r.HistoryBytes), fmt.Sprint(r.Tombstones)}
+	return []string{fmt.Sprint(r.Objects), fmt.Sprint(r.LiveEntryBytes), fmt.Sprint(r.LiveValueBytes), fmt.Sprint(r.Revisions),
+		fmt.Sprint(r.HistoryEntryBytes), fmt.Sprint(r.Tombstones)}
 }
+
+// bytesHelp explains the two byte figures the commands report.
+const bytesHelp = `Entry bytes are what the file holds per revision: the 17-byte revision
+key plus the marshalled mvccpb.KeyValue (key, value, create and mod
+revision, version, lease). Value bytes are the value alone: the object as
+kube-apiserver stores it and serves it (its protobuf or JSON, or the
+ciphertext when encrypted at rest). Neither counts bbolt's page overhead.`
 
 func orDash(s, dash string) string {
 	if s == "" {
@@ -163,10 +186,21 @@ func labels(class keyspace.Class, prefix, group, resource, path string) []string
 	return []string{snapshot.ResourceLabel(k), "-"}
 }
 
+// groupLabel names a group row: "(core)" for the core group; keys that
+// are not objects get their class as rows by resource do.
 func groupLabel(r snapshot.UsageRow) string {
-	switch r.Class {
-	case keyspace.ClassObject, keyspace.ClassMasterLease, keyspace.ClassRangeAllocation:
+	if r.Class.IsObject() {
 		return orDash(r.Group, "(core)")
 	}
-	return "(" + string(r.Class) + ")"
+	return snapshot.ResourceLabel(keyspace.Key{Class: r.Class})
+}
+
+// namespaceLabel names a namespace row: "(cluster-scoped)" for objects
+// without one; keys that are not objects get their class as rows by
+// resource do.
+func namespaceLabel(class keyspace.Class, ns string) string {
+	if class.IsObject() {
+		return orDash(ns, "(cluster-scoped)")
+	}
+	return snapshot.ResourceLabel(keyspace.Key{Class: class})
 }

@@ -1,0 +1,294 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+)
+
+// Quota limits of etcd (server/storage/quota.go).
+const (
+	// DefaultQuotaBytes is etcd's --quota-backend-bytes default, 2 GiB.
+	DefaultQuotaBytes int64 = 2 << 30
+	// MaxQuotaBytes is the largest quota etcd recommends, 8 GiB; above it
+	// etcd warns at start.
+	MaxQuotaBytes int64 = 8 << 30
+)
+
+// SpaceSchemaVersion versions the JSON of Space.
+const SpaceSchemaVersion = 1
+
+// FreeRunBucket counts the runs of contiguous free pages whose length is
+// in [MinPages, MaxPages].
+type FreeRunBucket struct {
+	MinPages int64 `json:"minPages"`
+	MaxPages int64 `json:"maxPages"`
+	Runs     int64 `json:"runs"`
+	Pages    int64 `json:"pages"`
+}
+
+// Space is a verdict on a file against etcd's backend quota, with the page
+// layout behind it. Sizes are bytes; pages are bbolt pages of PageSize.
+type Space struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Path          string `json:"path"`
+	PageSize      int    `json:"pageSize"`
+	// SizeBytes is the file's length; bbolt grows a file in steps
+	// (doubling up to 1 GiB, then 1 GiB at a time), so it may exceed
+	// DBSizeBytes.
+	SizeBytes int64 `json:"sizeBytes"`
+	// DBSizeBytes is the high-water mark times the page size: the size
+	// etcd's quota checks (Status.DBSizeBytes).
+	DBSizeBytes int64 `json:"dbSizeBytes"`
+	// InUseBytes and FreeBytes split DBSizeBytes (Status).
+	InUseBytes int64 `json:"inUseBytes"`
+	FreeBytes  int64 `json:"freeBytes"`
+	FreePages  int64 `json:"freePages"`
+	// QuotaBytes is the quota the verdict is for; QuotaUsedPercent is
+	// DBSizeBytes as a percentage of it.
+	QuotaBytes       int64   `json:"quotaBytes"`
+	QuotaUsedPercent float64 `json:"quotaUsedPercent"`
+	// OverQuota is set when DBSizeBytes has reached the quota: every
+	// write is refused and the NOSPACE alarm raised.
+	OverQuota bool `json:"overQuota"`
+	// CompactionClearsNoSpace is always false; Why says why, with the
+	// source path.
+	CompactionClearsNoSpace bool   `json:"compactionClearsNoSpace"`
+	Why                     string `json:"why"`
+	// CurrentRevision is the revision a compaction now would be at;
+	// CompactFreesBytes the entry bytes it would remove (Compaction).
+	CurrentRevision   int64 `json:"currentRevision"`
+	CompactFreesBytes int64 `json:"compactFreesBytes"`
+	// AfterCompactDefragBytes is the DB size a compaction at
+	// CurrentRevision and then a defragmentation would leave
+	// (CompactionReport.EstimatedDBSizeAfterDefragBytes); AfterClearsQuota
+	// says whether it is below the quota.
+	AfterCompactDefragBytes int64 `json:"afterCompactDefragBytes"`
+	AfterClearsQuota        bool  `json:"afterClearsQuota"`
+	// FreeRuns is the histogram of runs of contiguous free pages, by
+	// powers of two; LargestFreeRunPages the longest run. bbolt allocates
+	// a node that spans n pages only from a run of n free pages, so a
+	// value larger than LargestFreeRunBytes grows the file even with free
+	// pages left.
+	FreeRuns            []FreeRunBucket `json:"freeRuns"`
+	LargestFreeRunPages int64           `json:"largestFreeRunPages"`
+	LargestFreeRunBytes int64           `json:"largestFreeRunBytes"`
+	// BranchPages, LeafPages and OverflowPages count the reachable pages
+	// of every bucket (overflow: the extra pages of nodes larger than a
+	// page); LeafFillPercent is the share of the leaf pages' bytes that
+	// hold headers, elements, keys and values.
+	BranchPages     int64   `json:"branchPages"`
+	LeafPages       int64   `json:"leafPages"`
+	OverflowPages   int64   `json:"overflowPages"`
+	LeafFillPercent float64 `json:"leafFillPercent"`
+	// FragmentationPercent is Status's; FragmentationAlert says whether
+	// an alert on it (the common rule: above 45 %) is "signal" or "noise"
+	// on this file, and FragmentationRule states the rule applied.
+	FragmentationPercent float64 `json:"fragmentationPercent"`
+	FragmentationAlert   string  `json:"fragmentationAlert"`
+	FragmentationRule    string  `json:"fragmentationRule"`
+	// SafeQuotaBytes is a quota with room for the live data to double:
+	// twice AfterCompactDefragBytes rounded up to a GiB, at least etcd's
+	// default and at most MaxQuotaBytes.
+	SafeQuotaBytes int64 `json:"safeQuotaBytes"`
+}
+
+// whyCompactionAlone explains why a compaction does not clear NOSPACE.
+const whyCompactionAlone = "etcd's quota compares the backend's size, the bbolt file's high-water mark (tx.Size), " +
+	"with --quota-backend-bytes, not the bytes in use (server/storage/quota.go BackendQuota.Available, " +
+	"server/storage/backend/backend.go size); a compaction frees pages inside the file but never shrinks it, " +
+	"only a defragmentation does, and the NOSPACE alarm then stays raised until `etcdctl alarm disarm`"
+
+// fragmentationAlertPercent is the threshold common fragmentation alerts
+// use (OpenShift's defrag controller: 45 %).
+const fragmentationAlertPercent = 45
+
+// Space reads the page layout of the file and, with one Compaction scan
+// at the current revision, gives a verdict against quotaBytes (0:
+// DefaultQuotaBytes). p parses keys for the compaction estimate. Errors
+// are those of Open's reads and ErrCorrupt for a malformed page tree.
+func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*Space, error) {
+	if quotaBytes <= 0 {
+		quotaBytes = DefaultQuotaBytes
+	}
+	ps := int64(db.meta.pageSize)
+	s := &Space{SchemaVersion: SpaceSchemaVersion, Path: db.path, PageSize: db.meta.pageSize, SizeBytes: db.size,
+		DBSizeBytes: int64(db.meta.highWater) * ps, QuotaBytes: quotaBytes, Why: whyCompactionAlone, FreeRuns: []FreeRunBucket{}}
+	w := &pageWalk{p: db.pg, seen: newPageSet(db.meta.highWater)}
+	if err := db.guard("walk the page tree", func() error { return w.pages(db.meta) }); err != nil {
+		return nil, err
+	}
+	s.BranchPages, s.LeafPages, s.OverflowPages = w.branch, w.leaf, w.overflow
+	if w.leafCap > 0 {
+		s.LeafFillPercent = 100 * float64(w.leafUsed) / float64(w.leafCap)
+	}
+	var run int64
+	endRun := func() {
+		if run == 0 {
+			return
+		}
+		i := bits.Len64(uint64(run)) - 1 // run in [2^i, 2^(i+1))
+		for len(s.FreeRuns) <= i {
+			n := int64(1) << len(s.FreeRuns)
+			s.FreeRuns = append(s.FreeRuns, FreeRunBucket{MinPages: n, MaxPages: 2*n - 1})
+		}
+		s.FreeRuns[i].Runs++
+		s.FreeRuns[i].Pages += run
+		s.LargestFreeRunPages = max(s.LargestFreeRunPages, run)
+		s.FreePages += run
+		run = 0
+	}
+	for id := uint64(2); id < db.meta.highWater; id++ {
+		if w.seen.has(id) {
+			endRun()
+			continue
+		}
+		run++
+	}
+	endRun()
+	s.FreeBytes = s.FreePages * ps
+	s.InUseBytes = s.DBSizeBytes - s.FreeBytes
+	s.LargestFreeRunBytes = s.LargestFreeRunPages * ps
+	if s.DBSizeBytes > 0 {
+		s.FragmentationPercent = 100 * float64(s.FreeBytes) / float64(s.DBSizeBytes)
+	}
+	s.QuotaUsedPercent = 100 * float64(s.DBSizeBytes) / float64(quotaBytes)
+	s.OverQuota = s.DBSizeBytes >= quotaBytes
+
+	last, err := db.LastRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := db.Meta()
+	if err != nil {
+		return nil, err
+	}
+	s.CurrentRevision = max(last, m.FinishedCompactRevision, m.ScheduledCompactRevision)
+	// A file compacted at its current revision has nothing more to
+	// remove: the estimate is then a defragmentation's alone.
+	c, err := db.compaction(ctx, s.CurrentRevision, p, s.CurrentRevision == m.FinishedCompactRevision)
+	if err != nil {
+		return nil, err
+	}
+	s.CompactFreesBytes = c.Total.RemovedBytes
+	s.AfterCompactDefragBytes = c.EstimatedDBSizeAfterDefragBytes
+	s.AfterClearsQuota = s.AfterCompactDefragBytes < quotaBytes
+
+	// An alert on the ratio is signal only when defragmenting would
+	// change the quota verdict: the ratio is high and the file holds at
+	// least half the quota. Otherwise the free pages are reused by later
+	// writes and a defragmentation (which blocks the member) buys nothing.
+	half := quotaBytes / 2
+	s.FragmentationRule = fmt.Sprintf("signal when fragmentation is at least %d%% and the DB size is at least half the quota (%d bytes); otherwise noise",
+		fragmentationAlertPercent, half)
+	s.FragmentationAlert = "noise"
+	if s.FragmentationPercent >= fragmentationAlertPercent && s.DBSizeBytes >= half {
+		s.FragmentationAlert = "signal"
+	}
+	const gib = 1 << 30
+	safe := (2*s.AfterCompactDefragBytes + gib - 1) / gib * gib
+	s.SafeQuotaBytes = min(max(safe, DefaultQuotaBytes), MaxQuotaBytes)
+	return s, nil
+}
+
+// pageWalk visits every reachable page once and counts them by type.
+type pageWalk struct {
+	p                      *pager
+	seen                   pageSet
+	branch, leaf, overflow int64
+	leafUsed, leafCap      int64
+}
+
+// pages marks the meta pages, the synced freelist (if any) and every page
+// of every bucket.
+func (w *pageWalk) pages(m boltMeta) error {
+	w.seen.add(0)
+	w.seen.add(1)
+	if m.freelist != pgidNoFreelist {
+		pg, err := w.p.page(m.freelist)
+		if err != nil {
+			return err
+		}
+		w.claim(pg)
+	}
+	return w.node(m.root, nil, 0)
+}
+
+func (w *pageWalk) claim(pg page) bool {
+	if !w.seen.add(pg.id) {
+		return false
+	}
+	for id := pg.id + 1; id <= pg.id+uint64(pg.overflow); id++ {
+		w.seen.add(id)
+	}
+	w.overflow += int64(pg.overflow)
+	return true
+}
+
+func (w *pageWalk) node(id uint64, inline []byte, depth int) error {
+	if depth > maxTreeDepth {
+		return corruptf("page %d: tree deeper than %d levels", id, maxTreeDepth)
+	}
+	var pg page
+	var err error
+	if id == 0 {
+		pg, err = inlinePage(inline)
+	} else {
+		pg, err = w.p.page(id)
+	}
+	if err != nil {
+		return err
+	}
+	if id != 0 && !w.claim(pg) {
+		return nil
+	}
+	if err := pg.checkCount(); err != nil {
+		return err
+	}
+	switch pg.flags {
+	case branchPageFlag:
+		w.branch++
+		for i := range pg.count {
+			_, child, err := pg.branch(i)
+			if err != nil {
+				return err
+			}
+			if err := w.node(child, nil, depth+1); err != nil {
+				return err
+			}
+		}
+	case leafPageFlag:
+		used := int64(pageHeaderSize + pg.count*elemSize)
+		for i := range pg.count {
+			flags, k, v, err := pg.leaf(i)
+			if err != nil {
+				return err
+			}
+			used += int64(len(k) + len(v))
+			if flags&bucketLeafFlag != 0 {
+				b, err := bucketValue(v)
+				if err != nil {
+					return err
+				}
+				if err := w.node(b.root, b.inline, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		if id != 0 {
+			w.leaf++
+			w.leafUsed += used
+			w.leafCap += int64(len(pg.buf))
+		}
+	default:
+		return corruptf("page %d: a %s page inside a tree", pg.id, pageType(pg.flags))
+	}
+	return nil
+}
+
+// has reports whether id is in the set.
+func (s pageSet) has(id uint64) bool {
+	return id/64 < uint64(len(s)) && s[id/64]&(1<<(id%64)) != 0
+}

@@ -1,0 +1,123 @@
+package snapshot_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/snapshot"
+)
+
+// TestSpace checks the quota verdict on every fixture against Status and
+// Compaction of the same file: free pages and sizes agree, the free runs
+// add up to the free pages, and the size after compaction and
+// defragmentation is Compaction's estimate. A quota equal to the DB size
+// is NOSPACE, and compaction alone never clears it.
+func TestSpace(t *testing.T) {
+	for _, v := range fixtureVersions {
+		t.Run(v, func(t *testing.T) {
+			before := sha(t, fixture(v))
+			db, err := snapshot.Open(fixture(v), snapshot.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			st, _, err := db.Status(t.Context(), keyspace.Parser{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := db.Space(t.Context(), st.DBSizeBytes, keyspace.Parser{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := db.Compaction(t.Context(), st.Revision, keyspace.Parser{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runPages, longest int64
+			for _, b := range s.FreeRuns {
+				runPages += b.Pages
+				if b.Runs > 0 && (b.Pages < b.Runs*b.MinPages || b.Pages > b.Runs*b.MaxPages) {
+					t.Errorf("bucket %+v: pages outside its run lengths", b)
+				}
+				if b.Runs > 0 {
+					longest = b.MaxPages
+				}
+			}
+			for _, c := range []struct {
+				name      string
+				got, want int64
+			}{
+				{"db size", s.DBSizeBytes, st.DBSizeBytes},
+				{"free bytes", s.FreeBytes, st.FreeBytes},
+				{"in use bytes", s.InUseBytes, st.InUseBytes},
+				{"free pages", s.FreePages, st.Check.FreePages},
+				{"pages in free runs", runPages, s.FreePages},
+				{"revision", s.CurrentRevision, st.Revision},
+				{"after compact+defrag", s.AfterCompactDefragBytes, c.EstimatedDBSizeAfterDefragBytes},
+				{"quota", s.QuotaBytes, st.DBSizeBytes},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s: got %d, want %d", c.name, c.got, c.want)
+				}
+			}
+			if s.LargestFreeRunPages > longest || (s.FreePages > 0) != (s.LargestFreeRunPages > 0) {
+				t.Errorf("largest free run %d pages, histogram's longest bucket ends at %d", s.LargestFreeRunPages, longest)
+			}
+			if !s.OverQuota || s.CompactionClearsNoSpace || s.Why == "" {
+				t.Errorf("quota = DB size: got over quota %v, compaction clears %v (%q); want NOSPACE that compaction alone does not clear",
+					s.OverQuota, s.CompactionClearsNoSpace, s.Why)
+			}
+			if s.AfterClearsQuota != (c.EstimatedDBSizeAfterDefragBytes < st.DBSizeBytes) {
+				t.Errorf("after clears quota %v with %d after vs quota %d", s.AfterClearsQuota, s.AfterCompactDefragBytes, st.DBSizeBytes)
+			}
+			if s.LeafPages == 0 || s.LeafFillPercent <= 0 || s.LeafFillPercent > 100 {
+				t.Errorf("got %d leaf pages %.1f%% full, want some, at most 100%%", s.LeafPages, s.LeafFillPercent)
+			}
+			if s.SafeQuotaBytes < snapshot.DefaultQuotaBytes || s.SafeQuotaBytes > snapshot.MaxQuotaBytes {
+				t.Errorf("safe quota %d outside etcd's %d-%d", s.SafeQuotaBytes, snapshot.DefaultQuotaBytes, snapshot.MaxQuotaBytes)
+			}
+			if sha(t, fixture(v)) != before {
+				t.Errorf("fixture changed")
+			}
+		})
+	}
+}
+
+// TestSpaceCompactedAtCurrentRevision: a file compacted at its current
+// revision has nothing left to compact; Space still gives the estimate a
+// defragmentation alone would leave.
+func TestSpaceCompactedAtCurrentRevision(t *testing.T) {
+	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+		var last int64
+		for i := range 20 {
+			resp, err := c.Put(ctx, fmt.Sprintf("/registry/configmaps/default/cm-%d", i%5), strings.Repeat("x", 2000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = resp.Header.Revision
+		}
+		if _, err := c.Compact(ctx, last, clientv3.WithCompactPhysical()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	db, err := snapshot.Open(path, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := db.Space(t.Context(), 0, keyspace.Parser{})
+	if err != nil {
+		t.Fatalf("Space on a file compacted at its current revision: %v", err)
+	}
+	if s.CompactFreesBytes != 0 || s.AfterCompactDefragBytes <= 0 || s.AfterCompactDefragBytes > s.DBSizeBytes {
+		t.Errorf("got compaction frees %d, after compact+defrag %d of %d; want 0 and a positive size at most the DB size",
+			s.CompactFreesBytes, s.AfterCompactDefragBytes, s.DBSizeBytes)
+	}
+}

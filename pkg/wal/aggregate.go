@@ -1,0 +1,491 @@
+package wal
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/snapshot"
+)
+
+// maxSeriesPoints bounds Report.Series: when there would be more, the
+// width of a point doubles and neighbours merge.
+const maxSeriesPoints = 64
+
+// keyStat counts the writes to one key.
+type keyStat struct {
+	puts, deletes         int64
+	keyValueBytes, values int64
+	lastIndex             uint64
+}
+
+// pendingEntry is an entry not yet known to be committed.
+type pendingEntry struct {
+	file   string
+	offset int64
+	e      *raftpb.Entry
+}
+
+// aggregator folds records into a Report.
+type aggregator struct {
+	rep *Report
+
+	// crc is the chain's value after the last record; altCRC the value
+	// computed over a record whose stored crc did not match.
+	crc      uint32
+	altCRC   uint32
+	altValid bool
+	// afterGap is set after a missing segment or a skipped record: the
+	// next entry may skip indexes without a further fault.
+	afterGap bool
+
+	commit    uint64
+	lastIndex uint64 // of the last entry applied or pending
+	pending   []pendingEntry
+
+	kinds      map[string]*KindRow
+	keys       map[string]*keyStat
+	granted    map[int64]bool
+	series     map[uint64]*SeriesPoint // by index / seriesWidth
+	seriesWide uint64
+}
+
+func newAggregator(rep *Report) *aggregator {
+	return &aggregator{rep: rep, kinds: map[string]*KindRow{}, keys: map[string]*keyStat{},
+		granted: map[int64]bool{}, series: map[uint64]*SeriesPoint{}, seriesWide: 1}
+}
+
+func (a *aggregator) fault(f Fault) { a.rep.Faults = append(a.rep.Faults, f) }
+
+func (a *aggregator) state(hs *raftpb.HardState) {
+	a.rep.HardState = HardState{Term: hs.GetTerm(), Vote: hexID(hs.GetVote()), Commit: hs.GetCommit()}
+	a.commit = hs.GetCommit()
+	a.flush()
+}
+
+// flush applies the pending entries at or below the commit index.
+func (a *aggregator) flush() {
+	n := 0
+	for n < len(a.pending) && a.pending[n].e.GetIndex() <= a.commit {
+		n++
+	}
+	for _, p := range a.pending[:n] {
+		a.apply(p)
+	}
+	a.pending = slices.Delete(a.pending, 0, n)
+}
+
+func (a *aggregator) snapshot(s *walpb.Snapshot) {
+	a.rep.LastSnapshot = &SnapshotMark{Index: s.GetIndex(), Term: s.GetTerm()}
+	// A follower restored from a leader's snapshot continues after it.
+	if s.GetIndex() > a.lastIndex {
+		a.lastIndex = s.GetIndex()
+	}
+}
+
+// entry takes an entry as raft's log would: it replaces the pending
+// entries at or above its index.
+func (a *aggregator) entry(file string, offset int64, e *raftpb.Entry) {
+	idx := e.GetIndex()
+	switch {
+	case a.lastIndex != 0 && idx > a.lastIndex+1 && !a.afterGap:
+		a.fault(Fault{File: file, Offset: offset, Kind: FaultIndexGap,
+			Message: fmt.Sprintf("entry %d follows entry %d: entries %d to %d are missing", idx, a.lastIndex, a.lastIndex+1, idx-1)})
+	case a.lastIndex != 0 && idx <= a.lastIndex:
+		n := len(a.pending)
+		for n > 0 && a.pending[n-1].e.GetIndex() >= idx {
+			n--
+		}
+		a.rep.OverwrittenEntries += int64(len(a.pending) - n)
+		a.pending = a.pending[:n]
+		if idx <= a.applied() {
+			a.fault(Fault{File: file, Offset: offset, Kind: FaultIndexGap,
+				Message: fmt.Sprintf("entry %d (term %d) rewrites an entry at or below the commit index %d", idx, e.GetTerm(), a.commit)})
+		}
+	}
+	a.afterGap = false
+	a.lastIndex = idx
+	a.pending = append(a.pending, pendingEntry{file: file, offset: offset, e: e})
+	if idx <= a.commit {
+		a.flush()
+	}
+}
+
+// applied returns the index of the last entry applied (committed).
+func (a *aggregator) applied() uint64 {
+	if len(a.pending) > 0 {
+		return a.pending[0].e.GetIndex() - 1
+	}
+	return a.rep.LastIndex
+}
+
+// apply counts one entry.
+func (a *aggregator) apply(p pendingEntry) {
+	e := p.e
+	idx := e.GetIndex()
+	r := a.rep
+	if r.FirstIndex == 0 {
+		r.FirstIndex = idx
+	}
+	r.LastIndex, r.LastTerm = idx, e.GetTerm()
+	r.Entries++
+	if idx > a.commit {
+		r.UncommittedEntries++
+	}
+	pt := a.point(idx)
+	pt.Entries++
+	data := e.GetData()
+	kind := ""
+	switch e.GetType() {
+	case raftpb.EntryType_EntryConfChange:
+		kind = "confChange"
+		var cc raftpb.ConfChange
+		if err := proto.Unmarshal(data, &cc); err != nil {
+			a.badEntry(p, kind, err)
+			kind = "undecodable"
+			break
+		}
+		r.MemberChanges = append(r.MemberChanges, MemberChange{Index: idx, Term: e.GetTerm(), Change: cc.GetType().String(), NodeID: hexID(cc.GetNodeId())})
+	case raftpb.EntryType_EntryConfChangeV2:
+		kind = "confChangeV2"
+		var cc raftpb.ConfChangeV2
+		if err := proto.Unmarshal(data, &cc); err != nil {
+			a.badEntry(p, kind, err)
+			kind = "undecodable"
+			break
+		}
+		for _, c := range cc.GetChanges() {
+			r.MemberChanges = append(r.MemberChanges, MemberChange{Index: idx, Term: e.GetTerm(), Change: c.GetType().String(), NodeID: hexID(c.GetNodeId())})
+		}
+	default:
+		if len(data) == 0 {
+			kind = "empty"
+			break
+		}
+		kind = a.request(p, pt)
+	}
+	k, ok := a.kinds[kind]
+	if !ok {
+		k = &KindRow{Kind: kind}
+		a.kinds[kind] = k
+	}
+	k.Entries++
+	k.EntryBytes += int64(len(data))
+}
+
+func (a *aggregator) badEntry(p pendingEntry, what string, err error) {
+	a.fault(Fault{File: p.file, Offset: p.offset, Kind: FaultBadEntry,
+		Message: fmt.Sprintf("entry %d: %s data does not decode: %v", p.e.GetIndex(), what, err)})
+}
+
+// request counts a normal entry's request and returns its kind.
+func (a *aggregator) request(p pendingEntry, pt *SeriesPoint) string {
+	e := p.e
+	var req etcdserverpb.InternalRaftRequest
+	if err := proto.Unmarshal(e.GetData(), &req); err != nil {
+		if method, ok := v2Method(e.GetData()); ok {
+			return "v2." + method
+		}
+		a.badEntry(p, "request", err)
+		return "undecodable"
+	}
+	kind := ""
+	req.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if fd.Name() == "header" || fd.Name() == "ID" {
+			return true
+		}
+		kind = fd.JSONName()
+		return false
+	})
+	if kind == "" {
+		if method, ok := v2Field(req.ProtoReflect().GetUnknown()); ok {
+			return "v2." + method
+		}
+		return "unknown"
+	}
+	idx := e.GetIndex()
+	r := a.rep
+	switch {
+	case req.Put != nil:
+		a.put(req.Put, idx, pt)
+	case req.DeleteRange != nil:
+		a.del(req.DeleteRange, idx, pt)
+	case req.Txn != nil:
+		a.txn(req.Txn, idx, pt)
+	case req.Compaction != nil:
+		r.Compactions = append(r.Compactions, Compaction{Index: idx, Term: e.GetTerm(), Revision: req.Compaction.GetRevision(), Physical: req.Compaction.GetPhysical()})
+	case req.LeaseGrant != nil:
+		l := &r.Leases
+		ttl := req.LeaseGrant.GetTTL()
+		if l.Grants == 0 || ttl < l.MinTTLSeconds {
+			l.MinTTLSeconds = ttl
+		}
+		l.MaxTTLSeconds = max(l.MaxTTLSeconds, ttl)
+		l.Grants++
+		a.granted[req.LeaseGrant.GetID()] = true
+	case req.LeaseRevoke != nil:
+		r.Leases.Revokes++
+		if a.granted[req.LeaseRevoke.GetID()] {
+			r.Leases.RevokedGranted++
+		}
+	case req.LeaseCheckpoint != nil:
+		r.Leases.Checkpoints++
+	case req.ClusterMemberAttrSet != nil:
+		m := req.ClusterMemberAttrSet
+		r.MemberChanges = append(r.MemberChanges, MemberChange{Index: idx, Term: e.GetTerm(), Change: kind, NodeID: hexID(m.GetMember_ID()),
+			Detail: fmt.Sprintf("name=%s clientURLs=%v", m.GetMemberAttributes().GetName(), m.GetMemberAttributes().GetClientUrls())})
+	case req.ClusterVersionSet != nil:
+		r.MemberChanges = append(r.MemberChanges, MemberChange{Index: idx, Term: e.GetTerm(), Change: kind, Detail: "version=" + req.ClusterVersionSet.GetVer()})
+	case req.DowngradeInfoSet != nil:
+		r.MemberChanges = append(r.MemberChanges, MemberChange{Index: idx, Term: e.GetTerm(), Change: kind,
+			Detail: fmt.Sprintf("enabled=%v version=%s", req.DowngradeInfoSet.GetEnabled(), req.DowngradeInfoSet.GetVer())})
+	}
+	return kind
+}
+
+func (a *aggregator) key(k []byte) *keyStat {
+	s, ok := a.keys[string(k)]
+	if !ok {
+		s = &keyStat{}
+		a.keys[string(k)] = s
+	}
+	return s
+}
+
+func (a *aggregator) put(p *etcdserverpb.PutRequest, idx uint64, pt *SeriesPoint) {
+	s := a.key(p.GetKey())
+	n := int64(len(p.GetKey()) + len(p.GetValue()))
+	s.puts++
+	s.keyValueBytes += n
+	s.values += int64(len(p.GetValue()))
+	s.lastIndex = idx
+	pt.Writes++
+	pt.KeyValueBytes += n
+	if p.GetLease() != 0 {
+		a.rep.Leases.PutsWithLease++
+	}
+}
+
+// del counts a delete once, on its start key (a range delete removes keys
+// the WAL does not name).
+func (a *aggregator) del(d *etcdserverpb.DeleteRangeRequest, idx uint64, pt *SeriesPoint) {
+	s := a.key(d.GetKey())
+	s.deletes++
+	s.keyValueBytes += int64(len(d.GetKey()))
+	s.lastIndex = idx
+	pt.Writes++
+	pt.KeyValueBytes += int64(len(d.GetKey()))
+}
+
+func (a *aggregator) txn(t *etcdserverpb.TxnRequest, idx uint64, pt *SeriesPoint) {
+	st := &a.rep.Txn
+	st.Txns++
+	if st.Compares == nil {
+		st.Compares = map[string]int64{}
+	}
+	for _, c := range t.GetCompare() {
+		st.Compares[compareTarget(c.GetTarget())]++
+	}
+	st.SuccessOps += int64(len(t.GetSuccess()))
+	st.FailureOps += int64(len(t.GetFailure()))
+	for _, op := range t.GetSuccess() {
+		switch {
+		case op.GetRequestPut() != nil:
+			a.put(op.GetRequestPut(), idx, pt)
+		case op.GetRequestDeleteRange() != nil:
+			a.del(op.GetRequestDeleteRange(), idx, pt)
+		case op.GetRequestTxn() != nil:
+			a.txn(op.GetRequestTxn(), idx, pt)
+		}
+	}
+	for _, op := range t.GetFailure() {
+		if op.GetRequestPut() != nil || op.GetRequestDeleteRange() != nil {
+			st.FailureWrites++
+		}
+	}
+}
+
+// compareTarget names a compare's target in lower case ("mod", ...).
+func compareTarget(t etcdserverpb.Compare_CompareTarget) string {
+	switch t {
+	case etcdserverpb.Compare_VERSION:
+		return "version"
+	case etcdserverpb.Compare_CREATE:
+		return "create"
+	case etcdserverpb.Compare_MOD:
+		return "mod"
+	case etcdserverpb.Compare_VALUE:
+		return "value"
+	case etcdserverpb.Compare_LEASE:
+		return "lease"
+	}
+	return fmt.Sprint(int32(t))
+}
+
+// v2Field finds field 2 (v2, an etcd 3.5 and older v2 store Request) in
+// an InternalRaftRequest's unknown fields and returns its method.
+func v2Field(unknown []byte) (string, bool) {
+	for len(unknown) > 0 {
+		num, typ, n := protowire.ConsumeTag(unknown)
+		if n < 0 {
+			return "", false
+		}
+		unknown = unknown[n:]
+		if num == 2 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(unknown)
+			if m < 0 {
+				return "", false
+			}
+			return v2Method(v)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, unknown)
+		if m < 0 {
+			return "", false
+		}
+		unknown = unknown[m:]
+	}
+	return "", false
+}
+
+// v2Method decodes a v2 store Request (etcdserverpb.Request of etcd 3.5
+// and older: ID 1, Method 2, Path 3, ...) far enough to return its
+// method; ok is false when b is not such a message.
+func v2Method(b []byte) (method string, ok bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", false
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return "", false
+		}
+		if num == 2 && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b)
+			method = string(v)
+		}
+		b = b[m:]
+	}
+	return method, method != ""
+}
+
+// point returns the series point of index idx, doubling the points'
+// width while there are more than maxSeriesPoints.
+func (a *aggregator) point(idx uint64) *SeriesPoint {
+	slot := idx / a.seriesWide
+	if pt, ok := a.series[slot]; ok {
+		return pt
+	}
+	if len(a.series) >= maxSeriesPoints {
+		a.seriesWide *= 2
+		merged := map[uint64]*SeriesPoint{}
+		for s, pt := range a.series {
+			m, ok := merged[s/2]
+			if !ok {
+				m = &SeriesPoint{}
+				merged[s/2] = m
+			}
+			m.Entries += pt.Entries
+			m.Writes += pt.Writes
+			m.KeyValueBytes += pt.KeyValueBytes
+		}
+		a.series = merged
+		return a.point(idx)
+	}
+	pt := &SeriesPoint{}
+	a.series[slot] = pt
+	return pt
+}
+
+// finish applies the entries still pending and builds the sorted rows.
+func (a *aggregator) finish(o Options) {
+	for _, p := range a.pending {
+		a.apply(p)
+	}
+	a.pending = nil
+	r := a.rep
+	for _, k := range slices.Sorted(maps.Keys(a.kinds)) {
+		r.Kinds = append(r.Kinds, *a.kinds[k])
+	}
+	for _, s := range slices.Sorted(maps.Keys(a.series)) {
+		pt := a.series[s]
+		pt.FirstIndex, pt.LastIndex = max(s*a.seriesWide, r.FirstIndex), min((s+1)*a.seriesWide-1, r.LastIndex)
+		r.Series = append(r.Series, *pt)
+	}
+	p := o.Parser
+	if len(p.Prefixes) == 0 {
+		p = keyspace.Parser{Prefixes: keyspace.DetectPrefixes(func(yield func(string) bool) {
+			for k := range a.keys {
+				if !yield(k) {
+					return
+				}
+			}
+		})}
+	}
+	r.Prefixes = p.Prefixes
+	if r.Prefixes == nil {
+		r.Prefixes = keyspace.KnownPrefixes
+	}
+	type rowID struct {
+		class                                    keyspace.Class
+		prefix, group, resource, path, namespace string
+	}
+	rows := map[rowID]*WriteRow{}
+	var top []KeyWrites
+	for key, s := range a.keys {
+		k := p.Parse(key)
+		id := rowID{k.Class, k.Prefix, k.Group, k.Resource, k.Path, k.Namespace}
+		row, ok := rows[id]
+		if !ok {
+			row = &WriteRow{Class: k.Class, Prefix: k.Prefix, Group: k.Group, Resource: k.Resource, Path: k.Path, Namespace: k.Namespace}
+			rows[id] = row
+		}
+		w := WriteRow{Keys: 1, Writes: s.puts + s.deletes, Puts: s.puts, Deletes: s.deletes, KeyValueBytes: s.keyValueBytes, ValueBytes: s.values}
+		row.add(&w)
+		r.Total.add(&w)
+		top = append(top, KeyWrites{Key: key, Resource: snapshot.ResourceLabel(k), Writes: w.Writes, Puts: s.puts, Deletes: s.deletes,
+			KeyValueBytes: s.keyValueBytes, ValueBytes: s.values, LastIndex: s.lastIndex})
+	}
+	r.Writes = make([]WriteRow, 0, len(rows))
+	for _, row := range rows {
+		r.Writes = append(r.Writes, *row)
+	}
+	slices.SortFunc(r.Writes, func(a, b WriteRow) int {
+		return cmp.Or(cmp.Compare(a.Class, b.Class), cmp.Compare(a.Prefix, b.Prefix), cmp.Compare(a.Group, b.Group),
+			cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Namespace, b.Namespace))
+	})
+	n := o.TopKeys
+	if n == 0 {
+		n = 10
+	}
+	slices.SortFunc(top, func(a, b KeyWrites) int {
+		return cmp.Or(cmp.Compare(b.Writes, a.Writes), cmp.Compare(b.KeyValueBytes, a.KeyValueBytes), cmp.Compare(a.Key, b.Key))
+	})
+	r.TopKeys = top[:max(0, min(n, len(top)))]
+	if r.Kinds == nil {
+		r.Kinds = []KindRow{}
+	}
+	if r.Compactions == nil {
+		r.Compactions = []Compaction{}
+	}
+	if r.MemberChanges == nil {
+		r.MemberChanges = []MemberChange{}
+	}
+	if r.Series == nil {
+		r.Series = []SeriesPoint{}
+	}
+	if r.Txn.Compares == nil {
+		r.Txn.Compares = map[string]int64{}
+	}
+}

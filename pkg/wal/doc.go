@@ -1,0 +1,69 @@
+// Package wal reads an etcd member's write-ahead log and snap files
+// offline and read-only, and maps every request in them onto Kubernetes'
+// key space: who writes what, how much, and where the log is damaged.
+//
+// # Safety
+//
+// Files are opened O_RDONLY and only read; nothing is locked, repaired or
+// truncated. etcd's own wal.Open/ReadAll with repair rewrites the last
+// segment of a torn log, so this package never calls it: it decodes the
+// record framing itself (record.go) and the records' contents with etcd's
+// own protobuf types (walpb, raftpb, etcdserverpb, snappb).
+//
+// # Segments and records
+//
+// member/wal holds segments named "%016x-%016x.wal" (sequence, index of
+// the first entry the segment may hold), each preallocated to 64 MB and
+// zero-filled past its last record. A segment is a series of frames:
+//
+//	+--------------------------+---------------------------+---------+
+//	| length field (8 bytes LE) | walpb.Record (len bytes)  | padding |
+//	+--------------------------+---------------------------+---------+
+//
+// The low 56 bits of the length field are the record's length; when its
+// top bit is set, the low 3 bits of the top byte are the number of padding
+// bytes that align the next frame to 8 bytes. A zero length field ends a
+// segment (preallocated space). A Record is {type, crc, data}; the types
+// are metadata (1, etcdserverpb.Metadata: node and cluster ID), entry (2,
+// raftpb.Entry), state (3, raftpb.HardState), crc (4) and snapshot (5,
+// walpb.Snapshot: the index and term of a snapshot taken). crc is the
+// CRC-32 (Castagnoli) of data chained across records: each record's crc
+// continues from the previous one's; a crc record, the first of every
+// segment, carries the chain's value at the end of the previous segment
+// (server/storage/wal/decoder.go, encoder.go, wal.go).
+//
+// # Faults
+//
+// A frame that runs past the end of the segment, or whose bytes hold a
+// zeroed 512-byte sector, in the last segment is a torn tail (a write cut
+// short by a crash; etcd's repair would truncate it); elsewhere it is
+// corruption. A record whose crc does not match is reported and skipped,
+// and the chain is resynchronised from the stored crc so that the records
+// after it are still checked. A gap in the segment sequence is a missing
+// segment. Read reports each fault as one Fault (file, offset, what) and
+// keeps reading where it can: past a bad record to the next one, past a
+// bad frame to the next segment.
+//
+// # Entries
+//
+// Entries are kept as raft would: an entry whose index is at or below one
+// already read replaces it and every later uncommitted one (a new leader
+// overwriting an old leader's tail). Entries above the last HardState's
+// commit index are buffered until a later state record commits them, so
+// memory follows the number of uncommitted entries and the number of
+// distinct keys written, not the size of the log.
+//
+// A normal entry's data is an etcdserverpb.InternalRaftRequest (empty
+// data is a new leader's no-op); etcd 3.5 and older also wrote v2 store
+// requests (field 2 of InternalRaftRequest, or a bare v2 Request in 3.4
+// and older), which are counted by method. Conf change entries are
+// raftpb.ConfChange or ConfChangeV2.
+//
+// # Snap files
+//
+// member/snap holds "%016x-%016x.snap" files (term, index): a
+// snappb.Snapshot whose crc is the CRC-32 (Castagnoli) of its data, a
+// marshalled raftpb.Snapshot
+// (server/etcdserver/api/snap/snapshotter.go). Its metadata says from
+// which index on the WAL must be replayed.
+package wal

@@ -1,0 +1,326 @@
+package wal
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/snapshot"
+)
+
+// ReportSchemaVersion versions the JSON of Report.
+const ReportSchemaVersion = 1
+
+// Report is what Read finds in a member's WAL and snap directories.
+// Indexes and terms are raft's (uint64); revisions are etcd's (int64).
+type Report struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	WALDir        string `json:"walDir"`
+	// SnapDir is the member's snap directory; empty when there is none.
+	SnapDir string `json:"snapDir,omitempty"`
+	// Prefixes are the Kubernetes prefixes keys were parsed with.
+	Prefixes []string `json:"prefixes"`
+	// NodeID and ClusterID come from the metadata record, in hex as
+	// etcdctl prints them; empty when no metadata record was read.
+	NodeID    string `json:"nodeID,omitempty"`
+	ClusterID string `json:"clusterID,omitempty"`
+	// HardState is the last state record: the member's term, vote and
+	// commit index when it wrote it.
+	HardState HardState `json:"hardState"`
+	// FirstIndex and LastIndex bound the entries read (0 when none);
+	// LastTerm is the term of the entry at LastIndex.
+	FirstIndex uint64 `json:"firstIndex"`
+	LastIndex  uint64 `json:"lastIndex"`
+	LastTerm   uint64 `json:"lastTerm"`
+	// Entries counts the entries kept (overwritten ones are not);
+	// UncommittedEntries those above HardState.Commit.
+	Entries            int64 `json:"entries"`
+	UncommittedEntries int64 `json:"uncommittedEntries"`
+	// OverwrittenEntries counts entries a later entry of the same index
+	// replaced (a new leader's log overriding an old leader's tail).
+	OverwrittenEntries int64 `json:"overwrittenEntries"`
+	// LastSnapshot is the last snapshot record of the WAL: entries up to
+	// its index are also in the snap files and the backend.
+	LastSnapshot *SnapshotMark `json:"lastSnapshot,omitempty"`
+	Segments     []Segment     `json:"segments"`
+	SnapFiles    []SnapFile    `json:"snapFiles"`
+	// Kinds counts entries per request kind, sorted by kind.
+	Kinds []KindRow `json:"kinds"`
+	// Writes aggregates the keys written per resource and namespace,
+	// sorted by resource then namespace; see By for other groupings.
+	Writes []WriteRow `json:"writes"`
+	// Total sums Writes.
+	Total WriteRow `json:"total"`
+	// TopKeys are the keys written most, at most Options.TopKeys, by
+	// writes then bytes descending, then key.
+	TopKeys []KeyWrites `json:"topKeys"`
+	// Txn summarises the transactions' compares and branches.
+	Txn TxnStats `json:"txn"`
+	// Compactions lists every compaction request, in index order.
+	Compactions []Compaction `json:"compactions"`
+	// Leases counts lease requests.
+	Leases LeaseChurn `json:"leases"`
+	// MemberChanges lists conf changes and member attribute updates, in
+	// index order.
+	MemberChanges []MemberChange `json:"memberChanges"`
+	// Series is writes and bytes over index ranges of equal width
+	// (a power of two, chosen so that there are at most 64).
+	Series []SeriesPoint `json:"series"`
+	// Faults lists every damage found, in file order.
+	Faults []Fault `json:"faults"`
+}
+
+// HardState is raft's persistent state.
+type HardState struct {
+	Term   uint64 `json:"term"`
+	Vote   string `json:"vote"` // member ID in hex, "0" for none
+	Commit uint64 `json:"commit"`
+}
+
+// SnapshotMark is a WAL snapshot record: a snapshot was taken at Index.
+type SnapshotMark struct {
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+}
+
+// Segment describes one WAL file.
+type Segment struct {
+	Name string `json:"name"`
+	// Seq and Index are parsed from the name: the segment's sequence
+	// number and the index its first entry follows.
+	Seq       uint64 `json:"seq"`
+	Index     uint64 `json:"index"`
+	SizeBytes int64  `json:"sizeBytes"`
+	// Records counts the records decoded; UsedBytes is the offset after
+	// the last of them (the rest is preallocated zeros or damage).
+	Records   int64 `json:"records"`
+	UsedBytes int64 `json:"usedBytes"`
+	// FirstEntry and LastEntry are the indexes of the entries it holds
+	// (0 when none).
+	FirstEntry uint64 `json:"firstEntry"`
+	LastEntry  uint64 `json:"lastEntry"`
+}
+
+// SnapFile describes one .snap file of the snap directory.
+type SnapFile struct {
+	Name      string `json:"name"`
+	SizeBytes int64  `json:"sizeBytes"`
+	// Index and Term are the snapshot metadata's; Voters and Learners its
+	// ConfState's member IDs in hex.
+	Index    uint64   `json:"index"`
+	Term     uint64   `json:"term"`
+	Voters   []string `json:"voters"`
+	Learners []string `json:"learners,omitempty"`
+	// DataBytes is the size of the v2 store JSON it carries.
+	DataBytes int64 `json:"dataBytes"`
+	// OK is false when the file failed its crc or did not decode; a Fault
+	// says why.
+	OK bool `json:"ok"`
+}
+
+// KindRow counts the entries of one request kind. Kinds are the field
+// names of etcdserverpb.InternalRaftRequest ("put", "txn", "deleteRange",
+// "compaction", "leaseGrant", "authUserAdd", ...), plus "empty" (a new
+// leader's no-op), "confChange", "confChangeV2", "v2.<METHOD>" (etcd 3.5
+// and older v2 store requests) and "undecodable".
+type KindRow struct {
+	Kind    string `json:"kind"`
+	Entries int64  `json:"entries"`
+	// EntryBytes sums the entries' data.
+	EntryBytes int64 `json:"entryBytes"`
+}
+
+// WriteRow aggregates the writes to one group of keys. A write is a put
+// or a delete: of a Put or DeleteRange request, or of a Txn's success
+// branch (the WAL does not record which branch ran; kube-apiserver's
+// writes are in the success branch and their failure branch only reads).
+type WriteRow struct {
+	// Class, Prefix, Group, Resource, Path and Namespace identify the row
+	// as in snapshot.UsageRow.
+	Class     keyspace.Class `json:"class"`
+	Prefix    string         `json:"prefix,omitempty"`
+	Group     string         `json:"group"`
+	Resource  string         `json:"resource,omitempty"`
+	Path      string         `json:"path,omitempty"`
+	Namespace string         `json:"namespace,omitempty"`
+	// Keys counts distinct keys written.
+	Keys    int64 `json:"keys"`
+	Writes  int64 `json:"writes"`
+	Puts    int64 `json:"puts"`
+	Deletes int64 `json:"deletes"`
+	// KeyValueBytes sums the key and value bytes of the puts and the key
+	// bytes of the deletes, as the requests carry them; ValueBytes sums
+	// the puts' values only (the objects as kube-apiserver stores them).
+	KeyValueBytes int64 `json:"keyValueBytes"`
+	ValueBytes    int64 `json:"valueBytes"`
+}
+
+func (r *WriteRow) add(o *WriteRow) {
+	r.Keys += o.Keys
+	r.Writes += o.Writes
+	r.Puts += o.Puts
+	r.Deletes += o.Deletes
+	r.KeyValueBytes += o.KeyValueBytes
+	r.ValueBytes += o.ValueBytes
+}
+
+// KeyWrites counts the writes to one key.
+type KeyWrites struct {
+	Key           string `json:"key"`
+	Resource      string `json:"resource"`
+	Writes        int64  `json:"writes"`
+	Puts          int64  `json:"puts"`
+	Deletes       int64  `json:"deletes"`
+	KeyValueBytes int64  `json:"keyValueBytes"`
+	ValueBytes    int64  `json:"valueBytes"`
+	// LastIndex is the index of the last entry that wrote it.
+	LastIndex uint64 `json:"lastIndex"`
+}
+
+// TxnStats summarises transactions.
+type TxnStats struct {
+	Txns int64 `json:"txns"`
+	// Compares counts compares per target: "version", "create", "mod",
+	// "value", "lease" (etcdserverpb.Compare_CompareTarget).
+	Compares map[string]int64 `json:"compares"`
+	// SuccessOps and FailureOps count the operations of each branch
+	// (puts, deletes, ranges, nested txns).
+	SuccessOps int64 `json:"successOps"`
+	FailureOps int64 `json:"failureOps"`
+	// FailureWrites counts puts and deletes in failure branches: they are
+	// not counted in Writes.
+	FailureWrites int64 `json:"failureWrites"`
+}
+
+// Compaction is one compaction request.
+type Compaction struct {
+	Index    uint64 `json:"index"`
+	Term     uint64 `json:"term"`
+	Revision int64  `json:"revision"`
+	Physical bool   `json:"physical"`
+}
+
+// LeaseChurn counts lease requests and the puts that attach a lease.
+type LeaseChurn struct {
+	Grants      int64 `json:"grants"`
+	Revokes     int64 `json:"revokes"`
+	Checkpoints int64 `json:"checkpoints"`
+	// RevokedGranted counts revokes of leases granted in the same WAL.
+	RevokedGranted int64 `json:"revokedGranted"`
+	// MinTTLSeconds and MaxTTLSeconds bound the granted TTLs (0 without
+	// grants).
+	MinTTLSeconds int64 `json:"minTTLSeconds"`
+	MaxTTLSeconds int64 `json:"maxTTLSeconds"`
+	// PutsWithLease counts puts attaching a lease (Kubernetes events,
+	// master leases).
+	PutsWithLease int64 `json:"putsWithLease"`
+}
+
+// MemberChange is a conf change or a member/cluster attribute request.
+type MemberChange struct {
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+	// Change is raft's change type ("ConfChangeAddNode", ...) or the
+	// request kind ("clusterMemberAttrSet", "clusterVersionSet",
+	// "downgradeInfoSet").
+	Change string `json:"change"`
+	// NodeID is the member ID in hex, when the change names one.
+	NodeID string `json:"nodeID,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// SeriesPoint aggregates the entries with index in [FirstIndex, LastIndex].
+type SeriesPoint struct {
+	FirstIndex    uint64 `json:"firstIndex"`
+	LastIndex     uint64 `json:"lastIndex"`
+	Entries       int64  `json:"entries"`
+	Writes        int64  `json:"writes"`
+	KeyValueBytes int64  `json:"keyValueBytes"`
+}
+
+// FaultKind classifies a Fault.
+type FaultKind string
+
+// The kinds of fault.
+const (
+	// FaultTornTail is a last record cut short by a crash (a zeroed
+	// sector, or a frame past the end of the last segment); etcd's repair
+	// truncates it.
+	FaultTornTail FaultKind = "torn-tail"
+	// FaultCorruptFrame is a frame that cannot be decoded before the end
+	// of the log; the rest of its segment is skipped.
+	FaultCorruptFrame FaultKind = "corrupt-frame"
+	// FaultCRCMismatch is a record whose crc does not match the chain; it
+	// is skipped.
+	FaultCRCMismatch FaultKind = "crc-mismatch"
+	// FaultCRCChain is a segment whose opening crc record does not
+	// continue the previous segment's chain.
+	FaultCRCChain FaultKind = "crc-chain"
+	// FaultMissingSegment is a gap in the segments' sequence numbers.
+	FaultMissingSegment FaultKind = "missing-segment"
+	// FaultIndexGap is an entry index that skips indexes.
+	FaultIndexGap FaultKind = "index-gap"
+	// FaultBadEntry is an entry, state or metadata record whose data does
+	// not decode.
+	FaultBadEntry FaultKind = "bad-entry"
+	// FaultBadSnap is a .snap file that fails its crc or does not decode.
+	FaultBadSnap FaultKind = "bad-snap"
+)
+
+// Fault is one damage found, with the file and the byte offset of the
+// frame (or file) at fault.
+type Fault struct {
+	File    string    `json:"file"`
+	Offset  int64     `json:"offset"`
+	Kind    FaultKind `json:"kind"`
+	Message string    `json:"message"`
+}
+
+// Error implements error: "FILE offset N: KIND: MESSAGE".
+func (f *Fault) Error() string {
+	return fmt.Sprintf("%s offset %d: %s: %s", f.File, f.Offset, f.Kind, f.Message)
+}
+
+// By groups the write rows by dim as snapshot.Usage.By does: per resource
+// (all namespaces together), per namespace, or per API group, keys that
+// are not objects by their class; rows are sorted by writes
+// descending, then by their labels.
+func (r *Report) By(dim snapshot.Dimension) []WriteRow {
+	type id struct {
+		class                                    keyspace.Class
+		prefix, group, resource, path, namespace string
+	}
+	m := map[id]*WriteRow{}
+	var order []id
+	for _, w := range r.Writes {
+		var k id
+		switch dim {
+		case snapshot.ByNamespace:
+			k = id{class: w.Class, namespace: w.Namespace}
+			if w.Class.IsObject() {
+				k.class = keyspace.ClassObject
+			}
+		case snapshot.ByGroup:
+			k = id{class: w.Class, group: w.Group}
+		default:
+			k = id{class: w.Class, prefix: w.Prefix, group: w.Group, resource: w.Resource, path: w.Path}
+		}
+		row, ok := m[k]
+		if !ok {
+			row = &WriteRow{Class: k.class, Prefix: k.prefix, Group: k.group, Resource: k.resource, Path: k.path, Namespace: k.namespace}
+			m[k] = row
+			order = append(order, k)
+		}
+		row.add(&w)
+	}
+	out := make([]WriteRow, 0, len(order))
+	for _, k := range order {
+		out = append(out, *m[k])
+	}
+	slices.SortStableFunc(out, func(a, b WriteRow) int {
+		return cmp.Or(cmp.Compare(b.Writes, a.Writes), cmp.Compare(a.Class, b.Class), cmp.Compare(a.Prefix, b.Prefix),
+			cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Namespace, b.Namespace))
+	})
+	return out
+}
