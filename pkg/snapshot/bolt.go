@@ -103,17 +103,12 @@ func parseMeta(b []byte) (boltMeta, error) {
 	return m, nil
 }
 
-// readMeta returns the current meta page of the file at path, reading it
-// with pread.
-func readMeta(path string) (boltMeta, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return boltMeta{}, err
-	}
-	defer f.Close()
+// readMeta returns the current meta page of the file f, reading it with
+// pread. Errors wrap ErrNotBolt.
+func readMeta(f io.ReaderAt) (boltMeta, error) {
 	buf := make([]byte, metaChecksumEnd+8)
-	if _, err := io.ReadFull(f, buf); err != nil {
-		return boltMeta{}, fmt.Errorf("%s: %w: read meta page 0: %v", path, ErrNotBolt, err)
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		return boltMeta{}, fmt.Errorf("%w: read meta page 0: %v", ErrNotBolt, err)
 	}
 	m0, err0 := parseMeta(buf)
 	pageSize := m0.pageSize
@@ -143,7 +138,7 @@ func readMeta(path string) (boltMeta, error) {
 	case err1 == nil:
 		return m1, nil
 	}
-	return boltMeta{}, fmt.Errorf("%s: %w: meta page 0: %v; meta page 1: %v", path, ErrNotBolt, err0, err1)
+	return boltMeta{}, fmt.Errorf("%w: meta page 0: %v; meta page 1: %v", ErrNotBolt, err0, err1)
 }
 
 // page is one branch, leaf or freelist page with its overflow pages, or an

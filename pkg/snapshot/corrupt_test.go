@@ -79,10 +79,20 @@ func ourCheck(t *testing.T, path string) *Check {
 	return c
 }
 
+// readMetaFile returns the current meta page of the file at path.
+func readMetaFile(path string) (boltMeta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return boltMeta{}, err
+	}
+	defer f.Close()
+	return readMeta(f)
+}
+
 // patchFreelist rewrites the ids of the file's synced freelist page.
 func patchFreelist(t *testing.T, path string, edit func(ids []uint64) []uint64) {
 	t.Helper()
-	m, err := readMeta(path)
+	m, err := readMetaFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +125,7 @@ func TestCheckAgreesWithBbolt(t *testing.T) {
 	if !c.OK || !c.FreelistSynced || len(bboltCheck(t, p)) != 0 {
 		t.Fatalf("clean file: check %+v, bbolt %v", c, bboltCheck(t, p))
 	}
-	m, err := readMeta(p)
+	m, err := readMetaFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
