@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"os"
 )
 
@@ -96,6 +97,11 @@ func parseMeta(b []byte) (boltMeta, error) {
 	}
 	if m.pageSize < 512 || m.pageSize > 1<<20 || m.pageSize&(m.pageSize-1) != 0 {
 		return boltMeta{}, fmt.Errorf("page size %d is not a power of two between 512 and 1 MiB", m.pageSize)
+	}
+	// Every later size is at most highWater·pageSize, which must fit in
+	// a file size.
+	if m.highWater > math.MaxInt64/uint64(m.pageSize) {
+		return boltMeta{}, fmt.Errorf("high-water mark of %d pages of %d bytes overflows a file size", m.highWater, m.pageSize)
 	}
 	if m.highWater < 3 || m.root < 2 || m.root >= m.highWater {
 		return boltMeta{}, fmt.Errorf("root page %d outside the %d allocated pages", m.root, m.highWater)
