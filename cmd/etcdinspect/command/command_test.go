@@ -16,7 +16,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +28,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/revision"
 )
 
 // run executes etcdinspect in-process and returns stdout, stderr and the
@@ -459,5 +462,67 @@ func TestGetDecodesCRDsAndAPIServices(t *testing.T) {
 			o.Metadata.ResourceVersion != fmt.Sprint(revs[k]) || !strings.HasSuffix(k, "/"+o.Metadata.Name) {
 			t.Errorf("get %s: %+v (decode error %q); want %v at resourceVersion %d", k, o, got.DecodeError, w, revs[k])
 		}
+	}
+}
+
+// appendEntry writes key=value into the db file at path as the next
+// revision, with bbolt directly: values above etcd's request size limit
+// cannot be put through a member.
+func appendEntry(t *testing.T, path, key string, value []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		last, _ := b.Cursor().Last()
+		bk, err := revision.Decode(last)
+		if err != nil {
+			return err
+		}
+		rev := revision.Revision{Main: bk.Main + 1}
+		kv := &mvccpb.KeyValue{Key: []byte(key), Value: value, CreateRevision: rev.Main, ModRevision: rev.Main, Version: 1}
+		v, err := proto.Marshal(kv)
+		if err != nil {
+			return err
+		}
+		return b.Put(rev.Bytes(), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGetRefusesDeepValuesAndRawNeverDecodes stores a
+// CustomResourceDefinition whose schema nests JSONSchemaProps.not 600,000
+// deep (it overflowed the stack of the generated decoder, killing the
+// process, even with -o raw): get must refuse to decode it in one line
+// naming the file, the key and the limit, and -o raw must print the stored
+// bytes without decoding them.
+func TestGetRefusesDeepValuesAndRawNeverDecodes(t *testing.T) {
+	const key = "/registry/apiextensions.k8s.io/customresourcedefinitions/deep.example.com"
+	value := etcdtest.NestedCRDValue("deep.example.com", 600_000)
+	path := makeDB(t)
+	appendEntry(t, path, key, value)
+	before := fileSum(t, path)
+
+	_, stderr, code := run(t, "get", path, key)
+	limit := fmt.Sprint(keyspace.MaxNestingDepth)
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, path) || !strings.Contains(stderr, key) ||
+		!strings.Contains(stderr, limit) || strings.Contains(stderr, "goroutine") {
+		t.Errorf("get: exit %d, stderr %q; want 1 and one line naming the file, the key and the limit %s", code, stderr, limit)
+	}
+	out, stderr, code := run(t, "get", path, key, "-w", "json")
+	if code != 0 || !strings.Contains(out, `"decodeError"`) || !strings.Contains(out, limit) {
+		t.Errorf("get -w json: exit %d (%s), want 0 and a decodeError naming the limit:\n%.500s", code, stderr, out)
+	}
+	out, stderr, code = run(t, "get", path, key, "-o", "raw")
+	if code != 0 || out != string(value) {
+		t.Errorf("get -o raw: exit %d (%s), %d bytes printed, want 0 and the %d stored bytes", code, stderr, len(out), len(value))
+	}
+	if fileSum(t, path) != before {
+		t.Error("the file changed")
 	}
 }
