@@ -162,7 +162,7 @@ func (db *DB) Compaction(ctx context.Context, at int64, p keyspace.Parser) (*Com
 		}
 		return compareLabels(a.Class, a.Prefix, a.Group, a.Resource, a.Path, b.Class, b.Prefix, b.Group, b.Resource, b.Path)
 	})
-	check, err := db.Check()
+	check, err := db.check(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -329,7 +329,14 @@ func (db *DB) named(err error) error {
 
 // VerifyTrailer reports whether the file ends with a snapshot checksum and,
 // if so, whether it matches. It reads the whole file once.
-func (db *DB) VerifyTrailer() (Trailer, error) {
+func (db *DB) VerifyTrailer() (Trailer, error) { return db.verifyTrailer(context.Background()) }
+
+// hashChunkBytes is how much verifyTrailer hashes between looks at its
+// context.
+const hashChunkBytes = 1 << 20
+
+// verifyTrailer is VerifyTrailer, stopping with ctx's error when ctx ends.
+func (db *DB) verifyTrailer(ctx context.Context) (Trailer, error) {
 	if db.size%512 != sha256.Size {
 		return TrailerAbsent, nil
 	}
@@ -337,8 +344,17 @@ func (db *DB) VerifyTrailer() (Trailer, error) {
 	// over it since.
 	f := io.NewSectionReader(db.file, 0, db.size)
 	h := sha256.New()
-	if _, err := io.CopyN(h, f, db.size-sha256.Size); err != nil {
-		return "", fmt.Errorf("%s: read: %w", db.path, err)
+	buf := make([]byte, hashChunkBytes)
+	for left := db.size - sha256.Size; left > 0; {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("%s: hash: %w", db.path, err)
+		}
+		n, err := io.ReadFull(f, buf[:min(left, int64(len(buf)))])
+		if err != nil {
+			return "", fmt.Errorf("%s: read: %w", db.path, err)
+		}
+		h.Write(buf[:n])
+		left -= int64(n)
 	}
 	want := make([]byte, sha256.Size)
 	if _, err := io.ReadFull(f, want); err != nil {
