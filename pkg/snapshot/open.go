@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Bucket names of etcd's backend (server/storage/schema/bucket.go; the same
@@ -187,8 +189,12 @@ func dbFile(path string) (string, error) {
 		return path, nil
 	}
 	inner := filepath.Join(path, "member", "snap", "db")
-	if _, err := os.Stat(inner); err != nil {
+	if _, err := os.Stat(inner); errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%s: a directory without member/snap/db", path)
+	} else if err != nil {
+		// Permission denied, a symlink loop, member/ not a directory: say
+		// so, the directory may well hold a db.
+		return "", fmt.Errorf("%s: a data directory whose member/snap/db cannot be read: %w", path, err)
 	}
 	return inner, nil
 }
@@ -313,10 +319,39 @@ func (db *DB) guard(what string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(old)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w while trying to %s: %v", db.path, ErrCorrupt, what, r)
+			err = db.recovered("trying to "+what, r)
 		}
 	}()
 	return db.named(fn())
+}
+
+// recovered turns a panic or a fault that interrupted doing what into an
+// error naming the file: ErrTruncated when the file is now shorter than
+// when it was opened (another process truncated or rewrote it: the pages
+// beyond its new end fault), ErrCorrupt otherwise.
+func (db *DB) recovered(what string, r any) error {
+	if err := db.shrunk(what); err != nil {
+		return err
+	}
+	if f, ok := r.(interface{ Addr() uintptr }); ok && len(db.pg.data) > 0 {
+		base := uintptr(unsafe.Pointer(&db.pg.data[0]))
+		if a := f.Addr(); a >= base && a < base+uintptr(len(db.pg.data)) {
+			return fmt.Errorf("%s: %w while %s: reading the mapped file faulted at offset %d", db.path, ErrCorrupt, what, a-base)
+		}
+		return fmt.Errorf("%s: %w while %s: a read faulted at address %#x", db.path, ErrCorrupt, what, f.Addr())
+	}
+	return fmt.Errorf("%s: %w while %s: %v", db.path, ErrCorrupt, what, r)
+}
+
+// shrunk returns an ErrTruncated error naming what was interrupted when
+// the file is now shorter than when it was opened, nil otherwise.
+func (db *DB) shrunk(what string) error {
+	fi, err := db.file.Stat()
+	if err != nil || fi.Size() >= db.size {
+		return nil
+	}
+	return fmt.Errorf("%s: %w while %s: it shrank from %d to %d bytes since it was opened (another process is writing it?)",
+		db.path, ErrTruncated, what, db.size, fi.Size())
 }
 
 // named prefixes err with the path unless it already starts with it.
@@ -351,6 +386,9 @@ func (db *DB) verifyTrailer(ctx context.Context) (Trailer, error) {
 		}
 		n, err := io.ReadFull(f, buf[:min(left, int64(len(buf)))])
 		if err != nil {
+			if serr := db.shrunk("hashing it"); serr != nil {
+				return "", serr
+			}
 			return "", fmt.Errorf("%s: read: %w", db.path, err)
 		}
 		h.Write(buf[:n])
@@ -358,6 +396,9 @@ func (db *DB) verifyTrailer(ctx context.Context) (Trailer, error) {
 	}
 	want := make([]byte, sha256.Size)
 	if _, err := io.ReadFull(f, want); err != nil {
+		if serr := db.shrunk("reading its trailer"); serr != nil {
+			return "", serr
+		}
 		return "", fmt.Errorf("%s: read trailer: %w", db.path, err)
 	}
 	if bytes.Equal(h.Sum(nil), want) {
