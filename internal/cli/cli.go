@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kubestore/etcdkit/internal/output"
 )
 
 // Exit codes, decided only by Run.
@@ -77,7 +79,8 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 
 // RunContext executes root with args under ctx, which the caller cancels on
 // SIGINT or SIGTERM (signal.NotifyContext), prints an error as one line
-// "<name>: <error>" on stderr and returns the exit code: 0, 1 for a
+// "<name>: <error>" on stderr (control characters escaped:
+// output.EscapeControl) and returns the exit code: 0, 1 for a
 // runtime error, 2 for a usage error, ExitInterrupted for an error that
 // ends in ctx's cancellation ("<name>: interrupted: <what it stopped>").
 // Unknown subcommands are usage errors too.
@@ -87,7 +90,8 @@ func RunContext(ctx context.Context, root *cobra.Command, args []string, stderr 
 	if err == nil {
 		return ExitOK
 	}
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	// One line, without control characters a key or a path may carry.
+	msg := output.EscapeControl(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error())
 		fmt.Fprintf(stderr, "%s: interrupted: %s\n", root.Name(), msg)

@@ -82,7 +82,12 @@ func (v *FormatValue) Allowed() []string { return strings.Split(v.Names(), "|") 
 type Table = report.Table
 
 // Write renders t (or, for FormatJSON, the indented JSON of v) to w.
+// Table, markdown and CSV cells are escaped (Escape); JSON escapes control
+// characters itself.
 func Write(w io.Writer, f Format, t Table, v any) error {
+	if f != FormatJSON {
+		t = escapeTable(t)
+	}
 	switch f {
 	case FormatJSON:
 		enc := json.NewEncoder(w)
