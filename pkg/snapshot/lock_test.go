@@ -1,8 +1,6 @@
 package snapshot_test
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -138,27 +136,6 @@ func TestOpenReadsTheFileAsItIsAfterTheLockWait(t *testing.T) {
 				t.Errorf("consistency check of the file after the wait: %v", st.Check.Errors)
 			}
 		})
-	}
-}
-
-// TestOpenStopsWaitingWhenCancelled cancels the context of an Open that
-// waits for a lock that is never released.
-func TestOpenStopsWaitingWhenCancelled(t *testing.T) {
-	path := copyFixture(t, "3.7")
-	holdLock(t, path)
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	start := time.Now()
-	db, err := snapshot.OpenContext(ctx, path, snapshot.Options{LockTimeout: time.Minute})
-	if err == nil {
-		db.Close()
-		t.Fatal("opened a locked file")
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("error %v, want context.Canceled", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Open returned %v after it was cancelled", d)
 	}
 }
 
