@@ -3,12 +3,19 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/kubestore/etcdkit/cmd/etcdinspect/command"
 	"github.com/kubestore/etcdkit/internal/cli"
 )
 
 func main() {
-	os.Exit(cli.Run(command.NewRootCommand(), os.Args[1:], os.Stderr))
+	// SIGINT and SIGTERM end every lock wait and scan: exit 130.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := cli.RunContext(ctx, command.NewRootCommand(), os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kubestore/etcdkit/internal/output"
 )
 
 // Exit codes, decided only by Run.
@@ -20,6 +22,9 @@ const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitUsage = 2
+	// ExitInterrupted follows SIGINT or SIGTERM: 128 plus SIGINT's
+	// number, what a shell reports for a command ^C ended.
+	ExitInterrupted = 130
 )
 
 // FlagError is a usage error: a bad flag, flag combination or argument. Run
@@ -65,18 +70,34 @@ func PrepareRoot(root *cobra.Command) {
 }
 
 // Run executes root with args under a context cancelled by SIGINT or
-// SIGTERM, prints an error as one line "<name>: <error>" on stderr and
-// returns the exit code: 0, 1 for a runtime error, 2 for a usage error.
-// Unknown subcommands are usage errors too.
+// SIGTERM; see RunContext.
 func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	return RunContext(ctx, root, args, stderr)
+}
+
+// RunContext executes root with args under ctx, which the caller cancels on
+// SIGINT or SIGTERM (signal.NotifyContext), prints an error as one line
+// "<name>: <error>" on stderr (control characters escaped:
+// output.EscapeControl) and returns the exit code: 0, 1 for a
+// runtime error, 2 for a usage error, ExitInterrupted for an error that
+// ends in ctx's cancellation ("<name>: interrupted: <what it stopped>").
+// Unknown subcommands are usage errors too.
+func RunContext(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), oneLine(err.Error()))
+	// One line, without control characters a key or a path may carry.
+	msg := output.EscapeControl(oneLine(err.Error()))
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error())
+		fmt.Fprintf(stderr, "%s: interrupted: %s\n", root.Name(), msg)
+		return ExitInterrupted
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), msg)
 	var fe *FlagError
 	if errors.As(err, &fe) || strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage

@@ -91,7 +91,12 @@ type Table struct {
 }
 
 // Write renders t (or, for FormatJSON, the indented JSON of v) to w.
+// Table, markdown and CSV cells are escaped (Escape); JSON escapes control
+// characters itself.
 func Write(w io.Writer, f Format, t Table, v any) error {
+	if f != FormatJSON {
+		t = escapeTable(t)
+	}
 	switch f {
 	case FormatJSON:
 		enc := json.NewEncoder(w)

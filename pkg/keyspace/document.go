@@ -27,11 +27,17 @@ var ErrEncrypted = errors.New("value is encrypted at rest")
 // (protobuf or JSON), custom resources as JSON or CBOR, with apiVersion and
 // kind set and metadata.resourceVersion set from modRevision as
 // kube-apiserver does on every read (k8s.io/apiserver/pkg/storage/etcd3/
-// store.go). It returns the ValueInfo too. Errors: ErrEncrypted for an
+// store.go). It returns the ValueInfo too. Errors: ErrValueLimit for a
+// value above MaxValueBytes or nested deeper than MaxNestingDepth
+// (CheckValueLimits; it is not decoded), ErrEncrypted for an
 // encrypted value (ValueInfo names provider and key), ErrNotInScheme for
 // an unknown protobuf kind, and decoding errors for malformed bytes or a
 // value that is neither (plain text such as compact_rev_key's).
 func (c *Codec) Document(value []byte, modRevision int64) (map[string]any, ValueInfo, error) {
+	if err := CheckValueLimits(value); err != nil {
+		info, _ := DetectValue(value) // the envelope and top-level fields only
+		return nil, info, err
+	}
 	info, err := DetectValue(value)
 	if err != nil {
 		return nil, info, err

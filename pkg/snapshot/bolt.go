@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"os"
 )
 
@@ -97,23 +98,23 @@ func parseMeta(b []byte) (boltMeta, error) {
 	if m.pageSize < 512 || m.pageSize > 1<<20 || m.pageSize&(m.pageSize-1) != 0 {
 		return boltMeta{}, fmt.Errorf("page size %d is not a power of two between 512 and 1 MiB", m.pageSize)
 	}
+	// Every later size is at most highWater·pageSize, which must fit in
+	// a file size.
+	if m.highWater > math.MaxInt64/uint64(m.pageSize) {
+		return boltMeta{}, fmt.Errorf("high-water mark of %d pages of %d bytes overflows a file size", m.highWater, m.pageSize)
+	}
 	if m.highWater < 3 || m.root < 2 || m.root >= m.highWater {
 		return boltMeta{}, fmt.Errorf("root page %d outside the %d allocated pages", m.root, m.highWater)
 	}
 	return m, nil
 }
 
-// readMeta returns the current meta page of the file at path, reading it
-// with pread.
-func readMeta(path string) (boltMeta, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return boltMeta{}, err
-	}
-	defer f.Close()
+// readMeta returns the current meta page of the file f, reading it with
+// pread. Errors wrap ErrNotBolt.
+func readMeta(f io.ReaderAt) (boltMeta, error) {
 	buf := make([]byte, metaChecksumEnd+8)
-	if _, err := io.ReadFull(f, buf); err != nil {
-		return boltMeta{}, fmt.Errorf("%s: %w: read meta page 0: %v", path, ErrNotBolt, err)
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		return boltMeta{}, fmt.Errorf("%w: read meta page 0: %v", ErrNotBolt, err)
 	}
 	m0, err0 := parseMeta(buf)
 	pageSize := m0.pageSize
@@ -143,7 +144,7 @@ func readMeta(path string) (boltMeta, error) {
 	case err1 == nil:
 		return m1, nil
 	}
-	return boltMeta{}, fmt.Errorf("%s: %w: meta page 0: %v; meta page 1: %v", path, ErrNotBolt, err0, err1)
+	return boltMeta{}, fmt.Errorf("%w: meta page 0: %v; meta page 1: %v", ErrNotBolt, err0, err1)
 }
 
 // page is one branch, leaf or freelist page with its overflow pages, or an

@@ -76,7 +76,7 @@ func DecodeMember(k, v []byte) (Member, error) {
 		IsLearner  bool     `json:"isLearner"`
 	}
 	if err := json.Unmarshal(v, &m); err != nil {
-		return Member{}, fmt.Errorf("member %s: %w", k, err)
+		return Member{}, fmt.Errorf("member %q: %w", k, err)
 	}
 	id := strconv.FormatUint(m.ID, 16)
 	if want, err := strconv.ParseUint(string(k), 16, 64); err != nil || want != m.ID {

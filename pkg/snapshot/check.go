@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 )
@@ -36,9 +37,26 @@ type Check struct {
 
 // checker holds the state of one Check.
 type checker struct {
+	ctx       context.Context
 	pg        *pager
 	reachable []uint64 // bitset over page ids below the high-water mark
 	res       *Check
+	nodes     int   // pages visited, to look at ctx every ctxEvery
+	err       error // ctx's error once it ended; the walk unwinds
+}
+
+// ctxEvery is how many pages a check visits between looks at its context.
+const ctxEvery = 256
+
+// stopped reports whether the check's context has ended, recording why.
+func (c *checker) stopped() bool {
+	if c.err == nil {
+		c.nodes++
+		if c.nodes%ctxEvery == 0 {
+			c.err = c.ctx.Err()
+		}
+	}
+	return c.err != nil
 }
 
 func (c *checker) errorf(format string, args ...any) {
@@ -76,10 +94,13 @@ func (c *checker) claim(pg page) bool {
 // ("already freed", "reachable freed", "unreachable unfreed"). It also
 // counts free pages. Errors in the file are reported in the result; the
 // returned error is for a failure to read the file at all.
-func (db *DB) Check() (*Check, error) {
+func (db *DB) Check() (*Check, error) { return db.check(context.Background()) }
+
+// check is Check, stopping with ctx's error when ctx ends.
+func (db *DB) check(ctx context.Context) (*Check, error) {
 	res := &Check{Errors: []string{}}
 	err := db.guard("check the page tree", func() error {
-		c := &checker{pg: db.pg, reachable: make([]uint64, db.meta.highWater/64+1), res: res}
+		c := &checker{ctx: ctx, pg: db.pg, reachable: make([]uint64, db.meta.highWater/64+1), res: res}
 		c.mark(0)
 		c.mark(1)
 		res.ReachablePages = 2
@@ -93,6 +114,9 @@ func (db *DB) Check() (*Check, error) {
 			freeIDs = ids
 		}
 		c.tree(db.meta.root, nil, 0)
+		if c.err != nil {
+			return fmt.Errorf("check the page tree: %w", c.err)
+		}
 		free := make([]uint64, len(c.reachable))
 		for _, id := range freeIDs {
 			switch {
@@ -167,6 +191,9 @@ func (c *checker) tree(id uint64, inline []byte, depth int) {
 }
 
 func (c *checker) node(id uint64, inline []byte, lo, hi []byte, last *[]byte, depth int) {
+	if c.stopped() {
+		return
+	}
 	if depth > maxTreeDepth {
 		c.errorf("page %d: tree deeper than %d levels", id, maxTreeDepth)
 		return

@@ -168,7 +168,7 @@ func (db *DB) compaction(ctx context.Context, at int64, p keyspace.Parser, atCom
 		}
 		return compareLabels(a.Class, a.Prefix, a.Group, a.Resource, a.Path, b.Class, b.Prefix, b.Group, b.Resource, b.Path)
 	})
-	check, err := db.Check()
+	check, err := db.check(ctx)
 	if err != nil {
 		return nil, err
 	}

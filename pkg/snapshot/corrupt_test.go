@@ -3,6 +3,9 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,10 +82,20 @@ func ourCheck(t *testing.T, path string) *Check {
 	return c
 }
 
+// readMetaFile returns the current meta page of the file at path.
+func readMetaFile(path string) (boltMeta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return boltMeta{}, err
+	}
+	defer f.Close()
+	return readMeta(f)
+}
+
 // patchFreelist rewrites the ids of the file's synced freelist page.
 func patchFreelist(t *testing.T, path string, edit func(ids []uint64) []uint64) {
 	t.Helper()
-	m, err := readMeta(path)
+	m, err := readMetaFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +128,7 @@ func TestCheckAgreesWithBbolt(t *testing.T) {
 	if !c.OK || !c.FreelistSynced || len(bboltCheck(t, p)) != 0 {
 		t.Fatalf("clean file: check %+v, bbolt %v", c, bboltCheck(t, p))
 	}
-	m, err := readMeta(p)
+	m, err := readMetaFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,5 +247,111 @@ func FuzzOpen(f *testing.F) {
 			t.Fatal(err)
 		}
 		readEverything(t, p)
+	})
+}
+
+// etcdShaped writes a bbolt file with etcd's key and meta buckets and the
+// given page size.
+func etcdShaped(t *testing.T, pageSize int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), fmt.Sprintf("etcd-%d.db", pageSize))
+	db, err := bolt.Open(p, 0o600, &bolt.Options{PageSize: pageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketKey, bucketMeta} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// setHighWater rewrites the high-water mark of both meta pages of the
+// file at p, with valid checksums.
+func setHighWater(t *testing.T, p string, pageSize int, highWater uint64) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int{0, pageSize} {
+		m := b[off:]
+		le.PutUint64(m[metaOffset+40:], highWater)
+		h := fnv.New64a()
+		h.Write(m[metaOffset:metaChecksumEnd])
+		le.PutUint64(m[metaChecksumEnd:], h.Sum64())
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHighWaterOverflowIsAnError gives both meta pages a high-water mark
+// whose product with the page size overflows int64 and wraps to 0 or to a
+// negative size, which a truncation check passes: Open must refuse the
+// file in one line, not size a page set from it (out of memory, or
+// makeslice: len out of range).
+func TestHighWaterOverflowIsAnError(t *testing.T) {
+	for _, ps := range []int{4096, 8192, 16384, 32768, 65536} {
+		for _, hw := range []uint64{math.MaxUint64/uint64(ps) + 1, math.MaxInt64/uint64(ps) + 1, math.MaxUint64} {
+			t.Run(fmt.Sprintf("page size %d, high water %d", ps, hw), func(t *testing.T) {
+				p := etcdShaped(t, ps)
+				if _, err := readMetaFile(p); err != nil {
+					t.Fatalf("the unpatched file: %v", err)
+				}
+				setHighWater(t, p, ps, hw)
+				before, _ := os.ReadFile(p)
+				db, err := Open(p, Options{})
+				if err == nil {
+					db.Close()
+					t.Fatal("Open succeeded")
+				}
+				if !errors.Is(err, ErrNotBolt) || !strings.Contains(err.Error(), "overflows") ||
+					!strings.Contains(err.Error(), p) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("error %q: want one line naming the file and the overflow (ErrNotBolt)", err)
+				}
+				if after, _ := os.ReadFile(p); !slices.Equal(before, after) {
+					t.Error("the file changed")
+				}
+			})
+		}
+	}
+}
+
+// FuzzParseMeta feeds arbitrary meta pages to parseMeta: a page it accepts
+// must describe a file size that fits in int64, so that no later size or
+// offset derived from it overflows.
+func FuzzParseMeta(f *testing.F) {
+	orig, err := os.ReadFile(fixturePath("3.7"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(orig[:metaChecksumEnd+8])
+	f.Add(orig[4096 : 4096+metaChecksumEnd+8])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) >= metaChecksumEnd+8 {
+			// Most mutations break the checksum; fix it so that the
+			// fields themselves are tried.
+			h := fnv.New64a()
+			h.Write(b[metaOffset:metaChecksumEnd])
+			le.PutUint64(b[metaChecksumEnd:], h.Sum64())
+		}
+		m, err := parseMeta(b)
+		if err != nil {
+			return
+		}
+		if m.highWater > math.MaxInt64/uint64(m.pageSize) || m.root >= m.highWater {
+			t.Fatalf("accepted %d pages of %d bytes, root %d", m.highWater, m.pageSize, m.root)
+		}
 	})
 }

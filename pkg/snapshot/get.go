@@ -75,7 +75,9 @@ const ObjectSchemaVersion = 1
 type GetOptions struct {
 	// Revision reads the key as of this revision; 0 means the latest.
 	Revision int64
-	// Codec decodes built-in types; nil leaves Object unset.
+	// Codec decodes the value (keyspace.Codec.Document, within its
+	// limits); nil leaves Object unset and the value undecoded beyond its
+	// envelope (keyspace.DetectValue).
 	Codec *keyspace.Codec
 	// ShowSecrets keeps a Secret's data.
 	ShowSecrets bool
@@ -140,6 +142,7 @@ func (db *DB) Get(ctx context.Context, key string, o GetOptions) (*Object, error
 	obj.Secret = pk.Class == keyspace.ClassObject && pk.Group == "" && pk.Resource == "secrets"
 	info, _ := keyspace.DetectValue(found.KV.Value)
 	obj.Encoding, obj.APIVersion, obj.Kind = info.Encoding, info.APIVersion, info.Kind
+	obj.Secret = obj.Secret || obj.Kind == "Secret" && obj.APIVersion == "v1"
 	if o.Codec == nil {
 		return obj, nil
 	}

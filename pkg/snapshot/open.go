@@ -2,15 +2,18 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Bucket names of etcd's backend (server/storage/schema/bucket.go; the same
@@ -42,6 +45,10 @@ var (
 	// ErrLocked is returned when another process holds the file's exclusive
 	// lock (a running etcd member) for longer than Options.LockTimeout.
 	ErrLocked = errors.New("locked by another process (a running etcd member?); inspect a copy made with `etcdctl snapshot save` instead")
+	// ErrChanged is returned when the path named another file after the
+	// wait for the lock (a defragmentation renames a new file over the
+	// db) more often than Open follows such renames, or vanished.
+	ErrChanged = errors.New("file changed while waiting for its lock")
 	// ErrTruncated is returned when the file is shorter than the pages its
 	// meta page says were allocated.
 	ErrTruncated = errors.New("file is truncated")
@@ -98,40 +105,29 @@ type DB struct {
 	opts Options
 }
 
-// Open opens path read-only. path may be a db file or an etcd data
-// directory (then DIR/member/snap/db is opened). Errors name the path and
-// wrap ErrEmpty, ErrNotBolt, ErrTruncated, ErrNotEtcd, ErrLocked,
-// ErrCorrupt or the operating system's error.
-func Open(path string, opts Options) (db *DB, err error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if fi.IsDir() {
-		inner := filepath.Join(path, "member", "snap", "db")
-		if fi, err = os.Stat(inner); err != nil {
-			return nil, fmt.Errorf("%s: a directory without member/snap/db", path)
-		}
-		path = inner
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	if fi.Size() == 0 {
-		return nil, fmt.Errorf("%s: %w", path, ErrEmpty)
-	}
-	if fi.Size() < 1024 {
-		return nil, fmt.Errorf("%s: %w: %d bytes is shorter than two meta pages", path, ErrNotBolt, fi.Size())
-	}
-	m, err := readMeta(path)
-	if err != nil {
-		return nil, err
-	}
-	if want := int64(m.highWater) * int64(m.pageSize); fi.Size() < want {
-		return nil, fmt.Errorf("%s: %w: %d bytes, but its meta page counts %d pages of %d bytes (%d bytes)",
-			path, ErrTruncated, fi.Size(), m.highWater, m.pageSize, want)
-	}
-	f, err := os.Open(path)
+// Open is OpenContext without a context: its lock wait ends only at
+// Options.LockTimeout.
+func Open(path string, opts Options) (*DB, error) {
+	return OpenContext(context.Background(), path, opts)
+}
+
+// maxReopens bounds how often OpenContext follows a path that another file
+// was renamed over while it waited for the lock.
+const maxReopens = 3
+
+// OpenContext opens path read-only. path may be a db file or an etcd data
+// directory (then DIR/member/snap/db is opened). It takes the shared lock
+// first, waiting up to Options.LockTimeout or until ctx ends, and reads the
+// meta pages only then: a member that committed, stopped or defragmented
+// while it waited has finished writing, so the pages read agree with each
+// other. etcd's defragmentation renames a new file over the old one
+// (server/storage/backend/backend.go defrag); when the path names another
+// file after the wait, that file is opened instead, at most maxReopens
+// times. Errors name the path and wrap ErrEmpty, ErrNotBolt, ErrTruncated,
+// ErrNotEtcd, ErrLocked, ErrChanged, ErrCorrupt, ctx's error or the
+// operating system's error.
+func OpenContext(ctx context.Context, path string, opts Options) (*DB, error) {
+	path, err := dbFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -139,16 +135,97 @@ func Open(path string, opts Options) (db *DB, err error) {
 	if timeout == 0 {
 		timeout = 2 * time.Second
 	}
-	if err := lockShared(f, timeout); err != nil {
-		f.Close()
+	deadline := time.Now().Add(timeout)
+	for reopen := 0; ; reopen++ {
+		// Only a regular file is opened: opening a FIFO would block.
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: not a regular file", path)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := lockShared(ctx, f, deadline); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		held, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		now, err := os.Stat(path)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w while waiting for its lock: %w", path, ErrChanged, err)
+		}
+		if !os.SameFile(held, now) {
+			f.Close()
+			if reopen == maxReopens {
+				return nil, fmt.Errorf("%s: %w: another file was renamed over it %d times while waiting for its lock", path, ErrChanged, reopen+1)
+			}
+			continue
+		}
+		db, err := openLocked(path, f, held.Size(), opts)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return db, nil
+	}
+}
+
+// dbFile returns path, or for a directory its member/snap/db.
+func dbFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return path, nil
+	}
+	inner := filepath.Join(path, "member", "snap", "db")
+	if _, err := os.Stat(inner); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s: a directory without member/snap/db", path)
+	} else if err != nil {
+		// Permission denied, a symlink loop, member/ not a directory: say
+		// so, the directory may well hold a db.
+		return "", fmt.Errorf("%s: a data directory whose member/snap/db cannot be read: %w", path, err)
+	}
+	return inner, nil
+}
+
+// openLocked reads the meta pages of f, which holds the shared lock and is
+// size bytes long, maps it and finds etcd's buckets. The caller closes f
+// on error.
+func openLocked(path string, f *os.File, size int64, opts Options) (*DB, error) {
+	if size == 0 {
+		return nil, fmt.Errorf("%s: %w", path, ErrEmpty)
+	}
+	if size < 1024 {
+		return nil, fmt.Errorf("%s: %w: %d bytes is shorter than two meta pages", path, ErrNotBolt, size)
+	}
+	m, err := readMeta(f)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	// parseMeta bounds highWater·pageSize by MaxInt64.
+	if want := int64(m.highWater) * int64(m.pageSize); size < want {
+		return nil, fmt.Errorf("%s: %w: %d bytes, but its meta page counts %d pages of %d bytes (%d bytes)",
+			path, ErrTruncated, size, m.highWater, m.pageSize, want)
+	}
+	if int64(int(size)) != size {
+		return nil, fmt.Errorf("%s: %d bytes cannot be mapped on this platform", path, size)
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("%s: map read-only: %w", path, err)
 	}
-	db = &DB{path: path, size: fi.Size(), file: f, meta: m, opts: opts,
+	db := &DB{path: path, size: size, file: f, meta: m, opts: opts,
 		pg: &pager{data: data, pageSize: uint64(m.pageSize), highWater: m.highWater}}
 	err = db.guard("find etcd's buckets", func() error {
 		for _, name := range [][]byte{bucketKey, bucketMeta} {
@@ -161,16 +238,16 @@ func Open(path string, opts Options) (db *DB, err error) {
 		return nil
 	})
 	if err != nil {
-		db.Close()
+		syscall.Munmap(data)
 		return nil, err
 	}
 	return db, nil
 }
 
 // lockShared takes a shared flock on f, as bbolt's read-only mode does,
-// polling until timeout; a running etcd member holds an exclusive one.
-func lockShared(f *os.File, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+// polling until deadline or until ctx ends; a running etcd member holds an
+// exclusive one.
+func lockShared(ctx context.Context, f *os.File, deadline time.Time) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
 		if err == nil {
@@ -182,7 +259,11 @@ func lockShared(f *os.File, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return ErrLocked
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the lock: %w", context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
@@ -238,10 +319,39 @@ func (db *DB) guard(what string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(old)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w while trying to %s: %v", db.path, ErrCorrupt, what, r)
+			err = db.recovered("trying to "+what, r)
 		}
 	}()
 	return db.named(fn())
+}
+
+// recovered turns a panic or a fault that interrupted doing what into an
+// error naming the file: ErrTruncated when the file is now shorter than
+// when it was opened (another process truncated or rewrote it: the pages
+// beyond its new end fault), ErrCorrupt otherwise.
+func (db *DB) recovered(what string, r any) error {
+	if err := db.shrunk(what); err != nil {
+		return err
+	}
+	if f, ok := r.(interface{ Addr() uintptr }); ok && len(db.pg.data) > 0 {
+		base := uintptr(unsafe.Pointer(&db.pg.data[0]))
+		if a := f.Addr(); a >= base && a < base+uintptr(len(db.pg.data)) {
+			return fmt.Errorf("%s: %w while %s: reading the mapped file faulted at offset %d", db.path, ErrCorrupt, what, a-base)
+		}
+		return fmt.Errorf("%s: %w while %s: a read faulted at address %#x", db.path, ErrCorrupt, what, f.Addr())
+	}
+	return fmt.Errorf("%s: %w while %s: %v", db.path, ErrCorrupt, what, r)
+}
+
+// shrunk returns an ErrTruncated error naming what was interrupted when
+// the file is now shorter than when it was opened, nil otherwise.
+func (db *DB) shrunk(what string) error {
+	fi, err := db.file.Stat()
+	if err != nil || fi.Size() >= db.size {
+		return nil
+	}
+	return fmt.Errorf("%s: %w while %s: it shrank from %d to %d bytes since it was opened (another process is writing it?)",
+		db.path, ErrTruncated, what, db.size, fi.Size())
 }
 
 // named prefixes err with the path unless it already starts with it.
@@ -254,21 +364,41 @@ func (db *DB) named(err error) error {
 
 // VerifyTrailer reports whether the file ends with a snapshot checksum and,
 // if so, whether it matches. It reads the whole file once.
-func (db *DB) VerifyTrailer() (Trailer, error) {
+func (db *DB) VerifyTrailer() (Trailer, error) { return db.verifyTrailer(context.Background()) }
+
+// hashChunkBytes is how much verifyTrailer hashes between looks at its
+// context.
+const hashChunkBytes = 1 << 20
+
+// verifyTrailer is VerifyTrailer, stopping with ctx's error when ctx ends.
+func (db *DB) verifyTrailer(ctx context.Context) (Trailer, error) {
 	if db.size%512 != sha256.Size {
 		return TrailerAbsent, nil
 	}
-	f, err := os.Open(db.path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
+	// The open file, not the path: another file may have been renamed
+	// over it since.
+	f := io.NewSectionReader(db.file, 0, db.size)
 	h := sha256.New()
-	if _, err := io.CopyN(h, f, db.size-sha256.Size); err != nil {
-		return "", fmt.Errorf("%s: read: %w", db.path, err)
+	buf := make([]byte, hashChunkBytes)
+	for left := db.size - sha256.Size; left > 0; {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("%s: hash: %w", db.path, err)
+		}
+		n, err := io.ReadFull(f, buf[:min(left, int64(len(buf)))])
+		if err != nil {
+			if serr := db.shrunk("hashing it"); serr != nil {
+				return "", serr
+			}
+			return "", fmt.Errorf("%s: read: %w", db.path, err)
+		}
+		h.Write(buf[:n])
+		left -= int64(n)
 	}
 	want := make([]byte, sha256.Size)
 	if _, err := io.ReadFull(f, want); err != nil {
+		if serr := db.shrunk("reading its trailer"); serr != nil {
+			return "", serr
+		}
 		return "", fmt.Errorf("%s: read trailer: %w", db.path, err)
 	}
 	if bytes.Equal(h.Sum(nil), want) {

@@ -97,7 +97,7 @@ func (db *DB) scanRange(ctx context.Context, w int, parts []page, fn scanFunc) (
 	defer debug.SetPanicOnFault(old)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w while scanning the key bucket: %v", db.path, ErrCorrupt, r)
+			err = db.recovered("scanning the key bucket", r)
 		}
 	}()
 	var e Entry

@@ -317,19 +317,40 @@ func TestOpenTruncatedDB(t *testing.T) {
 	}
 }
 
+// TestOpenLockedByRunningMember opens the db of a running member: Open
+// gives up with ErrLocked after the lock timeout, or with ctx's error as
+// soon as ctx ends, never later.
 func TestOpenLockedByRunningMember(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
-	start := time.Now()
-	db, err := snapshot.Open(srv.DBPath(), snapshot.Options{LockTimeout: 200 * time.Millisecond})
-	if err == nil {
-		db.Close()
-		t.Fatal("opened a db held by a running member")
+	tests := []struct {
+		name        string
+		lockTimeout time.Duration
+		cancelAfter time.Duration // 0: never
+		want        error
+	}{
+		{"lock timeout", 200 * time.Millisecond, 0, snapshot.ErrLocked},
+		{"cancelled", time.Minute, 200 * time.Millisecond, context.Canceled},
 	}
-	if !errors.Is(err, snapshot.ErrLocked) {
-		t.Fatalf("error = %v, want ErrLocked", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Open took %v to give up", d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tt.cancelAfter > 0 {
+				time.AfterFunc(tt.cancelAfter, cancel)
+			}
+			start := time.Now()
+			db, err := snapshot.OpenContext(ctx, srv.DBPath(), snapshot.Options{LockTimeout: tt.lockTimeout})
+			if err == nil {
+				db.Close()
+				t.Fatal("opened a db held by a running member")
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("error = %v, want %v", err, tt.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("Open took %v to give up", d)
+			}
+		})
 	}
 }
 

@@ -88,8 +88,8 @@ func (db *DB) Status(ctx context.Context, p keyspace.Parser) (*Status, *Usage, e
 		trErr    error
 	)
 	wg.Add(2)
-	go func() { defer wg.Done(); check, checkErr = db.Check() }()
-	go func() { defer wg.Done(); trailer, trErr = db.VerifyTrailer() }()
+	go func() { defer wg.Done(); check, checkErr = db.check(ctx) }()
+	go func() { defer wg.Done(); trailer, trErr = db.verifyTrailer(ctx) }()
 	t, err := db.keyTable(ctx, tableOptions{hash: true})
 	wg.Wait()
 	if err != nil {

@@ -5,18 +5,24 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +32,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/revision"
 )
 
 // run executes etcdinspect in-process and returns stdout, stderr and the
@@ -490,5 +497,166 @@ func TestGetDecodesCRDsAndAPIServices(t *testing.T) {
 			o.Metadata.ResourceVersion != fmt.Sprint(revs[k]) || !strings.HasSuffix(k, "/"+o.Metadata.Name) {
 			t.Errorf("get %s: %+v (decode error %q); want %v at resourceVersion %d", k, o, got.DecodeError, w, revs[k])
 		}
+	}
+}
+
+// appendEntry writes key=value into the db file at path as the next
+// revision, with bbolt directly: values above etcd's request size limit
+// cannot be put through a member.
+func appendEntry(t *testing.T, path, key string, value []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		last, _ := b.Cursor().Last()
+		bk, err := revision.Decode(last)
+		if err != nil {
+			return err
+		}
+		rev := revision.Revision{Main: bk.Main + 1}
+		kv := &mvccpb.KeyValue{Key: []byte(key), Value: value, CreateRevision: rev.Main, ModRevision: rev.Main, Version: 1}
+		v, err := proto.Marshal(kv)
+		if err != nil {
+			return err
+		}
+		return b.Put(rev.Bytes(), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGetRefusesDeepValuesAndRawNeverDecodes stores a
+// CustomResourceDefinition whose schema nests JSONSchemaProps.not 600,000
+// deep (it overflowed the stack of the generated decoder, killing the
+// process, even with -o raw): get must refuse to decode it in one line
+// naming the file, the key and the limit, and -o raw must print the stored
+// bytes without decoding them.
+func TestGetRefusesDeepValuesAndRawNeverDecodes(t *testing.T) {
+	const key = "/registry/apiextensions.k8s.io/customresourcedefinitions/deep.example.com"
+	value := etcdtest.NestedCRDValue("deep.example.com", 600_000)
+	path := makeDB(t)
+	appendEntry(t, path, key, value)
+	before := fileSum(t, path)
+
+	_, stderr, code := run(t, "get", path, key)
+	limit := fmt.Sprint(keyspace.MaxNestingDepth)
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, path) || !strings.Contains(stderr, key) ||
+		!strings.Contains(stderr, limit) || strings.Contains(stderr, "goroutine") {
+		t.Errorf("get: exit %d, stderr %q; want 1 and one line naming the file, the key and the limit %s", code, stderr, limit)
+	}
+	out, stderr, code := run(t, "get", path, key, "-w", "json")
+	if code != 0 || !strings.Contains(out, `"decodeError"`) || !strings.Contains(out, limit) {
+		t.Errorf("get -w json: exit %d (%s), want 0 and a decodeError naming the limit:\n%.500s", code, stderr, out)
+	}
+	out, stderr, code = run(t, "get", path, key, "-o", "raw")
+	if code != 0 || out != string(value) {
+		t.Errorf("get -o raw: exit %d (%s), %d bytes printed, want 0 and the %d stored bytes", code, stderr, len(out), len(value))
+	}
+	if fileSum(t, path) != before {
+		t.Error("the file changed")
+	}
+}
+
+// rawControl returns the offset of the first non-printable rune (but a
+// line end) or invalid UTF-8 byte in s, or -1.
+func rawControl(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError || r != '\n' && !strconv.IsPrint(r) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestControlCharactersInKeysAreEscaped writes keys holding a terminal
+// escape, CR, LF, NUL, a C1 control and invalid UTF-8, and prints them with
+// every command that shows keys, in every format: table, markdown and CSV
+// must show them escaped (a newline must not split a row, an escape must
+// not reach the terminal), JSON with its own escaping; a binary key in a
+// bucket `meta` cannot decode must not reach stderr raw either.
+func TestControlCharactersInKeysAreEscaped(t *testing.T) {
+	keys := []string{
+		"/registry/configmaps/default/esc\x1b[2J",
+		"/registry/configmaps/default/cr\rlf\n",
+		"/registry/configmaps/default/nul\x00",
+		"/registry/configmaps/default/bad\xff",
+		"/registry/configmaps/default/c1\u009b31m",
+		"/registry/configmaps/ns\x1b[31m/x",
+		"/outside/\x1b]0;title\x07",
+	}
+	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+		for _, k := range keys {
+			if _, err := c.Put(ctx, k, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	before := fileSum(t, path)
+	invocations := [][]string{
+		{"keys", path},
+		{"usage", path, "--by", "namespace"},
+		{"history", path, keys[0]},
+		{"get", path, keys[1]},
+	}
+	for _, args := range invocations {
+		for _, format := range []string{"table", "markdown", "csv", "json"} {
+			args := append(slices.Clone(args), "-w", format)
+			t.Run(strings.Join([]string{args[0], format}, " "), func(t *testing.T) {
+				out, stderr, code := run(t, args...)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				if format == "json" {
+					// JSON escapes C0 controls and invalid UTF-8 its own way.
+					if i := strings.IndexFunc(out, func(r rune) bool { return r < ' ' && r != '\n' || r == utf8.RuneError }); i >= 0 || !json.Valid([]byte(out)) {
+						t.Errorf("raw control byte at %d or invalid JSON:\n%q", i, out)
+					}
+					return
+				}
+				if i := rawControl(out); i >= 0 {
+					t.Fatalf("raw control byte at %d: %q", i, out[max(0, i-40):min(len(out), i+40)])
+				}
+				want := map[string]string{"keys": `esc\x1b[2J`, "usage": `ns\x1b[31m`, "get": `cr\rlf\n`}[args[0]]
+				if !strings.Contains(out, want) {
+					t.Errorf("the escaped key %s is missing:\n%s", want, out)
+				}
+				if format == "csv" && args[0] == "keys" {
+					rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+					if err != nil || len(rows) != len(keys)+1 {
+						t.Errorf("csv: %d records (%v), want %d", len(rows), err, len(keys)+1)
+					}
+				}
+			})
+		}
+	}
+
+	// A members entry whose key is binary and whose value is not JSON.
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("members"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("\x1b[31mevil\r\n\x00"), []byte("not json"))
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = fileSum(t, path)
+	_, stderr, code := run(t, "meta", path)
+	if code != 1 || strings.Count(stderr, "\n") != 1 || rawControl(stderr) >= 0 || !strings.Contains(stderr, `\x1b[31mevil`) {
+		t.Errorf("meta: exit %d, stderr %q; want 1 and one line with the key escaped", code, stderr)
+	}
+	if fileSum(t, path) != before {
+		t.Error("the file changed")
 	}
 }

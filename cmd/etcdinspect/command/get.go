@@ -65,9 +65,13 @@ instead (json includes the decoded object).`,
 }
 
 func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, path, key string, out io.Writer) error {
-	codec, err := keyspace.NewCodec()
-	if err != nil {
-		return err
+	// -o raw prints the stored bytes: it never decodes them.
+	var codec *keyspace.Codec
+	if o.output != "raw" || cmd.Flags().Changed("write-out") {
+		var err error
+		if codec, err = keyspace.NewCodec(); err != nil {
+			return err
+		}
 	}
 	db, done, err := g.open(cmd, path)
 	if err != nil {
@@ -110,7 +114,7 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, path, key strin
 		b, err = yaml.Marshal(doc)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %q: print as %s: %w", obj.Path, key, o.output, err)
 	}
 	_, err = out.Write(b)
 	return err

@@ -94,7 +94,7 @@ func (o *globalOptions) openAll(cmd *cobra.Command, paths ...string) ([]*snapsho
 	}
 	var size int64
 	for _, p := range paths {
-		db, err := snapshot.Open(p, snapshot.Options{LockTimeout: o.lockTimeout, Workers: o.workers, Progress: prog})
+		db, err := snapshot.OpenContext(cmd.Context(), p, snapshot.Options{LockTimeout: o.lockTimeout, Workers: o.workers, Progress: prog})
 		if err != nil {
 			closeAll()
 			return nil, nil, err
