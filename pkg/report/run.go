@@ -23,6 +23,10 @@ type RunResult struct {
 	Kind          string    `json:"kind"`          // KindRun
 	SchemaVersion int       `json:"schemaVersion"` // RunSchemaVersion
 	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
+	// Interrupted is true when the run was stopped (SIGINT, SIGTERM)
+	// before the end of its write phase: the figures cover the run until
+	// then, and the watchers were given a bounded time to confirm.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Target describes the etcd the run drove.
 	Target Target `json:"target"`
 	// Scenario echoes the options that shaped the load.

@@ -91,9 +91,13 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
 
+	// Connections outlive ctx (each is closed by its defer), so that an
+	// interrupted run can still read what it needs for its result.
+	dialCtx := context.WithoutCancel(ctx)
+
 	// The maintenance connection, to every member: status, compaction,
 	// defragmentation, the final reads and the cleanup.
-	admin, err := t.Dial(ctx)
+	admin, err := t.Dial(dialCtx)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +119,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	startRev := head.Header.Revision
 
-	writerTopo, err := o.connect(ctx, t, o.WriterConnections, o.WriterConnections, "")
+	writerTopo, err := o.connect(dialCtx, t, o.WriterConnections, o.WriterConnections, "")
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +181,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 
 	// The history recorder, on a connection of its own to every member,
 	// from the next revision on: every watcher lists at or after it.
-	recTopo, err := Connect(ctx, t.Dial, 1, 1, "")
+	recTopo, err := Connect(dialCtx, t.Dial, 1, 1, "")
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +207,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}()
 
 	// Watchers.
-	watchTopo, err := o.connect(ctx, t, o.Connections, o.Streams, o.Profile.Source())
+	watchTopo, err := o.connect(dialCtx, t, o.Connections, o.Streams, o.Profile.Source())
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +240,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	var probeConn *clientv3.Client
 	var memberConns []*clientv3.Client
 	if len(o.Faults) > 0 {
-		if probeConn, err = t.Dial(ctx); err != nil {
+		if probeConn, err = t.Dial(dialCtx); err != nil {
 			return nil, err
 		}
 		defer probeConn.Close()
@@ -320,8 +324,17 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	for _, r := range refls {
 		r.Release()
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	// Interrupted (SIGINT): keep what was measured. The rest of the run
+	// confirms, validates and collects under a bounded context of its
+	// own, and the result goes back with the interruption as its error.
+	interrupted, interruptedAfter := ctx.Err(), env.Since()-writeStart
+	if interrupted != nil {
+		logf("interrupted: collecting what was measured so far (at most %s)", interruptedGrace)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), interruptedGrace)
+		defer cancel()
+		o.SyncTimeout = min(o.SyncTimeout, interruptedGrace/2)
+		res.Interrupted = true
 	}
 	res.Writes = ws
 
@@ -355,8 +368,15 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	memberStats(res.Members, env, watchTopo, writerTopo, refls)
 	res.Self = self.finish(ctx)
+	if interrupted != nil {
+		return res, fmt.Errorf("run %w after %s of writes: the result holds what was measured until then", interrupted, time.Duration(interruptedAfter).Round(time.Millisecond))
+	}
 	return res, nil
 }
+
+// interruptedGrace bounds what an interrupted run still does to hand back
+// its result: confirm, validate and collect.
+const interruptedGrace = 20 * time.Second
 
 // checkTarget checks what the options need from the target.
 func checkTarget(t Target, o Options) error {

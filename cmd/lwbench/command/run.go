@@ -288,11 +288,17 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if errors.Is(err, watchload.ErrPrefixNotEmpty) {
 		return fmt.Errorf("--prefix %s: %w; pass --reuse-prefix to write beside those keys (lwbench never modifies or deletes them)", o.load.Prefix, err)
 	}
-	if err != nil {
+	if err != nil && (res == nil || !res.Interrupted) {
 		return err
 	}
+	// An interrupted run still prints what it measured, then fails with
+	// the interruption (exit code 130).
+	interrupted := err
 	if err := o.out.write(out, errOut, o.out.table(makeRunTable(res), makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
-		return err
+		return errors.Join(interrupted, err)
+	}
+	if interrupted != nil {
+		return errors.Join(interrupted, snapshotErr)
 	}
 	var violations error
 	if !res.Validation.OK() {

@@ -90,6 +90,9 @@ func makeRunTable(r *report.RunResult) output.Table {
 		{"relist duration", relistMs},
 		{"relist objects", relistObjects},
 	}
+	if r.Interrupted {
+		rows = append([][]string{{"interrupted", "yes: the figures cover the run until the interruption"}}, rows...)
+	}
 	if cr := r.ConsistentReads; cr != nil {
 		rows = append(rows,
 			[]string{"consistent reads (cache / fallback)", fmt.Sprintf("%d (%d / %d), %d progress requests", cr.Requests, cr.ServedFromCache, cr.Fallbacks, cr.ProgressRequests)},
