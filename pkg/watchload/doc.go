@@ -22,7 +22,12 @@
 //   - Recorder: the history every watch is validated against.
 //   - ConsistentReader and ProgressRequester: consistent LISTs served from
 //     watch caches (KEP-2340).
-//   - Run, Watch, Put and List: the scenarios lwbench's subcommands run.
+//   - Session: one load assembled from these parts against one Target
+//     (session.go): the epoch, the connections, the recorder, the Env, the
+//     watchers and the writers, with each phase a method; collect.go turns
+//     what it measured into a result, progress.go is its live view.
+//   - Run, Watch, Put and List: the scenarios lwbench's subcommands run,
+//     each a short script over one Session.
 //   - Fault and MemberControl: faults injected into a cluster whose
 //     processes the run controls.
 //
