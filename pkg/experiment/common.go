@@ -284,21 +284,6 @@ func (s *session) window(from, to time.Time) compaction.ProbeWindow {
 	return s.probe.Window(from.Sub(s.epoch), to.Sub(s.epoch))
 }
 
-// sleepCtx sleeps d or until ctx ends; false if ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // percentile returns the nearest-rank q-quantile of xs (sorted here), 0
 // for none.
 func percentile(xs []float64, q float64) float64 {

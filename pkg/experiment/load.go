@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -192,7 +193,7 @@ func (c *caseRun) waitRevision(ctx context.Context, rev int64, timeout time.Dura
 		for _, st := range c.topo.Streams {
 			st.RequestProgress(ctx)
 		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !clockwait.SleepReal(ctx, 100*time.Millisecond) {
 			return behind
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -152,7 +153,7 @@ func (c *ConsistentReader) Run(ctx context.Context, rate float64, duration time.
 	interval := time.Duration(float64(time.Second) / rate)
 	for i := 0; ; i++ {
 		due := start.Add(time.Duration(i) * interval)
-		if due.Sub(start) >= duration || !sleepCtx(ctx, time.Until(due)) {
+		if due.Sub(start) >= duration || !clockwait.SleepReal(ctx, time.Until(due)) {
 			break
 		}
 		cache := c.caches[i%len(c.caches)]

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -368,7 +369,7 @@ func waitSynced(ctx context.Context, streams []*Stream, refls []*Reflector, rev 
 				s.RequestProgress(ctx) // one request reaches every watch on the stream
 			}
 		}
-		sleepCtx(ctx, period)
+		clockwait.SleepReal(ctx, period)
 	}
 }
 
