@@ -3,13 +3,8 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -101,9 +96,8 @@ type caseRun struct {
 	stopW   context.CancelFunc
 	wdone   chan report.WriteStats
 	topo    *watchload.Topology
-	refls   []*watchload.Reflector
-	stopR   context.CancelFunc
-	rwg     sync.WaitGroup
+	set     *watchload.ReflectorSet
+	refls   []*watchload.Reflector // set.Reflectors
 }
 
 // watcherOptions shape a case's informers.
@@ -123,31 +117,15 @@ func (l *load) startCase(ctx context.Context, o watcherOptions, maxWrites int64)
 	if err != nil {
 		return nil, err
 	}
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	c.stopR = stop
-	for i := range o.watchers {
-		ro := watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
-			Prefix: l.podsPrefix, Stream: c.topo.StreamFor(i), PageSize: o.pageSize, Unpaginated: o.pageSize == 0}
-		r := watchload.NewReflector(c.env, ro)
-		c.refls = append(c.refls, r)
-		c.rwg.Add(1)
-		go func() {
-			defer c.rwg.Done()
-			r.Run(rctx)
-		}()
-	}
-	deadline := time.NewTimer(o.syncTimeout)
-	defer deadline.Stop()
-	for _, r := range c.refls {
-		select {
-		case <-r.Synced():
-		case <-ctx.Done():
-			c.stop(ctx)
-			return nil, ctx.Err()
-		case <-deadline.C:
-			c.stop(ctx)
-			return nil, fmt.Errorf("watcher %d did not list within %v", r.ID(), o.syncTimeout)
-		}
+	c.set = watchload.NewReflectorSet(c.env, c.topo, o.watchers, func(i int, st *watchload.Stream) watchload.ReflectorOptions {
+		return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
+			Prefix: l.podsPrefix, Stream: st, PageSize: o.pageSize, Unpaginated: o.pageSize == 0}
+	})
+	c.refls = c.set.Reflectors
+	// The informers outlive ctx's cancellation until the case stops them.
+	if err := c.set.Start(ctx, context.WithoutCancel(ctx), 0, o.syncTimeout); err != nil {
+		c.stop(ctx)
+		return nil, err
 	}
 	return c, nil
 }
@@ -176,34 +154,10 @@ func (c *caseRun) stopWriters() report.WriteStats {
 	return ws
 }
 
-// waitRevision asks for progress notifications every 100 ms until every
-// watcher has seen rev (or timeout passes) and returns how many have not.
-func (c *caseRun) waitRevision(ctx context.Context, rev int64, timeout time.Duration) int {
-	deadline := time.Now().Add(timeout)
-	for {
-		behind := 0
-		for _, r := range c.refls {
-			if r.LastRevision() < rev {
-				behind++
-			}
-		}
-		if behind == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return behind
-		}
-		for _, st := range c.topo.Streams {
-			st.RequestProgress(ctx)
-		}
-		if !clockwait.SleepReal(ctx, 100*time.Millisecond) {
-			return behind
-		}
-	}
-}
-
 // stop ends the watchers and closes their connections.
 func (c *caseRun) stop(ctx context.Context) {
 	c.stopWriters()
-	c.stopR()
-	c.rwg.Wait()
+	c.set.Stop()
 	c.topo.Close()
 }
 
@@ -218,7 +172,7 @@ func (c *caseRun) finish(ctx context.Context) (report.WriteStats, Validation, er
 		c.stop(ctx)
 		return ws, Validation{}, err
 	}
-	unsynced := c.waitRevision(ctx, final, 30*time.Second)
+	unsynced := c.set.WaitSynced(ctx, final, 100*time.Millisecond, 30*time.Second)
 	var last int64
 	for _, r := range c.refls {
 		last = max(last, r.LastRevision())
@@ -230,51 +184,12 @@ func (c *caseRun) finish(ctx context.Context) (report.WriteStats, Validation, er
 	for _, r := range c.refls {
 		r.Finish()
 	}
-	if err := c.checkCaches(ctx); err != nil {
+	if err := c.set.CompareCaches(ctx, c.l.s.admin, c.env.Violations); err != nil {
 		return ws, Validation{}, err
 	}
 	v := validation(c.env, c.refls)
 	v.Unverified += int64(unsynced) // a watcher that never confirmed the end is unverified
 	return ws, v, nil
-}
-
-// checkCaches reports every key whose presence or mod_revision differs
-// between a watcher's cache and etcd at the watcher's last revision.
-func (c *caseRun) checkCaches(ctx context.Context) error {
-	states := map[int64]map[string]int64{}
-	for _, r := range c.refls {
-		rev := r.LastRevision()
-		state, ok := states[rev]
-		if !ok {
-			resp, err := c.l.s.admin.Get(ctx, c.l.podsPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-			if err != nil {
-				return fmt.Errorf("read %s at revision %d: %w", c.l.podsPrefix, rev, err)
-			}
-			state = make(map[string]int64, len(resp.Kvs))
-			for _, kv := range resp.Kvs {
-				state[string(kv.Key)] = kv.ModRevision
-			}
-			states[rev] = state
-		}
-		cache := r.Cache()
-		var bad []string
-		for k, want := range state {
-			if got, ok := cache[k]; !ok || got != want {
-				bad = append(bad, k)
-			}
-		}
-		for k := range cache {
-			if _, ok := state[k]; !ok {
-				bad = append(bad, k)
-			}
-		}
-		sort.Strings(bad)
-		for _, k := range bad {
-			c.env.Violations.Add(watchload.Violation{Watcher: r.ID(), Kind: watchload.ViolationCache, Revision: rev, Key: k,
-				Detail: fmt.Sprintf("at revision %d etcd holds mod_revision %d, the cache %d", rev, state[k], cache[k])})
-		}
-	}
-	return nil
 }
 
 // validation turns an Env's violations into counts.

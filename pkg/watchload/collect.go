@@ -113,24 +113,8 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 		res.Final.Resources = append(res.Final.Resources, report.ResourceCount{Resource: resource, Objects: resp.Count})
 		res.Final.Objects += resp.Count
 	}
-	states := map[string]map[string]int64{}
-	for _, r := range refls {
-		ro := r.Options()
-		rev := r.LastRevision()
-		id := fmt.Sprintf("%s@%d", ro.Prefix, rev)
-		state, ok := states[id]
-		if !ok {
-			resp, err := admin.Get(ctx, ro.Prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-			if err != nil {
-				return fmt.Errorf("read %s at revision %d: %w", ro.Prefix, rev, err)
-			}
-			state = make(map[string]int64, len(resp.Kvs))
-			for _, kv := range resp.Kvs {
-				state[string(kv.Key)] = kv.ModRevision
-			}
-			states[id] = state
-		}
-		compareCache(env.Violations, ro.ID, rev, r.Cache(), state)
+	if err := s.watchers.CompareCaches(ctx, admin, env.Violations); err != nil {
+		return err
 	}
 
 	unrecordedWrites(env)
@@ -165,29 +149,6 @@ func unrecordedWrites(env *Env) {
 	for _, rev := range missed {
 		env.Violations.Add(Violation{Watcher: -1, Kind: ViolationUnrecorded, Revision: rev,
 			Detail: "etcd acknowledged a write at this revision; the recorder never saw it"})
-	}
-}
-
-// compareCache reports every key whose presence or mod_revision differs
-// between a cache and etcd's state, in key order.
-func compareCache(vs *Violations, watcher int, rev int64, cache, state map[string]int64) {
-	var keys []string
-	for k, want := range state {
-		if got, ok := cache[k]; !ok || got != want {
-			keys = append(keys, k)
-		}
-	}
-	for k := range cache {
-		if _, ok := state[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		want, inEtcd := state[k]
-		got, cached := cache[k]
-		detail := fmt.Sprintf("at revision %d etcd holds mod_revision %d (present %v), the cache %d (present %v)", rev, want, inEtcd, got, cached)
-		vs.Add(Violation{Watcher: watcher, Kind: ViolationCache, Revision: max(want, got), Key: k, Detail: detail})
 	}
 }
 

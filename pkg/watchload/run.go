@@ -214,7 +214,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		reqs := map[*Stream]*ProgressRequester{}
 		for _, st := range watchTopo.Streams {
 			reqs[st] = NewProgressRequester(st, o.Clock)
-			go reqs[st].Run(s.wctx)
+			go reqs[st].Run(s.watchers.Context())
 		}
 		cr = NewConsistentReader(env, refls, reqs, DefaultPageSize)
 		crWG.Add(1)

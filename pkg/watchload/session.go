@@ -8,7 +8,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -42,21 +41,19 @@ type Session struct {
 	self  *selfSampler
 	live  *liveState
 
-	admin   *clientv3.Client
-	writers *Topology
-	kvs     []KV // the writers' connections as KVs
-	recTopo *Topology
-	rec     *Recorder
-	env     *Env
-	watch   *Topology
-	refls   []*Reflector
-	wctx    context.Context // the watchers' context, ended by Validate or Close
+	admin    *clientv3.Client
+	writers  *Topology
+	kvs      []KV // the writers' connections as KVs
+	recTopo  *Topology
+	rec      *Recorder
+	env      *Env
+	watch    *Topology
+	watchers *ReflectorSet
+	refls    []*Reflector // watchers.Reflectors
 
 	stopProgress func()
 	stopRecorder context.CancelFunc
 	recWG        sync.WaitGroup
-	stopWatchers context.CancelFunc
-	watchWG      sync.WaitGroup
 	stopWriters  context.CancelFunc
 	closers      []func() // connections to close, in the order opened
 }
@@ -207,14 +204,10 @@ func (s *Session) ConnectWatchers(ctx context.Context, conns, streams int, sourc
 // It returns an error if one has not within timeout or ctx ends; the
 // reflectors run until Validate or Close either way.
 func (s *Session) StartWatchers(ctx context.Context, n int, opts func(i int, stream *Stream) ReflectorOptions, concurrency int, timeout time.Duration) ([]*Reflector, error) {
-	s.refls = make([]*Reflector, n)
-	for i := range s.refls {
-		s.refls[i] = NewReflector(s.env, opts(i, s.watch.StreamFor(i)))
-	}
+	s.watchers = NewReflectorSet(s.env, s.watch, n, opts)
+	s.refls = s.watchers.Reflectors
 	s.live.setWatchers(s.refls, s.rec)
-	wctx, stop := context.WithCancel(ctx)
-	s.wctx, s.stopWatchers = wctx, stop
-	return s.refls, startReflectors(ctx, wctx, s.refls, concurrency, timeout, &s.watchWG)
+	return s.refls, s.watchers.Start(ctx, ctx, concurrency, timeout)
 }
 
 // Writing is a Session's writers at work.
@@ -267,15 +260,14 @@ func (s *Session) Confirm(ctx context.Context, rev int64, period, timeout time.D
 	if err := s.rec.WaitFor(ctx, rev, period); err != nil && ctx.Err() == nil {
 		s.logf("history recorder did not reach revision %d: %v", rev, err)
 	}
-	return waitSynced(ctx, s.watch.Streams, s.refls, rev, period, timeout)
+	return s.watchers.WaitSynced(ctx, rev, period, timeout)
 }
 
 // Validate stops the watchers and waits for them, waits (up to 30 s)
 // until the history covers every watcher's last revision, completes each
 // watcher's validation against it, and stops the recorder.
 func (s *Session) Validate(ctx context.Context, period time.Duration) {
-	s.stopWatchers()
-	s.watchWG.Wait()
+	s.watchers.Stop()
 	finishValidation(ctx, s.rec, s.refls, period, s.logf)
 	s.stopRecorder()
 	s.recWG.Wait()
@@ -288,10 +280,14 @@ func (s *Session) stop() {
 		s.stopProgress()
 		s.stopProgress = nil
 	}
-	for _, stop := range []context.CancelFunc{s.stopWriters, s.stopWatchers, s.stopRecorder} {
-		if stop != nil {
-			stop()
-		}
+	if s.stopWriters != nil {
+		s.stopWriters()
+	}
+	if s.watchers != nil && s.watchers.stop != nil {
+		s.watchers.stop()
+	}
+	if s.stopRecorder != nil {
+		s.stopRecorder()
 	}
 }
 
@@ -303,74 +299,6 @@ func (s *Session) Close() {
 		s.closers[i]()
 	}
 	s.closers = nil
-}
-
-// startReflectors runs every reflector under wctx, at most concurrency
-// listing at once, and waits until all have synced or timeout passes.
-func startReflectors(ctx, wctx context.Context, refls []*Reflector, concurrency int, timeout time.Duration, wg *sync.WaitGroup) error {
-	if concurrency <= 0 {
-		concurrency = len(refls)
-	}
-	sem := make(chan struct{}, concurrency)
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for _, r := range refls {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("watchers did not list within %v", timeout)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.Run(wctx)
-		}()
-		go func() {
-			select {
-			case <-r.Synced():
-			case <-r.Done():
-			}
-			<-sem
-		}()
-	}
-	for _, r := range refls {
-		select {
-		case <-r.Synced():
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("watcher %d did not list within %v", r.ID(), timeout)
-		}
-	}
-	return nil
-}
-
-// waitSynced requests progress notifications on every stream until every
-// reflector has seen revision rev or the timeout passes, and returns how
-// many did not.
-func waitSynced(ctx context.Context, streams []*Stream, refls []*Reflector, rev int64, period, timeout time.Duration) int {
-	deadline := time.Now().Add(timeout)
-	for {
-		behind := map[int]bool{}
-		n := 0
-		for _, r := range refls {
-			if r.LastRevision() < rev {
-				behind[r.Options().Stream.ID] = true
-				n++
-			}
-		}
-		if n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return n
-		}
-		for _, s := range streams {
-			if behind[s.ID] {
-				s.RequestProgress(ctx) // one request reaches every watch on the stream
-			}
-		}
-		clockwait.SleepReal(ctx, period)
-	}
 }
 
 // finishValidation waits until the history covers every stopped
