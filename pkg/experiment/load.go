@@ -15,29 +15,27 @@ import (
 // informers watching them.
 type load struct {
 	s          *session
-	prefix     string // the Kubernetes prefix, e.g. /registry/n1000
-	podsPrefix string // e.g. /registry/n1000/pods/
+	ws         *watchload.Session // the writers' connections and the recorder
+	prefix     string             // the Kubernetes prefix, e.g. /registry/n1000
+	podsPrefix string             // e.g. /registry/n1000/pods/
 	pods       int
 	wl         *watchload.KubernetesWorkload
 	workers    int
-	writerTopo *watchload.Topology
 	kvs        []watchload.KV
-	recTopo    *watchload.Topology
 	rec        *watchload.Recorder
-	stopRec    context.CancelFunc
-	recDone    chan struct{}
 	seededAt   int64 // the revision after seeding
 }
 
 // newLoad seeds pods under prefix and starts recording the history.
 func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces int, seed uint64) (*load, error) {
-	l := &load{s: s, prefix: prefix, podsPrefix: watchload.ResourcePrefix(prefix, watchload.ResourcePods), pods: pods, workers: 16}
-	var err error
-	l.writerTopo, err = watchload.Connect(ctx, s.t.Dial, 2, 2, "")
+	l := &load{s: s, ws: watchload.NewSession(s.t, s.epoch, s.logf), prefix: prefix,
+		podsPrefix: watchload.ResourcePrefix(prefix, watchload.ResourcePods), pods: pods, workers: 16}
+	writerTopo, err := l.ws.ConnectWriters(ctx, 2, false)
 	if err != nil {
+		l.close()
 		return nil, err
 	}
-	for _, c := range l.writerTopo.Conns {
+	for _, c := range writerTopo.Conns {
 		l.kvs = append(l.kvs, c)
 	}
 	l.wl, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
@@ -50,7 +48,7 @@ func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces in
 		return nil, err
 	}
 	start := time.Now()
-	if _, err := l.wl.Seed(ctx, l.kvs, 32); err != nil {
+	if err := l.ws.Seed(ctx, l.wl, 32); err != nil {
 		l.close()
 		return nil, fmt.Errorf("seed %d pods under %s: %w", pods, prefix, err)
 	}
@@ -59,34 +57,16 @@ func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces in
 		l.close()
 		return nil, err
 	}
-	l.recTopo, err = watchload.Connect(ctx, s.t.Dial, 1, 1, "")
-	if err != nil {
+	// The recorder outlives ctx's cancellation until the load closes.
+	if l.rec, err = l.ws.StartRecorder(context.WithoutCancel(ctx), []string{l.podsPrefix}, "", l.seededAt+1); err != nil {
 		l.close()
 		return nil, err
 	}
-	l.rec = watchload.NewRecorder(l.recTopo.Streams[0], []string{l.podsPrefix})
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	l.stopRec, l.recDone = stop, make(chan struct{})
-	go func() {
-		defer close(l.recDone)
-		l.rec.Run(rctx, l.seededAt+1)
-	}()
 	return l, nil
 }
 
 // close stops the recorder and closes the connections.
-func (l *load) close() {
-	if l.stopRec != nil {
-		l.stopRec()
-		<-l.recDone
-	}
-	if l.recTopo != nil {
-		l.recTopo.Close()
-	}
-	if l.writerTopo != nil {
-		l.writerTopo.Close()
-	}
-}
+func (l *load) close() { l.ws.Close() }
 
 // caseRun is one case's writers and watchers on a load.
 type caseRun struct {

@@ -20,8 +20,8 @@
 //     (pods, configmaps and events on leases, with kube-apiserver's
 //     transactions) or RawWorkload (plain puts, as etcd's benchmark).
 //   - Recorder: the history every watch is validated against.
-//   - ConsistentReader and ProgressRequester: consistent LISTs served from
-//     watch caches (KEP-2340).
+//   - The consistent reader and progress requester (cacher.go, Run only):
+//     consistent LISTs served from watch caches (KEP-2340).
 //   - Session: one load assembled from these parts against one Target
 //     (session.go): the epoch, the connections, the recorder, the Env, the
 //     watchers and the writers, with each phase a method; collect.go turns
@@ -54,7 +54,7 @@
 // source=cache, watch errors other than compaction retried by watching
 // again for up to 30 s, a fixed one-second pause before relisting, and
 // consistent LISTs that get etcd's current revision, wait until the cache
-// has seen it while a ProgressRequester asks for progress notifications
+// has seen it while a progress requester asks for progress notifications
 // every 100 ms, and fall back to etcd after 3 seconds.
 //
 // # Writes

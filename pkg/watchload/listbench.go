@@ -125,8 +125,9 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := NewSession(ctx, t, o.Logf)
+	s := NewSession(t, time.Now(), o.Logf)
 	defer s.Close()
+	s.SampleSelf(ctx)
 	logf := s.logf
 	res := &report.ListResult{
 		Kind: report.KindList, SchemaVersion: report.ListSchemaVersion, StartedAt: s.epoch.UTC(), Target: s.reportTarget(),
@@ -168,7 +169,7 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 			}
 		}
 	}
-	res.Self = s.self.finish(ctx)
+	res.Self = s.selfStats(ctx)
 	return res, nil
 }
 

@@ -101,8 +101,9 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := NewSession(ctx, t, o.Logf)
+	s := NewSession(t, time.Now(), o.Logf)
 	defer s.Close()
+	s.SampleSelf(ctx)
 	res := &report.PutResult{
 		Kind: report.KindPut, SchemaVersion: report.PutSchemaVersion, StartedAt: s.epoch.UTC(), Target: s.reportTarget(),
 		Scenario: report.PutScenario{
@@ -162,6 +163,6 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 		return nil, ctx.Err()
 	}
 	res.Intervals = collectTimings(s.env, &res.Writes, nil)
-	res.Self = s.self.finish(ctx)
+	res.Self = s.selfStats(ctx)
 	return res, nil
 }

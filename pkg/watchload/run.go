@@ -61,8 +61,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if err := checkTarget(t, o); err != nil {
 		return nil, err
 	}
-	s := NewSession(ctx, t, o.Logf)
+	s := NewSession(t, time.Now(), o.Logf)
 	defer s.Close()
+	s.SampleSelf(ctx)
 	logf := s.logf
 	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion, StartedAt: s.epoch.UTC(),
 		Target: s.reportTarget(), Scenario: scenario(o)}
@@ -208,15 +209,15 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if err != nil {
 		return nil, err
 	}
-	var cr *ConsistentReader
+	var cr *consistentReader
 	var crWG sync.WaitGroup
 	if o.Profile == ProfileAPIServerCache && o.ConsistentListRate > 0 {
-		reqs := map[*Stream]*ProgressRequester{}
+		reqs := map[*Stream]*progressRequester{}
 		for _, st := range watchTopo.Streams {
-			reqs[st] = NewProgressRequester(st, o.Clock)
+			reqs[st] = newProgressRequester(st, o.Clock)
 			go reqs[st].Run(s.watchers.Context())
 		}
-		cr = NewConsistentReader(env, refls, reqs, DefaultPageSize)
+		cr = newConsistentReader(env, refls, reqs, DefaultPageSize)
 		crWG.Add(1)
 		go func() {
 			defer crWG.Done()
@@ -272,7 +273,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	memberStats(res.Members, env, watchTopo, writerTopo, refls)
-	res.Self = s.self.finish(ctx)
+	res.Self = s.selfStats(ctx)
 	return res, nil
 }
 

@@ -18,7 +18,8 @@ import (
 // are scripts over one Session; each phase is a method, called in this
 // order (a script skips the phases it does not need):
 //
-//	NewSession           the epoch and the self sampler
+//	NewSession           the epoch
+//	SampleSelf           this process's (and the member's) CPU and memory
 //	DialAdmin            the maintenance connection (or adminFromWriters)
 //	ConnectWriters       the writers' connections
 //	Seed                 the workload's objects, on the writers' connections
@@ -58,18 +59,28 @@ type Session struct {
 	closers      []func() // connections to close, in the order opened
 }
 
-// NewSession starts a Session on t now: its epoch is time.Now(), and it
-// samples this process's CPU and memory until the result is collected.
-// logf, which may be nil, receives one line per phase. t must have at
-// least one endpoint. Close it when done.
-func NewSession(ctx context.Context, t Target, logf func(string, ...any)) *Session {
+// NewSession starts a Session on t whose times count from epoch (usually
+// time.Now()); logf, which may be nil, receives one line per phase. t must
+// have at least one endpoint. Close it when done.
+func NewSession(t Target, epoch time.Time, logf func(string, ...any)) *Session {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	epoch := time.Now()
-	s := &Session{t: t, epoch: epoch, logf: logf, live: &liveState{start: epoch}}
-	s.self = startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
-	return s
+	return &Session{t: t, epoch: epoch, logf: logf, live: &liveState{start: epoch}}
+}
+
+// SampleSelf starts sampling this process's CPU and memory (and, for a
+// member not embedded, the member's process metrics) until the result is
+// collected or the Session closes.
+func (s *Session) SampleSelf(ctx context.Context) {
+	s.self = startSelfSampler(ctx, s.t.Embedded, s.t.Endpoints[0])
+}
+
+// selfStats stops the self sampler and returns its figures.
+func (s *Session) selfStats(ctx context.Context) report.SelfStats {
+	st := s.self.finish(ctx)
+	s.self = nil
+	return st
 }
 
 // reportTarget is the target as the result reports it, before its etcd
@@ -291,10 +302,16 @@ func (s *Session) stop() {
 	}
 }
 
-// Close stops what the Session started and closes every connection it
-// opened, the last opened first.
+// Close stops what the Session started, waits for the recorder, and
+// closes every connection it opened, the last opened first.
 func (s *Session) Close() {
 	s.stop()
+	s.recWG.Wait()
+	if s.self != nil {
+		close(s.self.stop)
+		<-s.self.done
+		s.self = nil
+	}
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i]()
 	}

@@ -121,8 +121,9 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := NewSession(ctx, t, o.Logf)
+	s := NewSession(t, time.Now(), o.Logf)
 	defer s.Close()
+	s.SampleSelf(ctx)
 	res := &report.WatchResult{
 		Kind: report.KindWatch, SchemaVersion: report.WatchSchemaVersion, StartedAt: s.epoch.UTC(), Target: s.reportTarget(),
 		Scenario: report.WatchScenario{
@@ -214,6 +215,6 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	res.Delivery.EventsPerSecond = s.env.timing.eventsPerSecond(res.Delivery.Events)
 	res.ExpectedEvents = res.Writes.Completed * int64(o.Watchers)
 	res.Validation = validationReport(s.env, unsynced, unverified, 0)
-	res.Self = s.self.finish(ctx)
+	res.Self = s.selfStats(ctx)
 	return res, nil
 }
