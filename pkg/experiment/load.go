@@ -167,35 +167,31 @@ func (c *caseRun) finish(ctx context.Context) (report.WriteStats, Validation, er
 	if err := c.set.CompareCaches(ctx, c.l.s.admin, c.env.Violations); err != nil {
 		return ws, Validation{}, err
 	}
-	v := validation(c.env, c.refls)
-	v.Unverified += int64(unsynced) // a watcher that never confirmed the end is unverified
-	return ws, v, nil
+	// A watcher that never confirmed the end counts as unverified.
+	return ws, validation(c.env, c.refls, unsynced), nil
 }
 
-// validation turns an Env's violations into counts.
-func validation(env *watchload.Env, refls []*watchload.Reflector) Validation {
-	vs := env.Violations
-	rec := env.Recorder
-	v := Validation{
-		Lost: vs.Count(watchload.ViolationReliable), Duplicated: vs.Count(watchload.ViolationUnique),
-		OutOfOrder: vs.Count(watchload.ViolationOrdered), Atomic: vs.Count(watchload.ViolationAtomic),
-		Resumable: vs.Count(watchload.ViolationResumable), Bookmarkable: vs.Count(watchload.ViolationBookmarkable),
-		Unexpected: vs.Count(watchload.ViolationUnexpected), PrevKV: vs.Count(watchload.ViolationPrevKV),
-		Cache: vs.Count(watchload.ViolationCache), HistoryEvents: rec.Events(),
-	}
-	for _, g := range rec.Gaps() {
-		v.RecorderGaps += g.To - g.From + 1
-	}
-	if err := rec.Err(); err != nil {
-		v.RecorderError = err.Error()
-	}
+// validation counts an Env's violations (watchload.ValidationOf) over a
+// case's stopped reflectors, whose unverified events it sums, of which
+// unsynced did not confirm the final revision.
+func validation(env *watchload.Env, refls []*watchload.Reflector, unsynced int) Validation {
+	var unverified int64
 	for _, r := range refls {
-		v.Unverified += r.Stats().Unverified
+		unverified += r.Stats().Unverified
 	}
-	for _, x := range vs.Samples() {
-		v.Samples = append(v.Samples, report.Violation{Watcher: x.Watcher, Kind: string(x.Kind), Revision: x.Revision, Key: x.Key, Detail: x.Detail})
+	return fromReport(watchload.ValidationOf(env, unsynced, unverified, 0))
+}
+
+// fromReport is an experiment's view of a load's validation: the counts
+// by kind, the unverified events and unsynced watchers in one count, and
+// the samples.
+func fromReport(rv report.Validation) Validation {
+	return Validation{
+		Lost: rv.Lost, Duplicated: rv.Duplicated, OutOfOrder: rv.OutOfOrder, Atomic: rv.Atomic, Resumable: rv.Resumable,
+		Bookmarkable: rv.Bookmarkable, Unexpected: rv.Unexpected, PrevKV: rv.PrevKVMismatches, Cache: rv.CacheMismatches,
+		RecorderGaps: rv.RecorderGaps, Unverified: rv.UnverifiedEvents + int64(rv.UnsyncedWatchers), HistoryEvents: rv.HistoryEvents,
+		RecorderError: rv.RecorderError, Samples: rv.Violations,
 	}
-	return v
 }
 
 // add sums two validations (samples of both, up to 50).

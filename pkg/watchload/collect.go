@@ -180,20 +180,37 @@ func listErrorName(err error) string {
 	return err.Error()
 }
 
-// validationReport turns the Env's violations into the report's counts.
+// validationReport adds a ViolationRecorderGap for each revision the
+// recorder skipped to the Env's violations, then counts them
+// (ValidationOf).
 func validationReport(env *Env, unsynced int, unverified, prevKVMissing int64) report.Validation {
-	rec := env.Recorder
-	for _, g := range rec.Gaps() {
+	for _, g := range env.Recorder.Gaps() {
 		for rev := g.From; rev <= g.To; rev++ {
 			env.Violations.Add(Violation{Watcher: -1, Kind: ViolationRecorderGap, Revision: rev, Detail: "the recorder's whole-keyspace watch skipped this revision"})
 		}
+	}
+	return ValidationOf(env, unsynced, unverified, prevKVMissing)
+}
+
+// ValidationOf counts the violations found in env by kind, with the first
+// of them as samples (by revision), and the recorder's state: RecorderGaps
+// is the number of revisions the recorder skipped (Recorder.Gaps),
+// HistoryEvents the events it recorded. unsynced (watchers that did not
+// confirm the final revision), unverified (events the history never
+// covered) and prevKVMissing are the caller's counts, reported as they
+// are. It adds nothing to env; env must have a Recorder.
+func ValidationOf(env *Env, unsynced int, unverified, prevKVMissing int64) report.Validation {
+	rec := env.Recorder
+	var gaps int64
+	for _, g := range rec.Gaps() {
+		gaps += g.To - g.From + 1
 	}
 	vs := env.Violations
 	v := report.Validation{
 		Lost: vs.Count(ViolationReliable), Duplicated: vs.Count(ViolationUnique), OutOfOrder: vs.Count(ViolationOrdered),
 		Atomic: vs.Count(ViolationAtomic), Resumable: vs.Count(ViolationResumable), Bookmarkable: vs.Count(ViolationBookmarkable),
 		Unexpected: vs.Count(ViolationUnexpected), PrevKVMismatches: vs.Count(ViolationPrevKV), PrevKVMissing: prevKVMissing,
-		CacheMismatches: vs.Count(ViolationCache), RecorderGaps: vs.Count(ViolationRecorderGap),
+		CacheMismatches: vs.Count(ViolationCache), RecorderGaps: gaps,
 		UnsyncedWatchers: unsynced, UnverifiedEvents: unverified, HistoryEvents: rec.Events(),
 		UnrecordedWrites: vs.Count(ViolationUnrecorded), RecorderScope: "keyspace",
 	}
