@@ -72,9 +72,7 @@ func (l *load) close() { l.ws.Close() }
 type caseRun struct {
 	l       *load
 	env     *watchload.Env
-	writers *watchload.Writers
-	stopW   context.CancelFunc
-	wdone   chan report.WriteStats
+	writing *watchload.Writing // nil when no writes run
 	topo    *watchload.Topology
 	set     *watchload.ReflectorSet
 	refls   []*watchload.Reflector // set.Reflectors
@@ -112,25 +110,23 @@ func (l *load) startCase(ctx context.Context, o watcherOptions, maxWrites int64)
 
 // startWriters writes at rate, at most total ops, until stopWriters.
 func (c *caseRun) startWriters(ctx context.Context, rate float64, total int64) error {
-	w, err := watchload.NewWriters(c.env, c.l.kvs, c.l.wl, watchload.WriterOptions{Rate: rate, Total: total, Workers: c.l.workers, Timeout: 10 * time.Second})
+	w, err := watchload.StartWriting(context.WithoutCancel(ctx), c.env, c.l.kvs, c.l.wl,
+		watchload.WriterOptions{Rate: rate, Total: total, Workers: c.l.workers, Timeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	c.writers, c.stopW, c.wdone = w, stop, make(chan report.WriteStats, 1)
-	go func() { c.wdone <- w.Run(wctx) }()
+	c.writing = w
 	return nil
 }
 
 // stopWriters ends the writes and returns their counts.
 func (c *caseRun) stopWriters() report.WriteStats {
-	if c.writers == nil {
+	if c.writing == nil {
 		return report.WriteStats{}
 	}
-	c.stopW()
-	ws := <-c.wdone
+	ws := c.writing.Stop()
 	ws.Latency = c.env.WriteLatency()
-	c.writers = nil
+	c.writing = nil
 	return ws
 }
 

@@ -55,7 +55,7 @@ type Session struct {
 	stopProgress func()
 	stopRecorder context.CancelFunc
 	recWG        sync.WaitGroup
-	stopWriters  context.CancelFunc
+	writing      *Writing
 	closers      []func() // connections to close, in the order opened
 }
 
@@ -221,14 +221,39 @@ func (s *Session) StartWatchers(ctx context.Context, n int, opts func(i int, str
 	return s.refls, s.watchers.Start(ctx, ctx, concurrency, timeout)
 }
 
-// Writing is a Session's writers at work.
+// Writing is writers at work: a Session's (Session.Write) or any set of
+// writers on an Env (StartWriting).
 type Writing struct {
 	// Writers are the writers.
 	Writers *Writers
-	// Start is when the writes began, since the Session's epoch.
+	// Start is when the writes began, since the Env's epoch.
 	Start time.Duration
+	stop  context.CancelFunc
 	done  chan struct{}
 	stats report.WriteStats
+}
+
+// StartWriting starts writers of wl on kvs (NewWriters with env and o),
+// on their schedule from now, under a context derived from parent. They
+// stop when their schedule is done, parent ends or Stop is called.
+func StartWriting(parent context.Context, env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writing, error) {
+	writers, err := NewWriters(env, kvs, wl, o)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writing{Writers: writers, Start: env.Since()}
+	w.run(parent)
+	return w, nil
+}
+
+// run runs the writers under a context derived from parent.
+func (w *Writing) run(parent context.Context) {
+	ctx, stop := context.WithCancel(parent)
+	w.stop, w.done = stop, make(chan struct{})
+	go func() {
+		defer close(w.done)
+		w.stats = w.Writers.Run(ctx)
+	}()
 }
 
 // Done is closed when the writers have stopped.
@@ -238,6 +263,12 @@ func (w *Writing) Done() <-chan struct{} { return w.done }
 func (w *Writing) Wait() report.WriteStats {
 	<-w.done
 	return w.stats
+}
+
+// Stop ends the writes at once and returns what the writers did.
+func (w *Writing) Stop() report.WriteStats {
+	w.stop()
+	return w.Wait()
 }
 
 // Write starts writers of wl on the writers' connections (NewWriters with
@@ -250,15 +281,11 @@ func (s *Session) Write(ctx context.Context, wl Workload, o WriterOptions, phase
 		return nil, err
 	}
 	s.live.setWriters(writers, o.Total)
-	w := &Writing{Writers: writers, Start: s.env.Since(), done: make(chan struct{})}
+	w := &Writing{Writers: writers, Start: s.env.Since()}
 	s.env.SetIntervalOrigin(w.Start)
 	s.live.setPhase(phase)
-	wctx, stop := context.WithCancel(ctx)
-	s.stopWriters = stop
-	go func() {
-		defer close(w.done)
-		w.stats = writers.Run(wctx)
-	}()
+	w.run(ctx)
+	s.writing = w
 	return w, nil
 }
 
@@ -291,8 +318,8 @@ func (s *Session) stop() {
 		s.stopProgress()
 		s.stopProgress = nil
 	}
-	if s.stopWriters != nil {
-		s.stopWriters()
+	if s.writing != nil {
+		s.writing.stop()
 	}
 	if s.watchers != nil && s.watchers.stop != nil {
 		s.watchers.stop()
