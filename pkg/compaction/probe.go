@@ -11,6 +11,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kubestore/etcdkit/internal/quantile"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -424,11 +425,7 @@ func quantiles(lats []time.Duration) (p50, p99, maxMs float64) {
 		return 0, 0, 0
 	}
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	rank := func(q float64) time.Duration {
-		i := int(q*float64(len(lats))+0.999999) - 1
-		return lats[min(max(i, 0), len(lats)-1)]
-	}
-	return report.Ms(rank(0.5)), report.Ms(rank(0.99)), report.Ms(lats[len(lats)-1])
+	return report.Ms(quantile.NearestRank(lats, 0.5)), report.Ms(quantile.NearestRank(lats, 0.99)), report.Ms(lats[len(lats)-1])
 }
 
 // longestStall finds the longest interval that starts when an operation

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/revision"
 )
 
@@ -208,12 +209,8 @@ func (s *Scheduler) sleepUntil(ctx context.Context, t time.Time) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	timer := s.clk.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C():
-		return nil
-	case <-ctx.Done():
+	if !clockwait.Sleep(ctx, s.clk, d) {
 		return ctx.Err()
 	}
+	return nil
 }

@@ -1,23 +1,21 @@
 package experiment
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
+	"github.com/kubestore/etcdkit/internal/machine"
+	"github.com/kubestore/etcdkit/internal/quantile"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -99,33 +97,9 @@ func (r *Result) finish(epoch time.Time) { r.DurationMs = report.Ms(time.Since(e
 
 // detectEnvironment reads the machine's description.
 func detectEnvironment() Environment {
-	env := Environment{CPUModel: watchload.CPUModel(), Cores: runtime.NumCPU(), GoVersion: runtime.Version()}
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if fields := strings.Fields(sc.Text()); len(fields) >= 2 && fields[0] == "MemTotal:" {
-				kb, _ := strconv.ParseInt(fields[1], 10, 64)
-				env.MemoryBytes = kb * 1024
-			}
-		}
-		f.Close()
-	}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		env.Kernel = utsString(u.Sysname[:]) + " " + utsString(u.Release[:])
-	}
+	env := Environment{CPUModel: machine.CPUModel(), Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Kernel: machine.Kernel()}
+	env.MemoryBytes, _ = machine.MemTotalBytes()
 	return env
-}
-
-func utsString[T int8 | uint8](b []T) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
 }
 
 // session is one member under observation: the probe runs against it
@@ -284,21 +258,6 @@ func (s *session) window(from, to time.Time) compaction.ProbeWindow {
 	return s.probe.Window(from.Sub(s.epoch), to.Sub(s.epoch))
 }
 
-// sleepCtx sleeps d or until ctx ends; false if ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // percentile returns the nearest-rank q-quantile of xs (sorted here), 0
 // for none.
 func percentile(xs []float64, q float64) float64 {
@@ -306,8 +265,7 @@ func percentile(xs []float64, q float64) float64 {
 		return 0
 	}
 	sort.Float64s(xs)
-	i := int(q*float64(len(xs))+0.999999) - 1
-	return xs[min(max(i, 0), len(xs)-1)]
+	return quantile.NearestRank(xs, q)
 }
 
 func maxOf(xs []float64) float64 {

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -416,7 +417,7 @@ func listWithFallback(ctx context.Context, kv clientv3.KV, prefix string, limit 
 				break
 			}
 			key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-			if !sleepCtx(ctx, delay) {
+			if !clockwait.SleepReal(ctx, delay) {
 				return lo, ctx.Err()
 			}
 		}

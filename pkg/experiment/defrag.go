@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
@@ -226,7 +227,7 @@ func defragCase(ctx context.Context, s *session, g *grower, o DefragStallOptions
 	cend := time.Now()
 	s.mark(MarkCompaction, fmt.Sprintf("compact %d", rev), cstart, cend, rev)
 	c.CompactRevision, c.CompactionMs = rev, report.Ms(cend.Sub(cstart))
-	sleepCtx(ctx, 500*time.Millisecond) // a quiet probe baseline before
+	clockwait.SleepReal(ctx, 500*time.Millisecond) // a quiet probe baseline before
 	// Every member, one at a time, the leader last.
 	order, _ := compaction.LeaderLast(ctx, s.admin, s.t.Endpoints, 5*time.Second)
 	dstart := time.Now()
@@ -247,7 +248,7 @@ func defragCase(ctx context.Context, s *session, g *grower, o DefragStallOptions
 	}
 	c.DefragMs = report.Ms(dend.Sub(dstart))
 	c.Probe = s.window(dstart, dend)
-	sleepCtx(ctx, 500*time.Millisecond)
+	clockwait.SleepReal(ctx, 500*time.Millisecond)
 	return c, nil
 }
 
@@ -264,7 +265,7 @@ func overlapCase(ctx context.Context, s *session, g *grower, o DefragStallOption
 	if err != nil {
 		return c, err
 	}
-	sleepCtx(ctx, 500*time.Millisecond)
+	clockwait.SleepReal(ctx, 500*time.Millisecond)
 	r, err := compaction.CompactThenDefragment(ctx, s.admin, s.admin, s.t.Endpoints[0], rev, true, o.OverlapDelay)
 	if err != nil {
 		return c, err
@@ -281,7 +282,7 @@ func overlapCase(ctx context.Context, s *session, g *grower, o DefragStallOption
 		end = r.Compaction.End
 	}
 	c.Probe = s.window(r.Compaction.Start, end)
-	sleepCtx(ctx, 500*time.Millisecond)
+	clockwait.SleepReal(ctx, 500*time.Millisecond)
 	return c, nil
 }
 
@@ -363,7 +364,7 @@ func (g *grower) grow(ctx context.Context, target int64) (keys, revs int64, err 
 		g.next += n
 		keys += n
 		revs += 2 * n
-		sleepCtx(ctx, 150*time.Millisecond) // let the backend commit before the next size
+		clockwait.SleepReal(ctx, 150*time.Millisecond) // let the backend commit before the next size
 	}
 	return keys, revs, fmt.Errorf("the member did not reach %d bytes", target)
 }

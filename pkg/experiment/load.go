@@ -3,11 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -19,29 +15,27 @@ import (
 // informers watching them.
 type load struct {
 	s          *session
-	prefix     string // the Kubernetes prefix, e.g. /registry/n1000
-	podsPrefix string // e.g. /registry/n1000/pods/
+	ws         *watchload.Session // the writers' connections and the recorder
+	prefix     string             // the Kubernetes prefix, e.g. /registry/n1000
+	podsPrefix string             // e.g. /registry/n1000/pods/
 	pods       int
 	wl         *watchload.KubernetesWorkload
 	workers    int
-	writerTopo *watchload.Topology
 	kvs        []watchload.KV
-	recTopo    *watchload.Topology
 	rec        *watchload.Recorder
-	stopRec    context.CancelFunc
-	recDone    chan struct{}
 	seededAt   int64 // the revision after seeding
 }
 
 // newLoad seeds pods under prefix and starts recording the history.
 func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces int, seed uint64) (*load, error) {
-	l := &load{s: s, prefix: prefix, podsPrefix: watchload.ResourcePrefix(prefix, watchload.ResourcePods), pods: pods, workers: 16}
-	var err error
-	l.writerTopo, err = watchload.Connect(ctx, s.t.Dial, 2, 2, "")
+	l := &load{s: s, ws: watchload.NewSession(s.t, s.epoch, s.logf), prefix: prefix,
+		podsPrefix: watchload.ResourcePrefix(prefix, watchload.ResourcePods), pods: pods, workers: 16}
+	writerTopo, err := l.ws.ConnectWriters(ctx, 2, false)
 	if err != nil {
+		l.close()
 		return nil, err
 	}
-	for _, c := range l.writerTopo.Conns {
+	for _, c := range writerTopo.Conns {
 		l.kvs = append(l.kvs, c)
 	}
 	l.wl, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
@@ -54,7 +48,7 @@ func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces in
 		return nil, err
 	}
 	start := time.Now()
-	if _, err := l.wl.Seed(ctx, l.kvs, 32); err != nil {
+	if err := l.ws.Seed(ctx, l.wl, 32); err != nil {
 		l.close()
 		return nil, fmt.Errorf("seed %d pods under %s: %w", pods, prefix, err)
 	}
@@ -63,46 +57,25 @@ func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces in
 		l.close()
 		return nil, err
 	}
-	l.recTopo, err = watchload.Connect(ctx, s.t.Dial, 1, 1, "")
-	if err != nil {
+	// The recorder outlives ctx's cancellation until the load closes.
+	if l.rec, err = l.ws.StartRecorder(context.WithoutCancel(ctx), []string{l.podsPrefix}, "", l.seededAt+1); err != nil {
 		l.close()
 		return nil, err
 	}
-	l.rec = watchload.NewRecorder(l.recTopo.Streams[0], []string{l.podsPrefix})
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	l.stopRec, l.recDone = stop, make(chan struct{})
-	go func() {
-		defer close(l.recDone)
-		l.rec.Run(rctx, l.seededAt+1)
-	}()
 	return l, nil
 }
 
 // close stops the recorder and closes the connections.
-func (l *load) close() {
-	if l.stopRec != nil {
-		l.stopRec()
-		<-l.recDone
-	}
-	if l.recTopo != nil {
-		l.recTopo.Close()
-	}
-	if l.writerTopo != nil {
-		l.writerTopo.Close()
-	}
-}
+func (l *load) close() { l.ws.Close() }
 
 // caseRun is one case's writers and watchers on a load.
 type caseRun struct {
 	l       *load
 	env     *watchload.Env
-	writers *watchload.Writers
-	stopW   context.CancelFunc
-	wdone   chan report.WriteStats
+	writing *watchload.Writing // nil when no writes run
 	topo    *watchload.Topology
-	refls   []*watchload.Reflector
-	stopR   context.CancelFunc
-	rwg     sync.WaitGroup
+	set     *watchload.ReflectorSet
+	refls   []*watchload.Reflector // set.Reflectors
 }
 
 // watcherOptions shape a case's informers.
@@ -122,87 +95,45 @@ func (l *load) startCase(ctx context.Context, o watcherOptions, maxWrites int64)
 	if err != nil {
 		return nil, err
 	}
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	c.stopR = stop
-	for i := range o.watchers {
-		ro := watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
-			Prefix: l.podsPrefix, Stream: c.topo.StreamFor(i), PageSize: o.pageSize, Unpaginated: o.pageSize == 0}
-		r := watchload.NewReflector(c.env, ro)
-		c.refls = append(c.refls, r)
-		c.rwg.Add(1)
-		go func() {
-			defer c.rwg.Done()
-			r.Run(rctx)
-		}()
-	}
-	deadline := time.NewTimer(o.syncTimeout)
-	defer deadline.Stop()
-	for _, r := range c.refls {
-		select {
-		case <-r.Synced():
-		case <-ctx.Done():
-			c.stop(ctx)
-			return nil, ctx.Err()
-		case <-deadline.C:
-			c.stop(ctx)
-			return nil, fmt.Errorf("watcher %d did not list within %v", r.ID(), o.syncTimeout)
-		}
+	c.set = watchload.NewReflectorSet(c.env, c.topo, o.watchers, func(i int, st *watchload.Stream) watchload.ReflectorOptions {
+		return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
+			Prefix: l.podsPrefix, Stream: st, PageSize: o.pageSize, Unpaginated: o.pageSize == 0}
+	})
+	c.refls = c.set.Reflectors
+	// The informers outlive ctx's cancellation until the case stops them.
+	if err := c.set.Start(ctx, context.WithoutCancel(ctx), 0, o.syncTimeout); err != nil {
+		c.stop(ctx)
+		return nil, err
 	}
 	return c, nil
 }
 
 // startWriters writes at rate, at most total ops, until stopWriters.
 func (c *caseRun) startWriters(ctx context.Context, rate float64, total int64) error {
-	w, err := watchload.NewWriters(c.env, c.l.kvs, c.l.wl, watchload.WriterOptions{Rate: rate, Total: total, Workers: c.l.workers, Timeout: 10 * time.Second})
+	w, err := watchload.StartWriting(context.WithoutCancel(ctx), c.env, c.l.kvs, c.l.wl,
+		watchload.WriterOptions{Rate: rate, Total: total, Workers: c.l.workers, Timeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	c.writers, c.stopW, c.wdone = w, stop, make(chan report.WriteStats, 1)
-	go func() { c.wdone <- w.Run(wctx) }()
+	c.writing = w
 	return nil
 }
 
 // stopWriters ends the writes and returns their counts.
 func (c *caseRun) stopWriters() report.WriteStats {
-	if c.writers == nil {
+	if c.writing == nil {
 		return report.WriteStats{}
 	}
-	c.stopW()
-	ws := <-c.wdone
+	ws := c.writing.Stop()
 	ws.Latency = c.env.WriteLatency()
-	c.writers = nil
+	c.writing = nil
 	return ws
-}
-
-// waitRevision asks for progress notifications every 100 ms until every
-// watcher has seen rev (or timeout passes) and returns how many have not.
-func (c *caseRun) waitRevision(ctx context.Context, rev int64, timeout time.Duration) int {
-	deadline := time.Now().Add(timeout)
-	for {
-		behind := 0
-		for _, r := range c.refls {
-			if r.LastRevision() < rev {
-				behind++
-			}
-		}
-		if behind == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return behind
-		}
-		for _, st := range c.topo.Streams {
-			st.RequestProgress(ctx)
-		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
-			return behind
-		}
-	}
 }
 
 // stop ends the watchers and closes their connections.
 func (c *caseRun) stop(ctx context.Context) {
 	c.stopWriters()
-	c.stopR()
-	c.rwg.Wait()
+	c.set.Stop()
 	c.topo.Close()
 }
 
@@ -217,7 +148,7 @@ func (c *caseRun) finish(ctx context.Context) (report.WriteStats, Validation, er
 		c.stop(ctx)
 		return ws, Validation{}, err
 	}
-	unsynced := c.waitRevision(ctx, final, 30*time.Second)
+	unsynced := c.set.WaitSynced(ctx, final, 100*time.Millisecond, 30*time.Second)
 	var last int64
 	for _, r := range c.refls {
 		last = max(last, r.LastRevision())
@@ -229,77 +160,34 @@ func (c *caseRun) finish(ctx context.Context) (report.WriteStats, Validation, er
 	for _, r := range c.refls {
 		r.Finish()
 	}
-	if err := c.checkCaches(ctx); err != nil {
+	if err := c.set.CompareCaches(ctx, c.l.s.admin, c.env.Violations); err != nil {
 		return ws, Validation{}, err
 	}
-	v := validation(c.env, c.refls)
-	v.Unverified += int64(unsynced) // a watcher that never confirmed the end is unverified
-	return ws, v, nil
+	// A watcher that never confirmed the end counts as unverified.
+	return ws, validation(c.env, c.refls, unsynced), nil
 }
 
-// checkCaches reports every key whose presence or mod_revision differs
-// between a watcher's cache and etcd at the watcher's last revision.
-func (c *caseRun) checkCaches(ctx context.Context) error {
-	states := map[int64]map[string]int64{}
-	for _, r := range c.refls {
-		rev := r.LastRevision()
-		state, ok := states[rev]
-		if !ok {
-			resp, err := c.l.s.admin.Get(ctx, c.l.podsPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-			if err != nil {
-				return fmt.Errorf("read %s at revision %d: %w", c.l.podsPrefix, rev, err)
-			}
-			state = make(map[string]int64, len(resp.Kvs))
-			for _, kv := range resp.Kvs {
-				state[string(kv.Key)] = kv.ModRevision
-			}
-			states[rev] = state
-		}
-		cache := r.Cache()
-		var bad []string
-		for k, want := range state {
-			if got, ok := cache[k]; !ok || got != want {
-				bad = append(bad, k)
-			}
-		}
-		for k := range cache {
-			if _, ok := state[k]; !ok {
-				bad = append(bad, k)
-			}
-		}
-		sort.Strings(bad)
-		for _, k := range bad {
-			c.env.Violations.Add(watchload.Violation{Watcher: r.ID(), Kind: watchload.ViolationCache, Revision: rev, Key: k,
-				Detail: fmt.Sprintf("at revision %d etcd holds mod_revision %d, the cache %d", rev, state[k], cache[k])})
-		}
-	}
-	return nil
-}
-
-// validation turns an Env's violations into counts.
-func validation(env *watchload.Env, refls []*watchload.Reflector) Validation {
-	vs := env.Violations
-	rec := env.Recorder
-	v := Validation{
-		Lost: vs.Count(watchload.ViolationReliable), Duplicated: vs.Count(watchload.ViolationUnique),
-		OutOfOrder: vs.Count(watchload.ViolationOrdered), Atomic: vs.Count(watchload.ViolationAtomic),
-		Resumable: vs.Count(watchload.ViolationResumable), Bookmarkable: vs.Count(watchload.ViolationBookmarkable),
-		Unexpected: vs.Count(watchload.ViolationUnexpected), PrevKV: vs.Count(watchload.ViolationPrevKV),
-		Cache: vs.Count(watchload.ViolationCache), HistoryEvents: rec.Events(),
-	}
-	for _, g := range rec.Gaps() {
-		v.RecorderGaps += g.To - g.From + 1
-	}
-	if err := rec.Err(); err != nil {
-		v.RecorderError = err.Error()
-	}
+// validation counts an Env's violations (watchload.ValidationOf) over a
+// case's stopped reflectors, whose unverified events it sums, of which
+// unsynced did not confirm the final revision.
+func validation(env *watchload.Env, refls []*watchload.Reflector, unsynced int) Validation {
+	var unverified int64
 	for _, r := range refls {
-		v.Unverified += r.Stats().Unverified
+		unverified += r.Stats().Unverified
 	}
-	for _, x := range vs.Samples() {
-		v.Samples = append(v.Samples, report.Violation{Watcher: x.Watcher, Kind: string(x.Kind), Revision: x.Revision, Key: x.Key, Detail: x.Detail})
+	return fromReport(watchload.ValidationOf(env, unsynced, unverified, 0))
+}
+
+// fromReport is an experiment's view of a load's validation: the counts
+// by kind, the unverified events and unsynced watchers in one count, and
+// the samples.
+func fromReport(rv report.Validation) Validation {
+	return Validation{
+		Lost: rv.Lost, Duplicated: rv.Duplicated, OutOfOrder: rv.OutOfOrder, Atomic: rv.Atomic, Resumable: rv.Resumable,
+		Bookmarkable: rv.Bookmarkable, Unexpected: rv.Unexpected, PrevKV: rv.PrevKVMismatches, Cache: rv.CacheMismatches,
+		RecorderGaps: rv.RecorderGaps, Unverified: rv.UnverifiedEvents + int64(rv.UnsyncedWatchers), HistoryEvents: rv.HistoryEvents,
+		RecorderError: rv.RecorderError, Samples: rv.Violations,
 	}
-	return v
 }
 
 // add sums two validations (samples of both, up to 50).

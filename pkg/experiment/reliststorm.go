@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -263,7 +264,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	// Let events flow, then hold every informer back and, on the
 	// scheduler, compact past them; the control holds them as long
 	// without a compaction.
-	sleepCtx(ctx, o.Hold/2)
+	clockwait.SleepReal(ctx, o.Hold/2)
 	h := &stormHold{s: s, refls: c.refls, compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now()}
 	if compact {
 		// Ticks at once and Hold/2 later (the hold first): the first notes
@@ -285,7 +286,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 			c.stop(ctx)
 			return rc, err
 		}
-		sleepCtx(ctx, o.Hold)
+		clockwait.SleepReal(ctx, o.Hold)
 		h.Release(ctx, 0)
 	}
 	if h.err != nil {
@@ -320,7 +321,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 					st.RequestProgress(ctx)
 				}
 			}
-			if !sleepCtx(ctx, 10*time.Millisecond) {
+			if !clockwait.SleepReal(ctx, 10*time.Millisecond) {
 				c.stop(ctx)
 				return rc, ctx.Err()
 			}
@@ -451,7 +452,7 @@ func waitRevision(ctx context.Context, s *session, rev int64, timeout time.Durat
 		if time.Now().After(deadline) {
 			return fmt.Errorf("revision stayed at %d, below %d: are the writes failing?", cur, rev)
 		}
-		if !sleepCtx(ctx, 20*time.Millisecond) {
+		if !clockwait.SleepReal(ctx, 20*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

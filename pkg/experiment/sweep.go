@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -228,7 +229,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	}
 	// The size after the seeding's last backend commit (etcd commits every
 	// 100 ms).
-	sleepCtx(ctx, 200*time.Millisecond)
+	clockwait.SleepReal(ctx, 200*time.Millisecond)
 	if size, err := s.size(ctx); err == nil {
 		c.DBSizeStartBytes = size.Bytes
 	}
@@ -267,7 +268,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 			defer wg.Done()
 			flaky := run.refls[len(run.refls)-o.Flaky:]
 			for next := start.Add(o.DisconnectEvery / 2); ; next = next.Add(o.DisconnectEvery) {
-				if !sleepCtx(bctx, time.Until(next)) {
+				if !clockwait.SleepReal(bctx, time.Until(next)) {
 					return
 				}
 				held := time.Now()
@@ -275,7 +276,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 					r.Hold()
 				}
 				c.Disconnections += len(flaky)
-				sleepCtx(bctx, o.Disconnect)
+				clockwait.SleepReal(bctx, o.Disconnect)
 				for _, r := range flaky {
 					r.Release()
 				}

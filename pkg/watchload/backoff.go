@@ -13,18 +13,18 @@ import (
 // tools/cache/reflector.go (defaultBackoffInit, defaultBackoffMax,
 // defaultBackoffFactor, defaultBackoffJitter, defaultBackoffReset).
 const (
-	ReflectorBackoffInitial = 800 * time.Millisecond
-	ReflectorBackoffCap     = 30 * time.Second
-	ReflectorBackoffFactor  = 2.0
-	ReflectorBackoffJitter  = 1.0
-	ReflectorBackoffReset   = 2 * time.Minute
+	reflectorBackoffInitial = 800 * time.Millisecond
+	reflectorBackoffCap     = 30 * time.Second
+	reflectorBackoffFactor  = 2.0
+	reflectorBackoffJitter  = 1.0
+	reflectorBackoffReset   = 2 * time.Minute
 )
 
-// CacherRestartPeriod is the fixed pause before kube-apiserver's watch
+// cacherRestartPeriod is the fixed pause before kube-apiserver's watch
 // cache lists and watches again after its watch ended: the cacher runs
 // startCaching under wait.Until with a one-second period and no jitter
 // (k8s.io/apiserver/pkg/storage/cacher/cacher.go NewCacherFromConfig).
-const CacherRestartPeriod = time.Second
+const cacherRestartPeriod = time.Second
 
 // Delayer returns the pause before the next ListAndWatch iteration.
 type Delayer interface {
@@ -54,10 +54,10 @@ type Backoff struct {
 
 var _ Delayer = (*Backoff)(nil)
 
-// NewReflectorBackoff returns client-go's reflector backoff reading time
+// newReflectorBackoff returns client-go's reflector backoff reading time
 // from clk (nil: the real clock) and jitter from rnd, which returns values
 // in [0, 1) (nil: math/rand/v2).
-func NewReflectorBackoff(clk clock.Clock, rnd func() float64) *Backoff {
+func newReflectorBackoff(clk clock.Clock, rnd func() float64) *Backoff {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -65,18 +65,18 @@ func NewReflectorBackoff(clk clock.Clock, rnd func() float64) *Backoff {
 		rnd = rand.Float64
 	}
 	base := wait.Backoff{
-		Duration: ReflectorBackoffInitial,
-		Factor:   ReflectorBackoffFactor,
-		Cap:      ReflectorBackoffCap,
-		Steps:    int(math.Ceil(float64(ReflectorBackoffCap) / float64(ReflectorBackoffInitial))),
+		Duration: reflectorBackoffInitial,
+		Factor:   reflectorBackoffFactor,
+		Cap:      reflectorBackoffCap,
+		Steps:    int(math.Ceil(float64(reflectorBackoffCap) / float64(reflectorBackoffInitial))),
 	}
-	return &Backoff{base: base.DelayWithReset(clk, ReflectorBackoffReset), rand: rnd}
+	return &Backoff{base: base.DelayWithReset(clk, reflectorBackoffReset), rand: rnd}
 }
 
 // Next returns the next jittered delay and advances the backoff.
 func (b *Backoff) Next() time.Duration {
 	d := b.base()
-	return d + time.Duration(b.rand()*ReflectorBackoffJitter*float64(d))
+	return d + time.Duration(b.rand()*reflectorBackoffJitter*float64(d))
 }
 
 // FixedDelay is a Delayer that always returns itself.

@@ -24,7 +24,7 @@ func TestReflectorBackoff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-			b := NewReflectorBackoff(clk, func() float64 { return tt.jitter })
+			b := newReflectorBackoff(clk, func() float64 { return tt.jitter })
 			for i, base := range wantBase {
 				want := base + time.Duration(tt.jitter*float64(base))
 				if got := b.Next(); got != want {
@@ -49,7 +49,7 @@ func TestReflectorBackoff(t *testing.T) {
 }
 
 func TestFixedDelay(t *testing.T) {
-	d := FixedDelay(CacherRestartPeriod)
+	d := FixedDelay(cacherRestartPeriod)
 	for range 3 {
 		if got := d.Next(); got != time.Second {
 			t.Fatalf("cacher restart pause %v, want 1s", got)

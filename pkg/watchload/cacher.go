@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -19,18 +20,18 @@ const (
 	// asks etcd for a progress notification (progress/watch_progress.go
 	// progressRequestPeriod).
 	ProgressRequestPeriod = 100 * time.Millisecond
-	// ConsistentReadTimeout is how long a consistent LIST waits for the
+	// consistentReadTimeout is how long a consistent LIST waits for the
 	// cache before falling back to etcd (watch_cache.go blockTimeout).
-	ConsistentReadTimeout = 3 * time.Second
+	consistentReadTimeout = 3 * time.Second
 )
 
-// ProgressRequester is kube-apiserver's ConditionalProgressRequester for
+// progressRequester is kube-apiserver's ConditionalProgressRequester for
 // one watch stream: while at least one request waits for the cache to be
 // fresh, it asks etcd for a progress notification every
 // ProgressRequestPeriod; when nobody waits it sends nothing. Use
-// NewProgressRequester, Run it in a goroutine, and bracket each wait with
+// newProgressRequester, Run it in a goroutine, and bracket each wait with
 // Add and Remove.
-type ProgressRequester struct {
+type progressRequester struct {
 	stream *Stream
 	clock  clock.WithTicker
 
@@ -41,22 +42,22 @@ type ProgressRequester struct {
 	requests atomic.Int64
 }
 
-// NewProgressRequester returns a requester for stream timed by clk (nil:
+// newProgressRequester returns a requester for stream timed by clk (nil:
 // the real clock).
-func NewProgressRequester(stream *Stream, clk clock.WithTicker) *ProgressRequester {
+func newProgressRequester(stream *Stream, clk clock.WithTicker) *progressRequester {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	p := &ProgressRequester{stream: stream, clock: clk}
+	p := &progressRequester{stream: stream, clock: clk}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
 
 // Requests returns the number of progress requests sent.
-func (p *ProgressRequester) Requests() int64 { return p.requests.Load() }
+func (p *progressRequester) Requests() int64 { return p.requests.Load() }
 
 // Add registers a waiting request.
-func (p *ProgressRequester) Add() {
+func (p *progressRequester) Add() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting++
@@ -64,14 +65,14 @@ func (p *ProgressRequester) Add() {
 }
 
 // Remove withdraws a waiting request.
-func (p *ProgressRequester) Remove() {
+func (p *progressRequester) Remove() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting--
 }
 
 // Run sends progress requests until ctx ends.
-func (p *ProgressRequester) Run(ctx context.Context) {
+func (p *progressRequester) Run(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
 		p.mu.Lock()
@@ -110,16 +111,16 @@ func (p *ProgressRequester) Run(ctx context.Context) {
 	}
 }
 
-// ConsistentReader drives consistent LISTs (resourceVersion "") served by
+// consistentReader drives consistent LISTs (resourceVersion "") served by
 // watch caches, as kube-apiserver serves them since KEP-2340: get etcd's
 // current revision with a single-key read of the resource prefix
 // (etcd3/store.go GetCurrentResourceVersion), wait until the cache has
-// seen it while its stream's ProgressRequester asks for progress
-// notifications, serve from the cache, or after ConsistentReadTimeout fall
+// seen it while its stream's progressRequester asks for progress
+// notifications, serve from the cache, or after consistentReadTimeout fall
 // back to a LIST from etcd (cacher/delegator.go GetList).
-type ConsistentReader struct {
+type consistentReader struct {
 	caches     []*Reflector
-	requesters map[*Stream]*ProgressRequester
+	requesters map[*Stream]*progressRequester
 	env        *Env
 	prefix     string // kube-apiserver's --etcd-prefix
 	timeout    time.Duration
@@ -133,18 +134,18 @@ type ConsistentReader struct {
 	inflight sync.WaitGroup
 }
 
-// NewConsistentReader returns a reader over caches (apiserver-cache
+// newConsistentReader returns a reader over caches (apiserver-cache
 // reflectors); requesters maps each cache's stream to its requester.
 // Fallback LISTs use pages of pageSize.
-func NewConsistentReader(env *Env, caches []*Reflector, requesters map[*Stream]*ProgressRequester, pageSize int64) *ConsistentReader {
-	return &ConsistentReader{caches: caches, requesters: requesters, env: env, timeout: ConsistentReadTimeout,
+func newConsistentReader(env *Env, caches []*Reflector, requesters map[*Stream]*progressRequester, pageSize int64) *consistentReader {
+	return &consistentReader{caches: caches, requesters: requesters, env: env, timeout: consistentReadTimeout,
 		pageSize: pageSize, wait: newHistogram(), latency: newHistogram()}
 }
 
 // Run issues rate requests per second, round robin over the caches, open
 // loop, until ctx ends or duration has passed; it returns when the last
 // request has finished.
-func (c *ConsistentReader) Run(ctx context.Context, rate float64, duration time.Duration) {
+func (c *consistentReader) Run(ctx context.Context, rate float64, duration time.Duration) {
 	if rate <= 0 || len(c.caches) == 0 {
 		return
 	}
@@ -152,7 +153,7 @@ func (c *ConsistentReader) Run(ctx context.Context, rate float64, duration time.
 	interval := time.Duration(float64(time.Second) / rate)
 	for i := 0; ; i++ {
 		due := start.Add(time.Duration(i) * interval)
-		if due.Sub(start) >= duration || !sleepCtx(ctx, time.Until(due)) {
+		if due.Sub(start) >= duration || !clockwait.SleepReal(ctx, time.Until(due)) {
 			break
 		}
 		cache := c.caches[i%len(c.caches)]
@@ -165,7 +166,7 @@ func (c *ConsistentReader) Run(ctx context.Context, rate float64, duration time.
 	c.inflight.Wait()
 }
 
-func (c *ConsistentReader) read(ctx context.Context, cache *Reflector, due time.Time) {
+func (c *consistentReader) read(ctx context.Context, cache *Reflector, due time.Time) {
 	c.requests.Add(1)
 	o := cache.Options()
 	rctx := o.Stream.Context(ctx)
@@ -219,7 +220,7 @@ func (c *ConsistentReader) read(ctx context.Context, cache *Reflector, due time.
 }
 
 // fallback lists the resource from etcd at the latest revision in pages.
-func (c *ConsistentReader) fallback(ctx context.Context, o ReflectorOptions) error {
+func (c *consistentReader) fallback(ctx context.Context, o ReflectorOptions) error {
 	end := clientv3.GetPrefixRangeEnd(o.Prefix)
 	key := o.Prefix
 	var rev int64
@@ -241,7 +242,7 @@ func (c *ConsistentReader) fallback(ctx context.Context, o ReflectorOptions) err
 }
 
 // Result returns the counts and latencies so far.
-func (c *ConsistentReader) Result() *report.ConsistentReads {
+func (c *consistentReader) Result() *report.ConsistentReads {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var progress int64

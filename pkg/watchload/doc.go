@@ -20,9 +20,14 @@
 //     (pods, configmaps and events on leases, with kube-apiserver's
 //     transactions) or RawWorkload (plain puts, as etcd's benchmark).
 //   - Recorder: the history every watch is validated against.
-//   - ConsistentReader and ProgressRequester: consistent LISTs served from
-//     watch caches (KEP-2340).
-//   - Run, Watch, Put and List: the scenarios lwbench's subcommands run.
+//   - The consistent reader and progress requester (cacher.go, Run only):
+//     consistent LISTs served from watch caches (KEP-2340).
+//   - Session: one load assembled from these parts against one Target
+//     (session.go): the epoch, the connections, the recorder, the Env, the
+//     watchers and the writers, with each phase a method; collect.go turns
+//     what it measured into a result, progress.go is its live view.
+//   - Run, Watch, Put and List: the scenarios lwbench's subcommands run,
+//     each a short script over one Session.
 //   - Fault and MemberControl: faults injected into a cluster whose
 //     processes the run controls.
 //
@@ -49,7 +54,7 @@
 // source=cache, watch errors other than compaction retried by watching
 // again for up to 30 s, a fixed one-second pause before relisting, and
 // consistent LISTs that get etcd's current revision, wait until the cache
-// has seen it while a ProgressRequester asks for progress notifications
+// has seen it while a progress requester asks for progress notifications
 // every 100 ms, and fall back to etcd after 3 seconds.
 //
 // # Writes

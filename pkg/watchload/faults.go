@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -146,7 +147,7 @@ func (f *faultRunner) run(ctx context.Context, writeStart time.Duration) {
 		if i+1 < len(f.o.Faults) {
 			next = writeStart + f.o.Faults[i+1].At
 		}
-		if !sleepCtx(ctx, writeStart+spec.At-probeLead-f.env.Since()) {
+		if !clockwait.SleepReal(ctx, writeStart+spec.At-probeLead-f.env.Since()) {
 			return
 		}
 		f.results = append(f.results, f.inject(ctx, spec, writeStart+spec.At, next))
@@ -210,7 +211,7 @@ func (f *faultRunner) inject(ctx context.Context, spec Fault, at, next time.Dura
 		}
 		return res
 	}
-	if !sleepCtx(ctx, at-f.env.Since()) {
+	if !clockwait.SleepReal(ctx, at-f.env.Since()) {
 		res.Error = "the run ended before the fault"
 		return finish(-1)
 	}
@@ -400,7 +401,7 @@ func (f *faultRunner) writeAgain(ctx context.Context, k FaultKind) (int64, time.
 		if ctx.Err() != nil {
 			return 0, 0, fmt.Errorf("no write succeeded after the fault within the recovery timeout (last error: %v)", last)
 		}
-		sleepCtx(ctx, 50*time.Millisecond)
+		clockwait.SleepReal(ctx, 50*time.Millisecond)
 	}
 }
 
@@ -524,7 +525,7 @@ func (f *faultRunner) waitHealthy(ctx context.Context, deadline time.Duration) (
 			return f.env.Since(), leader, nil
 		}
 		last = err
-		if f.env.Since() > deadline || !sleepCtx(ctx, 200*time.Millisecond) {
+		if f.env.Since() > deadline || !clockwait.SleepReal(ctx, 200*time.Millisecond) {
 			return 0, -1, fmt.Errorf("the cluster was not healthy again within the recovery timeout: %v", last)
 		}
 	}

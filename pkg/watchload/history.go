@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/clockwait"
 )
 
 // histEntry is one event of the recorded history.
@@ -196,7 +198,7 @@ func (r *Recorder) Run(ctx context.Context, from int64) error {
 			r.mu.Unlock()
 			return r.err
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !clockwait.SleepReal(ctx, 50*time.Millisecond) {
 			return nil
 		}
 	}
@@ -327,19 +329,4 @@ func resourceOf(prefix, key string) string {
 		return rest[:i]
 	}
 	return rest
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

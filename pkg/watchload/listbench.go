@@ -2,7 +2,6 @@ package watchload
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -126,27 +125,22 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	s := NewSession(t, time.Now(), o.Logf)
+	defer s.Close()
+	s.SampleSelf(ctx)
+	logf := s.logf
 	res := &report.ListResult{
-		Kind: report.KindList, SchemaVersion: report.ListSchemaVersion, StartedAt: time.Now().UTC(),
-		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
+		Kind: report.KindList, SchemaVersion: report.ListSchemaVersion, StartedAt: s.epoch.UTC(), Target: s.reportTarget(),
 		Scenario: report.ListScenario{Prefix: o.Prefix, Resource: o.Resource, Objects: o.Objects, PageSizes: o.PageSizes,
 			Modes: o.Modes, Repeats: o.Repeats, Serializable: o.Serializable, Seed: o.Seed},
 	}
-	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
-	c, err := t.Dial(ctx)
+	c, err := s.DialAdmin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	st, err := c.Status(ctx, t.Endpoints[0])
-	if err != nil {
-		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
+	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
+		return nil, err
 	}
-	res.Target.EtcdVersion = st.Version
 	wl, err := NewKubernetesWorkload(KubernetesWorkloadOptions{Prefix: o.Prefix, Namespaces: o.Namespaces, Workers: 1, Seed: o.Seed})
 	if err != nil {
 		return nil, err
@@ -175,7 +169,7 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 			}
 		}
 	}
-	res.Self = self.finish(ctx)
+	res.Self = s.selfStats(ctx)
 	return res, nil
 }
 

@@ -97,13 +97,13 @@ func (p Profile) spec() profileSpec {
 		return profileSpec{
 			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, source: SourceCache,
 			internalErrorRetry: 30 * time.Second,
-			delayer:            func(clock.Clock, func() float64) Delayer { return FixedDelay(CacherRestartPeriod) },
+			delayer:            func(clock.Clock, func() float64) Delayer { return FixedDelay(cacherRestartPeriod) },
 		}
 	}
 	return profileSpec{
 		pageSize: DefaultPageSize,
 		delayer: func(clk clock.Clock, rnd func() float64) Delayer {
-			return NewReflectorBackoff(clk, rnd)
+			return newReflectorBackoff(clk, rnd)
 		},
 	}
 }

@@ -101,33 +101,23 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	epoch := time.Now()
+	s := NewSession(t, time.Now(), o.Logf)
+	defer s.Close()
+	s.SampleSelf(ctx)
 	res := &report.PutResult{
-		Kind: report.KindPut, SchemaVersion: report.PutSchemaVersion, StartedAt: epoch.UTC(),
-		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
+		Kind: report.KindPut, SchemaVersion: report.PutSchemaVersion, StartedAt: s.epoch.UTC(), Target: s.reportTarget(),
 		Scenario: report.PutScenario{
 			Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Total: o.Total, RatePerSecond: o.Rate,
 			Workers: o.Workers, Connections: o.Connections, Seed: o.Seed, SequentialKeys: o.Sequential,
 		},
 	}
-	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
-	topo, err := Connect(ctx, t.Dial, o.Connections, o.Connections, "")
-	if err != nil {
+	if _, err := s.ConnectWriters(ctx, o.Connections, false); err != nil {
 		return nil, err
 	}
-	defer topo.Close()
-	st, err := topo.Conns[0].Status(ctx, t.Endpoints[0])
-	if err != nil {
-		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
-	}
-	res.Target.EtcdVersion = st.Version
-	kvs := make([]KV, len(topo.Conns))
-	for i, c := range topo.Conns {
-		kvs[i] = c
+	admin := s.adminFromWriters()
+	var err error
+	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
+		return nil, err
 	}
 	var wl Workload
 	if o.ValueSize > 0 {
@@ -140,8 +130,8 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 		if err != nil {
 			return nil, err
 		}
-		logf("seeding %d pods, %d configmaps, %d events", o.Keys, o.Keys/5, o.Keys/2)
-		if _, err := kw.Seed(ctx, kvs, o.Workers); err != nil {
+		s.logf("seeding %d pods, %d configmaps, %d events", o.Keys, o.Keys/5, o.Keys/2)
+		if err := s.Seed(ctx, kw, o.Workers); err != nil {
 			return nil, fmt.Errorf("seed objects: %w", err)
 		}
 		res.Scenario.KubernetesObjects = o.Keys + o.Keys/5 + o.Keys/2
@@ -153,33 +143,26 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 			defer func() {
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 				defer cancel()
-				n, err := revokeLeases(cctx, topo.Conns[0], kw.Leases())
-				logf("cleanup: revoked the %d leases the put granted", n)
+				n, err := revokeLeases(cctx, admin, kw.Leases())
+				s.logf("cleanup: revoked the %d leases the put granted", n)
 				if err != nil {
-					logf("cleanup: %v", err)
+					s.logf("cleanup: %v", err)
 				}
 			}()
 		}
 	}
-	env := NewEnv(epoch, 1024, o.Workers, nil)
-	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.Rate, Total: o.Total, Workers: o.Workers, Timeout: o.Timeout})
+	s.NewEnv(1024, o.Workers)
+	s.ReportProgress(ctx, o.OnProgress, 500*time.Millisecond, 0, "putting")
+	s.logf("putting %d ops at %.0f/s with %d workers over %d connections", o.Total, o.Rate, o.Workers, o.Connections)
+	writing, err := s.Write(ctx, wl, WriterOptions{Rate: o.Rate, Total: o.Total, Workers: o.Workers, Timeout: o.Timeout}, "putting")
 	if err != nil {
 		return nil, err
 	}
-	live := &liveState{o: Options{OnProgress: o.OnProgress, ProgressInterval: 500 * time.Millisecond}, start: epoch, phase: "putting"}
-	live.setWriters(writers, o.Total)
-	stopProgress := live.report(ctx)
-	defer stopProgress()
-	env.SetIntervalOrigin(env.Since())
-	logf("putting %d ops at %.0f/s with %d workers over %d connections", o.Total, o.Rate, o.Workers, o.Connections)
-	res.Writes = writers.Run(ctx)
+	res.Writes = writing.Wait()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	env.timing.mu.Lock()
-	res.Writes.Latency = env.timing.writes.summary()
-	env.timing.mu.Unlock()
-	res.Intervals = env.timing.series()
-	res.Self = self.finish(ctx)
+	res.Intervals = collectTimings(s.env, &res.Writes, nil)
+	res.Self = s.selfStats(ctx)
 	return res, nil
 }

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/revision"
 )
 
@@ -244,7 +245,7 @@ func (r *Reflector) Run(ctx context.Context) {
 		pause = r.delay.Next()
 		r.setPhase(PhasePause)
 		r.pausing.Store(int64(pause))
-		ok := r.sleep(ctx, pause)
+		ok := clockwait.Sleep(ctx, r.clock, pause)
 		r.pausing.Store(0)
 		if !ok {
 			return
@@ -265,17 +266,6 @@ func (r *Reflector) finish() {
 func (r *Reflector) Finish() {
 	<-r.stopped
 	r.val.finish()
-}
-
-func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
-	t := r.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // relistResourceVersion is client-go's choice of the LIST resourceVersion

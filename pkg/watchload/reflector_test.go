@@ -96,7 +96,7 @@ func TestRelistPolicy(t *testing.T) {
 		},
 		{
 			name: "apiserver cache", profile: ProfileAPIServerCache, pageSize: 3, objects: 7,
-			wantPause: func(d time.Duration) bool { return d == CacherRestartPeriod },
+			wantPause: func(d time.Duration) bool { return d == cacherRestartPeriod },
 			want: func(held int64) []attempt {
 				return []attempt{{rv: strconv.FormatInt(held, 10), limit: 3}}
 			},
@@ -221,7 +221,7 @@ func TestPagerFallsBackToFullList(t *testing.T) {
 // TestConsistentReadWaitsForProgress makes etcd's revision move without an
 // event for the cache's prefix: a consistent read is then served from the
 // cache only once a progress notification, requested by the stream's
-// ProgressRequester, shows the cache is fresh; without the requester it
+// progressRequester, shows the cache is fresh; without the requester it
 // falls back to etcd.
 func TestConsistentReadWaitsForProgress(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
@@ -238,9 +238,9 @@ func TestConsistentReadWaitsForProgress(t *testing.T) {
 	<-cache.Synced()
 	putKeys(t, c, "/registry/configmaps/", 0, 1) // etcd moves on, the pods cache sees nothing
 
-	req := NewProgressRequester(stream, nil)
+	req := newProgressRequester(stream, nil)
 	go req.Run(ctx)
-	cr := NewConsistentReader(env, []*Reflector{cache}, map[*Stream]*ProgressRequester{stream: req}, DefaultPageSize)
+	cr := newConsistentReader(env, []*Reflector{cache}, map[*Stream]*progressRequester{stream: req}, DefaultPageSize)
 	cr.Run(ctx, 10, 50*time.Millisecond) // one request
 	got := cr.Result()
 	if got.Requests != 1 || got.ServedFromCache != 1 || got.Fallbacks != 0 || got.ProgressRequests < 1 {
@@ -251,7 +251,7 @@ func TestConsistentReadWaitsForProgress(t *testing.T) {
 	}
 
 	putKeys(t, c, "/registry/configmaps/", 1, 2)
-	noReq := NewConsistentReader(env, []*Reflector{cache}, nil, DefaultPageSize)
+	noReq := newConsistentReader(env, []*Reflector{cache}, nil, DefaultPageSize)
 	noReq.timeout = 300 * time.Millisecond
 	noReq.Run(ctx, 10, 50*time.Millisecond)
 	if got := noReq.Result(); got.Requests != 1 || got.Fallbacks != 1 || got.ServedFromCache != 0 {
@@ -309,10 +309,10 @@ func TestWatchErrorPolicy(t *testing.T) {
 				return
 			}
 			waitFor(t, "the backoff after the failed watch", func() bool { return r.pausing.Load() != 0 })
-			if d := time.Duration(r.pausing.Load()); d != ReflectorBackoffInitial {
-				t.Fatalf("pause %v, want %v", d, ReflectorBackoffInitial)
+			if d := time.Duration(r.pausing.Load()); d != reflectorBackoffInitial {
+				t.Fatalf("pause %v, want %v", d, reflectorBackoffInitial)
 			}
-			clk.Step(ReflectorBackoffInitial)
+			clk.Step(reflectorBackoffInitial)
 			waitFor(t, "the relist", func() bool { return len(r.Lists()) == 2 })
 			if rl := r.Lists()[1]; rl.Reason != ListAfterWatchError || len(rl.Attempts) != 1 || rl.Attempts[0].ResourceVersion == "" {
 				t.Errorf("relist %+v: want one list at the last revision after a watch error", rl)

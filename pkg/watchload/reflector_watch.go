@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/clockwait"
 )
 
 // CompactedError ends a watch that etcd cancelled because its start
@@ -58,7 +60,7 @@ func (r *Reflector) watch(ctx context.Context) (string, *CompactedError) {
 			continue
 		default:
 			if r.o.WatchOnlyFrom > 0 {
-				if !r.sleep(ctx, 100*time.Millisecond) {
+				if !clockwait.Sleep(ctx, r.clock, 100*time.Millisecond) {
 					return "", nil
 				}
 				continue

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -15,21 +14,6 @@ import (
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
-
-// Progress is a live view of a run.
-type Progress struct {
-	Phase            string        // seeding, syncing, writing, confirming...
-	Elapsed          time.Duration // since the run began
-	WritesPlanned    int64         // writes scheduled in all
-	WritesDone       int64         // writes that succeeded so far
-	WriteErrors      int64         // writes that failed so far
-	Events           int64         // events received by all watchers
-	Relists          int           // LIST phases after the first
-	Violations       int64         // violations found so far
-	SyncedWatchers   int           // watchers past their first LIST
-	Watchers         int           // watchers in all
-	RecorderRevision int64         // revision the history is complete to
-}
 
 // Target is the etcd a run drives.
 type Target struct {
@@ -77,31 +61,20 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if err := checkTarget(t, o); err != nil {
 		return nil, err
 	}
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	epoch := time.Now()
-	res := &report.RunResult{
-		Kind:          report.KindRun,
-		SchemaVersion: report.RunSchemaVersion,
-		StartedAt:     epoch.UTC(),
-		Target:        report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
-		Scenario:      scenario(o),
-	}
-	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
+	s := NewSession(t, time.Now(), o.Logf)
+	defer s.Close()
+	s.SampleSelf(ctx)
+	logf := s.logf
+	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion, StartedAt: s.epoch.UTC(),
+		Target: s.reportTarget(), Scenario: scenario(o)}
 
-	// Connections outlive ctx (each is closed by its defer), so that an
+	// Connections outlive ctx (the Session closes them), so that an
 	// interrupted run can still read what it needs for its result.
 	dialCtx := context.WithoutCancel(ctx)
-
-	// The maintenance connection, to every member: status, compaction,
-	// defragmentation, the final reads and the cleanup.
-	admin, err := t.Dial(dialCtx)
+	admin, err := s.DialAdmin(dialCtx)
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
 	if res.Members, err = describeMembers(ctx, admin, t.Endpoints); err != nil {
 		return nil, err
 	}
@@ -119,16 +92,10 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	startRev := head.Header.Revision
 
-	writerTopo, err := o.connect(dialCtx, t, o.WriterConnections, o.WriterConnections, "")
+	writerTopo, err := s.ConnectWriters(dialCtx, o.WriterConnections, o.PinConnections)
 	if err != nil {
 		return nil, err
 	}
-	defer writerTopo.Close()
-	kvs := make([]KV, len(writerTopo.Conns))
-	for i, c := range writerTopo.Conns {
-		kvs[i] = c
-	}
-
 	wo := KubernetesWorkloadOptions{
 		Prefix: o.Prefix, Namespaces: o.Namespaces, Pods: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
 		Mix: o.Mix, ResourceMix: o.ResourceMix, EventTTL: o.EventTTL, Workers: o.WriterConcurrency, Seed: o.Seed,
@@ -141,11 +108,11 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	if o.Cleanup {
-		// Runs once the watchers, writers and recorder have stopped (their
-		// deferred stops run first) and before the maintenance
-		// connection closes, on success and on failure alike, even when
-		// ctx has ended.
+		// Runs once the watchers, writers and recorder have been told to
+		// stop and before the maintenance connection closes, on success
+		// and on failure alike, even when ctx has ended.
 		defer func() {
+			s.stop()
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer cancel()
 			if err == nil && o.BeforeCleanup != nil {
@@ -163,75 +130,54 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		}()
 	} else if o.BeforeCleanup != nil {
 		defer func() {
+			s.stop()
 			if err == nil {
 				err = o.BeforeCleanup(ctx)
 			}
 		}()
 	}
-	live := &liveState{o: o, start: epoch, phase: "seeding"}
-	stopProgress := live.report(ctx)
-	defer stopProgress()
+	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
 	logf("seeding %d pods, %d configmaps, %d events under %s/", o.Objects, o.ConfigMaps, o.Events, o.Prefix)
-	if _, err := wl.Seed(ctx, kvs, o.WriterConcurrency); err != nil {
+	if err := s.Seed(ctx, wl, o.WriterConcurrency); err != nil {
 		if errors.Is(err, ErrObjectExists) {
 			return nil, fmt.Errorf("seed objects under %s/ (it holds an earlier run's objects; choose another prefix): %w", o.Prefix, err)
 		}
 		return nil, fmt.Errorf("seed objects: %w", err)
 	}
 
-	// The history recorder, on a connection of its own to every member,
-	// from the next revision on: every watcher lists at or after it.
-	recTopo, err := Connect(dialCtx, t.Dial, 1, 1, "")
-	if err != nil {
-		return nil, err
-	}
-	defer recTopo.Close()
+	// The history recorder, from the next revision on: every watcher
+	// lists at or after it.
 	cur, err := currentRevision(ctx, admin, o.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("read the current revision: %w", err)
 	}
-	rec := NewRecorder(recTopo.Streams[0], wl.Prefixes())
-	rec.FallbackScope = o.Prefix + "/"
-	total := int64(o.WriteRate * o.Duration.Seconds())
-	env := NewEnv(epoch, total+1024, o.WriterConcurrency, rec)
-	if o.PinConnections {
-		env.timing.setMembers(len(t.Endpoints))
-	}
-	rctx, stopRecorder := context.WithCancel(ctx)
-	defer stopRecorder()
-	var recWG sync.WaitGroup
-	recWG.Add(1)
-	go func() {
-		defer recWG.Done()
-		rec.Run(rctx, cur+1)
-	}()
-
-	// Watchers.
-	watchTopo, err := o.connect(dialCtx, t, o.Connections, o.Streams, o.Profile.Source())
+	rec, err := s.StartRecorder(dialCtx, wl.Prefixes(), o.Prefix+"/", cur+1)
 	if err != nil {
 		return nil, err
 	}
-	defer watchTopo.Close()
-	wctx, stopWatchers := context.WithCancel(ctx)
-	defer stopWatchers()
-	refls := make([]*Reflector, o.Watchers)
-	for i := range refls {
-		resource := o.WatchResources[i%len(o.WatchResources)]
-		refls[i] = NewReflector(env, ReflectorOptions{
-			ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
-			Stream: watchTopo.StreamFor(i), PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks,
-		})
+	total := int64(o.WriteRate * o.Duration.Seconds())
+	env := s.NewEnv(total+1024, o.WriterConcurrency)
+	if o.PinConnections {
+		env.timing.setMembers(len(t.Endpoints))
 	}
-	live.setWatchers(refls, rec)
-	live.setPhase("syncing")
+
+	watchTopo, err := s.ConnectWatchers(dialCtx, o.Connections, o.Streams, o.Profile.Source(), o.PinConnections)
+	if err != nil {
+		return nil, err
+	}
+	s.SetPhase("syncing")
 	pinned := ""
 	if o.PinConnections {
 		pinned = ", each pinned to one member"
 	}
 	logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
 		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
-	var wwg sync.WaitGroup
-	if err := startReflectors(ctx, wctx, refls, o.StartConcurrency, o.SyncTimeout, &wwg); err != nil {
+	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
+		resource := o.WatchResources[i%len(o.WatchResources)]
+		return ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
+			Stream: stream, PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+	}, o.StartConcurrency, o.SyncTimeout)
+	if err != nil {
 		return nil, err
 	}
 
@@ -248,7 +194,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			if t.DialEndpoint == nil {
 				break
 			}
-			c, err := t.DialEndpoint(ctx, ep)
+			c, err := t.DialEndpoint(dialCtx, ep)
 			if err != nil {
 				return nil, err
 			}
@@ -257,66 +203,45 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		}
 	}
 
-	// Writers, on schedule from now.
-	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.WriteRate, Total: total, Workers: o.WriterConcurrency,
-		Timeout: o.WriteTimeout, ConnMember: writerTopo.ConnMember})
+	// Writers, on schedule from now, with the compaction schedule, the
+	// faults and the consistent reads alongside.
+	logf("writing %d ops at %.0f/s for %v (resources %s; create/update/delete %d/%d/%d)", total, o.WriteRate, o.Duration,
+		o.ResourceMix, o.Mix.CreatePercent, o.Mix.UpdatePercent, o.Mix.DeletePercent)
+	writing, err := s.Write(ctx, wl, WriterOptions{Rate: o.WriteRate, Total: total, Workers: o.WriterConcurrency,
+		Timeout: o.WriteTimeout, ConnMember: writerTopo.ConnMember}, "writing")
 	if err != nil {
 		return nil, err
 	}
-	live.setWriters(writers, total)
-	writeStart := env.Since()
-	env.SetIntervalOrigin(writeStart)
-	live.setPhase("writing")
-	logf("writing %d ops at %.0f/s for %v (resources %s; create/update/delete %d/%d/%d)", total, o.WriteRate, o.Duration,
-		o.ResourceMix, o.Mix.CreatePercent, o.Mix.UpdatePercent, o.Mix.DeletePercent)
-	writeCtx, stopWriters := context.WithCancel(ctx)
-	defer stopWriters()
-	writeDone := make(chan report.WriteStats, 1)
-	writersFinished := make(chan struct{})
-	go func() {
-		ws := writers.Run(writeCtx)
-		close(writersFinished)
-		writeDone <- ws
-	}()
-
-	var cr *ConsistentReader
+	var cr *consistentReader
 	var crWG sync.WaitGroup
 	if o.Profile == ProfileAPIServerCache && o.ConsistentListRate > 0 {
-		reqs := map[*Stream]*ProgressRequester{}
-		for _, s := range watchTopo.Streams {
-			reqs[s] = NewProgressRequester(s, o.Clock)
-			go reqs[s].Run(wctx)
+		reqs := map[*Stream]*progressRequester{}
+		for _, st := range watchTopo.Streams {
+			reqs[st] = newProgressRequester(st, o.Clock)
+			go reqs[st].Run(s.watchers.Context())
 		}
-		cr = NewConsistentReader(env, refls, reqs, DefaultPageSize)
+		cr = newConsistentReader(env, refls, reqs, DefaultPageSize)
 		crWG.Add(1)
 		go func() {
 			defer crWG.Done()
-			cr.Run(writeCtx, o.ConsistentListRate, o.Duration)
+			cr.Run(ctx, o.ConsistentListRate, o.Duration)
 		}()
 	}
-
 	maint := newMaintenance(t, admin, o, env, refls, logf, res)
 	maintDone := make(chan struct{})
 	go func() {
 		defer close(maintDone)
-		maint.run(ctx, writeStart+o.Duration-env.Since())
+		maint.run(ctx, writing.Start+o.Duration-env.Since())
 	}()
 	faults := &faultRunner{t: t, admin: admin, probeConn: probeConn, memberConns: memberConns, o: o, env: env, refls: refls, rec: rec,
-		streams: append(append([]*Stream(nil), watchTopo.Streams...), recTopo.Streams[0]), writers: writers,
-		writersDone: writersFinished, members: res.Members, logf: logf}
+		streams: append(append([]*Stream(nil), watchTopo.Streams...), s.recTopo.Streams[0]), writers: writing.Writers,
+		writersDone: writing.Done(), members: res.Members, logf: logf}
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
-		faults.run(ctx, writeStart)
+		faults.run(ctx, writing.Start)
 	}()
-
-	var ws report.WriteStats
-	select {
-	case ws = <-writeDone:
-	case <-ctx.Done():
-		stopWriters()
-		ws = <-writeDone
-	}
+	ws := writing.Wait()
 	crWG.Wait()
 	<-maintDone
 	<-faultsDone
@@ -327,7 +252,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	// Interrupted (SIGINT): keep what was measured. The rest of the run
 	// confirms, validates and collects under a bounded context of its
 	// own, and the result goes back with the interruption as its error.
-	interrupted, interruptedAfter := ctx.Err(), env.Since()-writeStart
+	interrupted, interruptedAfter := ctx.Err(), env.Since()-writing.Start
 	if interrupted != nil {
 		logf("interrupted: collecting what was measured so far (at most %s)", interruptedGrace)
 		var cancel context.CancelFunc
@@ -340,22 +265,15 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 
 	// Final state, then wait for the recorder and every watcher to
 	// confirm it.
-	live.setPhase("confirming")
+	s.SetPhase("confirming")
 	finalRev, err := currentRevision(ctx, admin, o.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("read the final revision: %w", err)
 	}
 	res.Final.Revision, res.Final.CompactRevision = finalRev, maint.compacted
 	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
-	if err := rec.WaitFor(ctx, finalRev, o.ProgressRequestPeriod); err != nil && ctx.Err() == nil {
-		logf("history recorder did not reach revision %d: %v", finalRev, err)
-	}
-	unsynced := waitSynced(ctx, watchTopo.Streams, refls, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
-	stopWatchers()
-	wwg.Wait()
-	finishValidation(ctx, rec, refls, o.ProgressRequestPeriod, logf)
-	stopRecorder()
-	recWG.Wait()
+	unsynced := s.Confirm(ctx, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
+	s.Validate(ctx, o.ProgressRequestPeriod)
 	if size, err := memberSize(ctx, admin, t.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
 	}
@@ -363,11 +281,11 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if cr != nil {
 		res.ConsistentReads = cr.Result()
 	}
-	if err := collect(ctx, res, env, admin, o, refls, unsynced); err != nil {
+	if err := s.collect(ctx, res, o, unsynced); err != nil {
 		return nil, err
 	}
 	memberStats(res.Members, env, watchTopo, writerTopo, refls)
-	res.Self = self.finish(ctx)
+	res.Self = s.selfStats(ctx)
 	if interrupted != nil {
 		return res, fmt.Errorf("run %w after %s of writes: the result holds what was measured until then", interrupted, time.Duration(interruptedAfter).Round(time.Millisecond))
 	}
@@ -396,15 +314,6 @@ func checkTarget(t Target, o Options) error {
 	return nil
 }
 
-// connect opens a topology to every endpoint, or pinned to one endpoint
-// per connection with o.PinConnections.
-func (o Options) connect(ctx context.Context, t Target, conns, streams int, source string) (*Topology, error) {
-	if o.PinConnections {
-		return ConnectPinned(ctx, t.DialEndpoint, t.Endpoints, conns, streams, source)
-	}
-	return Connect(ctx, t.Dial, conns, streams, source)
-}
-
 // currentRevision returns etcd's current revision, read with a
 // linearizable get of one key under the prefix (a user limited to the
 // prefix may read nothing else).
@@ -414,377 +323,4 @@ func currentRevision(ctx context.Context, c *clientv3.Client, prefix string) (in
 		return 0, err
 	}
 	return resp.Header.Revision, nil
-}
-
-func scenario(o Options) report.Scenario {
-	return report.Scenario{
-		Profile: string(o.Profile), Prefix: o.Prefix, Objects: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
-		Namespaces: o.Namespaces, Watchers: o.Watchers, WatchResources: o.WatchResources,
-		Connections: o.Connections, Streams: o.Streams, WriterConnections: o.WriterConnections,
-		WriteRatePerSecond: o.WriteRate, DurationMs: report.Ms(o.Duration), PageSize: o.PageSize,
-		ResourceMix: report.ResourceMix{PodsPercent: o.ResourceMix.PodsPercent, ConfigMapsPercent: o.ResourceMix.ConfigMapsPercent,
-			EventsPercent: o.ResourceMix.EventsPercent},
-		CompactionIntervalMs: report.Ms(o.CompactionInterval), CreatePercent: o.Mix.CreatePercent,
-		UpdatePercent: o.Mix.UpdatePercent, DeletePercent: o.Mix.DeletePercent,
-		WriterConcurrency: o.WriterConcurrency, HeldBackWatchers: o.HoldBack, Seed: o.Seed,
-		Defragment: o.Defragment, PhysicalCompaction: o.PhysicalCompaction,
-		ProgressRequestPeriod: report.Ms(o.ProgressRequestPeriod), EventTTLMs: report.Ms(o.EventTTL),
-		ConsistentListRatePerSecond: consistentRate(o), StartConcurrency: max(o.StartConcurrency, 0),
-		ReusePrefix: o.ReusePrefix, PinConnections: o.PinConnections, CompactRevKey: compactRevKeyName(o),
-		Faults: plannedFaults(o.Faults),
-	}
-}
-
-func plannedFaults(faults []Fault) []report.PlannedFault {
-	var out []report.PlannedFault
-	for _, f := range faults {
-		out = append(out, report.PlannedFault{Kind: string(f.Kind), AtMs: report.Ms(f.At), DurationMs: report.Ms(f.Duration)})
-	}
-	return out
-}
-
-func consistentRate(o Options) float64 {
-	if o.Profile != ProfileAPIServerCache {
-		return 0
-	}
-	return max(o.ConsistentListRate, 0)
-}
-
-// startReflectors runs every reflector under wctx, at most concurrency
-// listing at once, and waits until all have synced or timeout passes.
-func startReflectors(ctx, wctx context.Context, refls []*Reflector, concurrency int, timeout time.Duration, wg *sync.WaitGroup) error {
-	if concurrency <= 0 {
-		concurrency = len(refls)
-	}
-	sem := make(chan struct{}, concurrency)
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for _, r := range refls {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("watchers did not list within %v", timeout)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.Run(wctx)
-		}()
-		go func() {
-			select {
-			case <-r.Synced():
-			case <-r.Done():
-			}
-			<-sem
-		}()
-	}
-	for _, r := range refls {
-		select {
-		case <-r.Synced():
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("watcher %d did not list within %v", r.ID(), timeout)
-		}
-	}
-	return nil
-}
-
-// finishValidation waits until the history covers every stopped
-// reflector's last revision (lease expiries may have moved etcd on after
-// the final revision), then completes each reflector's validation.
-func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, period time.Duration, logf func(string, ...any)) {
-	var last int64
-	for _, r := range refls {
-		last = max(last, r.LastRevision())
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := rec.WaitFor(wctx, last, period); err != nil {
-		logf("history recorder did not reach revision %d: %v", last, err)
-	}
-	for _, r := range refls {
-		r.Finish()
-	}
-}
-
-// waitSynced requests progress notifications on every stream until every
-// reflector has seen revision rev or the timeout passes, and returns how
-// many did not.
-func waitSynced(ctx context.Context, streams []*Stream, refls []*Reflector, rev int64, period, timeout time.Duration) int {
-	deadline := time.Now().Add(timeout)
-	for {
-		behind := map[int]bool{}
-		for _, r := range refls {
-			if r.LastRevision() < rev {
-				behind[r.Options().Stream.ID] = true
-			}
-		}
-		n := 0
-		for _, r := range refls {
-			if r.LastRevision() < rev {
-				n++
-			}
-		}
-		if n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return n
-		}
-		for _, s := range streams {
-			if behind[s.ID] {
-				s.RequestProgress(ctx) // one request reaches every watch on the stream
-			}
-		}
-		sleepCtx(ctx, period)
-	}
-}
-
-// collect fills the result from the Env and the reflectors, which have
-// stopped: delivery and write latencies, lists, and the validation,
-// including each cache against etcd's state at the reflector's last
-// revision.
-func collect(ctx context.Context, res *report.RunResult, env *Env, admin *clientv3.Client, o Options, refls []*Reflector, unsynced int) error {
-	tm := env.timing
-	tm.mu.Lock()
-	res.Writes.Latency = tm.writes.summary()
-	res.Delivery.FromCommit = tm.fromCommit.summary()
-	res.Delivery.FromSend = tm.fromSend.summary()
-	res.Delivery.DeliveredBeforeResponse = tm.beforeResponse
-	res.Delivery.TimedEvents, res.Delivery.UntimedEvents = tm.timed, tm.untimed
-	tm.mu.Unlock()
-	res.Intervals = tm.series()
-
-	initial := newHistogram()
-	var unverified, missing int64
-	for _, r := range refls {
-		st := r.Stats()
-		ro := r.Options()
-		res.Delivery.Events += st.Events
-		unverified += st.Unverified
-		missing += st.PrevKVMissing
-		res.Watchers = append(res.Watchers, report.WatcherStats{
-			ID: ro.ID, Resource: ro.Resource, Stream: ro.Stream.ID, Connection: ro.Stream.Conn, Events: st.Events,
-			Lists: st.Lists, Sessions: st.Sessions, ProgressNotifies: st.ProgressNotifies, LastRevision: r.LastRevision(),
-			CacheObjects: st.CacheObjects, HeldBack: st.HeldBack,
-		})
-		for i, l := range r.Lists() {
-			if i == 0 {
-				res.InitialLists.Count++
-				res.InitialLists.Objects += l.Objects
-				res.InitialLists.Bytes += l.Bytes
-				res.InitialLists.Pages += int64(l.Pages)
-				initial.record(l.Duration)
-				continue
-			}
-			res.Relists = append(res.Relists, relistReport(ro, l))
-		}
-	}
-	res.InitialLists.Latency = initial.summary()
-	res.Delivery.EventsPerSecond = tm.eventsPerSecond(res.Delivery.Events)
-	if res.Relists == nil {
-		res.Relists = []report.Relist{}
-	}
-	if res.Compaction == nil {
-		res.Compaction = []report.Compaction{}
-	}
-
-	// Final state per resource, and each cache against etcd at the
-	// reflector's last revision.
-	for _, resource := range Resources {
-		resp, err := admin.Get(ctx, ResourcePrefix(o.Prefix, resource), clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(res.Final.Revision))
-		if err != nil {
-			return fmt.Errorf("count %s at revision %d: %w", resource, res.Final.Revision, err)
-		}
-		res.Final.Resources = append(res.Final.Resources, report.ResourceCount{Resource: resource, Objects: resp.Count})
-		res.Final.Objects += resp.Count
-	}
-	states := map[string]map[string]int64{}
-	for _, r := range refls {
-		ro := r.Options()
-		rev := r.LastRevision()
-		id := fmt.Sprintf("%s@%d", ro.Prefix, rev)
-		state, ok := states[id]
-		if !ok {
-			resp, err := admin.Get(ctx, ro.Prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-			if err != nil {
-				return fmt.Errorf("read %s at revision %d: %w", ro.Prefix, rev, err)
-			}
-			state = make(map[string]int64, len(resp.Kvs))
-			for _, kv := range resp.Kvs {
-				state[string(kv.Key)] = kv.ModRevision
-			}
-			states[id] = state
-		}
-		compareCache(env.Violations, ro.ID, rev, r.Cache(), state)
-	}
-
-	unrecordedWrites(env)
-	res.Validation = validationReport(env, unsynced, unverified, missing)
-	return nil
-}
-
-// unrecordedWrites reports every write still in the join's ring (the
-// writes of the run, unless revisions outran the ring) whose revision is
-// covered by the history but absent from it: etcd acknowledged it and the
-// recorder never saw it. This also checks the recorder when it could watch
-// only the prefix, where revision gaps cannot be told from other clients'
-// writes.
-func unrecordedWrites(env *Env) {
-	rec := env.Recorder
-	if rec == nil {
-		return
-	}
-	mark := rec.Watermark()
-	ring := env.timing.ring
-	var missed []int64
-	for i := range ring.slots {
-		rev := ring.slots[i].rev.Load()
-		if rev == 0 || rev > mark {
-			continue
-		}
-		if !rec.hasRevision(rev) {
-			missed = append(missed, rev)
-		}
-	}
-	sort.Slice(missed, func(i, j int) bool { return missed[i] < missed[j] })
-	for _, rev := range missed {
-		env.Violations.Add(Violation{Watcher: -1, Kind: ViolationUnrecorded, Revision: rev,
-			Detail: "etcd acknowledged a write at this revision; the recorder never saw it"})
-	}
-}
-
-// compareCache reports every key whose presence or mod_revision differs
-// between a cache and etcd's state, in key order.
-func compareCache(vs *Violations, watcher int, rev int64, cache, state map[string]int64) {
-	var keys []string
-	for k, want := range state {
-		if got, ok := cache[k]; !ok || got != want {
-			keys = append(keys, k)
-		}
-	}
-	for k := range cache {
-		if _, ok := state[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		want, inEtcd := state[k]
-		got, cached := cache[k]
-		detail := fmt.Sprintf("at revision %d etcd holds mod_revision %d (present %v), the cache %d (present %v)", rev, want, inEtcd, got, cached)
-		vs.Add(Violation{Watcher: watcher, Kind: ViolationCache, Revision: max(want, got), Key: k, Detail: detail})
-	}
-}
-
-func relistReport(ro ReflectorOptions, l ListRecord) report.Relist {
-	rl := report.Relist{
-		Watcher: ro.ID, Resource: ro.Resource, Reason: l.Reason, FromRevision: l.FailedWatchFrom, CompactRevision: l.CompactRevision,
-		ListRevision: l.Revision, AtMs: report.Ms(l.At), DurationMs: report.Ms(l.Duration), BackoffMs: report.Ms(l.Backoff),
-		Objects: l.Objects, Bytes: l.Bytes, Pages: l.Pages,
-	}
-	for _, a := range l.Attempts {
-		ra := report.ListAttempt{ResourceVersion: a.ResourceVersion, Limit: a.Limit, ReadRevision: a.ReadRevision, Revision: a.Revision,
-			Pages: a.Pages, Objects: a.Objects, FullListFallback: a.FullListFallback, DurationMs: report.Ms(a.Duration)}
-		if a.Err != nil {
-			ra.Error = listErrorName(a.Err)
-		}
-		rl.Attempts = append(rl.Attempts, ra)
-	}
-	return rl
-}
-
-// listErrorName names a list error as kube-apiserver would answer it.
-func listErrorName(err error) string {
-	switch {
-	case isExpired(err):
-		return "410 expired (compacted)"
-	case isTooLarge(err):
-		return "too large resource version"
-	}
-	return err.Error()
-}
-
-// liveState feeds Options.OnProgress.
-type liveState struct {
-	o       Options
-	start   time.Time
-	mu      sync.Mutex
-	phase   string
-	refls   []*Reflector
-	rec     *Recorder
-	writers *Writers
-	planned int64
-}
-
-func (l *liveState) setPhase(p string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.phase = p
-}
-
-func (l *liveState) setWatchers(r []*Reflector, rec *Recorder) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.refls, l.rec = r, rec
-}
-
-func (l *liveState) setWriters(w *Writers, planned int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.writers, l.planned = w, planned
-}
-
-func (l *liveState) snapshot() Progress {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p := Progress{Phase: l.phase, Elapsed: time.Since(l.start), WritesPlanned: l.planned, Watchers: l.o.Watchers}
-	if l.writers != nil {
-		wp := l.writers.Progress()
-		p.WritesDone, p.WriteErrors = wp.Completed, wp.Errors
-	}
-	for _, r := range l.refls {
-		p.Events += r.events.Load()
-		select {
-		case <-r.Synced():
-			p.SyncedWatchers++
-		default:
-		}
-		r.mu.Lock()
-		p.Relists += max(len(r.lists)-1, 0)
-		r.mu.Unlock()
-		p.Violations = r.env.Violations.Total()
-	}
-	if l.rec != nil {
-		p.RecorderRevision = l.rec.Watermark()
-	}
-	return p
-}
-
-// report calls OnProgress periodically until the returned stop is called.
-func (l *liveState) report(ctx context.Context) (stop func()) {
-	if l.o.OnProgress == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(l.o.ProgressInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				l.o.OnProgress(l.snapshot())
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
 }

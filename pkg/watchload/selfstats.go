@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net/http"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -155,18 +155,6 @@ func scrapeProcess(ctx context.Context, endpoint string) *processSample {
 	return p
 }
 
-// CPUModel returns the CPU model name from /proc/cpuinfo, "" if unknown.
-func CPUModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
+// CPUModel returns the CPU model name from /proc/cpuinfo, "" if unknown
+// (machine.CPUModel; kept for scripts/clusterbench).
+func CPUModel() string { return machine.CPUModel() }

@@ -66,9 +66,9 @@ type Violation struct {
 
 // Violations collects violations from every watcher: a count per kind and
 // the first samples, in the order they were found. It is safe for
-// concurrent use; the zero value keeps DefaultViolationSamples samples.
+// concurrent use; the zero value keeps defaultViolationSamples samples.
 type Violations struct {
-	// MaxSamples bounds the samples kept; 0 means DefaultViolationSamples.
+	// MaxSamples bounds the samples kept; 0 means defaultViolationSamples.
 	MaxSamples int
 
 	mu      sync.Mutex
@@ -76,8 +76,8 @@ type Violations struct {
 	samples []Violation
 }
 
-// DefaultViolationSamples is how many violations a Violations keeps.
-const DefaultViolationSamples = 50
+// defaultViolationSamples is how many violations a Violations keeps.
+const defaultViolationSamples = 50
 
 // Add counts x and keeps it if fewer than MaxSamples are kept.
 func (v *Violations) Add(x Violation) {
@@ -89,7 +89,7 @@ func (v *Violations) Add(x Violation) {
 	v.counts[x.Kind]++
 	maxSamples := v.MaxSamples
 	if maxSamples == 0 {
-		maxSamples = DefaultViolationSamples
+		maxSamples = defaultViolationSamples
 	}
 	if len(v.samples) < maxSamples {
 		v.samples = append(v.samples, x)

@@ -3,7 +3,6 @@ package watchload
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -122,35 +121,24 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	epoch := time.Now()
+	s := NewSession(t, time.Now(), o.Logf)
+	defer s.Close()
+	s.SampleSelf(ctx)
 	res := &report.WatchResult{
-		Kind: report.KindWatch, SchemaVersion: report.WatchSchemaVersion, StartedAt: epoch.UTC(),
-		Target: report.Target{Embedded: t.Embedded, Endpoints: t.Endpoints, Managed: t.Managed},
+		Kind: report.KindWatch, SchemaVersion: report.WatchSchemaVersion, StartedAt: s.epoch.UTC(), Target: s.reportTarget(),
 		Scenario: report.WatchScenario{
 			Prefix: o.Prefix, Watchers: o.Watchers, Streams: o.Streams, Connections: o.Connections, Keys: o.Keys,
 			ValueSize: o.ValueSize, Puts: o.Puts, PutRatePerSecond: o.PutRate, PutWorkers: o.PutWorkers,
 			PutConnections: o.PutConnections, PrevKV: !o.NoPrevKV, ProgressNotify: !o.NoProgressNotify, Seed: o.Seed,
 		},
 	}
-	self := startSelfSampler(ctx, t.Embedded, t.Endpoints[0])
-	writerTopo, err := Connect(ctx, t.Dial, o.PutConnections, o.PutConnections, "")
-	if err != nil {
+	if _, err := s.ConnectWriters(ctx, o.PutConnections, false); err != nil {
 		return nil, err
 	}
-	defer writerTopo.Close()
-	admin := writerTopo.Conns[0]
-	st, err := admin.Status(ctx, t.Endpoints[0])
-	if err != nil {
-		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
-	}
-	res.Target.EtcdVersion = st.Version
-	kvs := make([]KV, len(writerTopo.Conns))
-	for i, c := range writerTopo.Conns {
-		kvs[i] = c
+	admin := s.adminFromWriters()
+	var err error
+	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
+		return nil, err
 	}
 
 	var wl Workload
@@ -165,8 +153,8 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 		if err != nil {
 			return nil, err
 		}
-		logf("seeding %d pods", o.Keys)
-		if _, err := kw.Seed(ctx, kvs, o.PutWorkers); err != nil {
+		s.logf("seeding %d pods", o.Keys)
+		if err := s.Seed(ctx, kw, o.PutWorkers); err != nil {
 			return nil, fmt.Errorf("seed pods: %w", err)
 		}
 		wl = kw
@@ -178,43 +166,20 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 		return nil, fmt.Errorf("read the current revision: %w", err)
 	}
 	from := head.Header.Revision + 1
-	recTopo, err := Connect(ctx, t.Dial, 1, 1, "")
-	if err != nil {
+	if _, err := s.StartRecorder(ctx, []string{watchPrefix}, "", from); err != nil {
 		return nil, err
 	}
-	defer recTopo.Close()
-	rec := NewRecorder(recTopo.Streams[0], []string{watchPrefix})
-	env := NewEnv(epoch, o.Puts+1024, o.PutWorkers, rec)
-	rctx, stopRecorder := context.WithCancel(ctx)
-	defer stopRecorder()
-	var recWG sync.WaitGroup
-	recWG.Add(1)
-	go func() {
-		defer recWG.Done()
-		rec.Run(rctx, from)
-	}()
-
-	watchTopo, err := Connect(ctx, t.Dial, o.Connections, o.Streams, "")
-	if err != nil {
+	s.NewEnv(o.Puts+1024, o.PutWorkers)
+	if _, err := s.ConnectWatchers(ctx, o.Connections, o.Streams, "", false); err != nil {
 		return nil, err
 	}
-	defer watchTopo.Close()
-	wctx, stopWatchers := context.WithCancel(ctx)
-	defer stopWatchers()
-	refls := make([]*Reflector, o.Watchers)
-	for i := range refls {
-		refls[i] = NewReflector(env, ReflectorOptions{
-			ID: i, Resource: "watch", Prefix: watchPrefix, Stream: watchTopo.StreamFor(i), WatchOnlyFrom: from,
-			NoPrevKV: o.NoPrevKV, NoProgressNotify: o.NoProgressNotify,
-		})
-	}
-	live := &liveState{o: Options{Watchers: o.Watchers, OnProgress: o.OnProgress, ProgressInterval: 500 * time.Millisecond}, start: epoch, phase: "creating watches"}
-	live.setWatchers(refls, rec)
-	stopProgress := live.report(ctx)
-	defer stopProgress()
-	logf("creating %d watches of %s on %d streams over %d connections", o.Watchers, watchPrefix, o.Streams, o.Connections)
-	var wwg sync.WaitGroup
-	if err := startReflectors(ctx, wctx, refls, -1, o.SyncTimeout, &wwg); err != nil {
+	s.ReportProgress(ctx, o.OnProgress, 500*time.Millisecond, o.Watchers, "creating watches")
+	s.logf("creating %d watches of %s on %d streams over %d connections", o.Watchers, watchPrefix, o.Streams, o.Connections)
+	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
+		return ReflectorOptions{ID: i, Resource: "watch", Prefix: watchPrefix, Stream: stream, WatchOnlyFrom: from,
+			NoPrevKV: o.NoPrevKV, NoProgressNotify: o.NoProgressNotify}
+	}, -1, o.SyncTimeout)
+	if err != nil {
 		return nil, err
 	}
 	creation := newHistogram()
@@ -223,79 +188,33 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	}
 	res.Creation = creation.summary()
 
-	writers, err := NewWriters(env, kvs, wl, WriterOptions{Rate: o.PutRate, Total: o.Puts, Workers: o.PutWorkers, Timeout: o.WriteTimeout})
+	s.logf("putting %d values at %.0f/s with %d workers over %d connections", o.Puts, o.PutRate, o.PutWorkers, o.PutConnections)
+	writing, err := s.Write(ctx, wl, WriterOptions{Rate: o.PutRate, Total: o.Puts, Workers: o.PutWorkers, Timeout: o.WriteTimeout}, "putting")
 	if err != nil {
 		return nil, err
 	}
-	live.setWriters(writers, o.Puts)
-	live.setPhase("putting")
-	env.SetIntervalOrigin(env.Since())
-	logf("putting %d values at %.0f/s with %d workers over %d connections", o.Puts, o.PutRate, o.PutWorkers, o.PutConnections)
-	res.Writes = writers.Run(ctx)
+	res.Writes = writing.Wait()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	live.setPhase("delivering")
+	s.SetPhase("delivering")
 	final, err := admin.Get(ctx, keyspace.CompactRevKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the final revision: %w", err)
 	}
-	if err := rec.WaitFor(ctx, final.Header.Revision, 100*time.Millisecond); err != nil && ctx.Err() == nil {
-		logf("history recorder did not reach revision %d: %v", final.Header.Revision, err)
-	}
-	unsynced := waitSynced(ctx, watchTopo.Streams, refls, final.Header.Revision, 100*time.Millisecond, o.SyncTimeout)
-	stopWatchers()
-	wwg.Wait()
-	finishValidation(ctx, rec, refls, 100*time.Millisecond, logf)
-	stopRecorder()
-	recWG.Wait()
+	unsynced := s.Confirm(ctx, final.Header.Revision, 100*time.Millisecond, o.SyncTimeout)
+	s.Validate(ctx, 100*time.Millisecond)
 
-	tm := env.timing
-	tm.mu.Lock()
-	res.Writes.Latency = tm.writes.summary()
-	res.Delivery.FromCommit, res.Delivery.FromSend = tm.fromCommit.summary(), tm.fromSend.summary()
-	res.Delivery.DeliveredBeforeResponse = tm.beforeResponse
-	res.Delivery.TimedEvents, res.Delivery.UntimedEvents = tm.timed, tm.untimed
-	tm.mu.Unlock()
-	res.Intervals = tm.series()
+	res.Intervals = collectTimings(s.env, &res.Writes, &res.Delivery)
 	var unverified int64
 	for _, r := range refls {
 		st := r.Stats()
 		res.Delivery.Events += st.Events
 		unverified += st.Unverified
 	}
-	res.Delivery.EventsPerSecond = tm.eventsPerSecond(res.Delivery.Events)
+	res.Delivery.EventsPerSecond = s.env.timing.eventsPerSecond(res.Delivery.Events)
 	res.ExpectedEvents = res.Writes.Completed * int64(o.Watchers)
-	res.Validation = validationReport(env, unsynced, unverified, 0)
-	res.Self = self.finish(ctx)
+	res.Validation = validationReport(s.env, unsynced, unverified, 0)
+	res.Self = s.selfStats(ctx)
 	return res, nil
-}
-
-// validationReport turns the Env's violations into the report's counts.
-func validationReport(env *Env, unsynced int, unverified, prevKVMissing int64) report.Validation {
-	rec := env.Recorder
-	for _, g := range rec.Gaps() {
-		for rev := g.From; rev <= g.To; rev++ {
-			env.Violations.Add(Violation{Watcher: -1, Kind: ViolationRecorderGap, Revision: rev, Detail: "the recorder's whole-keyspace watch skipped this revision"})
-		}
-	}
-	vs := env.Violations
-	v := report.Validation{
-		Lost: vs.Count(ViolationReliable), Duplicated: vs.Count(ViolationUnique), OutOfOrder: vs.Count(ViolationOrdered),
-		Atomic: vs.Count(ViolationAtomic), Resumable: vs.Count(ViolationResumable), Bookmarkable: vs.Count(ViolationBookmarkable),
-		Unexpected: vs.Count(ViolationUnexpected), PrevKVMismatches: vs.Count(ViolationPrevKV), PrevKVMissing: prevKVMissing,
-		CacheMismatches: vs.Count(ViolationCache), RecorderGaps: vs.Count(ViolationRecorderGap),
-		UnsyncedWatchers: unsynced, UnverifiedEvents: unverified, HistoryEvents: rec.Events(),
-		UnrecordedWrites: vs.Count(ViolationUnrecorded), RecorderScope: "keyspace",
-	}
-	if s := rec.Scope(); s != "" {
-		v.RecorderScope = s
-	}
-	if err := rec.Err(); err != nil {
-		v.RecorderError = err.Error()
-	}
-	for _, x := range vs.Samples() {
-		v.Violations = append(v.Violations, report.Violation{Watcher: x.Watcher, Kind: string(x.Kind), Revision: x.Revision, Key: x.Key, Detail: x.Detail})
-	}
-	return v
 }

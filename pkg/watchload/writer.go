@@ -12,6 +12,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
+	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -119,7 +120,7 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 	for i = 0; i < w.o.Total; i++ {
 		due := start + int64(float64(i)*interval)
 		if d := due - w.env.timing.now(); d > 0 {
-			if !sleepCtx(ctx, time.Duration(d)) {
+			if !clockwait.SleepReal(ctx, time.Duration(d)) {
 				break
 			}
 		}

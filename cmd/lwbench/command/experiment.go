@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
@@ -238,19 +239,8 @@ func limitMemory() {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	f, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(f), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err == nil {
-				debug.SetMemoryLimit(max(kb*1024/4, 1<<30))
-			}
-			return
-		}
+	if mem, ok := machine.MemTotalBytes(); ok {
+		debug.SetMemoryLimit(max(mem/4, 1<<30))
 	}
 }
 

@@ -1,0 +1,364 @@
+package watchload
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// Session is one load against one Target, assembled once: the epoch every
+// time is measured from, the maintenance (admin) connection, the writers'
+// and the watchers' connections and streams, the history recorder, the
+// Env the parts share, the watchers and the writers. Run, Watch and Put
+// are scripts over one Session; each phase is a method, called in this
+// order (a script skips the phases it does not need):
+//
+//	NewSession           the epoch
+//	SampleSelf           this process's (and the member's) CPU and memory
+//	DialAdmin            the maintenance connection (or adminFromWriters)
+//	ConnectWriters       the writers' connections
+//	Seed                 the workload's objects, on the writers' connections
+//	StartRecorder        the history, from a revision on
+//	NewEnv               the Env, joining writes, events and the history
+//	ConnectWatchers      the watchers' connections and streams
+//	StartWatchers        the reflectors, waiting until each has listed
+//	Write                the writers, open loop on their schedule
+//	Confirm              wait until the recorder and every watcher reached a revision
+//	Validate             stop the watchers, complete each one's validation, stop the recorder
+//	(collect.go)         the result, from the Env and the stopped watchers
+//	Close                stop what runs and close every connection
+//
+// A Session is used by one goroutine; the parts it starts run on their
+// own until Validate or Close.
+type Session struct {
+	t     Target
+	epoch time.Time
+	logf  func(string, ...any)
+	self  *selfSampler
+	live  *liveState
+
+	admin    *clientv3.Client
+	writers  *Topology
+	kvs      []KV // the writers' connections as KVs
+	recTopo  *Topology
+	rec      *Recorder
+	env      *Env
+	watch    *Topology
+	watchers *ReflectorSet
+	refls    []*Reflector // watchers.Reflectors
+
+	stopProgress func()
+	stopRecorder context.CancelFunc
+	recWG        sync.WaitGroup
+	writing      *Writing
+	closers      []func() // connections to close, in the order opened
+}
+
+// NewSession starts a Session on t whose times count from epoch (usually
+// time.Now()); logf, which may be nil, receives one line per phase. t must
+// have at least one endpoint. Close it when done.
+func NewSession(t Target, epoch time.Time, logf func(string, ...any)) *Session {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Session{t: t, epoch: epoch, logf: logf, live: &liveState{start: epoch}}
+}
+
+// SampleSelf starts sampling this process's CPU and memory (and, for a
+// member not embedded, the member's process metrics) until the result is
+// collected or the Session closes.
+func (s *Session) SampleSelf(ctx context.Context) {
+	s.self = startSelfSampler(ctx, s.t.Embedded, s.t.Endpoints[0])
+}
+
+// selfStats stops the self sampler and returns its figures.
+func (s *Session) selfStats(ctx context.Context) report.SelfStats {
+	st := s.self.finish(ctx)
+	s.self = nil
+	return st
+}
+
+// reportTarget is the target as the result reports it, before its etcd
+// version is known.
+func (s *Session) reportTarget() report.Target {
+	return report.Target{Embedded: s.t.Embedded, Endpoints: s.t.Endpoints, Managed: s.t.Managed}
+}
+
+// ReportProgress calls onProgress (nil: nothing) every interval with a
+// live view of the Session, whose phase is phase until the next phase
+// begins; watchers is the number of watchers planned. It runs until Close.
+func (s *Session) ReportProgress(ctx context.Context, onProgress func(Progress), interval time.Duration, watchers int, phase string) {
+	s.live.watchers = watchers
+	s.live.setPhase(phase)
+	s.stopProgress = s.live.report(ctx, onProgress, interval)
+}
+
+// SetPhase names what the Session does from now on, for the live view.
+func (s *Session) SetPhase(phase string) { s.live.setPhase(phase) }
+
+// DialAdmin opens the maintenance connection, to every member: status,
+// compaction, defragmentation, the final reads and the cleanup.
+func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
+	c, err := s.t.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() { c.Close() })
+	s.admin = c
+	return c, nil
+}
+
+// adminFromWriters makes the first writer connection the maintenance
+// connection too, for loads that open no connection of their own for it.
+func (s *Session) adminFromWriters() *clientv3.Client {
+	s.admin = s.writers.Conns[0]
+	return s.admin
+}
+
+// etcdVersion returns the version of the first endpoint's member, asked
+// on the maintenance connection.
+func (s *Session) etcdVersion(ctx context.Context) (string, error) {
+	st, err := s.admin.Status(ctx, s.t.Endpoints[0])
+	if err != nil {
+		return "", fmt.Errorf("status of %s: %w", s.t.Endpoints[0], err)
+	}
+	return st.Version, nil
+}
+
+// connect opens a topology to every endpoint, or, pinned, one endpoint
+// per connection (ConnectPinned).
+func (s *Session) connect(ctx context.Context, conns, streams int, source string, pinned bool) (*Topology, error) {
+	var topo *Topology
+	var err error
+	if pinned {
+		topo, err = ConnectPinned(ctx, s.t.DialEndpoint, s.t.Endpoints, conns, streams, source)
+	} else {
+		topo, err = Connect(ctx, s.t.Dial, conns, streams, source)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, topo.Close)
+	return topo, nil
+}
+
+// ConnectWriters opens the writers' conns connections, pinned to one
+// member each when pinned.
+func (s *Session) ConnectWriters(ctx context.Context, conns int, pinned bool) (*Topology, error) {
+	topo, err := s.connect(ctx, conns, conns, "", pinned)
+	if err != nil {
+		return nil, err
+	}
+	s.writers = topo
+	s.kvs = make([]KV, len(topo.Conns))
+	for i, c := range topo.Conns {
+		s.kvs[i] = c
+	}
+	return topo, nil
+}
+
+// Seed creates wl's objects on the writers' connections, workers at a
+// time; the error is Seed's, unwrapped.
+func (s *Session) Seed(ctx context.Context, wl *KubernetesWorkload, workers int) error {
+	_, err := wl.Seed(ctx, s.kvs, workers)
+	return err
+}
+
+// StartRecorder starts the history recorder of prefixes (NewRecorder;
+// fallbackScope is its FallbackScope), on a connection of its own to every
+// member, from revision from on. It runs until Validate or Close.
+func (s *Session) StartRecorder(ctx context.Context, prefixes []string, fallbackScope string, from int64) (*Recorder, error) {
+	topo, err := s.connect(ctx, 1, 1, "", false)
+	if err != nil {
+		return nil, err
+	}
+	s.recTopo = topo
+	s.rec = NewRecorder(topo.Streams[0], prefixes)
+	s.rec.FallbackScope = fallbackScope
+	rctx, stop := context.WithCancel(ctx)
+	s.stopRecorder = stop
+	s.recWG.Add(1)
+	go func() {
+		defer s.recWG.Done()
+		s.rec.Run(rctx, from)
+	}()
+	return s.rec, nil
+}
+
+// NewEnv makes the Env the Session's parts share, from the Session's
+// epoch, joined to its recorder if one started; ringCapacity and writers
+// are NewEnv's.
+func (s *Session) NewEnv(ringCapacity int64, writers int) *Env {
+	s.env = NewEnv(s.epoch, ringCapacity, writers, s.rec)
+	return s.env
+}
+
+// ConnectWatchers opens the watchers' conns connections and lays streams
+// streams over them (Connect; source and pinned as there).
+func (s *Session) ConnectWatchers(ctx context.Context, conns, streams int, source string, pinned bool) (*Topology, error) {
+	topo, err := s.connect(ctx, conns, streams, source, pinned)
+	if err != nil {
+		return nil, err
+	}
+	s.watch = topo
+	return topo, nil
+}
+
+// StartWatchers makes n reflectors on the Session's Env, reflector i with
+// the options opts(i, its stream) returns, runs them, at most concurrency
+// listing at once (0 or less: all), and waits until every one has listed.
+// It returns an error if one has not within timeout or ctx ends; the
+// reflectors run until Validate or Close either way.
+func (s *Session) StartWatchers(ctx context.Context, n int, opts func(i int, stream *Stream) ReflectorOptions, concurrency int, timeout time.Duration) ([]*Reflector, error) {
+	s.watchers = NewReflectorSet(s.env, s.watch, n, opts)
+	s.refls = s.watchers.Reflectors
+	s.live.setWatchers(s.refls, s.rec)
+	return s.refls, s.watchers.Start(ctx, ctx, concurrency, timeout)
+}
+
+// Writing is writers at work: a Session's (Session.Write) or any set of
+// writers on an Env (StartWriting).
+type Writing struct {
+	// Writers are the writers.
+	Writers *Writers
+	// Start is when the writes began, since the Env's epoch.
+	Start time.Duration
+	stop  context.CancelFunc
+	done  chan struct{}
+	stats report.WriteStats
+}
+
+// StartWriting starts writers of wl on kvs (NewWriters with env and o),
+// on their schedule from now, under a context derived from parent. They
+// stop when their schedule is done, parent ends or Stop is called.
+func StartWriting(parent context.Context, env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writing, error) {
+	writers, err := NewWriters(env, kvs, wl, o)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writing{Writers: writers, Start: env.Since()}
+	w.run(parent)
+	return w, nil
+}
+
+// run runs the writers under a context derived from parent.
+func (w *Writing) run(parent context.Context) {
+	ctx, stop := context.WithCancel(parent)
+	w.stop, w.done = stop, make(chan struct{})
+	go func() {
+		defer close(w.done)
+		w.stats = w.Writers.Run(ctx)
+	}()
+}
+
+// Done is closed when the writers have stopped.
+func (w *Writing) Done() <-chan struct{} { return w.done }
+
+// Wait waits until the writers have stopped and returns what they did.
+func (w *Writing) Wait() report.WriteStats {
+	<-w.done
+	return w.stats
+}
+
+// Stop ends the writes at once and returns what the writers did.
+func (w *Writing) Stop() report.WriteStats {
+	w.stop()
+	return w.Wait()
+}
+
+// Write starts writers of wl on the writers' connections (NewWriters with
+// o) from now, on their schedule; the one-second intervals count from now
+// and the live view shows phase. They stop when their schedule is done,
+// ctx ends or the Session closes.
+func (s *Session) Write(ctx context.Context, wl Workload, o WriterOptions, phase string) (*Writing, error) {
+	writers, err := NewWriters(s.env, s.kvs, wl, o)
+	if err != nil {
+		return nil, err
+	}
+	s.live.setWriters(writers, o.Total)
+	w := &Writing{Writers: writers, Start: s.env.Since()}
+	s.env.SetIntervalOrigin(w.Start)
+	s.live.setPhase(phase)
+	w.run(ctx)
+	s.writing = w
+	return w, nil
+}
+
+// Confirm waits until the recorder's history is complete to revision rev
+// (logging if it is not), then requests progress notifications every
+// period on the streams of the watchers behind until every watcher has
+// seen rev or timeout passes. It returns the number of watchers that have
+// not.
+func (s *Session) Confirm(ctx context.Context, rev int64, period, timeout time.Duration) (unsynced int) {
+	if err := s.rec.WaitFor(ctx, rev, period); err != nil && ctx.Err() == nil {
+		s.logf("history recorder did not reach revision %d: %v", rev, err)
+	}
+	return s.watchers.WaitSynced(ctx, rev, period, timeout)
+}
+
+// Validate stops the watchers and waits for them, waits (up to 30 s)
+// until the history covers every watcher's last revision, completes each
+// watcher's validation against it, and stops the recorder.
+func (s *Session) Validate(ctx context.Context, period time.Duration) {
+	s.watchers.Stop()
+	finishValidation(ctx, s.rec, s.refls, period, s.logf)
+	s.stopRecorder()
+	s.recWG.Wait()
+}
+
+// stop ends the live view, the writers, the watchers and the recorder,
+// without waiting for them.
+func (s *Session) stop() {
+	if s.stopProgress != nil {
+		s.stopProgress()
+		s.stopProgress = nil
+	}
+	if s.writing != nil {
+		s.writing.stop()
+	}
+	if s.watchers != nil && s.watchers.stop != nil {
+		s.watchers.stop()
+	}
+	if s.stopRecorder != nil {
+		s.stopRecorder()
+	}
+}
+
+// Close stops what the Session started, waits for the recorder, and
+// closes every connection it opened, the last opened first.
+func (s *Session) Close() {
+	s.stop()
+	s.recWG.Wait()
+	if s.self != nil {
+		close(s.self.stop)
+		<-s.self.done
+		s.self = nil
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}
+
+// finishValidation waits until the history covers every stopped
+// reflector's last revision (lease expiries may have moved etcd on after
+// the final revision), then completes each reflector's validation.
+func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, period time.Duration, logf func(string, ...any)) {
+	var last int64
+	for _, r := range refls {
+		last = max(last, r.LastRevision())
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := rec.WaitFor(wctx, last, period); err != nil {
+		logf("history recorder did not reach revision %d: %v", last, err)
+	}
+	for _, r := range refls {
+		r.Finish()
+	}
+}
