@@ -55,9 +55,12 @@ type Config struct {
 	// DisableWatchCache passes --watch-cache=false: every LIST and WATCH
 	// goes to etcd.
 	DisableWatchCache bool
-	// DefaultWatchCacheSize is --default-watch-cache-size; 0 keeps 100, a
-	// negative value passes 0 (no watch cache for resources without a size
-	// of their own).
+	// DefaultWatchCacheSize is --default-watch-cache-size; 0 passes
+	// nothing, a negative value passes 0. In 1.37.2 the flag is a
+	// deprecated no-op (watch caches are sized automatically:
+	// staging/src/k8s.io/apiserver/pkg/server/options/etcd.go); to turn
+	// the cache off for one resource pass --watch-cache-sizes=pods#0 in
+	// ExtraArgs, for all DisableWatchCache.
 	DefaultWatchCacheSize int
 	// FeatureGates is passed as --feature-gates as is
 	// ("WatchList=false,EtcdRangeStream=true"); "" passes nothing.

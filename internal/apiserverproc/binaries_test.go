@@ -108,3 +108,23 @@ func TestBuildScriptRefusesOtherLines(t *testing.T) {
 		t.Errorf("got %d entries in the cache, want none", len(entries))
 	}
 }
+
+// TestDefaultVersionMatchesGoMod checks that DefaultVersion is the release
+// of the k8s.io/client-go go.mod requires, so that the tests' client and
+// server are of one release.
+func TestDefaultVersionMatchesGoMod(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "v0." + strings.TrimPrefix(DefaultVersion, "1.")
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "k8s.io/client-go" {
+			if f[1] != want {
+				t.Errorf("got k8s.io/client-go %s in go.mod, want %s to match DefaultVersion %s", f[1], want, DefaultVersion)
+			}
+			return
+		}
+	}
+	t.Fatal("go.mod does not require k8s.io/client-go")
+}
