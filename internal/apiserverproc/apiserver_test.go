@@ -52,10 +52,12 @@ func TestKubeAPIServerStoresPodsInEtcd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
+	began := time.Now()
 	c, err := Start(ctx, Config{BinDir: bin, Dir: t.TempDir(), EtcdServers: srv.Endpoints})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("kube-apiserver %s ready at %s after %v", DefaultVersion, c.Servers[0].URL, time.Since(began).Round(time.Millisecond))
 	t.Cleanup(c.Stop)
 	cs, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // AdminUser and AdminGroup are the user and group of the admin token Start
 // writes into the token file. Members of system:masters are allowed
 // everything whatever --authorization-mode says (kube-apiserver puts a
-// privileged-group authorizer first: pkg/kubeapiserver/authorizer/config.go).
+// privileged-group authorizer first: pkg/kubeapiserver/authorizer/reload.go).
 const (
 	AdminUser  = "etcdkit-admin"
 	AdminGroup = "system:masters"
