@@ -201,3 +201,87 @@ func TestArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeAPIServersOverEtcdTLS starts two kube-apiservers in front of an
+// etcd process that requires client certificates: both must be ready with
+// processes of their own, and an object written through one must be read
+// through the other.
+func TestKubeAPIServersOverEtcdTLS(t *testing.T) {
+	bin := kubeAPIServerBinaries(t)
+	etcdBin := etcdtest.EtcdBinaries(t, "3.7.3")
+	dir := t.TempDir()
+	files, err := etcdproc.GenerateTLS(dir, "kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files.ClientCertAuth = true
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	etcd, err := etcdproc.Start(ctx, etcdproc.Config{BinDir: etcdBin, Dir: dir, TLS: &files, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(etcd.Stop)
+
+	c, err := Start(ctx, Config{
+		BinDir: bin, Servers: 2, Dir: t.TempDir(), EtcdServers: etcd.Endpoints(),
+		EtcdCAFile: files.CA, EtcdCertFile: files.ClientCert, EtcdKeyFile: files.ClientKey,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	if len(c.Servers) != 2 {
+		t.Fatalf("got %d servers, want 2", len(c.Servers))
+	}
+	if p0, p1 := c.Servers[0].PID(), c.Servers[1].PID(); p0 == 0 || p0 == p1 {
+		t.Errorf("got PIDs %d and %d, want two running processes", p0, p1)
+	}
+	if c.Servers[0].URL == c.Servers[1].URL {
+		t.Errorf("both servers listen on %s", c.Servers[0].URL)
+	}
+	var clients []*kubernetes.Clientset
+	for _, s := range c.Servers {
+		cs, err := kubernetes.NewForConfig(s.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, cs)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm0"}, Data: map[string]string{"k": "v"}}
+	created, err := clients[1].CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create configmap through %s: %v", c.Servers[1].Name, err)
+	}
+	// A quorum read (resourceVersion ""), so the other server's watch cache
+	// cannot answer with an older state.
+	got, err := clients[0].CoreV1().ConfigMaps("default").Get(ctx, "cm0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get configmap through %s: %v", c.Servers[0].Name, err)
+	}
+	if got.ResourceVersion != created.ResourceVersion || got.Data["k"] != "v" {
+		t.Errorf("got configmap %s data %v through %s, want %s data %v", got.ResourceVersion, got.Data, c.Servers[0].Name, created.ResourceVersion, cm.Data)
+	}
+}
+
+// TestStartReportsTheLog starts a kube-apiserver with a flag it does not
+// know: Start must fail at once with the end of the server's log, which
+// names the flag.
+func TestStartReportsTheLog(t *testing.T) {
+	bin := kubeAPIServerBinaries(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err := Start(ctx, Config{
+		BinDir: bin, Dir: t.TempDir(), EtcdServers: []string{"http://127.0.0.1:1"},
+		ExtraArgs: []string{"--no-such-flag-etcdkit"}, StartTimeout: 30 * time.Second,
+	})
+	if err == nil {
+		t.Fatal("got no error from a kube-apiserver with an unknown flag")
+	}
+	t.Logf("error: %v", err)
+	for _, want := range []string{"exited before it was ready", "no-such-flag-etcdkit"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got error %q, want it to contain %q", err, want)
+		}
+	}
+}
