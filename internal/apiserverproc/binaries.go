@@ -25,14 +25,11 @@
 package apiserverproc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/kubestore/etcdkit/internal/etcdproc"
@@ -72,39 +69,13 @@ func Binaries(version string, progress io.Writer) (string, error) {
 	if Cached(version) {
 		return dir, nil
 	}
-	script, err := buildScript()
-	if err != nil {
+	if err := etcdproc.RunBuildScript("build-kube-apiserver.sh", version, progress); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command("bash", script, version, etcdproc.CacheDir())
-	cmd.Env = etcdproc.CleanEnv()
-	cmd.Stderr = &stderr
-	if progress != nil {
-		cmd.Stderr = io.MultiWriter(&stderr, progress)
-	}
-	if _, err := cmd.Output(); err != nil {
-		return "", fmt.Errorf("%w: %s %s: %v: %s", ErrNoBinaries, script, version, err, lastLines(stderr.String(), 5))
-	}
 	if !Cached(version) {
-		return "", fmt.Errorf("%w: %s %s did not produce %s", ErrNoBinaries, script, version, filepath.Join(dir, "kube-apiserver"))
+		return "", fmt.Errorf("%w: scripts/build-kube-apiserver.sh %s did not produce %s", ErrNoBinaries, version, filepath.Join(dir, "kube-apiserver"))
 	}
 	return dir, nil
-}
-
-// buildScript finds scripts/build-kube-apiserver.sh from this source
-// file's location, which works for tests and `go run` inside the
-// repository.
-func buildScript() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the repository")
-	}
-	p := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "build-kube-apiserver.sh")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("build script: %w", err)
-	}
-	return p, nil
 }
 
 func isExecutable(p string) bool {

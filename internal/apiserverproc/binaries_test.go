@@ -13,16 +13,17 @@ import (
 	"github.com/kubestore/etcdkit/internal/etcdproc"
 )
 
+// buildScript is the script Binaries runs, from this package's directory,
+// where tests run.
+var buildScript = filepath.Join("..", "..", "scripts", "build-kube-apiserver.sh")
+
 // TestBuildScriptWaitsForTheLock holds the build lock of a version as a
 // first caller does while it builds, starts scripts/build-kube-apiserver.sh
 // for the same version, then installs a "binary" and releases the lock: the
 // script must say it waits, and then print the installed directory instead
 // of building again.
 func TestBuildScriptWaitsForTheLock(t *testing.T) {
-	script, err := buildScript()
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := buildScript
 	cache := t.TempDir()
 	const version = "1.37.0-locktest"
 	lock, err := os.OpenFile(filepath.Join(cache, "kube-apiserver-v"+version+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
@@ -90,10 +91,7 @@ func TestBuildScriptWaitsForTheLock(t *testing.T) {
 // 1.36 and 1.37 lines is refused with a usage error before anything is
 // built or locked.
 func TestBuildScriptRefusesOtherLines(t *testing.T) {
-	script, err := buildScript()
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := buildScript
 	cache := t.TempDir()
 	cmd := exec.Command("bash", script, "1.30.0", cache)
 	cmd.Env = etcdproc.CleanEnv()
