@@ -61,9 +61,25 @@ func Binaries(version string, progress io.Writer) (string, error) {
 	if isExecutable(filepath.Join(dir, "etcd")) && isExecutable(filepath.Join(dir, "etcdctl")) {
 		return dir, nil
 	}
-	script, err := buildScript()
-	if err != nil {
+	if err := RunBuildScript("build-etcd.sh", version, progress); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
+	}
+	if !isExecutable(filepath.Join(dir, "etcd")) {
+		return "", fmt.Errorf("%w: scripts/build-etcd.sh %s did not produce %s", ErrNoBinaries, version, filepath.Join(dir, "etcd"))
+	}
+	return dir, nil
+}
+
+// RunBuildScript runs the repository's scripts/name (build-etcd.sh,
+// build-kube-apiserver.sh) with version and CacheDir as its arguments, in
+// CleanEnv, copying the script's stderr to progress, which may be nil. The
+// scripts print the installed directory on stdout, which is discarded: the
+// caller knows where it is. The error names the script and carries the last
+// five lines of its stderr.
+func RunBuildScript(name, version string, progress io.Writer) error {
+	script, err := buildScript(name)
+	if err != nil {
+		return err
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command("bash", script, version, CacheDir())
@@ -73,22 +89,19 @@ func Binaries(version string, progress io.Writer) (string, error) {
 		cmd.Stderr = io.MultiWriter(&stderr, progress)
 	}
 	if _, err := cmd.Output(); err != nil {
-		return "", fmt.Errorf("%w: %s %s: %v: %s", ErrNoBinaries, script, version, err, lastLines(stderr.String(), 5))
+		return fmt.Errorf("%s %s: %v: %s", script, version, err, lastLines(stderr.String(), 5))
 	}
-	if !isExecutable(filepath.Join(dir, "etcd")) {
-		return "", fmt.Errorf("%w: %s %s did not produce %s", ErrNoBinaries, script, version, filepath.Join(dir, "etcd"))
-	}
-	return dir, nil
+	return nil
 }
 
-// buildScript finds scripts/build-etcd.sh from this source file's location,
-// which works for tests and `go run` inside the repository.
-func buildScript() (string, error) {
+// buildScript finds scripts/name from this source file's location, which
+// works for tests and `go run` inside the repository.
+func buildScript(name string) (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", errors.New("cannot locate the repository")
 	}
-	p := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "build-etcd.sh")
+	p := filepath.Join(filepath.Dir(file), "..", "..", "scripts", name)
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("build script: %w", err)
 	}

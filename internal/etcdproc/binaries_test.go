@@ -18,7 +18,7 @@ import (
 // binaries instead of building again. Without the lock two test binaries
 // built etcd into the same directory at once and both timed out.
 func TestBuildScriptWaitsForTheLock(t *testing.T) {
-	script, err := buildScript()
+	script, err := buildScript("build-etcd.sh")
 	if err != nil {
 		t.Fatal(err)
 	}

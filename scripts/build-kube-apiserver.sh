@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# build-kube-apiserver.sh VERSION [CACHE_DIR]
+#
+# Builds a real kube-apiserver of one Kubernetes release (1.35.x, 1.36.x,
+# 1.37.x) from the Go module proxy and prints the directory that holds it:
+#   CACHE_DIR/kube-apiserver-vVERSION/kube-apiserver
+# CACHE_DIR defaults to $ETCDKIT_CACHE or ~/.cache/etcdkit, the cache
+# build-etcd.sh fills. A second call for the same version reuses the binary.
+#
+# Parallel callers build once: the build holds an exclusive lock on
+# CACHE_DIR/kube-apiserver-vVERSION.lock, writes into a temporary directory
+# beside the final one and renames it into place, so a caller sees either no
+# directory or a complete one. Progress goes to stderr; the only line on
+# stdout is the directory. The first build takes 10-20 minutes or more on
+# 2 cores (and about 1 GB of module cache and 3 GB of build cache); the
+# binary is about 100 MB.
+#
+# k8s.io/kubernetes requires its staging modules (k8s.io/api,
+# k8s.io/apiserver, ...) at v0.0.0 and replaces them with ./staging/src/...,
+# and replace directives of a dependency do not apply. So a throwaway wrapper
+# module requires k8s.io/kubernetes at vVERSION and replaces every staging
+# module named in that release's go.mod with its published release
+# v0.MINOR.PATCH, then builds k8s.io/kubernetes/cmd/kube-apiserver with
+# k8s.io/component-base/version set by -ldflags, so that clients see
+# vVERSION (upstream: hack/lib/version.sh sets the same variables).
+set -euo pipefail
+
+version=${1:?usage: build-kube-apiserver.sh VERSION [CACHE_DIR]}
+version=${version#v}
+cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
+out="$cache/kube-apiserver-v$version"
+
+case "$version" in
+1.35.* | 1.36.* | 1.37.*) ;;
+*)
+  echo "build-kube-apiserver.sh: version $version is not of the 1.35, 1.36 or 1.37 line" >&2
+  exit 2
+  ;;
+esac
+major=${version%%.*}
+rest=${version#*.}
+minor=${rest%%.*}
+staging="v0.$rest"
+
+complete() { [ -x "$out/kube-apiserver" ]; }
+
+if complete; then
+  echo "$out"
+  exit 0
+fi
+mkdir -p "$cache"
+exec 9>"$out.lock"
+if ! flock -n 9; then
+  echo "build-kube-apiserver.sh: another process is building kube-apiserver $version into $cache; waiting for it" >&2
+  flock 9
+fi
+# The holder of the lock before us may have finished the build.
+if complete; then
+  echo "$out"
+  exit 0
+fi
+# A directory without the binary is what an interrupted build left: replace it.
+rm -rf "$out"
+
+start=$SECONDS
+work=$(mktemp -d)
+tmp=$(mktemp -d "$out.tmp.XXXXXX")
+trap 'rm -rf "$work" "$tmp"' EXIT
+cd "$work"
+# Keep the caller's module settings and etcd's ETCD_* variables out of the build.
+unset GOFLAGS GOWORK
+while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
+echo "build-kube-apiserver.sh: building kube-apiserver $version from the Go module proxy into $out" >&2
+echo "build-kube-apiserver.sh: the first build takes 10-20 minutes or more on 2 cores" >&2
+go mod init etcdkit.local/kubeapiserverbuild >/dev/null 2>&1
+
+echo "build-kube-apiserver.sh: downloading k8s.io/kubernetes@v$version" >&2
+gomod=$(go mod download -json "k8s.io/kubernetes@v$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+if [ -z "$gomod" ] || [ ! -f "$gomod" ]; then
+  echo "build-kube-apiserver.sh: go mod download of k8s.io/kubernetes@v$version gave no go.mod" >&2
+  go mod download -json "k8s.io/kubernetes@v$version" >&2 || true
+  exit 1
+fi
+
+# The staging modules: every replace in k8s.io/kubernetes' go.mod whose
+# target is a directory under ./staging.
+mods=$(go mod edit -json "$gomod" | awk '
+  /"Replace": \[/ { inrep = 1 }
+  inrep && /"Old": \{/ { old = 1; next }
+  inrep && /"New": \{/ { old = 0; next }
+  inrep && old && /"Path":/ { gsub(/[",]/, "", $2); path = $2 }
+  inrep && !old && /"Path":/ { gsub(/[",]/, "", $2); if ($2 ~ /^\.\/staging\//) print path }
+')
+if [ -z "$mods" ]; then
+  echo "build-kube-apiserver.sh: no staging replace directives in $gomod" >&2
+  exit 1
+fi
+echo "build-kube-apiserver.sh: replacing $(echo "$mods" | wc -l) staging modules with $staging" >&2
+go mod edit -require="k8s.io/kubernetes@v$version"
+for m in $mods; do
+  go mod edit -replace="$m=$m@$staging"
+done
+cat >main.go <<'EOF'
+// Package main only anchors k8s.io/kubernetes/cmd/kube-apiserver in the
+// module graph of the build-kube-apiserver.sh wrapper.
+package main
+
+import _ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+
+func main() {}
+EOF
+
+echo "build-kube-apiserver.sh: resolving modules ($((SECONDS - start)) s so far)" >&2
+if ! go mod tidy >tidy.log 2>&1; then
+  echo "build-kube-apiserver.sh: go mod tidy of the wrapper failed:" >&2
+  tail -n 30 tidy.log >&2
+  exit 1
+fi
+
+# Minimal version selection must keep every module at the version
+# k8s.io/kubernetes v$version requires; refuse a build that moved one.
+got=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+if [ "$got" != "v$version" ]; then
+  echo "build-kube-apiserver.sh: k8s.io/kubernetes resolved to $got, not v$version" >&2
+  exit 1
+fi
+for m in $mods; do
+  got=$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{end}}' "$m" 2>/dev/null || true)
+  if [ -n "$got" ] && [ "$got" != "$staging" ]; then
+    echo "build-kube-apiserver.sh: $m resolved to $got, not $staging" >&2
+    exit 1
+  fi
+done
+moved=0
+while read -r path want; do
+  case " $(echo $mods) " in *" $path "*) continue ;; esac
+  got=$(go list -m -f '{{.Version}}' "$path" 2>/dev/null || true)
+  # A module outside kube-apiserver's build list is not selected at all.
+  if [ -n "$got" ] && [ "$got" != "$want" ]; then
+    echo "build-kube-apiserver.sh: $path resolved to $got, but k8s.io/kubernetes v$version requires $want" >&2
+    moved=1
+  fi
+done < <(go mod edit -json "$gomod" | awk '
+  /"Require": \[/ { inreq = 1 }
+  inreq && /^\t\]/ { inreq = 0 }
+  inreq && /"Path":/ { gsub(/[",]/, "", $2); path = $2 }
+  inreq && /"Version":/ { gsub(/[",]/, "", $2); print path, $2 }
+')
+if [ "$moved" = 1 ]; then
+  exit 1
+fi
+
+pkg=k8s.io/component-base/version
+ldflags="-X $pkg.gitVersion=v$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+ldflags="$ldflags -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "build-kube-apiserver.sh: go build kube-apiserver ($((SECONDS - start)) s so far)" >&2
+go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+"$tmp/kube-apiserver" --version >&2
+have=$("$tmp/kube-apiserver" --version | awk '{print $2}')
+if [ "$have" != "v$version" ]; then
+  echo "build-kube-apiserver.sh: the built binary reports $have, not v$version" >&2
+  exit 1
+fi
+chmod 755 "$tmp"
+mv -T "$tmp" "$out"
+echo "build-kube-apiserver.sh: kube-apiserver $version ready in $out after $((SECONDS - start)) s" >&2
+echo "$out"
