@@ -15,7 +15,9 @@
 # 3.7.3 are not) panics with a nil pointer dereference on the first normal
 # entry of a 3.7.3 WAL: etcd 3.7's protobuf types hold optional fields as
 # pointers, the tool dereferences entry.Type, and the entries etcd 3.7.3
-# writes leave Type (EntryNormal, 0) unset. Its run is recorded in the
+# writes leave Type (EntryNormal, 0) unset (the same tool prints the
+# addresses of term, index and commitIndex, not their values, for the same
+# reason: %d of a *uint64). Its run is recorded in the
 # results (-try-dump-logs); the comparison uses etcd-dump-logs of
 # DUMP_LOGS_VERSION (default 3.6.16: root module v3.6.x with the 3.6.16
 # libraries), which decodes the same wire format. Extra arguments go to

@@ -558,6 +558,9 @@ func write(out string, r *Result) error {
 		"(an empty normal entry is a new leader's no-op, `empty`); the -entry-type column is etcd-dump-logs' own count under its filter for the kind.\n\n")
 	if a := r.TryDumpLogs; a != nil {
 		fmt.Fprintf(&md, "## etcd-dump-logs of the same release\n\n`%s` ok: %v\n\n", a.Command, a.OK)
+		if !a.OK {
+			md.WriteString("When it fails, the counts above come from the other build (see Versions); scripts/wal-vs-dump-logs.sh says why the same release's tool cannot read this WAL.\n\n")
+		}
 		if a.Error != "" {
 			fmt.Fprintf(&md, "```\n%s\n```\n\n", a.Error)
 		}
