@@ -22,6 +22,12 @@
 # DUMP_LOGS_VERSION (default 3.6.16: root module v3.6.x with the 3.6.16
 # libraries), which decodes the same wire format. Extra arguments go to
 # scripts/walcompare (-pods, -configmaps, -events).
+#
+# wal-vs-dump-logs.sh --wal-bytes SIZE [--runs N] times both tools instead
+# on a data directory (WAL + db) of SIZE (e.g. 1GiB) written the same way
+# with pod updates, and writes results/wal-bench.{json,md}: each tool's
+# wall time and peak RSS over N runs (default 3), and etcdinspect's peak Go
+# heap on a quarter of the WAL and on all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
@@ -37,7 +43,6 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/etcdinspect" ./cmd/etcdinspect
 
 go run ./scripts/walcompare -etcd "$etcd_dir/etcd" -dump-logs "$tools/etcd-dump-logs" -try-dump-logs "$same/etcd-dump-logs" -etcdinspect "$work/etcdinspect" \
-  -out results/wal-vs-dump-logs \
   -meta "machine.cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)" -meta "machine.cores=$(nproc)" \
   -meta "machine.memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)" -meta "machine.kernel=$(uname -sr)" \
   -meta "version.etcd=$("$etcd_dir/etcd" --version | awk '/etcd Version/ {print $3}')" \
@@ -46,5 +51,8 @@ go run ./scripts/walcompare -etcd "$etcd_dir/etcd" -dump-logs "$tools/etcd-dump-
   -meta "version.go=$(go env GOVERSION)" \
   -meta "version.commit=$(git rev-parse --short HEAD)$(git diff --quiet || echo -dirty)" \
   "$@" && status=0 || status=$?
-cat results/wal-vs-dump-logs.md
+case " $* " in
+*" -wal-bytes"* | *" --wal-bytes"*) cat results/wal-bench.md ;;
+*) cat results/wal-vs-dump-logs.md ;;
+esac
 exit "$status"

@@ -59,6 +59,9 @@ type config struct {
 	// startExclusive: -dump-logs reads the entries after -start-index
 	// (etcd-dump-logs 3.6 and older), not from it (3.7).
 	startExclusive bool
+	// walBytes, when set, switches to the timing mode (bench.go).
+	walBytes string
+	runs     int
 }
 
 func main() {
@@ -73,10 +76,21 @@ func main() {
 	flag.StringVar(&c.tryDumpLogs, "try-dump-logs", "", "another etcd-dump-logs binary (of the same release as etcd) whose run on the data directory is recorded, not compared")
 	flag.BoolVar(&c.startExclusive, "start-index-exclusive", true, "-dump-logs dumps the entries after -start-index (3.6 and older; 3.7 dumps from it)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the member's data directory (its path is logged)")
+	flag.StringVar(&c.walBytes, "wal-bytes", "", "time both tools instead: write until the data directory (WAL + db) holds this many bytes (e.g. 256MiB, 1GiB) and write -out (default results/wal-bench)")
+	flag.IntVar(&c.runs, "runs", 3, "timed runs of each tool (-wal-bytes)")
 	flag.Var(&c.meta, "meta", "section.key=value recorded in the results (repeatable; section machine or version)")
 	flag.Parse()
 	if c.etcd == "" || c.dumpLogs == "" || c.inspect == "" {
 		log.Fatal("walcompare: -etcd, -dump-logs and -etcdinspect are required")
+	}
+	if c.walBytes != "" {
+		if c.out == "results/wal-vs-dump-logs" {
+			c.out = "results/wal-bench"
+		}
+		if err := bench(c); err != nil {
+			log.Fatalf("walcompare: %v", err)
+		}
+		return
 	}
 	equal, err := run(c)
 	if err != nil {
@@ -136,6 +150,27 @@ var filters = map[string]string{
 	"range": "IRRRange", "put": "IRRPut", "deleteRange": "IRRDeleteRange", "txn": "IRRTxn",
 	"compaction": "IRRCompaction", "leaseGrant": "IRRLeaseGrant", "leaseRevoke": "IRRLeaseRevoke",
 	"leaseCheckpoint": "IRRLeaseCheckpoint", "confChange": "ConfigChange",
+}
+
+// parseMeta files -meta section.key=value flags into machine and versions.
+func parseMeta(meta []string, machine, versions map[string]string) error {
+	versions["go (walcompare)"] = runtime.Version()
+	for _, m := range meta {
+		k, v, ok := strings.Cut(m, "=")
+		sec, key, ok2 := strings.Cut(k, ".")
+		if !ok || !ok2 {
+			return fmt.Errorf("-meta %q: want section.key=value", m)
+		}
+		switch sec {
+		case "machine":
+			machine[key] = v
+		case "version":
+			versions[key] = v
+		default:
+			return fmt.Errorf("-meta %q: section must be machine or version", m)
+		}
+	}
+	return nil
 }
 
 // output runs a tool and returns its stdout; its stderr goes into the
@@ -199,21 +234,8 @@ func run(c config) (bool, error) {
 		Load: fmt.Sprintf("etcd 3.7.3, one member, loopback; %d pods created, updated 3 times and a quarter deleted, each a kube-apiserver guarded txn; "+
 			"%d configmaps with plain Put, a fifth removed with DeleteRange; %d events with Put-in-txn on %d leases of 1 h, half of the leases revoked; "+
 			"one kube-apiserver compaction (txn on compact_rev_key, then Compact)", c.pods, c.configMaps, c.events, max(1, c.events/10))}
-	res.Versions["go (walcompare)"] = runtime.Version()
-	for _, m := range c.meta {
-		k, v, ok := strings.Cut(m, "=")
-		sec, key, ok2 := strings.Cut(k, ".")
-		if !ok || !ok2 {
-			return false, fmt.Errorf("-meta %q: want section.key=value", m)
-		}
-		switch sec {
-		case "machine":
-			res.Machine[key] = v
-		case "version":
-			res.Versions[key] = v
-		default:
-			return false, fmt.Errorf("-meta %q: section must be machine or version", m)
-		}
+	if err := parseMeta(c.meta, res.Machine, res.Versions); err != nil {
+		return false, err
 	}
 
 	// etcdinspect wal DIR -w json
