@@ -3,9 +3,9 @@
 // scripts/wal-vs-dump-logs.sh: a real etcd member (the binary given by
 // -etcd) on free loopback ports receives a Kubernetes-shaped load (pods
 // created, updated and deleted as kube-apiserver's guarded txns,
-// configmaps put and deleted with plain Put and DeleteRange, events
-// attached to leases, lease revokes, kube-apiserver's compaction), is
-// stopped by PID, and both tools read its data directory. The entries per
+// then the member killed and restarted; configmaps put and deleted with
+// plain Put and DeleteRange, events attached to leases, lease revokes,
+// kube-apiserver's compaction), is stopped by PID, and both tools read its data directory. The entries per
 // request kind of the two are compared and written to -out.json and
 // -out.md; the command exits 1 when a kind differs.
 //
@@ -70,7 +70,7 @@ func main() {
 	flag.StringVar(&c.dumpLogs, "dump-logs", "", "etcd-dump-logs binary")
 	flag.StringVar(&c.inspect, "etcdinspect", "", "etcdinspect binary")
 	flag.StringVar(&c.out, "out", "results/wal-vs-dump-logs", "results path without .json/.md")
-	flag.IntVar(&c.pods, "pods", 200, "pods created (each updated 3 times; a quarter deleted)")
+	flag.IntVar(&c.pods, "pods", 2600, "pods created (each updated 3 times; a quarter deleted)")
 	flag.IntVar(&c.configMaps, "configmaps", 100, "configmaps put (a fifth deleted with DeleteRange)")
 	flag.IntVar(&c.events, "events", 300, "events, attached to one of events/10 leases")
 	flag.StringVar(&c.tryDumpLogs, "try-dump-logs", "", "another etcd-dump-logs binary (of the same release as etcd) whose run on the data directory is recorded, not compared")
@@ -127,6 +127,9 @@ type Result struct {
 	// etcdinspect; etcd-dump-logs is run from FirstIndex.
 	FirstIndex uint64 `json:"firstIndex"`
 	LastIndex  uint64 `json:"lastIndex"`
+	// LastSnapshotIndex is the index of the member's last .snap file (0:
+	// none); etcd-dump-logs without -start-index starts there.
+	LastSnapshotIndex uint64 `json:"lastSnapshotIndex"`
 	// Entries are the entries each tool read in total.
 	DumpLogsEntries int64 `json:"dumpLogsEntries"`
 	WALEntries      int64 `json:"walEntries"`
@@ -221,7 +224,19 @@ func run(c config) (bool, error) {
 		return false, err
 	}
 	start := time.Now()
-	if err := load(ctx, cli, c); err != nil {
+	// A crash and restart between the pods and the rest: a new term, a new
+	// leader's empty entry, and a WAL reopened after SIGKILL.
+	crash := func() error {
+		m := p.Members[0]
+		if err := m.Kill(); err != nil {
+			return err
+		}
+		if err := m.Restart(); err != nil {
+			return err
+		}
+		return p.WaitReady(ctx)
+	}
+	if err := load(ctx, cli, c, crash); err != nil {
 		cli.Close()
 		return false, err
 	}
@@ -231,7 +246,8 @@ func run(c config) (bool, error) {
 	dataDir := p.Members[0].DataDir
 
 	res := Result{Date: time.Now().UTC().Format(time.RFC3339), Machine: map[string]string{}, Versions: map[string]string{},
-		Load: fmt.Sprintf("etcd 3.7.3, one member, loopback; %d pods created, updated 3 times and a quarter deleted, each a kube-apiserver guarded txn; "+
+		Load: fmt.Sprintf("etcd 3.7.3, one member, loopback, --unsafe-no-fsync; %d pods created, updated 3 times and a quarter deleted, each a kube-apiserver guarded txn; "+
+			"then the member is killed (SIGKILL) and restarted; "+
 			"%d configmaps with plain Put, a fifth removed with DeleteRange; %d events with Put-in-txn on %d leases of 1 h, half of the leases revoked; "+
 			"one kube-apiserver compaction (txn on compact_rev_key, then Compact)", c.pods, c.configMaps, c.events, max(1, c.events/10))}
 	if err := parseMeta(c.meta, res.Machine, res.Versions); err != nil {
@@ -246,10 +262,13 @@ func run(c config) (bool, error) {
 		return false, fmt.Errorf("etcdinspect wal: %w", err)
 	}
 	var rep struct {
-		FirstIndex uint64 `json:"firstIndex"`
-		LastIndex  uint64 `json:"lastIndex"`
-		Entries    int64  `json:"entries"`
-		Kinds      []struct {
+		FirstIndex   uint64 `json:"firstIndex"`
+		LastIndex    uint64 `json:"lastIndex"`
+		Entries      int64  `json:"entries"`
+		LastSnapshot *struct {
+			Index uint64 `json:"index"`
+		} `json:"lastSnapshot"`
+		Kinds []struct {
 			Kind    string `json:"kind"`
 			Entries int64  `json:"entries"`
 		} `json:"kinds"`
@@ -258,6 +277,9 @@ func run(c config) (bool, error) {
 		return false, fmt.Errorf("etcdinspect wal output: %w", err)
 	}
 	res.FirstIndex, res.LastIndex, res.WALEntries = rep.FirstIndex, rep.LastIndex, rep.Entries
+	if rep.LastSnapshot != nil {
+		res.LastSnapshotIndex = rep.LastSnapshot.Index
+	}
 	walCounts := map[string]int64{}
 	for _, k := range rep.Kinds {
 		walCounts[k.Kind] = k.Entries
@@ -334,7 +356,7 @@ func run(c config) (bool, error) {
 }
 
 // load writes the Kubernetes-shaped requests.
-func load(ctx context.Context, cli *clientv3.Client, c config) error {
+func load(ctx context.Context, cli *clientv3.Client, c config, crash func() error) error {
 	codec, err := keyspace.NewCodec()
 	if err != nil {
 		return err
@@ -373,6 +395,9 @@ func load(ctx context.Context, cli *clientv3.Client, c config) error {
 			Then(clientv3.OpDelete(k)).Else(clientv3.OpGet(k)).Commit(); err != nil {
 			return err
 		}
+	}
+	if err := crash(); err != nil {
+		return fmt.Errorf("crash and restart: %w", err)
 	}
 	// ConfigMaps: plain Put and DeleteRange.
 	for i := range c.configMaps {
@@ -567,7 +592,8 @@ func write(out string, r *Result) error {
 	}
 	section("Machine", r.Machine)
 	section("Versions", r.Versions)
-	fmt.Fprintf(&md, "## Counts\n\nWAL entries %d-%d; etcd-dump-logs read %d entries, etcdinspect wal %d.\n\n", r.FirstIndex, r.LastIndex, r.DumpLogsEntries, r.WALEntries)
+	fmt.Fprintf(&md, "## Counts\n\nWAL entries %d-%d, the member's last snapshot at index %d (etcd-dump-logs is run with -start-index to read the entries before it too); "+
+		"etcd-dump-logs read %d entries, etcdinspect wal %d.\n\n", r.FirstIndex, r.LastIndex, r.LastSnapshotIndex, r.DumpLogsEntries, r.WALEntries)
 	md.WriteString("| kind | etcd-dump-logs (lines) | etcd-dump-logs -entry-type | etcdinspect wal | equal |\n|---|---:|---:|---:|---|\n")
 	for _, row := range r.Rows {
 		f := "-"
