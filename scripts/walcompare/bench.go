@@ -342,11 +342,7 @@ func benchLoad(ctx context.Context, cli *clientv3.Client, dataDir string, target
 }
 
 func writeBench(out string, r *BenchResult) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(out+".json", append(b, '\n'), 0o644); err != nil {
+	if err := writeJSON(out+".json", r); err != nil {
 		return err
 	}
 	var md strings.Builder
@@ -357,21 +353,8 @@ func writeBench(out string, r *BenchResult) error {
 	if r.TargetSize < 1<<30 {
 		fmt.Fprintf(&md, "**Size:** this run is smaller than the 1 GiB the issue asks for (target %d MiB); run `scripts/wal-vs-dump-logs.sh --wal-bytes 1GiB` for that figure.\n\n", r.TargetSize>>20)
 	}
-	for _, sec := range []struct {
-		title string
-		m     map[string]string
-	}{{"Machine", r.Machine}, {"Versions", r.Versions}} {
-		fmt.Fprintf(&md, "## %s\n\n", sec.title)
-		keys := make([]string, 0, len(sec.m))
-		for k := range sec.m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(&md, "- %s: %s\n", k, sec.m[k])
-		}
-		md.WriteString("\n")
-	}
+	mdSection(&md, "Machine", r.Machine)
+	mdSection(&md, "Versions", r.Versions)
 	md.WriteString("## Time (page cache warm, runs alternate which tool goes first)\n\n| tool | runs (s) | median (s) | max RSS (MiB) |\n|---|---|---:|---:|\n")
 	for _, t := range r.Tools {
 		s := make([]string, len(t.Seconds))

@@ -33,6 +33,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -565,33 +566,39 @@ func filterCount(b []byte) (int64, error) {
 	return strconv.ParseInt(string(m[1]), 10, 64)
 }
 
-func write(out string, r *Result) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+// writeJSON writes v, indented, to path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out+".json", append(b, '\n'), 0o644); err != nil {
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// mdSection writes m as a markdown list under a heading, sorted by key.
+func mdSection(md *strings.Builder, title string, m map[string]string) {
+	fmt.Fprintf(md, "## %s\n\n", title)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(md, "- %s: %s\n", k, m[k])
+	}
+	md.WriteString("\n")
+}
+
+func write(out string, r *Result) error {
+	if err := writeJSON(out+".json", r); err != nil {
 		return err
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "# etcdinspect wal vs etcd-dump-logs: entries per request kind\n\n")
 	fmt.Fprintf(&md, "Written by `scripts/wal-vs-dump-logs.sh` on %s. Equal: **%v**.\n\n", r.Date, r.Equal)
 	fmt.Fprintf(&md, "Load: %s.\n\n", r.Load)
-	section := func(title string, m map[string]string) {
-		fmt.Fprintf(&md, "## %s\n\n", title)
-		for _, k := range slices.Sorted(func(yield func(string) bool) {
-			for k := range m {
-				if !yield(k) {
-					return
-				}
-			}
-		}) {
-			fmt.Fprintf(&md, "- %s: %s\n", k, m[k])
-		}
-		md.WriteString("\n")
-	}
-	section("Machine", r.Machine)
-	section("Versions", r.Versions)
+	mdSection(&md, "Machine", r.Machine)
+	mdSection(&md, "Versions", r.Versions)
 	fmt.Fprintf(&md, "## Counts\n\nWAL entries %d-%d, the member's last snapshot at index %d (etcd-dump-logs is run with -start-index to read the entries before it too); "+
 		"etcd-dump-logs read %d entries, etcdinspect wal %d.\n\n", r.FirstIndex, r.LastIndex, r.LastSnapshotIndex, r.DumpLogsEntries, r.WALEntries)
 	md.WriteString("| kind | etcd-dump-logs (lines) | etcd-dump-logs -entry-type | etcdinspect wal | equal |\n|---|---:|---:|---:|---|\n")
