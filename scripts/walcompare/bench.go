@@ -367,7 +367,9 @@ func writeBench(out string, r *BenchResult) error {
 	if r.Ratio > 2 {
 		verdict = "NOT within"
 	}
-	fmt.Fprintf(&md, "\netcdinspect wal / etcd-dump-logs median time: %.2f (%s the issue's 2x).\n\n", r.Ratio, verdict)
+	fmt.Fprintf(&md, "\netcdinspect wal / etcd-dump-logs median time: %.2f (%s the issue's 2x). "+
+		"The tools do different work: etcd-dump-logs loads every entry into memory (wal.ReadAll) and prints each as protobuf text; "+
+		"etcdinspect wal streams the segments and aggregates (kinds, writes per resource, top keys, series).\n\n", r.Ratio, verdict)
 	md.WriteString("## etcdinspect wal's memory against WAL size\n\n| segments | WAL bytes | peak Go heap (MiB) | max RSS (MiB) |\n|---:|---:|---:|---:|\n")
 	for _, h := range r.Heap {
 		fmt.Fprintf(&md, "| %d | %d | %.1f | %.0f |\n", h.Segments, h.WALBytes, float64(h.PeakHeapBytes)/(1<<20), float64(h.MaxRSSBytes)/(1<<20))
