@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # build-benchmark.sh VERSION [CACHE_DIR]
 #
-# Builds etcd's own benchmark tool (go.etcd.io/etcd/v3/tools/benchmark) for
-# one etcd release and prints the path of the binary:
-#   CACHE_DIR/benchmark-vVERSION/benchmark
+# Builds two tools of etcd's root module (go.etcd.io/etcd/v3) for one etcd
+# release into one directory and prints the path of the first:
+#   CACHE_DIR/benchmark-vVERSION/benchmark        (tools/benchmark)
+#   CACHE_DIR/benchmark-vVERSION/etcd-dump-logs   (tools/etcd-dump-logs)
+#   CACHE_DIR/benchmark-vVERSION/SOURCE_VERSION   (root module version used)
 # CACHE_DIR defaults to $ETCDKIT_CACHE or ~/.cache/etcdkit. A second call
-# reuses the binary. Nothing of etcd's code is copied into this repository.
+# reuses the binaries. Nothing of etcd's code is copied into this repository.
 #
-# The tool lives in etcd's root module, go.etcd.io/etcd/v3, whose replace
-# directives make `go install` refuse it. A throwaway wrapper module
-# requires the root module and every etcd module the tool links at
-# VERSION, then builds the package. The Go module proxy does not serve
-# every release of the root module (v3.7.2 and v3.7.3 answer 403 while
-# their server, client and api modules are served); then the newest root
-# module of the same minor release that the proxy serves provides the
-# tool's source, linked against the VERSION libraries. The chosen source
-# version is written next to the binary, in SOURCE_VERSION.
+# Parallel callers build once: the build holds an exclusive lock on
+# CACHE_DIR/benchmark-vVERSION.lock, writes into a temporary directory beside
+# the final one and renames it into place, so a caller sees either no
+# directory or a complete one. Progress goes to stderr; the only line on
+# stdout is the benchmark binary's path.
+#
+# The tools live in etcd's root module, whose replace directives make
+# `go install` refuse it. A throwaway wrapper module requires the root module
+# and every etcd module the tools link at VERSION, then builds the packages.
+# The Go module proxy does not serve every release of the root module (v3.7.2
+# and v3.7.3 answer 403 while their server, client and api modules are
+# served); then the newest root module of the same minor release that the
+# proxy serves provides the tools' source, linked against the VERSION
+# libraries. The chosen source version is written to SOURCE_VERSION.
 set -euo pipefail
 
 version=${1:?usage: build-benchmark.sh VERSION [CACHE_DIR]}
@@ -23,21 +30,41 @@ version=${version#v}
 cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
 out="$cache/benchmark-v$version"
 
-if [ -x "$out/benchmark" ] && [ -f "$out/SOURCE_VERSION" ]; then
+complete() { [ -x "$out/benchmark" ] && [ -x "$out/etcd-dump-logs" ] && [ -f "$out/SOURCE_VERSION" ]; }
+
+if complete; then
   echo "$out/benchmark"
   exit 0
 fi
-mkdir -p "$out"
+mkdir -p "$cache"
+exec 9>"$out.lock"
+if ! flock -n 9; then
+  echo "build-benchmark.sh: another process is building etcd $version's tools into $cache; waiting for it" >&2
+  flock 9
+fi
+# The holder of the lock before us may have finished the build.
+if complete; then
+  echo "$out/benchmark"
+  exit 0
+fi
+# A directory without every file is what an interrupted build, or an older
+# version of this script (benchmark only), left: replace it.
+rm -rf "$out"
 
+start=$SECONDS
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+tmp=$(mktemp -d "$out.tmp.XXXXXX")
+trap 'rm -rf "$work" "$tmp"' EXIT
 cd "$work"
+# Keep the caller's module settings and etcd's ETCD_* variables out of the build.
 unset GOFLAGS GOWORK
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
+echo "build-benchmark.sh: building etcd $version's benchmark and etcd-dump-logs into $out" >&2
 go mod init etcdkit.local/benchmarkbuild >/dev/null 2>&1
 
 # The root module's source: VERSION if the proxy has it, else the newest
 # patch release of the same minor version that it has.
+echo "build-benchmark.sh: looking for go.etcd.io/etcd/v3 v$version on the module proxy" >&2
 minor=${version%.*}
 source_version=""
 if go list -m -json "go.etcd.io/etcd/v3@v$version" >/dev/null 2>&1; then
@@ -71,6 +98,7 @@ reqs="go.etcd.io/etcd/v3@v$source_version"
 for m in server/v3 client/v3 api/v3 client/pkg/v3 pkg/v3 etcdctl/v3 etcdutl/v3; do
   reqs="$reqs go.etcd.io/etcd/$m@v$version"
 done
+echo "build-benchmark.sh: resolving modules (root module v$source_version)" >&2
 # shellcheck disable=SC2086
 go get $reqs >/dev/null 2>&1 || { echo "build-benchmark.sh: go get failed" >&2; go get $reqs; exit 1; }
 for m in server/v3 client/v3 api/v3; do
@@ -80,7 +108,12 @@ for m in server/v3 client/v3 api/v3; do
     exit 1
   fi
 done
-go build -trimpath -o "$out/benchmark" go.etcd.io/etcd/v3/tools/benchmark
-echo "$source_version" > "$out/SOURCE_VERSION"
-echo "build-benchmark.sh: tools/benchmark from go.etcd.io/etcd/v3 v$source_version, linked against etcd v$version modules" >&2
+for tool in benchmark etcd-dump-logs; do
+  echo "build-benchmark.sh: go build $tool ($((SECONDS - start)) s so far)" >&2
+  go build -trimpath -o "$tmp/$tool" "go.etcd.io/etcd/v3/tools/$tool"
+done
+echo "$source_version" > "$tmp/SOURCE_VERSION"
+chmod 755 "$tmp"
+mv -T "$tmp" "$out"
+echo "build-benchmark.sh: tools/benchmark and tools/etcd-dump-logs from go.etcd.io/etcd/v3 v$source_version, linked against etcd v$version modules, in $out after $((SECONDS - start)) s" >&2
 echo "$out/benchmark"
