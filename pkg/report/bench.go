@@ -15,11 +15,14 @@ const (
 // WatchResult is the versioned result of `lwbench watch`: fan-out of puts
 // to many watchers of one prefix.
 type WatchResult struct {
-	Kind          string        `json:"kind"`          // KindWatch
-	SchemaVersion int           `json:"schemaVersion"` // WatchSchemaVersion
-	StartedAt     time.Time     `json:"startedAt"`     // when the run began, UTC
-	Target        Target        `json:"target"`        // the etcd driven
-	Scenario      WatchScenario `json:"scenario"`      // the options
+	Kind          string    `json:"kind"`          // KindWatch
+	SchemaVersion int       `json:"schemaVersion"` // WatchSchemaVersion
+	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
+	// Interrupted is true when SIGINT or SIGTERM stopped the load during
+	// its writes: the figures cover it until then.
+	Interrupted bool          `json:"interrupted,omitempty"`
+	Target      Target        `json:"target"`   // the etcd driven
+	Scenario    WatchScenario `json:"scenario"` // the options
 	// Creation is the time each Watch call took to return, which clientv3
 	// does once etcd has created the watch.
 	Creation Latency    `json:"creation"`
@@ -58,14 +61,17 @@ type WatchScenario struct {
 // PutResult is the versioned result of `lwbench put`: an open-loop write
 // load alone.
 type PutResult struct {
-	Kind          string      `json:"kind"`          // KindPut
-	SchemaVersion int         `json:"schemaVersion"` // PutSchemaVersion
-	StartedAt     time.Time   `json:"startedAt"`     // when the run began, UTC
-	Target        Target      `json:"target"`        // the etcd driven
-	Scenario      PutScenario `json:"scenario"`      // the options
-	Writes        WriteStats  `json:"writes"`        // counts, throughput and latency from schedule
-	Intervals     []Interval  `json:"intervals"`     // one-second series
-	Self          SelfStats   `json:"self"`          // lwbench's CPU and memory
+	Kind          string    `json:"kind"`          // KindPut
+	SchemaVersion int       `json:"schemaVersion"` // PutSchemaVersion
+	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
+	// Interrupted is true when SIGINT or SIGTERM stopped the load during
+	// its writes: the figures cover it until then.
+	Interrupted bool        `json:"interrupted,omitempty"`
+	Target      Target      `json:"target"`    // the etcd driven
+	Scenario    PutScenario `json:"scenario"`  // the options
+	Writes      WriteStats  `json:"writes"`    // counts, throughput and latency from schedule
+	Intervals   []Interval  `json:"intervals"` // one-second series
+	Self        SelfStats   `json:"self"`      // lwbench's CPU and memory
 }
 
 // PutScenario is the shape of a put run.

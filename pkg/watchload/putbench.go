@@ -159,10 +159,13 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 		return nil, err
 	}
 	res.Writes = writing.Wait()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
+	ctx, interrupted, cancel := s.AfterWrites(ctx)
+	defer cancel()
+	res.Interrupted = interrupted != nil
 	res.Intervals = collectTimings(s.env, &res.Writes, nil)
 	res.Self = s.selfStats(ctx)
+	if interrupted != nil {
+		return res, fmt.Errorf("put %w after %d of %d writes: the result holds what was measured until then", interrupted, res.Writes.Completed, res.Writes.Planned)
+	}
 	return res, nil
 }

@@ -68,10 +68,10 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion, StartedAt: s.epoch.UTC(),
 		Target: s.reportTarget(), Scenario: scenario(o)}
 
-	// Connections outlive ctx (the Session closes them), so that an
-	// interrupted run can still read what it needs for its result.
+	// Connections outlive ctx (the Session and the defers close them), so
+	// that an interrupted run can still read what it needs for its result.
 	dialCtx := context.WithoutCancel(ctx)
-	admin, err := s.DialAdmin(dialCtx)
+	admin, err := s.DialAdmin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	startRev := head.Header.Revision
 
-	writerTopo, err := s.ConnectWriters(dialCtx, o.WriterConnections, o.PinConnections)
+	writerTopo, err := s.ConnectWriters(ctx, o.WriterConnections, o.PinConnections)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		env.timing.setMembers(len(t.Endpoints))
 	}
 
-	watchTopo, err := s.ConnectWatchers(dialCtx, o.Connections, o.Streams, o.Profile.Source(), o.PinConnections)
+	watchTopo, err := s.ConnectWatchers(ctx, o.Connections, o.Streams, o.Profile.Source(), o.PinConnections)
 	if err != nil {
 		return nil, err
 	}
@@ -249,15 +249,12 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	for _, r := range refls {
 		r.Release()
 	}
-	// Interrupted (SIGINT): keep what was measured. The rest of the run
-	// confirms, validates and collects under a bounded context of its
-	// own, and the result goes back with the interruption as its error.
-	interrupted, interruptedAfter := ctx.Err(), env.Since()-writing.Start
+	// Interrupted (SIGINT): keep what was measured; the recorder runs on
+	// (dialCtx) so that the watchers' deliveries can still be confirmed.
+	interruptedAfter := env.Since() - writing.Start
+	ctx, interrupted, cancel := s.AfterWrites(ctx)
+	defer cancel()
 	if interrupted != nil {
-		logf("interrupted: collecting what was measured so far (at most %s)", interruptedGrace)
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), interruptedGrace)
-		defer cancel()
 		o.SyncTimeout = min(o.SyncTimeout, interruptedGrace/2)
 		res.Interrupted = true
 	}
@@ -291,10 +288,6 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	return res, nil
 }
-
-// interruptedGrace bounds what an interrupted run still does to hand back
-// its result: confirm, validate and collect.
-const interruptedGrace = 20 * time.Second
 
 // checkTarget checks what the options need from the target.
 func checkTarget(t Target, o Options) error {

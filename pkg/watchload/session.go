@@ -104,7 +104,7 @@ func (s *Session) SetPhase(phase string) { s.live.setPhase(phase) }
 // DialAdmin opens the maintenance connection, to every member: status,
 // compaction, defragmentation, the final reads and the cleanup.
 func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
-	c, err := s.t.Dial(ctx)
+	c, err := s.t.Dial(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +133,7 @@ func (s *Session) etcdVersion(ctx context.Context) (string, error) {
 // connect opens a topology to every endpoint, or, pinned, one endpoint
 // per connection (ConnectPinned).
 func (s *Session) connect(ctx context.Context, conns, streams int, source string, pinned bool) (*Topology, error) {
+	ctx = context.WithoutCancel(ctx) // see Session: connections outlive ctx
 	var topo *Topology
 	var err error
 	if pinned {
@@ -361,4 +362,23 @@ func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, pe
 	for _, r := range refls {
 		r.Finish()
 	}
+}
+
+// interruptedGrace bounds what an interrupted load still does to hand back
+// its result: confirm, validate and collect.
+const interruptedGrace = 20 * time.Second
+
+// AfterWrites is called once a load's writes have ended. While ctx is live
+// it returns ctx and a nil interruption. Once ctx has ended (SIGINT,
+// SIGTERM) it returns a context of its own, bounded by 20 s, for the phases
+// that hand back what was measured (the Session's connections outlive ctx),
+// and the interruption, which the load returns beside its result; cancel
+// releases the context.
+func (s *Session) AfterWrites(ctx context.Context) (_ context.Context, interrupted error, cancel context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, nil, func() {}
+	}
+	s.logf("interrupted: collecting what was measured so far (at most %s)", interruptedGrace)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedGrace)
+	return cctx, ctx.Err(), cancel
 }

@@ -166,7 +166,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 		return nil, fmt.Errorf("read the current revision: %w", err)
 	}
 	from := head.Header.Revision + 1
-	if _, err := s.StartRecorder(ctx, []string{watchPrefix}, "", from); err != nil {
+	if _, err := s.StartRecorder(context.WithoutCancel(ctx), []string{watchPrefix}, "", from); err != nil {
 		return nil, err
 	}
 	s.NewEnv(o.Puts+1024, o.PutWorkers)
@@ -194,8 +194,11 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 		return nil, err
 	}
 	res.Writes = writing.Wait()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	ctx, interrupted, cancel := s.AfterWrites(ctx)
+	defer cancel()
+	res.Interrupted = interrupted != nil
+	if interrupted != nil {
+		o.SyncTimeout = min(o.SyncTimeout, interruptedGrace/2)
 	}
 	s.SetPhase("delivering")
 	final, err := admin.Get(ctx, keyspace.CompactRevKey)
@@ -216,5 +219,8 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	res.ExpectedEvents = res.Writes.Completed * int64(o.Watchers)
 	res.Validation = validationReport(s.env, unsynced, unverified, 0)
 	res.Self = s.selfStats(ctx)
+	if interrupted != nil {
+		return res, fmt.Errorf("watch %w after %d of %d writes: the result holds what was measured until then", interrupted, res.Writes.Completed, res.Writes.Planned)
+	}
 	return res, nil
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -107,8 +108,11 @@ func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
 	}
 	res, err := watchload.Put(ctx, target, o.load)
 	con.Done()
-	if err != nil {
+	// An interrupted load still prints what it measured, then fails with
+	// the interruption (exit code 130).
+	interrupted := err
+	if err != nil && (res == nil || !res.Interrupted) {
 		return err
 	}
-	return o.out.write(out, errOut, o.out.table(makePutTable(res), makePutCSVTable(res)), res, res.Intervals, report.PutBenchstat(res))
+	return errors.Join(interrupted, o.out.write(out, errOut, o.out.table(makePutTable(res), makePutCSVTable(res)), res, res.Intervals, report.PutBenchstat(res)))
 }

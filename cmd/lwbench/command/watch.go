@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -114,11 +115,17 @@ func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error
 	}
 	res, err := watchload.Watch(ctx, target, o.load)
 	con.Done()
-	if err != nil {
+	// An interrupted load still prints what it measured, then fails with
+	// the interruption (exit code 130).
+	interrupted := err
+	if err != nil && (res == nil || !res.Interrupted) {
 		return err
 	}
 	if err := o.out.write(out, errOut, o.out.table(makeWatchTable(res), makeWatchCSVTable(res)), res, res.Intervals, report.WatchBenchstat(res)); err != nil {
-		return err
+		return errors.Join(interrupted, err)
+	}
+	if interrupted != nil {
+		return interrupted
 	}
 	if !res.Validation.OK() {
 		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
