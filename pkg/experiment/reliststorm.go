@@ -216,7 +216,7 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 				rs.Validation = rs.Validation.add(c.Validation)
 				res.Cases = append(res.Cases, c.summary())
 				o.Logf("relist storm: %d pods, page size %s%s: %d relists, resync p50 %.0f ms, max %.0f ms, probe p99 %.1f ms",
-					n, pageSizeName(pageSize), controlName(compact), c.Relists, c.ResyncP50Ms, c.ResyncMaxMs, c.Probe.P99Ms)
+					n, PageSizeName(pageSize), controlName(compact), c.Relists, c.ResyncP50Ms, c.ResyncMaxMs, c.Probe.P99Ms)
 			}
 			l.close()
 		}
@@ -230,7 +230,9 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 	return res, nil
 }
 
-func pageSizeName(ps int64) string {
+// PageSizeName is a LIST page size as case names and tables show it: none
+// for 0 (unpaginated).
+func PageSizeName(ps int64) string {
 	if ps == 0 {
 		return "none"
 	}
@@ -246,7 +248,7 @@ func controlName(compacted bool) string {
 
 func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.Compactor, o RelistStormOptions, n int, pageSize int64, compact bool) (RelistStormCase, error) {
 	rc := RelistStormCase{Objects: n, PageSize: pageSize, Compacted: compact, Watchers: o.Watchers}
-	label := fmt.Sprintf("n=%d ps=%s", n, pageSizeName(pageSize))
+	label := fmt.Sprintf("n=%d ps=%s", n, PageSizeName(pageSize))
 	if !compact {
 		label += " control"
 	}
@@ -459,7 +461,7 @@ func waitRevision(ctx context.Context, s *session, rev int64, timeout time.Durat
 }
 
 func (c RelistStormCase) summary() CaseSummary {
-	name := fmt.Sprintf("objects=%d pageSize=%s", c.Objects, pageSizeName(c.PageSize))
+	name := fmt.Sprintf("objects=%d pageSize=%s", c.Objects, PageSizeName(c.PageSize))
 	if !c.Compacted {
 		name += " control"
 	}

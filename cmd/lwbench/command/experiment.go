@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -169,23 +170,73 @@ func writeFigures(dir string, figs []plot.Figure) error {
 	return nil
 }
 
-// experimentCommand builds one experiment subcommand: add registers its
-// own flags, validate checks them after the shared ones, and run performs
-// the experiment.
-func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), validate func(o *experimentOptions) error,
-	run func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error),
-	runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+// experimentEntry is everything lwbench says and does for one experiment:
+// its subcommand's help, its own flags, how it runs, and its table. The
+// figures its cases measure are its experiment.Spec; its plots are
+// pkg/plot's.
+type experimentEntry struct {
+	name  string // the experiment, as experiment.Names spells it: the subcommand
+	short string // the subcommand's one-line help
+	long  string // the subcommand's help: what it does, and its defaults
+	// bind registers the experiment's own flags on fs, bound to fresh
+	// options, and returns how to check and run the experiment with them.
+	bind func(fs *pflag.FlagSet) experimentRun
+	// table lays a result of the experiment out, one row per case; false
+	// when the result lacks the experiment's own part.
+	table func(*experiment.Result) (output.Table, bool)
+}
+
+// experimentRun is one experiment bound to its flags: validate reads and
+// checks them after the shared ones, run performs the experiment.
+type experimentRun struct {
+	validate func(o *experimentOptions) error
+	run      func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error)
+}
+
+// lookupExperiment returns the entry of the experiment name.
+func lookupExperiment(name string) (experimentEntry, bool) {
+	i := slices.IndexFunc(experiments, func(e experimentEntry) bool { return e.name == name })
+	if i < 0 {
+		return experimentEntry{}, false
+	}
+	return experiments[i], true
+}
+
+// newExperimentCommands returns a subcommand per experiment, in the order
+// of experiments.
+func newExperimentCommands() []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, e := range experiments {
+		cmds = append(cmds, e.command(nil))
+	}
+	return cmds
+}
+
+// newExperimentCommand returns the subcommand of the experiment name, which
+// must be an entry of experiments; runF, if not nil, replaces the run
+// after the flags are validated.
+func newExperimentCommand(name string, runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	e, ok := lookupExperiment(name)
+	if !ok {
+		panic("lwbench: no experiment entry " + name)
+	}
+	return e.command(runF)
+}
+
+// command builds the experiment's subcommand.
+func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
 	o := &experimentOptions{}
+	var x experimentRun
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Long:  long,
+		Use:   e.name,
+		Short: e.short,
+		Long:  e.long,
 		Args:  cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(use); err != nil {
+			if err := o.Validate(e.name); err != nil {
 				return err
 			}
-			if err := validate(o); err != nil {
+			if err := x.validate(o); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -199,7 +250,7 @@ func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), val
 			limitMemory()
 			con := newConsole(cmd.ErrOrStderr())
 			defer con.Done()
-			res, err := run(cmd.Context(), o, con.Logf)
+			res, err := x.run(cmd.Context(), o, con.Logf)
 			if err != nil {
 				return err
 			}
@@ -210,7 +261,7 @@ func experimentCommand(use, short, long string, add func(fs *pflag.FlagSet), val
 		},
 	}
 	o.AddFlags(cmd.Flags())
-	add(cmd.Flags())
+	x = e.bind(cmd.Flags())
 	o.registerCompletion(cmd)
 	return cmd
 }
@@ -292,13 +343,15 @@ func toInt64s(v []int) []int64 {
 	return out
 }
 
-// newRelistStormCommand returns `lwbench relist-storm`.
-func newRelistStormCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	var eo experiment.RelistStormOptions
-	var pageSizes []string
-	return experimentCommand("relist-storm",
-		"Informers held back past a compaction all relist at once: relists, resync time, bytes, probe latency",
-		`relist-storm seeds pods at each --objects count and, for each --page-sizes,
+// experiments are lwbench's experiment subcommands, in the order the
+// suite runs them (experiment.Names): each entry is everything lwbench says
+// and does for one experiment, so adding one is adding an entry here (and
+// its Spec in pkg/experiment).
+var experiments = []experimentEntry{
+	{
+		name:  experiment.NameRelistStorm,
+		short: "Informers held back past a compaction all relist at once: relists, resync time, bytes, probe latency",
+		long: `relist-storm seeds pods at each --objects count and, for each --page-sizes,
 starts --watchers client-go informers, holds them all back, compacts past
 their revision with kube-apiserver's compactor and releases them: each watch
 fails with "required revision has been compacted" and the informer relists as
@@ -307,7 +360,9 @@ control case per count holds them back as long without compacting. It reports
 relists, LIST requests, objects and bytes, time to resync per informer, and a
 fixed-rate probe's latency meanwhile; every watch is validated.
 Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
-		func(fs *pflag.FlagSet) {
+		bind: func(fs *pflag.FlagSet) experimentRun {
+			var eo experiment.RelistStormOptions
+			var pageSizes []string
 			fs.IntSliceVar(&eo.Objects, "objects", nil, "pod counts, ascending (default 1000,10000,50000; --quick 100,1000)")
 			fs.StringSliceVar(&pageSizes, "page-sizes", []string{"500", "10000", "none"}, "informers' LIST page sizes (none: unpaginated)")
 			fs.IntVar(&eo.Watchers, "watchers", 0, "informers per case (default 10; --quick 3)")
@@ -315,28 +370,27 @@ Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 			fs.Float64Var(&eo.WriteRate, "write-rate", 0, "pod updates per second during each case (default 50)")
 			fs.DurationVar(&eo.Hold, "hold", 0, "how long the informers are held back (default 2s; --quick 1s)")
 			fs.BoolVar(&eo.NoControl, "no-control", false, "skip the control case without compaction")
-		},
-		func(o *experimentOptions) error {
-			var err error
-			if eo.PageSizes, err = parsePageSizes("--page-sizes", pageSizes, true); err != nil {
-				return err
+			return experimentRun{
+				validate: func(o *experimentOptions) error {
+					var err error
+					if eo.PageSizes, err = parsePageSizes("--page-sizes", pageSizes, true); err != nil {
+						return err
+					}
+					eo.Common = o.common(nil)
+					return flagErrors(o.flags, eo.Defaults().Validate())
+				},
+				run: func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+					eo.Common = o.common(logf)
+					return experiment.RelistStorm(ctx, eo)
+				},
 			}
-			eo.Common = o.common(nil)
-			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
-		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
-			eo.Common = o.common(logf)
-			return experiment.RelistStorm(ctx, eo)
-		}, runF)
-}
-
-// newContinuationCommand returns `lwbench continuation`.
-func newContinuationCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	var eo experiment.ContinuationOptions
-	var pageSizes []string
-	return experimentCommand("continuation",
-		"Paginated LISTs while compaction runs: expired continuations, restart against client-go's full-list fallback",
-		`continuation seeds --objects pods and, per --page-sizes, runs --lists paginated
+		table: relistStormTable,
+	},
+	{
+		name:  experiment.NameContinuation,
+		short: "Paginated LISTs while compaction runs: expired continuations, restart against client-go's full-list fallback",
+		long: `continuation seeds --objects pods and, per --page-sizes, runs --lists paginated
 LISTs (pages pinned to the first page's revision, as kube-apiserver reads a
 paginated list from etcd) while pods are updated: first without compaction
 (the control, which also counts the revisions written during one list), then
@@ -345,7 +399,9 @@ of history, for each fallback: restart the paginated list, or one unpaginated
 list as client-go's pager does (FullListIfExpired). A list that outlasts the
 history kept has a continuation page compacted under it.
 Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
-		func(fs *pflag.FlagSet) {
+		bind: func(fs *pflag.FlagSet) experimentRun {
+			var eo experiment.ContinuationOptions
+			var pageSizes []string
 			fs.IntVar(&eo.Objects, "objects", 0, "pods listed (default 10000; --quick 1000)")
 			fs.StringSliceVar(&pageSizes, "page-sizes", nil, "LIST page sizes (default 500,1000; --quick 100,250)")
 			fs.IntVar(&eo.Lists, "lists", 0, "lists per case (default 20; --quick 4)")
@@ -355,28 +411,27 @@ Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 			fs.Int64Var(&eo.CompactEvery, "compact-every", 0, "instead of --retain-lists: compact every N revisions")
 			fs.Int64Var(&eo.Retain, "retain", 0, "with --compact-every: revisions each compaction keeps (default: --compact-every)")
 			fs.IntVar(&eo.MaxAttempts, "max-attempts", 0, "lists a restarting client makes before giving up (default 10)")
-		},
-		func(o *experimentOptions) error {
-			var err error
-			if eo.PageSizes, err = parsePageSizes("--page-sizes", pageSizes, false); err != nil {
-				return err
+			return experimentRun{
+				validate: func(o *experimentOptions) error {
+					var err error
+					if eo.PageSizes, err = parsePageSizes("--page-sizes", pageSizes, false); err != nil {
+						return err
+					}
+					eo.Common = o.common(nil)
+					return flagErrors(o.flags, eo.Defaults().Validate())
+				},
+				run: func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+					eo.Common = o.common(logf)
+					return experiment.Continuation(ctx, eo)
+				},
 			}
-			eo.Common = o.common(nil)
-			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
-		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
-			eo.Common = o.common(logf)
-			return experiment.Continuation(ctx, eo)
-		}, runF)
-}
-
-// newCompactionSweepCommand returns `lwbench compaction-sweep`.
-func newCompactionSweepCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	var eo experiment.CompactionSweepOptions
-	var intervals []string
-	return experimentCommand("compaction-sweep",
-		"The same Kubernetes load under each --etcd-compaction-interval: db size over time, relists, write cost",
-		`compaction-sweep runs the same load once per --intervals, each on a fresh
+		table: continuationTable,
+	},
+	{
+		name:  experiment.NameCompactionSweep,
+		short: "The same Kubernetes load under each --etcd-compaction-interval: db size over time, relists, write cost",
+		long: `compaction-sweep runs the same load once per --intervals, each on a fresh
 member: pods seeded, informers watching them, pods written at --write-rate for
 --duration, --flaky informers losing their watch for --disconnect every
 --disconnect-every, and kube-apiserver's compactor at the interval (never:
@@ -384,7 +439,9 @@ no compaction). It reports db size over time, compactions, relists (only
 when a compaction passed a disconnected informer), write throughput and
 latency, and the probe.
 Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s (6s).`,
-		func(fs *pflag.FlagSet) {
+		bind: func(fs *pflag.FlagSet) experimentRun {
+			var eo experiment.CompactionSweepOptions
+			var intervals []string
 			fs.StringSliceVar(&intervals, "intervals", nil, "compaction intervals, or never (default never,2s,5s,15s,30s; --quick never,1s,4s)")
 			fs.DurationVar(&eo.Duration, "duration", 0, "write phase per interval (default 60s; --quick 6s)")
 			fs.IntVar(&eo.Objects, "objects", 0, "pods seeded (default 2000; --quick 300)")
@@ -394,95 +451,123 @@ Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s 
 			fs.DurationVar(&eo.DisconnectEvery, "disconnect-every", 0, "how often (default 12s; --quick 3s)")
 			fs.Float64Var(&eo.WriteRate, "write-rate", 0, "pod writes per second (default 500; --quick 200)")
 			fs.BoolVar(&eo.Physical, "physical", false, "wait for each compaction to finish deleting (kube-apiserver does not)")
-		},
-		func(o *experimentOptions) error {
-			eo.Intervals = nil
-			for _, s := range intervals {
-				if s == "never" {
-					eo.Intervals = append(eo.Intervals, -1)
-					continue
-				}
-				d, err := time.ParseDuration(s)
-				if err != nil || d <= 0 {
-					return cli.FlagErrorf("--intervals: %q is not a positive duration or never", s)
-				}
-				eo.Intervals = append(eo.Intervals, d)
+			return experimentRun{
+				validate: func(o *experimentOptions) error {
+					eo.Intervals = nil
+					for _, s := range intervals {
+						if s == "never" {
+							eo.Intervals = append(eo.Intervals, -1)
+							continue
+						}
+						d, err := time.ParseDuration(s)
+						if err != nil || d <= 0 {
+							return cli.FlagErrorf("--intervals: %q is not a positive duration or never", s)
+						}
+						eo.Intervals = append(eo.Intervals, d)
+					}
+					eo.Common = o.common(nil)
+					return flagErrors(o.flags, eo.Defaults().Validate())
+				},
+				run: func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+					eo.Common = o.common(logf)
+					return experiment.CompactionSweep(ctx, eo)
+				},
 			}
-			eo.Common = o.common(nil)
-			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
-		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
-			eo.Common = o.common(logf)
-			return experiment.CompactionSweep(ctx, eo)
-		}, runF)
-}
-
-// newDefragStallCommand returns `lwbench defrag-stall`.
-func newDefragStallCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	var eo experiment.DefragStallOptions
-	var sizes []string
-	return experimentCommand("defrag-stall",
-		"Defragmentation at each db size: how long the member stops, the probe's stall and errors, sizes before and after",
-		`defrag-stall grows one member to each of --sizes (new keys written twice, so
+		table: sweepTable,
+	},
+	{
+		name:  experiment.NameDefragStall,
+		short: "Defragmentation at each db size: how long the member stops, the probe's stall and errors, sizes before and after",
+		long: `defrag-stall grows one member to each of --sizes (new keys written twice, so
 half the file is history), compacts it, and defragments it while a probe reads
 and writes at a fixed rate: defragmentation time, the probe's latency, longest
 stall, errors and timeouts, db size and size in use before and after. Then
 (unless --no-overlap) it rewrites those keys and starts a defragmentation
 --overlap-delay after requesting a compaction, while etcd is still deleting.
 Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
-		func(fs *pflag.FlagSet) {
+		bind: func(fs *pflag.FlagSet) experimentRun {
+			var eo experiment.DefragStallOptions
+			var sizes []string
 			fs.StringSliceVar(&sizes, "sizes", nil, "db sizes to grow to, ascending (default 100MB,500MB,1GB; --quick 8MB,24MB)")
 			fs.IntVar(&eo.ValueSize, "value-size", 0, "bytes per value (default 4096; --quick 512)")
 			fs.BoolVar(&eo.NoOverlap, "no-overlap", false, "skip the defragmentations that overlap a compaction")
 			fs.DurationVar(&eo.OverlapDelay, "overlap-delay", 0, "start of the overlapping defragmentation after the compaction request (default 20ms)")
 			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel puts growing the member (default 32)")
-		},
-		func(o *experimentOptions) error {
-			eo.Sizes = nil
-			for _, s := range sizes {
-				v, err := parseSize(s)
-				if err != nil {
-					return cli.FlagErrorf("--sizes: %v", err)
-				}
-				eo.Sizes = append(eo.Sizes, v)
+			return experimentRun{
+				validate: func(o *experimentOptions) error {
+					eo.Sizes = nil
+					for _, s := range sizes {
+						v, err := parseSize(s)
+						if err != nil {
+							return cli.FlagErrorf("--sizes: %v", err)
+						}
+						eo.Sizes = append(eo.Sizes, v)
+					}
+					eo.Common = o.common(nil)
+					return flagErrors(o.flags, eo.Defaults().Validate())
+				},
+				run: func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+					eo.Common = o.common(logf)
+					return experiment.DefragStall(ctx, eo)
+				},
 			}
-			eo.Common = o.common(nil)
-			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
-		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
-			eo.Common = o.common(logf)
-			return experiment.DefragStall(ctx, eo)
-		}, runF)
-}
-
-// newCatchupCommand returns `lwbench catchup`.
-func newCatchupCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	var eo experiment.CatchupOptions
-	var behind []int
-	return experimentCommand("catchup",
-		"A watcher resuming from an old, uncompacted revision far behind, against a relist",
-		`catchup seeds --objects pods and, for each --behind, updates them that many times
+		table: defragTable,
+	},
+	{
+		name:  experiment.NameCatchup,
+		short: "A watcher resuming from an old, uncompacted revision far behind, against a relist",
+		long: `catchup seeds --objects pods and, for each --behind, updates them that many times
 while a watcher is away, then resumes its watch from the old revision (nothing
 compacted) until it is current: etcd sends a lagging watcher at most 1,000
 revisions per response, one round every 100 ms. It then times a relist of the
 same pods, paginated and not, and checks that every update arrived once.
 Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
-		func(fs *pflag.FlagSet) {
+		bind: func(fs *pflag.FlagSet) experimentRun {
+			var eo experiment.CatchupOptions
+			var behind []int
 			fs.IntSliceVar(&behind, "behind", nil, "updates the watcher misses, ascending (default 1000,10000,50000; --quick 1000,5000)")
 			fs.IntVar(&eo.Objects, "objects", 0, "pods updated and relisted (default 1000; --quick 200)")
 			fs.Int64Var(&eo.PageSize, "page-size", 0, "the relist's page size (default 500)")
 			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel updates (default 32)")
-		},
-		func(o *experimentOptions) error {
-			eo.Behind = toInt64s(behind)
-			if len(behind) == 0 {
-				eo.Behind = nil
+			return experimentRun{
+				validate: func(o *experimentOptions) error {
+					eo.Behind = toInt64s(behind)
+					if len(behind) == 0 {
+						eo.Behind = nil
+					}
+					eo.Common = o.common(nil)
+					return flagErrors(o.flags, eo.Defaults().Validate())
+				},
+				run: func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
+					eo.Common = o.common(logf)
+					return experiment.Catchup(ctx, eo)
+				},
 			}
-			eo.Common = o.common(nil)
-			return flagErrors(o.flags, eo.Defaults().Validate())
 		},
-		func(ctx context.Context, o *experimentOptions, logf func(string, ...any)) (*experiment.Result, error) {
-			eo.Common = o.common(logf)
-			return experiment.Catchup(ctx, eo)
-		}, runF)
+		table: catchupTable,
+	},
+}
+
+// The experiment subcommands by name, for the flag tests (runF replaces
+// the run).
+func newRelistStormCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	return newExperimentCommand(experiment.NameRelistStorm, runF)
+}
+
+func newContinuationCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	return newExperimentCommand(experiment.NameContinuation, runF)
+}
+
+func newCompactionSweepCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	return newExperimentCommand(experiment.NameCompactionSweep, runF)
+}
+
+func newDefragStallCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	return newExperimentCommand(experiment.NameDefragStall, runF)
+}
+
+func newCatchupCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
+	return newExperimentCommand(experiment.NameCatchup, runF)
 }

@@ -29,35 +29,36 @@ func numeric(cols int, text ...int) []bool {
 // makeExperimentTable lays an experiment's result out, one row per case, in the
 // columns of its experiment (sizes in decimal MB, times in ms).
 func makeExperimentTable(r *experiment.Result) output.Table {
-	switch {
-	case r.RelistStorm != nil:
-		return relistStormTable(r.RelistStorm)
-	case r.Continuation != nil:
-		return continuationTable(r.Continuation)
-	case r.CompactionSweep != nil:
-		return sweepTable(r.CompactionSweep)
-	case r.DefragStall != nil:
-		return defragTable(r.DefragStall)
-	case r.Catchup != nil:
-		return catchupTable(r.Catchup)
+	if e, ok := lookupExperiment(r.Experiment); ok {
+		if t, ok := e.table(r); ok {
+			return t
+		}
 	}
 	return makeComparisonTable([]*experiment.Result{r})
 }
 
-func relistStormTable(rs *experiment.RelistStormResult) output.Table {
+func relistStormTable(r *experiment.Result) (output.Table, bool) {
+	rs := r.RelistStorm
+	if rs == nil {
+		return output.Table{}, false
+	}
 	t := output.Table{Header: []string{"objects", "page size", "compacted", "watchers", "relists", "LIST requests", "410 expired",
 		"relist objects", "relist MB", "resync p50 ms", "resync max ms", "relist p50 ms", "backoff p50 ms",
 		"probe p99 ms", "probe max ms", "probe errors", "lost events"}}
 	t.Numeric = numeric(len(t.Header), 2)
 	for _, c := range rs.Cases {
-		t.Rows = append(t.Rows, []string{n(c.Objects), pageSizeName(c.PageSize), fmt.Sprint(c.Compacted), n(c.Watchers), n(c.Relists),
+		t.Rows = append(t.Rows, []string{n(c.Objects), experiment.PageSizeName(c.PageSize), fmt.Sprint(c.Compacted), n(c.Watchers), n(c.Relists),
 			n(c.RelistRequests), n(c.Expired), n(c.RelistObjects), mb(c.RelistBytes), ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs),
 			ms(c.ListP50Ms), ms0(c.BackoffP50Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Probe.Errors), n(c.Validation.Lost)})
 	}
-	return t
+	return t, true
 }
 
-func continuationTable(cr *experiment.ContinuationResult) output.Table {
+func continuationTable(r *experiment.Result) (output.Table, bool) {
+	cr := r.Continuation
+	if cr == nil {
+		return output.Table{}, false
+	}
 	t := output.Table{Header: []string{"page size", "fallback", "history kept (lists)", "compact every", "retain", "revisions per list p50",
 		"compactions", "lists", "expired lists", "restarts", "full lists", "failed", "wasted pages", "requests p50", "KB p50",
 		"time p50 ms", "time max ms", "probe p99 ms"}}
@@ -74,10 +75,14 @@ func continuationTable(cr *experiment.ContinuationResult) output.Table {
 			n(c.Expired), n(c.Restarts), n(c.Fallbacks), n(c.Failed), n(c.WastedPages), fmt.Sprintf("%.0f", c.RequestsP50),
 			fmt.Sprintf("%.0f", c.BytesP50/1e3), ms0(c.DurationP50Ms), ms0(c.DurationMaxMs), ms(c.Probe.P99Ms)})
 	}
-	return t
+	return t, true
 }
 
-func sweepTable(cs *experiment.CompactionSweepResult) output.Table {
+func sweepTable(r *experiment.Result) (output.Table, bool) {
+	cs := r.CompactionSweep
+	if cs == nil {
+		return output.Table{}, false
+	}
 	t := output.Table{Header: []string{"interval", "compactions", "compact p50 ms", "disconnections", "relists", "relist objects",
 		"db start MB", "db peak MB", "db end MB", "in use end MB", "writes/s", "write p99 ms", "probe p99 ms", "probe max ms", "lost events"}}
 	t.Numeric = numeric(len(t.Header), 0)
@@ -87,10 +92,14 @@ func sweepTable(cs *experiment.CompactionSweepResult) output.Table {
 			mb(c.DBSizeEndInUseBytes), fmt.Sprintf("%.0f", c.Writes.ThroughputPerSecond), ms(c.Writes.Latency.P99Ms),
 			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Validation.Lost)})
 	}
-	return t
+	return t, true
 }
 
-func defragTable(ds *experiment.DefragStallResult) output.Table {
+func defragTable(r *experiment.Result) (output.Table, bool) {
+	ds := r.DefragStall
+	if ds == nil {
+		return output.Table{}, false
+	}
 	t := output.Table{Header: []string{"size", "overlapping compaction", "keys", "db before MB", "in use before MB", "compaction ms",
 		"overlap ms", "defrag ms", "db after MB", "in use after MB", "probe p99 ms", "probe max ms", "longest stall ms",
 		"probe errors", "probe timeouts"}}
@@ -100,10 +109,14 @@ func defragTable(ds *experiment.DefragStallResult) output.Table {
 			mb(c.BeforeInUseBytes), ms0(c.CompactionMs), ms0(c.OverlapMs), ms0(c.DefragMs), mb(c.AfterBytes), mb(c.AfterInUseBytes),
 			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), ms0(c.Probe.LongestStallMs), n(c.Probe.Errors), n(c.Probe.Timeouts)})
 	}
-	return t
+	return t, true
 }
 
-func catchupTable(cr *experiment.CatchupResult) output.Table {
+func catchupTable(r *experiment.Result) (output.Table, bool) {
+	cr := r.Catchup
+	if cr == nil {
+		return output.Table{}, false
+	}
 	t := output.Table{Header: []string{"updates behind", "revisions", "catch-up ms", "revisions/s", "responses", "events", "event MB",
 		"missing", "unexpected", "relist ms", "relist pages", "relist objects", "relist MB", "unpaginated relist ms", "probe p99 ms"}}
 	t.Numeric = numeric(len(t.Header))
@@ -112,7 +125,7 @@ func catchupTable(cr *experiment.CatchupResult) output.Table {
 			n(c.Responses), n(c.Events), mb(c.EventBytes), n(c.Missing), n(c.Unexpected), ms(c.RelistMs), n(c.RelistPages),
 			n(c.RelistObjects), mb(c.RelistBytes), ms(c.RelistUnpaginatedMs), ms(c.Probe.P99Ms)})
 	}
-	return t
+	return t, true
 }
 
 // makeComparisonTable lays any set of results out as one table: a row
@@ -153,14 +166,6 @@ func makeComparisonTable(results []*experiment.Result) output.Table {
 		}
 	}
 	return t
-}
-
-// pageSizeName is a LIST page size as the tables show it: none for 0.
-func pageSizeName(ps int64) string {
-	if ps == 0 {
-		return "none"
-	}
-	return fmt.Sprint(ps)
 }
 
 // sweepInterval is a compaction-sweep case's interval as its table shows

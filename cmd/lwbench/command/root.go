@@ -59,7 +59,8 @@ By default it starts its own etcd member in a temporary directory; use
 	root.PersistentFlags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of lwbench (and an embedded member) to this file")
 	cli.PrepareRoot(root)
 	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
-	root.AddCommand(newRelistStormCommand(nil), newContinuationCommand(nil), newCompactionSweepCommand(nil), newDefragStallCommand(nil), newCatchupCommand(nil), newReportCommand(nil))
+	root.AddCommand(newExperimentCommands()...)
+	root.AddCommand(newReportCommand(nil))
 	root.AddCommand(newVersionCommand())
 	// The profile starts before a command validates its flags; a usage
 	// error removes it again (nothing is left behind), and a failed run
