@@ -139,28 +139,15 @@ func Figures(results []*experiment.Result) ([]Figure, error) {
 			}
 			figs = append(figs, Figure{Name: name(n), Title: title, p: p})
 		}
-		var p *plot.Plot
-		var err error
-		var n, title string
-		switch {
-		case r.DefragStall != nil:
-			title = r.Name() + ": defragmentation against db size"
-			p, err = defragFigure(r.DefragStall, title)
-			n = r.Name() + "-defrag"
-		case r.Catchup != nil:
-			title = r.Name() + ": catch-up against relist"
-			p, err = catchupFigure(r.Catchup, title)
-			n = r.Name() + "-catchup"
-		case r.Continuation != nil:
-			title = r.Name() + ": paginated LIST time by history kept and fallback"
-			p, err = continuationFigure(r.Continuation, title)
-			n = r.Name() + "-lists"
-		}
-		if err != nil {
-			return nil, err
-		}
-		if p != nil {
-			figs = append(figs, Figure{Name: name(n), Title: title, p: p})
+		if f, ok := experimentFigures[r.Experiment]; ok {
+			title := r.Name() + ": " + f.title
+			p, err := f.draw(r, title)
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				figs = append(figs, Figure{Name: name(r.Name() + "-" + f.name), Title: title, p: p})
+			}
 		}
 	}
 	// db size over time: the compaction sweeps' cases together, and each
@@ -193,6 +180,23 @@ func Figures(results []*experiment.Result) ([]Figure, error) {
 		figs = append(figs, Figure{Name: name("relist-cost"), Title: "relist cost against object count", p: p})
 	}
 	return figs, nil
+}
+
+// experimentFigure is the figure of an experiment's own part of a
+// result, drawn for each result of the experiment.
+type experimentFigure struct {
+	name  string // the figure's name after the result's name and a dash
+	title string // the figure's title after the result's name and a colon
+	// draw plots the result; nil when it lacks the experiment's part.
+	draw func(r *experiment.Result, title string) (*plot.Plot, error)
+}
+
+// experimentFigures are the experiments that have a figure of their own,
+// by name.
+var experimentFigures = map[string]experimentFigure{
+	experiment.NameDefragStall:  {"defrag", "defragmentation against db size", defragFigure},
+	experiment.NameCatchup:      {"catchup", "catch-up against relist", catchupFigure},
+	experiment.NameContinuation: {"lists", "paginated LIST time by history kept and fallback", continuationFigure},
 }
 
 // Latency plots a timeline's probe: the median and the slowest operation
@@ -383,7 +387,11 @@ func pageSizeLabel(ps int64) string {
 	return fmt.Sprint(ps)
 }
 
-func defragFigure(ds *experiment.DefragStallResult, title string) (*plot.Plot, error) {
+func defragFigure(r *experiment.Result, title string) (*plot.Plot, error) {
+	ds := r.DefragStall
+	if ds == nil {
+		return nil, nil
+	}
 	p := newPlot(title, "db size before defragmentation (MB, decimal)", "time (ms)")
 	var defrag, stall, odefrag, ostall plotter.XYs
 	for _, c := range ds.Cases {
@@ -412,7 +420,11 @@ func defragFigure(ds *experiment.DefragStallResult, title string) (*plot.Plot, e
 	return p, nil
 }
 
-func catchupFigure(cr *experiment.CatchupResult, title string) (*plot.Plot, error) {
+func catchupFigure(r *experiment.Result, title string) (*plot.Plot, error) {
+	cr := r.Catchup
+	if cr == nil {
+		return nil, nil
+	}
 	p := newPlot(title, "revisions behind", "time to be current again (ms)")
 	var catchup, relist, unpaged, bound plotter.XYs
 	for _, c := range cr.Cases {
@@ -438,7 +450,11 @@ func catchupFigure(cr *experiment.CatchupResult, title string) (*plot.Plot, erro
 	return p, nil
 }
 
-func continuationFigure(cr *experiment.ContinuationResult, title string) (*plot.Plot, error) {
+func continuationFigure(r *experiment.Result, title string) (*plot.Plot, error) {
+	cr := r.Continuation
+	if cr == nil {
+		return nil, nil
+	}
 	p := newPlot(title, "history kept by the compactor (lists' worth of revisions)", "median time per list, retries included (ms)")
 	type key struct {
 		pageSize int64
