@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -165,7 +166,7 @@ func dialCause(ctx context.Context, err error, addr string, timeout time.Duratio
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("connection refused: nothing listens on %s", addr)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || isTimeout(err):
 		return fmt.Errorf("no answer from %s within --dial-timeout %s", addr, timeout)
 	}
 	var dnsErr *net.DNSError
@@ -197,10 +198,18 @@ func tlsCause(ctx context.Context, err error, timeout time.Duration) error {
 		return errors.New("the server requires a client certificate: pass --cert and --key")
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
 		return fmt.Errorf("the server closed the connection: %v", err)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || isTimeout(err):
 		return fmt.Errorf("no answer within --dial-timeout %s", timeout)
 	}
 	return err
+}
+
+// isTimeout reports whether err is a connection's deadline passing, which
+// the deadline Diagnose sets from its context can report before the
+// context itself ends.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // isTLSRecord reports whether a plain-HTTP read failed because the server

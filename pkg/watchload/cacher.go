@@ -102,8 +102,12 @@ func (p *progressRequester) Run(ctx context.Context) {
 				continue
 			}
 			timer.Reset(ProgressRequestPeriod)
-			if p.stream.RequestProgress(ctx) == nil {
-				p.requests.Add(1)
+			// Count the request before sending it: its notification can
+			// reach a waiting reader, and the reader's result be read,
+			// before RequestProgress returns.
+			p.requests.Add(1)
+			if p.stream.RequestProgress(ctx) != nil {
+				p.requests.Add(-1)
 			}
 		case <-ctx.Done():
 			return
