@@ -346,7 +346,7 @@ func (s *Server) logTail(n int) string {
 	if err != nil {
 		return err.Error()
 	}
-	return lastLines(string(b), n)
+	return etcdproc.LastLines(string(b), n)
 }
 
 // PID returns the server's process ID, 0 when it has exited.

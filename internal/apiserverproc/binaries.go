@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -52,7 +51,7 @@ func BinDir(version string) string {
 // Cached reports whether kube-apiserver of version is in the cache, so
 // that Binaries would return at once.
 func Cached(version string) bool {
-	return isExecutable(filepath.Join(BinDir(version), "kube-apiserver"))
+	return etcdproc.IsExecutable(filepath.Join(BinDir(version), "kube-apiserver"))
 }
 
 // Binaries returns the directory holding kube-apiserver of version (1.35.x,
@@ -76,18 +75,4 @@ func Binaries(version string, progress io.Writer) (string, error) {
 		return "", fmt.Errorf("%w: scripts/build-kube-apiserver.sh %s did not produce %s", ErrNoBinaries, version, filepath.Join(dir, "kube-apiserver"))
 	}
 	return dir, nil
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// lastLines joins the last n non-empty lines of s with " | ".
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
 }

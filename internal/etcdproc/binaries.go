@@ -58,13 +58,13 @@ var ErrNoBinaries = errors.New("etcd binaries unavailable")
 func Binaries(version string, progress io.Writer) (string, error) {
 	version = strings.TrimPrefix(version, "v")
 	dir := filepath.Join(CacheDir(), "etcd-v"+version)
-	if isExecutable(filepath.Join(dir, "etcd")) && isExecutable(filepath.Join(dir, "etcdctl")) {
+	if IsExecutable(filepath.Join(dir, "etcd")) && IsExecutable(filepath.Join(dir, "etcdctl")) {
 		return dir, nil
 	}
 	if err := RunBuildScript("build-etcd.sh", version, progress); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
 	}
-	if !isExecutable(filepath.Join(dir, "etcd")) {
+	if !IsExecutable(filepath.Join(dir, "etcd")) {
 		return "", fmt.Errorf("%w: scripts/build-etcd.sh %s did not produce %s", ErrNoBinaries, version, filepath.Join(dir, "etcd"))
 	}
 	return dir, nil
@@ -89,7 +89,7 @@ func RunBuildScript(name, version string, progress io.Writer) error {
 		cmd.Stderr = io.MultiWriter(&stderr, progress)
 	}
 	if _, err := cmd.Output(); err != nil {
-		return fmt.Errorf("%s %s: %v: %s", script, version, err, lastLines(stderr.String(), 5))
+		return fmt.Errorf("%s %s: %v: %s", script, version, err, LastLines(stderr.String(), 5))
 	}
 	return nil
 }
@@ -108,12 +108,15 @@ func buildScript(name string) (string, error) {
 	return p, nil
 }
 
-func isExecutable(p string) bool {
+// IsExecutable reports whether p is a regular file with an execute bit.
+func IsExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-func lastLines(s string, n int) string {
+// LastLines joins the last n lines of s (trimmed) with " | ", for error
+// messages that quote the end of a process's output or log.
+func LastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

@@ -512,5 +512,5 @@ func tail(path string) string {
 	if err != nil {
 		return err.Error()
 	}
-	return lastLines(string(b), 3)
+	return LastLines(string(b), 3)
 }
