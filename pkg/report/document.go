@@ -20,6 +20,7 @@ const (
 	KindWatch      = "WatchResult"      // lwbench watch: WatchResult
 	KindPut        = "PutResult"        // lwbench put: PutResult
 	KindList       = "ListResult"       // lwbench list: ListResult
+	KindKubeRun    = "KubeRunResult"    // lwbench run --kube-apiserver: KubeRunResult
 	KindExperiment = "ExperimentResult" // the experiments: experiment.Result
 	KindComparison = "Comparison"       // lwbench report -w json: experiment.Comparison
 	// KindFaultRuns is results/faults.json (scripts/faults.sh).
@@ -164,7 +165,7 @@ func Identify(b []byte) (Header, error) {
 }
 
 // Decode decodes a result of one of lwbench's own commands: it returns a
-// *RunResult, *WatchResult, *PutResult or *ListResult by the document's
+// *RunResult, *WatchResult, *PutResult, *ListResult or *KubeRunResult by the document's
 // kind (Identify). It returns an error wrapping ErrNewerSchema for a
 // newer schema version, and one wrapping ErrUnknownKind, naming the
 // kind, for every other document (experiment results decode with
@@ -185,6 +186,8 @@ func Decode(b []byte) (Header, any, error) {
 		v, current = &PutResult{}, PutSchemaVersion
 	case KindList:
 		v, current = &ListResult{}, ListSchemaVersion
+	case KindKubeRun:
+		v, current = &KubeRunResult{}, KubeRunSchemaVersion
 	default:
 		return h, nil, fmt.Errorf("%w: a %s document", ErrUnknownKind, h.Kind)
 	}

@@ -293,6 +293,17 @@ func (w *KubernetesWorkload) shard(key string) int {
 // fails, wrapping ErrObjectExists, if a key already exists: the prefix
 // holds an earlier run's objects.
 func (w *KubernetesWorkload) Seed(ctx context.Context, kvs []KV, concurrency int) (map[string]int, error) {
+	objs := w.planSeed()
+	counts := map[string]int{}
+	for _, o := range objs {
+		counts[o.resource]++
+	}
+	return counts, w.create(ctx, kvs, concurrency, objs)
+}
+
+// planSeed lists the seeded objects, pods then configmaps then events, and
+// plans them as existing.
+func (w *KubernetesWorkload) planSeed() []seedObject {
 	var objs []seedObject
 	for i := range w.o.Pods {
 		objs = append(objs, seedObject{ResourcePods, w.seedName(ResourcePods, i)})
@@ -303,12 +314,34 @@ func (w *KubernetesWorkload) Seed(ctx context.Context, kvs []KV, concurrency int
 	for i := range w.o.Events {
 		objs = append(objs, seedObject{ResourceEvents, w.seedName(ResourceEvents, i)})
 	}
-	counts := map[string]int{}
 	for _, o := range objs {
 		w.live[o.resource] = append(w.live[o.resource], o.obj)
-		counts[o.resource]++
 	}
-	return counts, w.create(ctx, kvs, concurrency, objs)
+	return objs
+}
+
+// PlanSeed returns the creates Seed would perform, pods then configmaps
+// then events, for a writer that performs them another way (through
+// kube-apiserver: pkg/kubeload), and plans those objects as existing, as
+// Seed does. Call it once, instead of Seed, before the first Next.
+func (w *KubernetesWorkload) PlanSeed() []Op {
+	objs := w.planSeed()
+	ops := make([]Op, len(objs))
+	for i, o := range objs {
+		key := w.key(o.resource, o.obj.ns, o.obj.name)
+		ops[i] = Op{Kind: OpCreate, Resource: o.resource, Namespace: o.obj.ns, Name: o.obj.name, Key: key, Shard: w.shard(key)}
+	}
+	return ops
+}
+
+// Namespaces returns the namespaces the workload's objects are spread
+// across, in order.
+func (w *KubernetesWorkload) Namespaces() []string {
+	out := make([]string, w.o.Namespaces)
+	for i := range out {
+		out[i] = w.ns(i)
+	}
+	return out
 }
 
 // SeedRange creates objects [from, to) of one resource, named as Seed

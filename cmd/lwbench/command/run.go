@@ -29,6 +29,7 @@ const externalDefaultPrefix = "/lwbench"
 type runOptions struct {
 	out          outputOptions
 	target       targetOptions
+	kube         kubeOptions
 	snapshotPath string
 
 	load           watchload.Options
@@ -56,6 +57,7 @@ type runOptions struct {
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	o.out.AddFlags(fs, true)
 	o.target.AddFlags(fs)
+	o.kube.AddFlags(fs)
 	fs.StringVar(&o.snapshotPath, "snapshot", "", "save an etcd snapshot to this file at the end (for etcdinspect)")
 
 	d := watchload.Options{}.Defaults()
@@ -111,6 +113,9 @@ func faultNames() string {
 // explicit 0 that watchload's Defaults would replace is reported.
 func (o *runOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
+		return err
+	}
+	if err := o.kube.Validate(); err != nil {
 		return err
 	}
 	o.load.Profile = watchload.Profile(o.profile)
@@ -244,6 +249,9 @@ func onOff(on bool) string {
 }
 
 func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+	if o.kube.enabled() {
+		return runKube(ctx, o, out, errOut)
+	}
 	if err := o.out.prepare(); err != nil {
 		return err
 	}

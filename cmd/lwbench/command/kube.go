@@ -1,0 +1,162 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// kubeVersions maps each Kubernetes minor release lwbench can build to the
+// patch release it builds by default: the newest the module proxy served
+// for k8s.io/kubernetes when this was written.
+var kubeVersions = map[string]string{"1.35": "1.35.4", "1.36": "1.36.3", "1.37": apiserverproc.DefaultVersion}
+
+// kubeOptions put real kube-apiservers in front of the etcd target
+// (`lwbench run --kube-apiserver VERSION`): the load then goes through
+// them, written by client-go clients and watched by client-go informers.
+type kubeOptions struct {
+	version         string
+	servers         int
+	watchCache      bool
+	apiserverGates  string
+	clientGates     string
+	watchList       *bool // from clientGates; nil: client-go's default
+	resolvedVersion string
+	flags           *pflag.FlagSet
+}
+
+func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.version, "kube-apiserver", "", "run the load through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the etcd target, built from the Go module proxy into "+etcdproc.CacheDir()+" on first use (10-30 minutes on 2 cores), with real client-go writers and informers")
+	fs.IntVar(&o.servers, "apiservers", 1, "with --kube-apiserver: kube-apiservers to start, all in front of the same etcd")
+	fs.BoolVar(&o.watchCache, "watch-cache", true, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd)")
+	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)")
+	fs.StringVar(&o.clientGates, "client-feature-gates", "", "with --kube-apiserver: client-go feature gates of the informers; only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
+	o.flags = fs
+}
+
+// enabled reports whether the load goes through kube-apiserver.
+func (o *kubeOptions) enabled() bool { return o.version != "" }
+
+// Validate checks the flags: they need --kube-apiserver, whose version
+// must be one lwbench can build.
+func (o *kubeOptions) Validate() error {
+	if !o.enabled() {
+		for _, name := range []string{"apiservers", "watch-cache", "apiserver-feature-gates", "client-feature-gates"} {
+			if o.flags != nil && o.flags.Changed(name) {
+				return cli.FlagErrorf("--%s needs --kube-apiserver", name)
+			}
+		}
+		return nil
+	}
+	v := strings.TrimPrefix(o.version, "v")
+	if full, ok := kubeVersions[v]; ok {
+		v = full
+	}
+	minor := v
+	if parts := strings.Split(v, "."); len(parts) == 3 {
+		minor = parts[0] + "." + parts[1]
+	}
+	if _, ok := kubeVersions[minor]; !ok {
+		return cli.FlagErrorf("--kube-apiserver: Unsupported value: %q: lwbench builds kube-apiserver 1.35, 1.36 and 1.37", o.version)
+	}
+	o.resolvedVersion = v
+	if o.servers < 1 {
+		return cli.FlagErrorf("--apiservers: Invalid value: %d: must be at least 1", o.servers)
+	}
+	o.watchList = nil
+	if o.clientGates != "" {
+		for _, kv := range strings.Split(o.clientGates, ",") {
+			name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			b, err := strconv.ParseBool(val)
+			if !ok || err != nil || name != "WatchListClient" {
+				return cli.FlagErrorf("--client-feature-gates: Invalid value: %q: give WatchListClient=true or WatchListClient=false", kv)
+			}
+			o.watchList = &b
+		}
+	}
+	return nil
+}
+
+// clientWatchList names the informers' WatchListClient setting.
+func (o *kubeOptions) clientWatchList() string {
+	if o.watchList == nil {
+		return "default"
+	}
+	return onOff(*o.watchList)
+}
+
+// runKube runs `lwbench run --kube-apiserver`: it opens the etcd target,
+// starts the apiservers in front of it (building kube-apiserver if it is
+// not cached), runs kubeload.Run through them and prints the result.
+func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
+	con := newConsole(errOut)
+	defer con.Done()
+	o.load.Logf = con.Logf
+	k := &o.kube
+	if !apiserverproc.Cached(k.resolvedVersion) {
+		con.Logf("building kube-apiserver %s into %s: the first build takes 10-30 minutes on 2 cores", k.resolvedVersion, apiserverproc.BinDir(k.resolvedVersion))
+	}
+	bin, err := apiserverproc.Binaries(k.resolvedVersion, etcdproc.LogWriter(con.Logf))
+	if err != nil {
+		return err
+	}
+	target, release, err := o.target.open(ctx, con.Logf)
+	defer release()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "lwbench-apiserver-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	interval := o.load.Defaults().CompactionInterval
+	cfg := apiserverproc.Config{BinDir: bin, Servers: k.servers, Dir: dir, EtcdServers: target.Endpoints,
+		EtcdCAFile: o.target.conn.CACert, EtcdCertFile: o.target.conn.Cert, EtcdKeyFile: o.target.conn.Key,
+		EtcdPrefix: o.load.Prefix, EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL,
+		DisableWatchCache: !k.watchCache, FeatureGates: k.apiserverGates}
+	con.Logf("starting %d kube-apiserver %s in front of %s", k.servers, k.resolvedVersion, strings.Join(target.Endpoints, ","))
+	cluster, err := apiserverproc.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	api := report.APIServerTarget{Servers: k.servers, Managed: true, WatchCache: k.watchCache,
+		FeatureGates: k.apiserverGates, ClientWatchList: k.clientWatchList()}
+	if interval > 0 {
+		api.EtcdCompactionIntervalMs = report.Ms(interval)
+	}
+	st := kubeload.Stack{Etcd: target, RESTConfig: cluster.RESTConfig(), EtcdPrefix: o.load.Prefix, APIServer: api}
+	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: k.watchList})
+	con.Done()
+	if err != nil && (res == nil || !res.Interrupted) {
+		return err
+	}
+	interrupted := err
+	if err := o.out.write(out, errOut, makeKubeRunTable(res), res, res.Intervals, nil); err != nil {
+		return errors.Join(interrupted, err)
+	}
+	if interrupted != nil {
+		return interrupted
+	}
+	if !res.Validation.OK() {
+		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package kubeload
+
+import (
+	"sync"
+
+	clientfeatures "k8s.io/client-go/features"
+)
+
+// client-go's feature gates are one per process
+// (k8s.io/client-go/features FeatureGates), read by each reflector when it
+// is made (tools/cache/reflector.go NewReflectorWithOptions reads
+// WatchListClient). gates replaces them once with a wrapper whose
+// WatchListClient can be set per InformerSet: a set holds gatesMu from
+// setting the gate until its informers have synced (their reflectors
+// exist), so that sets with different settings never mix.
+var (
+	gatesOnce sync.Once
+	gatesMu   sync.Mutex
+	gates     *clientGates
+)
+
+// clientGates answers WatchListClient from watchList when set, and every
+// other gate from client-go's own gates.
+type clientGates struct {
+	base      clientfeatures.Gates
+	mu        sync.Mutex
+	watchList *bool
+}
+
+// Enabled implements clientfeatures.Gates.
+func (g *clientGates) Enabled(key clientfeatures.Feature) bool {
+	g.mu.Lock()
+	wl := g.watchList
+	g.mu.Unlock()
+	if key == clientfeatures.WatchListClient && wl != nil {
+		return *wl
+	}
+	return g.base.Enabled(key)
+}
+
+// setWatchListClient takes gatesMu and sets WatchListClient to on (nil:
+// client-go's default, which its KUBE_FEATURE_WatchListClient environment
+// variable can change); the caller releases gatesMu once its reflectors
+// exist.
+func setWatchListClient(on *bool) {
+	gatesOnce.Do(func() {
+		gates = &clientGates{base: clientfeatures.FeatureGates()}
+		clientfeatures.ReplaceFeatureGates(gates)
+	})
+	gatesMu.Lock()
+	gates.mu.Lock()
+	gates.watchList = on
+	gates.mu.Unlock()
+}
+
+// WatchListClientDefault reports client-go's own WatchListClient default
+// in this process (k8s.io/client-go/features/known_features.go: on since
+// 1.35 unless KUBE_FEATURE_WatchListClient says otherwise).
+func WatchListClientDefault() bool {
+	gatesOnce.Do(func() {
+		gates = &clientGates{base: clientfeatures.FeatureGates()}
+		clientfeatures.ReplaceFeatureGates(gates)
+	})
+	return gates.base.Enabled(clientfeatures.WatchListClient)
+}

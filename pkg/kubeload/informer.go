@@ -1,0 +1,180 @@
+package kubeload
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/revision"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// Informer is one real client-go SharedIndexInformer
+// (k8s.io/client-go/tools/cache NewSharedIndexInformerWithOptions) of one
+// resource in every namespace, on a client of its own, whose
+// ListerWatcher records every request (listWatch). It runs client-go's
+// reflector unchanged: its LIST/WATCH sequence, relists, backoff and
+// WatchList use are client-go's own.
+type Informer struct {
+	// ID numbers the informer within its set, from 0; violations and
+	// requests carry it.
+	ID int
+	// Resource is the resource it watches: pods, configmaps or events.
+	Resource string
+
+	lw  *listWatch
+	inf cache.SharedIndexInformer
+	obs *watchload.Observer
+}
+
+// InformerSet is a set of informers sharing one request log.
+type InformerSet struct {
+	// Informers are in ID order.
+	Informers []*Informer
+
+	log       *requestLog
+	watchList *bool
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// objectFor returns the object type client-go decodes a resource into.
+func objectFor(resource string) (runtime.Object, error) {
+	switch resource {
+	case watchload.ResourcePods:
+		return &corev1.Pod{}, nil
+	case watchload.ResourceConfigMaps:
+		return &corev1.ConfigMap{}, nil
+	case watchload.ResourceEvents:
+		return &corev1.Event{}, nil
+	}
+	return nil, fmt.Errorf("resource %q: informers watch pods, configmaps or events", resource)
+}
+
+// NewInformerSet makes one informer per entry of resources (informer i
+// watches resources[i]), each on a client of its own made from cfg (one
+// connection each, as separate controllers have), reporting into env.
+// prefix is kube-apiserver's --etcd-prefix, which maps objects to the keys
+// env's Recorder records. watchList sets client-go's WatchListClient gate
+// for these informers (nil: client-go's default). The informers do not
+// run until Start.
+func NewInformerSet(cfg *rest.Config, env *watchload.Env, prefix string, resources []string, watchList *bool) (*InformerSet, error) {
+	s := &InformerSet{log: &requestLog{}, watchList: watchList}
+	for i, res := range resources {
+		obj, err := objectFor(res)
+		if err != nil {
+			return nil, err
+		}
+		c := clientConfig(cfg)
+		cs, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, fmt.Errorf("informer %d: %w", i, err)
+		}
+		keyPrefix := watchload.ResourcePrefix(prefix, res)
+		lw := &listWatch{id: i, resource: res, prefix: prefix, client: cs.CoreV1().RESTClient(), log: s.log, env: env,
+			obs: env.NewObserver(i, keyPrefix)}
+		inf := cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
+		s.Informers = append(s.Informers, &Informer{ID: i, Resource: res, lw: lw, inf: inf, obs: lw.obs})
+	}
+	return s, nil
+}
+
+// clientConfig is cfg for one client: protobuf, as Kubernetes' own
+// controllers talk to kube-apiserver, no client-side rate limit (the load
+// is open loop; kube-apiserver's Priority and Fairness still applies), and
+// a transport that counts response bytes (countingTransport).
+func clientConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = "application/vnd.kubernetes.protobuf"
+	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	c.QPS, c.Burst = -1, 0
+	prev := c.WrapTransport
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prev != nil {
+			rt = prev(rt)
+		}
+		return countingTransport{next: rt}
+	}
+	return c
+}
+
+// Start runs every informer until Stop, and waits until each has synced
+// (listed, or received its initial events) or timeout passes; it returns
+// an error naming the informers that have not.
+func (s *InformerSet) Start(ctx context.Context, timeout time.Duration) error {
+	setWatchListClient(s.watchList)
+	defer gatesMu.Unlock() // every reflector exists once its informer synced, or Start gave up
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	for _, in := range s.Informers {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			in.inf.RunWithContext(rctx)
+		}()
+	}
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
+	var unsynced []int
+	for _, in := range s.Informers {
+		if !cache.WaitForCacheSync(wctx.Done(), in.inf.HasSynced) {
+			unsynced = append(unsynced, in.ID)
+		}
+	}
+	if len(unsynced) > 0 {
+		return fmt.Errorf("informers %v did not sync within %v", unsynced, timeout)
+	}
+	return nil
+}
+
+// Stop stops every informer and waits until they have.
+func (s *InformerSet) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// Requests returns every request the informers sent, in the order sent.
+func (s *InformerSet) Requests() []Request { return s.log.snapshot() }
+
+// Hold holds informer i back (see Release): its watch breaks off and its
+// next LIST or WATCH waits.
+func (s *InformerSet) Hold(i int) { s.Informers[i].lw.Hold() }
+
+// Release lets informer i list and watch again.
+func (s *InformerSet) Release(i int) { s.Informers[i].lw.Release() }
+
+// LastRevision is the last resourceVersion informer i's watches
+// delivered, as a revision (0 if none).
+func (s *InformerSet) LastRevision(i int) int64 {
+	rev, _ := revision.ParseResourceVersion(s.Informers[i].lw.LastRV())
+	return rev
+}
+
+// Cache returns informer i's cache as etcd keys (under prefix, as
+// NewInformerSet's) to mod_revision (the objects' resourceVersions).
+func (s *InformerSet) Cache(i int) map[string]int64 {
+	in := s.Informers[i]
+	out := map[string]int64{}
+	for _, obj := range in.inf.GetStore().List() {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			continue
+		}
+		rev, _ := revision.ParseResourceVersion(m.GetResourceVersion())
+		key := keyspace.Build(keyspace.Key{Prefix: in.lw.prefix, Resource: in.Resource, Namespace: m.GetNamespace(), Name: m.GetName()})
+		out[key] = rev
+	}
+	return out
+}

@@ -1,0 +1,303 @@
+package kubeload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubestore/etcdkit/internal/clockwait"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// EtcdCounter is what Run needs of a counting proxy between the
+// apiservers and etcd (internal/etcdproxy): it attributes every request it
+// forwards from now on to phase, and returns what it counted.
+type EtcdCounter interface {
+	SetPhase(phase string)
+	Requests() []report.EtcdRequests
+}
+
+// Stack is the real Kubernetes stack a load runs through.
+type Stack struct {
+	// Etcd is the etcd behind the apiservers, for the history recorder,
+	// the final state and compaction checks; lwbench never writes to it
+	// directly in this load.
+	Etcd watchload.Target
+	// RESTConfig reaches the apiservers (one of them, or a load balancer)
+	// as a user allowed to read and write pods, configmaps, events and
+	// namespaces.
+	RESTConfig *rest.Config
+	// EtcdPrefix is the apiservers' --etcd-prefix ("" means /registry).
+	EtcdPrefix string
+	// APIServer describes the apiservers, echoed in the result (Version
+	// is filled from /version).
+	APIServer report.APIServerTarget
+	// Counter counts what the apiservers send etcd; nil when no counting
+	// proxy runs.
+	Counter EtcdCounter
+}
+
+// Options shape a load through kube-apiserver.
+type Options struct {
+	// Load shapes objects, writes and watchers as for the etcd-direct run
+	// (watchload.Options: Objects, ConfigMaps, Events, Namespaces,
+	// Watchers (the informers), WatchResources, WriteRate, Duration, Mix,
+	// ResourceMix, WriterConcurrency, HoldBack, Seed, SyncTimeout, Logf).
+	// The etcd-direct model's own fields (Profile, PageSize, connections
+	// and streams, the compaction schedule, faults) do not apply: the real
+	// clients and kube-apiserver's own compactor take their place.
+	Load watchload.Options
+	// WatchList sets client-go's WatchListClient gate in the informers;
+	// nil keeps client-go's default (on since 1.35).
+	WatchList *bool
+	// HoldAt is when the held informers are held, from the start of the
+	// writes; 0 means Load.Duration/5.
+	HoldAt time.Duration
+	// HoldFor bounds how long they are held waiting for etcd to be
+	// compacted past them; 0 means until 80% of Load.Duration.
+	HoldFor time.Duration
+}
+
+// Run seeds the load's objects through the API, starts the history
+// recorder on etcd and the informers, writes through the API on the
+// open-loop schedule while kube-apiserver's own compactor runs, holds
+// Load.HoldBack informers back until etcd has been compacted past them
+// (so that their next watch fails with 410 if it reaches etcd), and at the
+// end waits until every informer's cache equals etcd's state, validates
+// every informer's events against the recorded history and reports what
+// every informer asked for and what etcd was asked.
+//
+// The objects are created in namespaces of their own (lwbench-<random>-),
+// which Run leaves in place. Errors are returned only when the load could
+// not be carried out; broken guarantees are results, in Validation.
+func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err error) {
+	lo := o.Load.Defaults()
+	if err := lo.Validate(); err != nil {
+		return nil, err
+	}
+	if st.EtcdPrefix == "" {
+		st.EtcdPrefix = "/registry"
+	}
+	lo.Prefix = st.EtcdPrefix
+	if o.HoldAt <= 0 {
+		o.HoldAt = lo.Duration / 5
+	}
+	if o.HoldFor <= 0 {
+		o.HoldFor = lo.Duration*4/5 - o.HoldAt
+	}
+	phase := func(p string) {
+		if st.Counter != nil {
+			st.Counter.SetPhase(p)
+		}
+	}
+	logf := lo.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+
+	s := watchload.NewSession(st.Etcd, time.Now(), logf)
+	defer s.Close()
+	res := &report.KubeRunResult{Kind: report.KindKubeRun, SchemaVersion: report.KubeRunSchemaVersion,
+		StartedAt: s.Epoch().UTC(), APIServer: st.APIServer,
+		Target: report.Target{Embedded: st.Etcd.Embedded, Endpoints: st.Etcd.Endpoints, Managed: st.Etcd.Managed}}
+	res.Scenario = scenario(lo, st.APIServer)
+	if v, err := serverVersion(st.RESTConfig); err == nil {
+		res.APIServer.Version = v
+	}
+
+	admin, err := s.DialAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	head, err := admin.Get(ctx, lo.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, fmt.Errorf("read etcd's revision: %w", err)
+	}
+	if stat, err := admin.Status(ctx, st.Etcd.Endpoints[0]); err == nil {
+		res.Target.EtcdVersion = stat.Version
+	}
+
+	plan, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
+		Prefix: lo.Prefix, Namespaces: lo.Namespaces, Pods: lo.Objects, ConfigMaps: lo.ConfigMaps, Events: lo.Events,
+		Mix: lo.Mix, ResourceMix: lo.ResourceMix, EventTTL: lo.EventTTL, Workers: lo.WriterConcurrency, Seed: lo.Seed,
+		NamespacePrefix: fmt.Sprintf("lwbench-%08x-", rand.Uint32()),
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.StartRecorder(ctx, plan.Prefixes(), "", head.Header.Revision+1)
+	if err != nil {
+		return nil, err
+	}
+	env := s.NewEnv(1<<20, lo.WriterConcurrency)
+
+	phase("seed")
+	logf("seeding %d pods, %d configmaps, %d events through the API", lo.Objects, lo.ConfigMaps, lo.Events)
+	wl, err := NewAPIWorkload(st.RESTConfig, plan, lo.WriterConcurrency, lo.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := wl.Seed(ctx, lo.WriterConcurrency); err != nil {
+		return nil, err
+	}
+
+	phase("sync")
+	resources := make([]string, lo.Watchers)
+	for i := range resources {
+		resources[i] = lo.WatchResources[i%len(lo.WatchResources)]
+	}
+	set, err := NewInformerSet(st.RESTConfig, env, lo.Prefix, resources, o.WatchList)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Stop()
+	logf("starting %d informers", lo.Watchers)
+	if err := set.Start(ctx, lo.SyncTimeout); err != nil {
+		return nil, err
+	}
+
+	phase("steady")
+	logf("writing %.0f/s for %v", lo.WriteRate, lo.Duration)
+	writing, err := watchload.StartWriting(ctx, env, []watchload.KV{nil}, wl, watchload.WriterOptions{
+		Rate: lo.WriteRate, Total: int64(lo.WriteRate * lo.Duration.Seconds()), Workers: lo.WriterConcurrency})
+	if err != nil {
+		return nil, err
+	}
+	env.SetIntervalOrigin(writing.Start)
+	if lo.HoldBack > 0 {
+		res.Holds = holdAcrossCompaction(ctx, s, admin, set, min(lo.HoldBack, lo.Watchers), writing.Start+o.HoldAt, o.HoldFor, phase, logf)
+	}
+	res.Writes = writing.Wait()
+	res.Interrupted = ctx.Err() != nil
+
+	phase("drain")
+	cctx := context.WithoutCancel(ctx)
+	final, err := admin.Get(cctx, lo.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, fmt.Errorf("read etcd's final revision: %w", err)
+	}
+	finalRev := final.Header.Revision
+	unsynced := confirm(cctx, admin, set, lo.Prefix, finalRev, lo.SyncTimeout, logf)
+	set.Stop()
+	if err := rec.WaitFor(cctx, finalRev, 100*time.Millisecond); err != nil {
+		logf("history recorder did not reach revision %d: %v", finalRev, err)
+	}
+	var unverified int64
+	for _, in := range set.Informers {
+		unverified += in.obs.Finish()
+	}
+	res.Validation = watchload.ValidationOf(env, unsynced, unverified, 0)
+	summarize(res, set, s.Epoch())
+	res.Intervals = env.Collect(&res.Writes, &res.Delivery)
+	if st.Counter != nil {
+		res.Etcd = st.Counter.Requests()
+	}
+	return res, nil
+}
+
+// holdAcrossCompaction holds informers [0, n) at at (from the epoch),
+// waits until etcd has been compacted past the revision each had seen
+// (kube-apiserver's compactor does it, every --etcd-compaction-interval)
+// or holdFor passes, then releases them.
+func holdAcrossCompaction(ctx context.Context, s *watchload.Session, admin *clientv3.Client, set *InformerSet, n int, at, holdFor time.Duration,
+	phase func(string), logf func(string, ...any)) []report.Hold {
+	if !clockwait.SleepReal(ctx, time.Until(s.Epoch().Add(at))) {
+		return nil
+	}
+	phase("held")
+	holds := make([]report.Hold, n)
+	var lowest int64
+	for i := range n {
+		set.Hold(i)
+		holds[i] = report.Hold{Informer: i, HeldAtMs: report.Ms(time.Since(s.Epoch())), HeldRevision: set.LastRevision(i)}
+		if i == 0 || holds[i].HeldRevision < lowest {
+			lowest = holds[i].HeldRevision
+		}
+	}
+	logf("holding %d informers back from revision %d until etcd is compacted past it (at most %v)", n, lowest, holdFor)
+	deadline := time.Now().Add(holdFor)
+	compacted := false
+	for !compacted && time.Now().Before(deadline) && ctx.Err() == nil {
+		// A read at lowest+1 fails exactly when a watch from it would
+		// (revision.Compacted).
+		_, err := admin.Get(ctx, "/", clientv3.WithRev(lowest+1), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		compacted = errors.Is(err, rpctypes.ErrCompacted)
+		if !compacted {
+			_ = clockwait.SleepReal(ctx, 200*time.Millisecond)
+		}
+	}
+	phase("released")
+	for i := range holds {
+		holds[i].Compacted = compacted
+		holds[i].ReleasedAtMs = report.Ms(time.Since(s.Epoch()))
+		set.Release(i)
+	}
+	logf("released the held informers (etcd compacted past them: %v)", compacted)
+	return holds
+}
+
+// confirm waits until every informer's cache equals etcd's state of its
+// resource at finalRev, polling, for at most timeout; it then reports the
+// differences of those that did not as cache violations and returns how
+// many did not.
+func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, prefix string, finalRev int64, timeout time.Duration, logf func(string, ...any)) int {
+	states := map[string]map[string]int64{}
+	for _, in := range set.Informers {
+		if states[in.Resource] != nil {
+			continue
+		}
+		p := watchload.ResourcePrefix(prefix, in.Resource)
+		resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(finalRev))
+		if err != nil {
+			logf("read %s at revision %d: %v", p, finalRev, err)
+			return len(set.Informers)
+		}
+		m := map[string]int64{}
+		for _, kv := range resp.Kvs {
+			m[string(kv.Key)] = kv.ModRevision
+		}
+		states[in.Resource] = m
+	}
+	deadline := time.Now().Add(timeout)
+	pending := map[int]bool{}
+	for _, in := range set.Informers {
+		pending[in.ID] = true
+	}
+	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		for id := range pending {
+			if equalCache(set.Cache(id), states[set.Informers[id].Resource]) {
+				delete(pending, id)
+			}
+		}
+		if len(pending) > 0 {
+			_ = clockwait.SleepReal(ctx, 200*time.Millisecond)
+		}
+	}
+	for id := range pending {
+		in := set.Informers[id]
+		in.obs.CompareCache(finalRev, set.Cache(id), states[in.Resource])
+	}
+	if len(pending) > 0 {
+		logf("%d informers did not reach etcd's state at revision %d within %v", len(pending), finalRev, timeout)
+	}
+	return len(pending)
+}
+
+func equalCache(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,137 @@
+package kubeload_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
+	"github.com/kubestore/etcdkit/internal/apiservertest"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// stack starts an embedded etcd and one kube-apiserver in front of it
+// with cfg's settings (BinDir, Dir and EtcdServers are filled in).
+func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
+	t.Helper()
+	cfg.BinDir = apiservertest.Binaries(t)
+	srv := etcdtest.RunEtcd(t)
+	cfg.Dir, cfg.EtcdServers = t.TempDir(), srv.Endpoints
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	c, err := apiserverproc.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	target := watchload.Target{Endpoints: srv.Endpoints, Embedded: true, Managed: true,
+		Dial: func(ctx context.Context) (*clientv3.Client, error) {
+			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		}}
+	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(),
+		APIServer: report.APIServerTarget{Servers: 1, Managed: true, WatchCache: !cfg.DisableWatchCache,
+			EtcdCompactionIntervalMs: report.Ms(cfg.EtcdCompactionInterval)}}
+}
+
+// smallLoad is a short load of pods only, watched by two pod informers.
+func smallLoad(t *testing.T, holdBack int) watchload.Options {
+	return watchload.Options{Objects: 40, ConfigMaps: -1, Events: -1, Namespaces: 2, Watchers: 2,
+		WatchResources: []string{watchload.ResourcePods}, WriteRate: 25, Duration: 12 * time.Second,
+		WriterConcurrency: 4, HoldBack: holdBack, ResourceMix: watchload.ResourceMix{PodsPercent: 100},
+		Seed: 1, SyncTimeout: time.Minute, Logf: t.Logf}
+}
+
+// TestHeldInformerRelistsAfterCompaction holds a real client-go informer
+// back while kube-apiserver's own compactor (every 2 s, watch cache off,
+// so that every WATCH reaches etcd) compacts past the revision it had
+// seen. On release its WATCH must fail with 410 Expired and client-go
+// must relist; the relist is recorded with that cause, and nothing is
+// lost: every informer's events match etcd's history and its cache
+// matches etcd at the end.
+func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
+	st := stack(t, apiserverproc.Config{DisableWatchCache: true, EtcdCompactionInterval: 2 * time.Second})
+	off := false
+	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: smallLoad(t, 1), WatchList: &off, HoldAt: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Holds) != 1 || !res.Holds[0].Compacted {
+		t.Fatalf("got holds %+v, want one informer held until etcd was compacted past it", res.Holds)
+	}
+	var relisted bool
+	for _, r := range res.Relists {
+		t.Logf("relist: %+v", r)
+		if r.Informer == 0 && r.Cause == string(kubeload.OutcomeExpired) && r.Verb == string(kubeload.VerbList) {
+			relisted = true
+		}
+	}
+	if !relisted {
+		t.Errorf("informer 0 did not relist after a 410 Expired; relists %+v, requests %+v", res.Relists, res.Requests)
+	}
+	var expiredWatches int64
+	for _, c := range res.Requests {
+		t.Logf("requests: %+v", c)
+		if c.Verb == string(kubeload.VerbWatch) && c.Outcome == string(kubeload.OutcomeExpired) {
+			expiredWatches += c.Count
+		}
+	}
+	if expiredWatches == 0 {
+		t.Errorf("no WATCH failed with 410 Expired: %+v", res.Requests)
+	}
+	if res.Informers[1].Relists != 0 {
+		t.Errorf("informer 1, never held, relisted %d times", res.Informers[1].Relists)
+	}
+	checkValid(t, res)
+}
+
+// checkValid fails the test on any broken guarantee.
+func checkValid(t *testing.T, res *report.KubeRunResult) {
+	t.Helper()
+	v := res.Validation
+	if v.Lost != 0 || v.Duplicated != 0 || v.OutOfOrder != 0 || v.Unexpected != 0 || v.CacheMismatches != 0 || v.UnsyncedWatchers != 0 {
+		t.Errorf("validation: %+v", v)
+	}
+	if res.Writes.Completed == 0 || res.Writes.Errors != 0 {
+		t.Errorf("writes: %+v", res.Writes)
+	}
+	if res.Delivery.Events == 0 {
+		t.Errorf("the informers received no events: %+v", res.Delivery)
+	}
+	if v.HistoryEvents == 0 {
+		t.Errorf("the recorder recorded no history")
+	}
+}
+
+// TestWatchListClientChangesTheRequests runs the same informers with
+// client-go's WatchListClient on and off: on, each informer's first
+// request is a WATCH with sendInitialEvents=true and no LIST is sent; off,
+// it LISTs and then WATCHes from the list's resourceVersion.
+func TestWatchListClientChangesTheRequests(t *testing.T) {
+	st := stack(t, apiserverproc.Config{EtcdCompactionInterval: -1})
+	for _, on := range []bool{true, false} {
+		lo := smallLoad(t, 0)
+		lo.Duration = 3 * time.Second
+		res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo, WatchList: &on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		verbs := map[string]int64{}
+		for _, c := range res.Requests {
+			verbs[c.Verb] += c.Count
+		}
+		t.Logf("WatchListClient=%v: requests %+v", on, res.Requests)
+		if on && (verbs[string(kubeload.VerbWatchList)] < 2 || verbs[string(kubeload.VerbList)] != 0) {
+			t.Errorf("WatchListClient on: got %v, want a watchlist per informer and no list", verbs)
+		}
+		if !on && (verbs[string(kubeload.VerbList)] < 2 || verbs[string(kubeload.VerbWatchList)] != 0 || verbs[string(kubeload.VerbWatch)] < 2) {
+			t.Errorf("WatchListClient off: got %v, want a list and a watch per informer, no watchlist", verbs)
+		}
+		checkValid(t, res)
+	}
+}

@@ -1,0 +1,171 @@
+package kubeload
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// ProfileClientGo is the scenario profile of a load through
+// kube-apiserver: the watchers are client-go's informers, not a model.
+const ProfileClientGo = "client-go"
+
+// scenario is the load's scenario as the result reports it: the
+// etcd-direct model's fields that do not apply are zero, and the
+// compaction interval is kube-apiserver's.
+func scenario(lo watchload.Options, api report.APIServerTarget) report.Scenario {
+	sc := watchload.ScenarioOf(lo)
+	sc.Profile = ProfileClientGo
+	sc.Connections, sc.Streams, sc.WriterConnections, sc.PageSize = 0, 0, 0, 0
+	sc.CompactionIntervalMs = api.EtcdCompactionIntervalMs
+	sc.PhysicalCompaction, sc.Defragment = false, false
+	sc.ConsistentListRatePerSecond, sc.ProgressRequestPeriod, sc.StartConcurrency = 0, 0, 0
+	return sc
+}
+
+// serverVersion asks kube-apiserver's /version.
+func serverVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("kube-apiserver /version: %w", err)
+	}
+	return v.GitVersion, nil
+}
+
+// rvKind names the kind of resourceVersion a request asked for: "" (the
+// latest, a quorum read), "0" (any, the watch cache's) or "exact".
+func rvKind(rv string) string {
+	if rv == "" || rv == "0" {
+		return rv
+	}
+	return "exact"
+}
+
+// summarize fills the result's informers, request counts and relists
+// from the informers' request log.
+func summarize(res *report.KubeRunResult, set *InformerSet, epoch time.Time) {
+	reqs := set.Requests()
+	heldBack := map[int]bool{}
+	for _, h := range res.Holds {
+		heldBack[h.Informer] = true
+	}
+	stats := make([]report.InformerStats, len(set.Informers))
+	for i, in := range set.Informers {
+		stats[i] = report.InformerStats{ID: in.ID, Resource: in.Resource, CachedObjects: len(in.inf.GetStore().ListKeys()),
+			LastRevision: set.LastRevision(i), HeldBack: heldBack[i]}
+	}
+	type countKey struct{ verb, outcome, rv string }
+	counts := map[countKey]*report.RequestCount{}
+	byInformer := map[int][]Request{}
+	for _, r := range reqs {
+		s := &stats[r.Informer]
+		s.Requests++
+		s.Events += r.Events
+		s.Bookmarks += r.Bookmarks
+		s.ResponseBytes += r.ResponseBytes
+		k := countKey{string(r.Verb), string(r.Outcome), rvKind(r.ResourceVersion)}
+		c := counts[k]
+		if c == nil {
+			c = &report.RequestCount{Verb: k.verb, Outcome: k.outcome, ResourceVersion: k.rv}
+			counts[k] = c
+		}
+		c.Count++
+		c.Objects += r.Objects
+		c.Bytes += r.ResponseBytes
+		byInformer[r.Informer] = append(byInformer[r.Informer], r)
+		res.Delivery.Events += r.Events
+	}
+	for _, c := range counts {
+		res.Requests = append(res.Requests, *c)
+	}
+	sort.Slice(res.Requests, func(i, j int) bool {
+		a, b := res.Requests[i], res.Requests[j]
+		if a.Verb != b.Verb {
+			return a.Verb < b.Verb
+		}
+		if a.Outcome != b.Outcome {
+			return a.Outcome < b.Outcome
+		}
+		return a.ResourceVersion < b.ResourceVersion
+	})
+	for id, rs := range byInformer {
+		relists := relistsOf(id, rs)
+		stats[id].Relists = len(relists)
+		res.Relists = append(res.Relists, relists...)
+	}
+	sort.Slice(res.Relists, func(i, j int) bool {
+		if res.Relists[i].AtMs != res.Relists[j].AtMs {
+			return res.Relists[i].AtMs < res.Relists[j].AtMs
+		}
+		return res.Relists[i].Informer < res.Relists[j].Informer
+	})
+	res.Informers = stats
+}
+
+// relistsOf returns the LIST phases of one informer's requests (in the
+// order sent) after its first: a LIST without a continue token and the
+// pages that continue it, or a WATCHLIST. Each one's cause is the outcome
+// of the last request before it that failed.
+func relistsOf(informer int, rs []Request) []report.KubeRelist {
+	var out []report.KubeRelist
+	phases := 0
+	cause := ""
+	var cur *report.KubeRelist
+	var curEnd time.Duration
+	flush := func() {
+		if cur != nil {
+			if phases > 1 {
+				out = append(out, *cur)
+			}
+			cur = nil
+		}
+	}
+	for _, r := range rs {
+		switch {
+		case r.Verb == VerbList && r.Continue && cur != nil:
+			cur.Requests++
+			cur.Objects += r.Objects
+			cur.Bytes += r.ResponseBytes
+			curEnd = r.Start + r.Duration
+			cur.DurationMs = report.Ms(curEnd) - cur.AtMs
+		case r.Verb == VerbList || r.Verb == VerbWatchList:
+			if (r.Verb == VerbList && r.Outcome != OutcomeOK) || (r.Verb == VerbWatchList && r.InitialEventsEnd == 0) {
+				// A failed attempt (a WATCHLIST that ended before its
+				// initial events did) is no phase; its outcome is the
+				// next one's cause.
+				if r.Outcome != OutcomeStopped && r.Outcome != OutcomeClosed {
+					cause = string(r.Outcome)
+				}
+				continue
+			}
+			flush()
+			phases++
+			end := r.Start + r.Duration
+			if r.Verb == VerbWatchList {
+				end = r.InitialEventsEnd
+			}
+			cur = &report.KubeRelist{Informer: informer, AtMs: report.Ms(r.Start), Cause: cause, Verb: string(r.Verb),
+				ResourceVersion: r.ResourceVersion, Requests: 1, Objects: r.Objects, Bytes: r.ResponseBytes,
+				DurationMs: report.Ms(end - r.Start)}
+			cause = ""
+		default:
+			flush()
+			switch r.Outcome {
+			case OutcomeExpired, OutcomeTooLargeRV, OutcomeThrottled, OutcomeError:
+				cause = string(r.Outcome)
+			}
+		}
+	}
+	flush()
+	return out
+}

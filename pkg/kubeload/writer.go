@@ -1,0 +1,328 @@
+package kubeload
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubestore/etcdkit/internal/parallel"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/revision"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// APIWorkload performs a watchload.KubernetesWorkload's plan (the same
+// objects, schedule and mix as the etcd-direct writers) through
+// kube-apiserver with real client-go clients, as Kubernetes' own
+// components write:
+//   - pods are created, updated through the status subresource (the
+//     kubelet's status manager: k8s.io/kubernetes/pkg/kubelet/status) and
+//     deleted gracefully: a DELETE that sets deletionTimestamp (the pods
+//     are bound to a node, so kube-apiserver does not delete them at once:
+//     pkg/registry/core/pod/strategy.go CheckGracefulDelete), then a DELETE
+//     with gracePeriodSeconds 0 and the pod's UID as precondition, as the
+//     kubelet sends once the containers are gone;
+//   - configmaps are created, updated and deleted;
+//   - events are created and their repeats patched (count and
+//     lastTimestamp), and created again when the patch finds them gone,
+//     as client-go's recorder does (k8s.io/client-go/tools/record/event.go).
+//
+// Updates conflicting with another writer are retried on a fresh read with
+// client-go's retry.RetryOnConflict. Do's revision is the resourceVersion
+// kube-apiserver returned (the write's mod_revision); a pod's delete
+// returns the revision of its graceful-deletion update, since a DELETE
+// response carries no revision of the removal. Do ignores its etcd
+// connection: pass NewWriters any one-element slice.
+type APIWorkload struct {
+	plan    *watchload.KubernetesWorkload
+	clients []kubernetes.Interface // per worker
+	gens    []*keyspace.Generator  // per worker
+	seed    uint64
+
+	mu     sync.Mutex              // guards states during Seed
+	states []map[string]*apiObject // per worker, by key
+}
+
+// apiObject is a worker's last view of one object it owns.
+type apiObject struct {
+	uid        types.UID
+	rv         string
+	generation int
+	pod        *corev1.Pod
+	cm         *corev1.ConfigMap
+}
+
+var _ watchload.Workload = (*APIWorkload)(nil)
+
+// NewAPIWorkload returns the workload of plan (made with Workers workers
+// and a Prefix equal to kube-apiserver's --etcd-prefix) on workers clients
+// of their own made from cfg; seed is plan's seed (the objects' content).
+func NewAPIWorkload(cfg *rest.Config, plan *watchload.KubernetesWorkload, workers int, seed uint64) (*APIWorkload, error) {
+	w := &APIWorkload{plan: plan, seed: seed}
+	for i := range workers {
+		cs, err := kubernetes.NewForConfig(clientConfig(cfg))
+		if err != nil {
+			return nil, fmt.Errorf("writer %d: %w", i, err)
+		}
+		w.clients = append(w.clients, cs)
+		w.gens = append(w.gens, keyspace.NewGenerator(seed))
+		w.states = append(w.states, map[string]*apiObject{})
+	}
+	return w, nil
+}
+
+// Next implements watchload.Workload: the plan's op i.
+func (w *APIWorkload) Next(i int64) watchload.Op { return w.plan.Next(i) }
+
+// Seed creates the plan's namespaces, then its seeded objects
+// (KubernetesWorkload.PlanSeed) with concurrency parallel creates, and
+// returns how many objects of each resource it created.
+func (w *APIWorkload) Seed(ctx context.Context, concurrency int) (map[string]int, error) {
+	cs := w.clients[0]
+	for _, ns := range w.plan.Namespaces() {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+	ops := w.plan.PlanSeed()
+	counts := map[string]int{}
+	for _, op := range ops {
+		counts[op.Resource]++
+	}
+	concurrency = max(min(concurrency, len(w.clients)), 1)
+	err := parallel.Each(ctx, concurrency, len(ops), func(ctx context.Context, c, i int) error {
+		op := ops[i]
+		st := &apiObject{}
+		if _, _, err := w.write(ctx, c, op, st); err != nil {
+			return fmt.Errorf("seed %s: %w", op.Key, err)
+		}
+		w.mu.Lock()
+		w.states[op.Shard][op.Key] = st
+		w.mu.Unlock()
+		return nil
+	})
+	return counts, err
+}
+
+// Do implements watchload.Workload; kv is not used.
+func (w *APIWorkload) Do(ctx context.Context, worker int, _ watchload.KV, op watchload.Op) (int64, bool, error) {
+	st := w.states[worker][op.Key]
+	if st == nil {
+		st = &apiObject{}
+		w.states[worker][op.Key] = st
+	}
+	return w.write(ctx, worker, op, st)
+}
+
+// write performs op with worker's client and generator.
+func (w *APIWorkload) write(ctx context.Context, worker int, op watchload.Op, st *apiObject) (rev int64, conflict bool, err error) {
+	cs, gen := w.clients[worker], w.gens[worker]
+	switch op.Resource {
+	case watchload.ResourcePods:
+		return w.writePod(ctx, cs.CoreV1().Pods(op.Namespace), gen, op, st)
+	case watchload.ResourceConfigMaps:
+		return w.writeConfigMap(ctx, cs.CoreV1().ConfigMaps(op.Namespace), gen, op, st)
+	case watchload.ResourceEvents:
+		return w.writeEvent(ctx, cs, gen, op, st)
+	}
+	return 0, false, fmt.Errorf("%s %s: not a resource the API writers know", op.Kind, op.Key)
+}
+
+// fresh clears what kube-apiserver sets on create.
+func fresh(m *metav1.ObjectMeta) {
+	m.UID, m.ResourceVersion, m.CreationTimestamp, m.ManagedFields, m.GenerateName = "", "", metav1.Time{}, nil, ""
+}
+
+func (w *APIWorkload) writePod(ctx context.Context, pods podClient, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
+	switch op.Kind {
+	case watchload.OpCreate:
+		p := gen.Pod(op.Namespace, op.Name, 0)
+		fresh(&p.ObjectMeta)
+		got, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return 0, false, apiError(op, err)
+		}
+		st.pod, st.generation = got, 0
+		return revisionOf(got.ResourceVersion), false, nil
+	case watchload.OpUpdate:
+		conflicts := 0
+		var got *corev1.Pod
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if st.pod == nil || conflicts > 0 {
+				cur, err := pods.Get(ctx, op.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				st.pod = cur
+			}
+			p := st.pod.DeepCopy()
+			p.Status = gen.Pod(op.Namespace, op.Name, st.generation+1).Status
+			var err error
+			got, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				conflicts++
+			}
+			return err
+		})
+		if err != nil {
+			return 0, conflicts > 0, apiError(op, err)
+		}
+		st.pod = got
+		st.generation++
+		return revisionOf(got.ResourceVersion), conflicts > 0, nil
+	case watchload.OpDelete:
+		var pre *metav1.Preconditions
+		if st.pod != nil {
+			pre = &metav1.Preconditions{UID: &st.pod.UID}
+		}
+		// The graceful DELETE: kube-apiserver sets deletionTimestamp and
+		// returns the pod with it (an update).
+		var rev int64
+		if err := pods.Delete(ctx, op.Name, metav1.DeleteOptions{Preconditions: pre}); err != nil {
+			return 0, false, apiError(op, err)
+		}
+		if cur, err := pods.Get(ctx, op.Name, metav1.GetOptions{}); err == nil {
+			rev = revisionOf(cur.ResourceVersion)
+			uid := cur.UID
+			pre = &metav1.Preconditions{UID: &uid}
+		}
+		zero := int64(0)
+		if err := pods.Delete(ctx, op.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: pre}); err != nil && !apierrors.IsNotFound(err) {
+			return rev, false, apiError(op, err)
+		}
+		st.pod = nil
+		return rev, false, nil
+	}
+	return 0, false, fmt.Errorf("%s %s: not a pod write", op.Kind, op.Key)
+}
+
+func (w *APIWorkload) writeConfigMap(ctx context.Context, cms configMapClient, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
+	size := gen.ConfigMapDataBytes(op.Namespace, op.Name)
+	switch op.Kind {
+	case watchload.OpCreate:
+		c := gen.ConfigMap(op.Namespace, op.Name, 0, size)
+		fresh(&c.ObjectMeta)
+		got, err := cms.Create(ctx, c, metav1.CreateOptions{})
+		if err != nil {
+			return 0, false, apiError(op, err)
+		}
+		st.cm, st.generation = got, 0
+		return revisionOf(got.ResourceVersion), false, nil
+	case watchload.OpUpdate:
+		conflicts := 0
+		var got *corev1.ConfigMap
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if st.cm == nil || conflicts > 0 {
+				cur, err := cms.Get(ctx, op.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				st.cm = cur
+			}
+			c := st.cm.DeepCopy()
+			c.Data = gen.ConfigMap(op.Namespace, op.Name, st.generation+1, size).Data
+			var err error
+			got, err = cms.Update(ctx, c, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				conflicts++
+			}
+			return err
+		})
+		if err != nil {
+			return 0, conflicts > 0, apiError(op, err)
+		}
+		st.cm = got
+		st.generation++
+		return revisionOf(got.ResourceVersion), conflicts > 0, nil
+	case watchload.OpDelete:
+		if err := cms.Delete(ctx, op.Name, metav1.DeleteOptions{}); err != nil {
+			return 0, false, apiError(op, err)
+		}
+		st.cm = nil
+		return 0, false, nil
+	}
+	return 0, false, fmt.Errorf("%s %s: not a configmap write", op.Kind, op.Key)
+}
+
+func (w *APIWorkload) writeEvent(ctx context.Context, cs kubernetes.Interface, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
+	events := cs.CoreV1().Events(op.Namespace)
+	owner := strings.SplitN(op.Name, ".", 2)[0]
+	create := func() (int64, error) {
+		e := gen.Event(op.Namespace, op.Name, owner, 1)
+		fresh(&e.ObjectMeta)
+		got, err := events.Create(ctx, e, metav1.CreateOptions{})
+		if err != nil {
+			return 0, apiError(op, err)
+		}
+		st.generation = 1
+		return revisionOf(got.ResourceVersion), nil
+	}
+	if op.Kind == watchload.OpCreate {
+		rev, err := create()
+		return rev, false, err
+	}
+	// A repeat: client-go's recorder patches count and lastTimestamp.
+	next := gen.Event(op.Namespace, op.Name, owner, st.generation+1)
+	patch, err := json.Marshal(map[string]any{"count": next.Count, "lastTimestamp": next.LastTimestamp, "message": next.Message})
+	if err != nil {
+		return 0, false, err
+	}
+	got, err := events.Patch(ctx, op.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		// The event's lease expired (--event-ttl): the recorder creates
+		// it again.
+		rev, err := create()
+		return rev, true, err
+	}
+	if err != nil {
+		return 0, false, apiError(op, err)
+	}
+	st.generation++
+	return revisionOf(got.ResourceVersion), false, nil
+}
+
+// podClient and configMapClient are what the writers use of client-go's
+// typed clients.
+type podClient interface {
+	Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error)
+	UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+type configMapClient interface {
+	Create(ctx context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
+	Update(ctx context.Context, cm *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// apiError wraps err with the op, mapping 409 AlreadyExists and 404
+// NotFound to watchload's ErrObjectExists and ErrObjectNotFound.
+func apiError(op watchload.Op, err error) error {
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("%s %s: %w: %v", op.Kind, op.Key, watchload.ErrObjectExists, err)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%s %s: %w: %v", op.Kind, op.Key, watchload.ErrObjectNotFound, err)
+	}
+	return fmt.Errorf("%s %s: %w", op.Kind, op.Key, err)
+}
+
+// revisionOf parses a resourceVersion kube-apiserver returned (0 if it
+// is not one).
+func revisionOf(rv string) int64 {
+	r, _ := revision.ParseResourceVersion(rv)
+	return r
+}

@@ -1,0 +1,154 @@
+package report
+
+import "time"
+
+// KubeRunSchemaVersion is the version of the KubeRunResult JSON document;
+// it changes when a field is renamed, removed or changes meaning.
+const KubeRunSchemaVersion = 1
+
+// KubeRunResult is the result of `lwbench run --kube-apiserver`: a load
+// through real kube-apiservers in front of etcd, written by real client-go
+// clients and watched by real client-go informers. Durations are float
+// milliseconds with the unit in the field name, sizes bytes, offsets
+// (atMs, startMs) from the run's epoch (before seeding) except interval
+// offsets, which run from the start of the writes.
+type KubeRunResult struct {
+	Kind          string    `json:"kind"`          // KindKubeRun
+	SchemaVersion int       `json:"schemaVersion"` // KubeRunSchemaVersion
+	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
+	// Interrupted is true when the run was stopped before the end of its
+	// write phase.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Target is the etcd behind the apiservers.
+	Target Target `json:"target"`
+	// APIServer describes the apiservers and the clients.
+	APIServer APIServerTarget `json:"apiserver"`
+	// Scenario echoes the options that shaped the load (the fields of the
+	// etcd-direct model that do not apply are zero).
+	Scenario Scenario `json:"scenario"`
+
+	Writes   WriteStats    `json:"writes"`   // the API writers' counts and latency from schedule
+	Delivery DeliveryStats `json:"delivery"` // watch events the informers received and their latency from each write's response
+	// Informers are per informer, by id.
+	Informers []InformerStats `json:"informers"`
+	// Requests count the informers' requests by verb and outcome, sorted.
+	Requests []RequestCount `json:"requests"`
+	// Relists are every LIST (or WATCHLIST) phase after an informer's
+	// first, in the order they began.
+	Relists []KubeRelist `json:"relists"`
+	// Holds are the informers held back across a compaction, in order.
+	Holds []Hold `json:"holds,omitempty"`
+	// Etcd counts the requests the apiservers sent etcd, by phase and
+	// kind, as a counting proxy in front of etcd saw them; empty when no
+	// proxy ran.
+	Etcd []EtcdRequests `json:"etcd,omitempty"`
+	// Validation checks every informer's watch events against etcd's
+	// recorded history, and every informer's cache against etcd at the
+	// end.
+	Validation Validation `json:"validation"`
+	// Intervals is the one-second series from the start of the writes.
+	Intervals []Interval `json:"intervals"`
+}
+
+// APIServerTarget describes the kube-apiservers of a KubeRunResult and
+// the clients' settings.
+type APIServerTarget struct {
+	// Version is kube-apiserver's version as /version reports it.
+	Version string `json:"version"`
+	// Servers is the number of kube-apiservers.
+	Servers int `json:"servers"`
+	// Managed is true when lwbench started them (false: --kubeconfig).
+	Managed bool `json:"managed"`
+	// WatchCache is kube-apiserver's --watch-cache.
+	WatchCache bool `json:"watchCache"`
+	// EtcdCompactionIntervalMs is --etcd-compaction-interval (0: off).
+	EtcdCompactionIntervalMs float64 `json:"etcdCompactionIntervalMs"`
+	// FeatureGates is --feature-gates as passed ("" none).
+	FeatureGates string `json:"featureGates,omitempty"`
+	// ClientWatchList is client-go's WatchListClient gate in the
+	// informers: "on", "off", or "default" (client-go's own default).
+	ClientWatchList string `json:"clientWatchList"`
+}
+
+// InformerStats is one informer's share of a KubeRunResult.
+type InformerStats struct {
+	ID       int    `json:"id"`
+	Resource string `json:"resource"`
+	// Requests is every LIST, WATCH and WATCHLIST it sent.
+	Requests int `json:"requests"`
+	// Relists counts its LIST phases after the first.
+	Relists int `json:"relists"`
+	// Events are the watch events it received (initial events and
+	// bookmarks apart), Bookmarks the bookmarks.
+	Events    int64 `json:"events"`
+	Bookmarks int64 `json:"bookmarks"`
+	// ResponseBytes is every byte of its responses, streams included.
+	ResponseBytes int64 `json:"responseBytes"`
+	// CachedObjects is the size of its cache at the end.
+	CachedObjects int `json:"cachedObjects"`
+	// LastRevision is the last resourceVersion its watches delivered.
+	LastRevision int64 `json:"lastRevision"`
+	// HeldBack is true when it was held back across a compaction.
+	HeldBack bool `json:"heldBack,omitempty"`
+}
+
+// RequestCount counts informer requests of one verb and outcome.
+type RequestCount struct {
+	Verb    string `json:"verb"`    // list, watch or watchlist
+	Outcome string `json:"outcome"` // ok, closed, stopped, expired, too-large-rv, throttled, error
+	// ResourceVersion is the kind of resourceVersion asked for: "" (a
+	// quorum read of the latest), "0" (any) or "exact" (a revision).
+	ResourceVersion string `json:"resourceVersion"`
+	Count           int64  `json:"count"`
+	Objects         int64  `json:"objects"` // list items or initial events
+	Bytes           int64  `json:"bytes"`   // response bytes
+}
+
+// KubeRelist is one LIST phase after an informer's first.
+type KubeRelist struct {
+	Informer int     `json:"informer"`
+	AtMs     float64 `json:"atMs"` // when its first request was sent
+	// Cause is the outcome of the request that failed before it, as
+	// client-go's reflector saw it: "expired" (410: compacted, or older
+	// than the watch cache), "too-large-rv", "error", or "" if none
+	// failed.
+	Cause string `json:"cause"`
+	// Verb is list (pages) or watchlist.
+	Verb string `json:"verb"`
+	// ResourceVersion is the first request's.
+	ResourceVersion string `json:"resourceVersion"`
+	// Requests counts the pages (1 for a watchlist).
+	Requests   int     `json:"requests"`
+	Objects    int64   `json:"objects"`
+	Bytes      int64   `json:"bytes"`
+	DurationMs float64 `json:"durationMs"` // until the last page, or the initial events' bookmark
+}
+
+// Hold is one informer held back across a compaction: its watch was
+// broken off at HeldAtMs and it could not list or watch until
+// ReleasedAtMs.
+type Hold struct {
+	Informer     int     `json:"informer"`
+	HeldAtMs     float64 `json:"heldAtMs"`
+	ReleasedAtMs float64 `json:"releasedAtMs"`
+	// HeldRevision is the last resourceVersion it had seen when held.
+	HeldRevision int64 `json:"heldRevision"`
+	// Compacted is true when etcd was compacted past HeldRevision+1
+	// before the release (its next watch must fail with 410 if it goes to
+	// etcd).
+	Compacted bool `json:"compacted"`
+}
+
+// EtcdRequests counts requests of one kind that the apiservers sent etcd
+// in one phase.
+type EtcdRequests struct {
+	Phase  string `json:"phase"`  // the load's phase: seed, sync, steady, held, ...
+	Method string `json:"method"` // the gRPC method, e.g. /etcdserverpb.KV/Range
+	// Kind is the request's shape, e.g. "range limit=500" or "watch
+	// create"; see internal/etcdproxy.
+	Kind          string `json:"kind"`
+	Requests      int64  `json:"requests"`
+	RequestBytes  int64  `json:"requestBytes"`
+	Responses     int64  `json:"responses"`
+	ResponseBytes int64  `json:"responseBytes"`
+}

@@ -1,0 +1,120 @@
+package watchload
+
+import (
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// Observer is the Env's side of a watcher that is not a Reflector: a real
+// client-go informer behind kube-apiserver (pkg/kubeload), whose events
+// arrive as Kubernetes objects rather than etcd responses. It checks what
+// the watcher delivers against the Env's recorded history, as a
+// Reflector's own checks do (every guarantee of Violations), and times
+// each event from the response of the write that caused it.
+//
+// A watcher reports, in the order it saw them: StartWatch when it begins
+// a watch (after a LIST, or after the initial events of a WatchList
+// stream), Event for every event of that watch, Progress for every
+// bookmark. An Observer is safe for concurrent use, but a watcher's calls
+// must come in its own order (one goroutine at a time).
+type Observer struct {
+	mu  sync.Mutex
+	val *validator
+	lat *watchTiming
+}
+
+// NewObserver returns an Observer for watcher id (its number in
+// Violations) of the keys under prefix (e.g. "/registry/pods/"), which the
+// Env's Recorder must record for the history checks to apply.
+func (e *Env) NewObserver(id int, prefix string) *Observer {
+	return &Observer{val: newValidator(id, e.Recorder, prefix, e.Violations), lat: newWatchTiming(e.timing, -1)}
+}
+
+// Now is the Env's clock: the offset from its epoch, in nanoseconds, that
+// Event takes as the arrival time.
+func (e *Env) Now() int64 { return e.timing.now() }
+
+// StartWatch begins a watch that delivers every event from revision from
+// on (a LIST at resourceVersion r, then a WATCH from r: from is r+1).
+func (o *Observer) StartWatch(from int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.val.drain()
+	o.val.startSession(from)
+}
+
+// Event checks one event of the current watch: the object at key, written
+// at revision rev (its resourceVersion), a put (create or update) or a
+// delete, and whether it was a create; at is its arrival on Env.Now's
+// clock.
+func (o *Observer) Event(key string, rev int64, put, create bool, at int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.val.drain()
+	ev := &clientv3.Event{Kv: &mvccpb.KeyValue{Key: []byte(key), ModRevision: rev}}
+	if put {
+		ev.Type = mvccpb.PUT
+		ev.Kv.CreateRevision = rev - 1
+		if create {
+			ev.Kv.CreateRevision = rev
+		}
+	} else {
+		ev.Type = mvccpb.DELETE
+	}
+	o.val.events([]*clientv3.Event{ev})
+	o.lat.event(rev, at)
+	o.lat.retry()
+}
+
+// Progress checks a bookmark at revision rev: every event up to rev must
+// have been delivered.
+func (o *Observer) Progress(rev int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.val.drain()
+	o.val.progress(rev)
+}
+
+// Finish flushes the timings and completes the checks; call it once the
+// watcher has stopped and the Recorder has recorded up to the watcher's
+// last revision (Recorder.WaitFor). It returns the number of events the
+// history did not cover, which were not checked.
+func (o *Observer) Finish() (unverified int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lat.finish()
+	o.val.finish()
+	return o.val.unverified
+}
+
+// CompareCache reports, as cache violations of this watcher, every key
+// whose presence or mod_revision differs between the watcher's cache and
+// etcd's state at revision rev (both maps: key to mod_revision), in key
+// order.
+func (o *Observer) CompareCache(rev int64, cache, state map[string]int64) {
+	compareCache(o.val.viol, o.val.watcher, rev, cache, state)
+}
+
+// Collect fills writes' latency and d's delivery figures from what the
+// Env timed (d.Events must hold the number of events the watchers
+// received; d may be nil), and returns the one-second intervals from the
+// interval origin: what Run reports, for a load assembled outside Run.
+func (e *Env) Collect(writes *report.WriteStats, d *report.DeliveryStats) []report.Interval {
+	iv := collectTimings(e, writes, d)
+	if d != nil {
+		d.EventsPerSecond = e.timing.eventsPerSecond(d.Events)
+	}
+	return iv
+}
+
+// Epoch is the zero of every offset the Session reports.
+func (s *Session) Epoch() time.Time { return s.epoch }
+
+// ScenarioOf is the scenario a result reports for options o (after
+// Defaults).
+func ScenarioOf(o Options) report.Scenario { return scenario(o) }
