@@ -301,7 +301,11 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 	// lastReq is the row of the latest request message: the responses of
 	// unary and server-streaming calls count there.
 	var lastReq atomic.Pointer[entry]
-	go p.forwardRequests(ss, cs, method, &lastReq, cancel)
+	p.handlers.Add(1) // the handler's own count is held: no race with Close's Wait
+	go func() {
+		defer p.handlers.Done()
+		p.forwardRequests(ss, cs, method, &lastReq, cancel)
+	}()
 	err = p.forwardResponses(ss, cs, method, bidi, &lastReq)
 	if err != nil {
 		p.countError(method, streamRow, lastReq.Load(), key)

@@ -3,6 +3,7 @@ package etcdproxy_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/url"
 	"testing"
@@ -260,5 +261,29 @@ func TestCloseEndsOpenStreams(t *testing.T) {
 	defer cancel()
 	if _, err := pb.NewKVClient(conn).Range(cctx, &pb.RangeRequest{Key: []byte("k")}); err == nil {
 		t.Error("a call after close succeeded")
+	}
+}
+
+func TestStartRejectsBadUpstream(t *testing.T) {
+	tests := []struct {
+		name, upstream string
+		wantErr        error
+	}{
+		{"unix scheme", "unix:///tmp/etcd.sock", etcdproxy.ErrUpstreamScheme},
+		{"no scheme", "127.0.0.1:2379", nil},
+		{"host as scheme", "localhost:2379", etcdproxy.ErrUpstreamScheme},
+		{"no host", "http://", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: tt.upstream})
+			if err == nil {
+				p.Close()
+				t.Fatalf("started a proxy to %q", tt.upstream)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("got %v, want %v", err, tt.wantErr)
+			}
+		})
 	}
 }
