@@ -287,3 +287,28 @@ func TestStartRejectsBadUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestContextEndCloses checks that the end of Start's context closes the
+// proxy: its port stops accepting connections.
+func TestContextEndCloses(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	addr := p.URL()[len("http://"):]
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial before cancel: %v", err)
+	}
+	conn.Close()
+	cancel()
+	waitFor(t, func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
+}
