@@ -1,0 +1,470 @@
+package etcdproxy
+
+import (
+	"bytes"
+	"strings"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// Kinds the classifier names outside a message's own shape.
+const (
+	kindCall        = "call"
+	kindStream      = "stream"
+	kindUndecodable = "undecodable"
+	kindNoRequest   = "no request"
+)
+
+// methodName returns Row.Method for a full gRPC method name.
+func methodName(full string) string {
+	if strings.HasPrefix(full, "/etcdserverpb.") {
+		if i := strings.LastIndexByte(full, '/'); i >= 0 {
+			return full[i+1:]
+		}
+	}
+	return full
+}
+
+// bidirectional reports whether each message of method's streams is
+// counted in the phase current when it passes (see Row).
+func bidirectional(method string) bool {
+	return method == "Watch" || method == "LeaseKeepAlive"
+}
+
+// classifier decodes request messages of one stream into reused messages.
+// It is not safe for concurrent use.
+type classifier struct {
+	rng   pb.RangeRequest
+	put   pb.PutRequest
+	del   pb.DeleteRangeRequest
+	txn   pb.TxnRequest
+	cmp   pb.CompactionRequest
+	watch pb.WatchRequest
+	ttl   pb.LeaseTimeToLiveRequest
+}
+
+// appendRequestKind appends the kind of request message b of method to dst.
+func (c *classifier) appendRequestKind(dst []byte, method string, b []byte) []byte {
+	unmarshal := func(m proto.Message) bool { return proto.Unmarshal(b, m) == nil }
+	switch method {
+	case "Range", "RangeStream":
+		if !unmarshal(&c.rng) {
+			break
+		}
+		return appendRangeKind(dst, &c.rng)
+	case "Put":
+		if !unmarshal(&c.put) {
+			break
+		}
+		return appendPutKind(dst, &c.put)
+	case "DeleteRange":
+		if !unmarshal(&c.del) {
+			break
+		}
+		return appendDeleteKind(dst, &c.del)
+	case "Txn":
+		if !unmarshal(&c.txn) {
+			break
+		}
+		return appendTxnShape(dst, &c.txn)
+	case "Compact":
+		if !unmarshal(&c.cmp) {
+			break
+		}
+		dst = append(dst, "compact"...)
+		if c.cmp.Physical {
+			dst = append(dst, " physical"...)
+		}
+		return dst
+	case "Watch":
+		if !unmarshal(&c.watch) {
+			break
+		}
+		return appendWatchRequestKind(dst, &c.watch)
+	case "LeaseGrant":
+		return append(dst, "grant"...)
+	case "LeaseRevoke":
+		return append(dst, "revoke"...)
+	case "LeaseKeepAlive":
+		return append(dst, "keepalive"...)
+	case "LeaseTimeToLive":
+		if !unmarshal(&c.ttl) {
+			break
+		}
+		dst = append(dst, "ttl"...)
+		if c.ttl.Keys {
+			dst = append(dst, " keys"...)
+		}
+		return dst
+	case "LeaseLeases":
+		return append(dst, "leases"...)
+	default:
+		return append(dst, kindCall...)
+	}
+	return append(dst, kindUndecodable...)
+}
+
+// appendKeyShape appends how key and rangeEnd select keys, with etcd's
+// conventions (api/v3/etcdserverpb/rpc.proto, RangeRequest.range_end):
+// "key" (one key, no range_end), "all" (key and range_end "\x00"),
+// "from" (range_end "\x00": every key >= key), "prefix" (range_end is
+// key with its last byte below 0xff incremented and the rest dropped, as
+// clientv3.WithPrefix makes it) or "range" (any other [key, range_end)).
+func appendKeyShape(dst, key, rangeEnd []byte) []byte {
+	switch {
+	case len(rangeEnd) == 0:
+		return append(dst, "key"...)
+	case len(rangeEnd) == 1 && rangeEnd[0] == 0:
+		if len(key) == 1 && key[0] == 0 {
+			return append(dst, "all"...)
+		}
+		return append(dst, "from"...)
+	case isPrefixEnd(key, rangeEnd):
+		return append(dst, "prefix"...)
+	}
+	return append(dst, "range"...)
+}
+
+// isPrefixEnd reports whether end is the smallest key greater than every
+// key with prefix key (clientv3.GetPrefixRangeEnd).
+func isPrefixEnd(key, end []byte) bool {
+	i := len(key) - 1
+	for i >= 0 && key[i] == 0xff {
+		i--
+	}
+	if i < 0 {
+		return false
+	}
+	return len(end) == i+1 && bytes.Equal(end[:i], key[:i]) && end[i] == key[i]+1
+}
+
+// appendRangeKind appends a Range or RangeStream request's kind: its key
+// shape, then in this order whichever apply: "limit" (limit > 0), "rev"
+// (revision > 0: a read at a past revision), "serializable", "keys_only",
+// "count_only", "sorted" (a sort order), "filtered" (a min/max mod or
+// create revision).
+func appendRangeKind(dst []byte, r *pb.RangeRequest) []byte {
+	dst = appendKeyShape(dst, r.Key, r.RangeEnd)
+	if r.Limit > 0 {
+		dst = append(dst, " limit"...)
+	}
+	if r.Revision > 0 {
+		dst = append(dst, " rev"...)
+	}
+	if r.Serializable {
+		dst = append(dst, " serializable"...)
+	}
+	if r.KeysOnly {
+		dst = append(dst, " keys_only"...)
+	}
+	if r.CountOnly {
+		dst = append(dst, " count_only"...)
+	}
+	if r.SortOrder != pb.RangeRequest_NONE {
+		dst = append(dst, " sorted"...)
+	}
+	if r.MinModRevision != 0 || r.MaxModRevision != 0 || r.MinCreateRevision != 0 || r.MaxCreateRevision != 0 {
+		dst = append(dst, " filtered"...)
+	}
+	return dst
+}
+
+// appendPutKind appends "put" and whichever of "lease", "prev_kv",
+// "ignore_value", "ignore_lease" apply.
+func appendPutKind(dst []byte, r *pb.PutRequest) []byte {
+	dst = append(dst, "put"...)
+	if r.Lease != 0 {
+		dst = append(dst, " lease"...)
+	}
+	if r.PrevKv {
+		dst = append(dst, " prev_kv"...)
+	}
+	if r.IgnoreValue {
+		dst = append(dst, " ignore_value"...)
+	}
+	if r.IgnoreLease {
+		dst = append(dst, " ignore_lease"...)
+	}
+	return dst
+}
+
+// appendDeleteKind appends a DeleteRange request's key shape and
+// "prev_kv" if asked.
+func appendDeleteKind(dst []byte, r *pb.DeleteRangeRequest) []byte {
+	dst = appendKeyShape(dst, r.Key, r.RangeEnd)
+	if r.PrevKv {
+		dst = append(dst, " prev_kv"...)
+	}
+	return dst
+}
+
+// appendTxnShape appends a Txn's shape: "if <compares> then <ops> else
+// <ops>", where a compare is its target, operator and "0" or "?" (zero or
+// any other value: "mod_revision=0" is a create-if-absent) joined by " and
+// ", and ops are "put", "delete", "range" or "txn(<shape>)" joined by ",".
+// "if" is left out without compares, "else" without failure ops, and an
+// empty success branch is "then -". kube-apiserver's writes read as "if
+// mod_revision=0 then put" (create), "if mod_revision=? then put else range"
+// (update) and "if mod_revision=? then delete else range" (delete);
+// its compactor's as "if version=? then put else range"
+// (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go, compact.go).
+func appendTxnShape(dst []byte, t *pb.TxnRequest) []byte {
+	if len(t.Compare) > 0 {
+		dst = append(dst, "if "...)
+		for i, c := range t.Compare {
+			if i > 0 {
+				dst = append(dst, " and "...)
+			}
+			dst = appendCompare(dst, c)
+		}
+		dst = append(dst, ' ')
+	}
+	dst = append(dst, "then "...)
+	dst = appendOps(dst, t.Success)
+	if len(t.Failure) > 0 {
+		dst = append(dst, " else "...)
+		dst = appendOps(dst, t.Failure)
+	}
+	return dst
+}
+
+func appendCompare(dst []byte, c *pb.Compare) []byte {
+	zero := false
+	switch c.Target {
+	case pb.Compare_VERSION:
+		dst = append(dst, "version"...)
+		zero = c.GetVersion() == 0
+	case pb.Compare_CREATE:
+		dst = append(dst, "create_revision"...)
+		zero = c.GetCreateRevision() == 0
+	case pb.Compare_MOD:
+		dst = append(dst, "mod_revision"...)
+		zero = c.GetModRevision() == 0
+	case pb.Compare_VALUE:
+		dst = append(dst, "value"...)
+		zero = len(c.GetValue()) == 0
+	case pb.Compare_LEASE:
+		dst = append(dst, "lease"...)
+		zero = c.GetLease() == 0
+	default:
+		dst = append(dst, "target?"...)
+	}
+	switch c.Result {
+	case pb.Compare_EQUAL:
+		dst = append(dst, '=')
+	case pb.Compare_GREATER:
+		dst = append(dst, '>')
+	case pb.Compare_LESS:
+		dst = append(dst, '<')
+	case pb.Compare_NOT_EQUAL:
+		dst = append(dst, "!="...)
+	}
+	if zero {
+		return append(dst, '0')
+	}
+	return append(dst, '?')
+}
+
+func appendOps(dst []byte, ops []*pb.RequestOp) []byte {
+	if len(ops) == 0 {
+		return append(dst, '-')
+	}
+	for i, op := range ops {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		switch r := op.Request.(type) {
+		case *pb.RequestOp_RequestRange:
+			dst = append(dst, "range"...)
+		case *pb.RequestOp_RequestPut:
+			dst = append(dst, "put"...)
+		case *pb.RequestOp_RequestDeleteRange:
+			dst = append(dst, "delete"...)
+		case *pb.RequestOp_RequestTxn:
+			dst = append(dst, "txn("...)
+			dst = appendTxnShape(dst, r.RequestTxn)
+			dst = append(dst, ')')
+		default:
+			dst = append(dst, '?')
+		}
+	}
+	return dst
+}
+
+// appendWatchRequestKind appends a Watch stream request's kind: "create"
+// with the key shape and whichever of "rev" (start_revision > 0),
+// "progress_notify", "prev_kv", "noput", "nodelete", "fragment",
+// "watch_id" (an id chosen by the client) apply; "cancel"; or "progress"
+// (a progress request).
+func appendWatchRequestKind(dst []byte, w *pb.WatchRequest) []byte {
+	switch {
+	case w.GetCreateRequest() != nil:
+		r := w.GetCreateRequest()
+		dst = append(dst, "create "...)
+		dst = appendKeyShape(dst, r.Key, r.RangeEnd)
+		if r.StartRevision > 0 {
+			dst = append(dst, " rev"...)
+		}
+		if r.ProgressNotify {
+			dst = append(dst, " progress_notify"...)
+		}
+		if r.PrevKv {
+			dst = append(dst, " prev_kv"...)
+		}
+		for _, f := range r.Filters {
+			switch f {
+			case pb.WatchCreateRequest_NOPUT:
+				dst = append(dst, " noput"...)
+			case pb.WatchCreateRequest_NODELETE:
+				dst = append(dst, " nodelete"...)
+			}
+		}
+		if r.Fragment {
+			dst = append(dst, " fragment"...)
+		}
+		if r.WatchId != 0 {
+			dst = append(dst, " watch_id"...)
+		}
+		return dst
+	case w.GetCancelRequest() != nil:
+		return append(dst, "cancel"...)
+	case w.GetProgressRequest() != nil:
+		return append(dst, "progress"...)
+	}
+	return append(dst, kindUndecodable...)
+}
+
+// Field numbers of the response messages the proxy scans without decoding
+// (api/v3/etcdserverpb/rpc.proto).
+const (
+	rangeResponseKvs             = 2 // RangeResponse.kvs
+	rangeStreamResponseRange     = 1 // RangeStreamResponse.range_response
+	watchResponseWatchID         = 2
+	watchResponseCreated         = 3
+	watchResponseCanceled        = 4
+	watchResponseCompactRevision = 5
+	watchResponseFragment        = 7
+	watchResponseEvents          = 11
+	invalidWatchID               = -1 // clientv3.InvalidWatchID
+)
+
+// countField returns how many times field num occurs at the top level of
+// message b; -1 if b is not a valid message.
+func countField(b []byte, num protowire.Number) int64 {
+	var n int64
+	for len(b) > 0 {
+		f, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return -1
+		}
+		b = b[l:]
+		l = protowire.ConsumeFieldValue(f, typ, b)
+		if l < 0 {
+			return -1
+		}
+		if f == num {
+			n++
+		}
+		b = b[l:]
+	}
+	return n
+}
+
+// rangeStreamKeys returns the number of keys in a RangeStreamResponse.
+func rangeStreamKeys(b []byte) int64 {
+	var n int64
+	for len(b) > 0 {
+		f, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return n
+		}
+		b = b[l:]
+		if f == rangeStreamResponseRange && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return n
+			}
+			if k := countField(v, rangeResponseKvs); k > 0 {
+				n += k
+			}
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(f, typ, b)
+		if l < 0 {
+			return n
+		}
+		b = b[l:]
+	}
+	return n
+}
+
+// watchResponseKind appends a Watch response's kind to dst and returns its
+// number of events: "created" (a watcher was created), "compacted"
+// (canceled because its start revision was compacted: compact_revision >
+// 0), "canceled", "events" (or "events fragment"), "progress notify" (no
+// events, for one watcher: progress_notify) or "progress notify all" (no
+// events, watch_id -1: the answer to a progress request, or a notification
+// on behalf of every watcher of the stream; see
+// server/etcdserver/api/v3rpc/watch.go). A response that cannot be parsed
+// is "undecodable".
+func appendWatchResponseKind(dst, b []byte) ([]byte, int64) {
+	var watchID, compactRev int64
+	var created, canceled, fragment bool
+	var events int64
+	for len(b) > 0 {
+		f, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return append(dst, kindUndecodable...), 0
+		}
+		b = b[l:]
+		if typ == protowire.VarintType {
+			v, l := protowire.ConsumeVarint(b)
+			if l < 0 {
+				return append(dst, kindUndecodable...), 0
+			}
+			switch f {
+			case watchResponseWatchID:
+				watchID = int64(v)
+			case watchResponseCreated:
+				created = v != 0
+			case watchResponseCanceled:
+				canceled = v != 0
+			case watchResponseCompactRevision:
+				compactRev = int64(v)
+			case watchResponseFragment:
+				fragment = v != 0
+			}
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(f, typ, b)
+		if l < 0 {
+			return append(dst, kindUndecodable...), 0
+		}
+		if f == watchResponseEvents {
+			events++
+		}
+		b = b[l:]
+	}
+	switch {
+	case created:
+		dst = append(dst, "created"...)
+	case compactRev > 0:
+		dst = append(dst, "compacted"...)
+	case canceled:
+		dst = append(dst, "canceled"...)
+	case events > 0:
+		dst = append(dst, "events"...)
+		if fragment {
+			dst = append(dst, " fragment"...)
+		}
+	case watchID == invalidWatchID:
+		dst = append(dst, "progress notify all"...)
+	default:
+		dst = append(dst, "progress notify"...)
+	}
+	return dst, events
+}

@@ -1,0 +1,64 @@
+// Package etcdproxy is a transparent, counting gRPC proxy in front of one
+// etcd endpoint: it shows what a client such as kube-apiserver asks of
+// etcd, request by request, per phase of an experiment.
+//
+// # Forwarding
+//
+// Start listens on a loopback port and serves plain gRPC over HTTP/2
+// (h2c), which is what clientv3 dials for an http:// endpoint, so
+// kube-apiserver can be pointed at it with --etcd-servers=Proxy.URL().
+// Every call, whatever its service and method (an unknown-service handler
+// with a pass-through codec: etcd methods added later, such as etcd 3.7's
+// KV.RangeStream, pass too), unary or streaming, is forwarded to
+// Config.Upstream over http or https with the client's metadata; etcd's
+// headers, messages, trailers and status (code, message, details) come
+// back unchanged. Messages are forwarded as the bytes that arrived,
+// without re-encoding. Each downstream connection gets one upstream
+// connection of its own, so etcd sees as many client connections as it
+// would without the proxy. For a cluster, start one Proxy per member and
+// share one Counter between them (Config.Counter).
+//
+// # Counting
+//
+// Each message is counted before it is forwarded, so once a client has
+// seen a response Counts includes it and its request. A request is
+// classified by decoding a copy with the etcdserverpb types; responses are
+// scanned, not decoded, for the few fields counted (keys of a Range, events
+// and flags of a Watch response). Counts are per phase (SetPhase), Row.Method
+// and Row.Kind; see Row for which phase a response counts in.
+//
+// Kinds, by method (shapes of keys: "key", "prefix", "range", "from",
+// "all"; see appendKeyShape):
+//
+//	Range, RangeStream  key shape + limit, rev, serializable, keys_only,
+//	                    count_only, sorted, filtered   e.g. "prefix limit rev"
+//	Put                 "put" + lease, prev_kv, ignore_value, ignore_lease
+//	DeleteRange         key shape + prev_kv
+//	Txn                 "if <compares> then <ops> else <ops>", e.g.
+//	                    "if mod_revision=? then put else range"
+//	Compact             "compact" or "compact physical"
+//	Watch requests      "create <key shape>" + rev, progress_notify, prev_kv,
+//	                    noput, nodelete, fragment, watch_id; "cancel";
+//	                    "progress" (a progress request)
+//	Watch responses     "created", "canceled", "compacted", "events",
+//	                    "events fragment", "progress notify" (one watcher's),
+//	                    "progress notify all" (watch_id -1: answers a
+//	                    progress request)
+//	LeaseGrant ...      "grant", "revoke", "keepalive", "ttl", "ttl keys",
+//	                    "leases"
+//	Watch, LeaseKeepAlive  "stream": streams opened and failed
+//	anything else       "call" (Status, Defragment, MemberList, Auth ...)
+//
+// A request that does not decode is "undecodable"; responses and errors
+// of a call whose request never passed are "no request".
+//
+// # Cost
+//
+// Forwarding copies no message bytes (the received buffers are handed on);
+// counting decodes each request (allocating its byte fields) and scans
+// Range and Watch responses in place. On a shared 2-core VM
+// (BenchmarkRange: a 100-key list of 1 KiB values, etcd, client and proxy
+// in one process) a call took 1.0-1.2 ms through the proxy against
+// 0.8-1.1 ms directly, with about 220 more allocations per call, nearly
+// all gRPC's per-stream machinery.
+package etcdproxy

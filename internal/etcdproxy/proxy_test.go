@@ -1,0 +1,258 @@
+package etcdproxy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/status"
+
+	"github.com/kubestore/etcdkit/internal/etcdproxy"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+)
+
+// startProxy starts a proxy in front of upstream, closed when the test ends.
+func startProxy(t *testing.T, cfg etcdproxy.Config) *etcdproxy.Proxy {
+	t.Helper()
+	p, err := etcdproxy.Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// newClient returns a client of the proxy, closed when the test ends.
+func newClient(t *testing.T, p *etcdproxy.Proxy) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{p.URL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rowKey names a row in failure messages and wanted counts.
+type rowKey struct{ phase, method, kind string }
+
+// row is the counts a test wants of one row; bytes are checked only for
+// being zero without messages, errors not when negative.
+type row struct{ requests, responses, items, errors int64 }
+
+// checkCounts fails the test unless got has exactly the rows of want.
+func checkCounts(t *testing.T, got etcdproxy.Counts, want map[rowKey]row) {
+	t.Helper()
+	seen := map[rowKey]bool{}
+	for _, r := range got {
+		k := rowKey{r.Phase, r.Method, r.Kind}
+		seen[k] = true
+		w, ok := want[k]
+		if !ok {
+			t.Errorf("unexpected row %+v", r)
+			continue
+		}
+		g := row{r.Requests, r.Responses, r.Items, r.Errors}
+		if w.errors < 0 {
+			g.errors = w.errors
+		}
+		if g != w {
+			t.Errorf("%v: got requests %d responses %d items %d errors %d, want %d %d %d %d",
+				k, g.requests, g.responses, g.items, g.errors, w.requests, w.responses, w.items, w.errors)
+		}
+		// Empty messages (StatusRequest) are 0 bytes; bytes without
+		// messages are a bug.
+		if (r.Requests == 0 && r.RequestBytes != 0) || (r.Responses == 0 && r.ResponseBytes != 0) {
+			t.Errorf("%v: %d bytes in %d requests, %d bytes in %d responses", k, r.RequestBytes, r.Requests, r.ResponseBytes, r.Responses)
+		}
+	}
+	for k := range want {
+		if !seen[k] {
+			t.Errorf("no row %v", k)
+		}
+	}
+	if t.Failed() {
+		for _, r := range got {
+			t.Logf("%+v", r)
+		}
+	}
+}
+
+// TestCountsPerKindAndPhase drives a client through the proxy and checks
+// every row it counts, phase by phase.
+func TestCountsPerKindAndPhase(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	p := startProxy(t, etcdproxy.Config{Upstream: srv.Endpoints[0]})
+	c := newClient(t, p)
+	ctx := t.Context()
+
+	// seed: three puts, then reads of every Range kind.
+	p.SetPhase("seed")
+	var rev int64
+	for _, name := range []string{"a", "b", "c"} {
+		r, err := c.Put(ctx, "/registry/pods/default/"+name, "v-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = r.Header.Revision
+	}
+	gets := []struct {
+		key      string
+		opts     []clientv3.OpOption
+		wantKeys int
+	}{
+		{"/registry/pods/", []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithLimit(2)}, 2},
+		{"/registry/pods/", []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly()}, 3},
+		{"/registry/pods/", []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, 0},
+		{"/registry/pods/default/a", nil, 1},
+		{"/registry/pods/default/a", nil, 1},
+		{"/registry/pods/", []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev - 1), clientv3.WithSerializable()}, 2},
+	}
+	for _, g := range gets {
+		r, err := c.Get(ctx, g.key, g.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Kvs) != g.wantKeys {
+			t.Fatalf("get %s: got %d keys, want %d", g.key, len(r.Kvs), g.wantKeys)
+		}
+	}
+
+	// steady: kube-apiserver's write transactions, a lease, watches.
+	p.SetPhase("steady")
+	key := "/registry/pods/default/d"
+	create, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, "v1")).Commit()
+	if err != nil || !create.Succeeded {
+		t.Fatalf("create txn: %v %v", create, err)
+	}
+	update, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", create.Header.Revision)).
+		Then(clientv3.OpPut(key, "v2")).Else(clientv3.OpGet(key)).Commit()
+	if err != nil || !update.Succeeded {
+		t.Fatalf("update txn: %v %v", update, err)
+	}
+	lease, err := c.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KeepAliveOnce(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "/registry/events/default/e", "x", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two watchers on one stream: the informer's, from a revision with
+	// progress notifications, and a second one cancelled below.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	w1 := c.Watch(wctx, "/registry/configmaps/", clientv3.WithPrefix(), clientv3.WithRev(rev),
+		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
+	w2ctx, w2cancel := context.WithCancel(ctx)
+	w2 := c.Watch(w2ctx, "/registry/configmaps/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	for _, w := range []clientv3.WatchChan{w1, w2} {
+		if r := <-w; !r.Created {
+			t.Fatalf("first watch response %+v, want created", r)
+		}
+	}
+	put, err := c.Put(ctx, "/registry/configmaps/default/cm", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []clientv3.WatchChan{w1, w2} {
+		r := <-w
+		if len(r.Events) != 1 || r.Events[0].Kv.ModRevision != put.Header.Revision {
+			t.Fatalf("watcher %d: got %+v, want the put", i+1, r)
+		}
+	}
+	if err := c.RequestProgress(wctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []clientv3.WatchChan{w1, w2} {
+		if r := <-w; !r.IsProgressNotify() || r.Header.Revision != put.Header.Revision {
+			t.Fatalf("watcher %d: got %+v, want a progress notification at %d", i+1, r, put.Header.Revision)
+		}
+	}
+	w2cancel()
+	waitFor(t, func() bool {
+		r, _ := p.Counts().Get("steady", "Watch", "canceled")
+		return r.Responses == 1
+	})
+
+	// compacted: a read and a watch below the compact revision fail.
+	p.SetPhase("compacted")
+	if _, err := c.Compact(ctx, put.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	// clientv3 maps errors to its own values; the raw stub shows the
+	// status as it came over the wire.
+	_, err = pb.NewKVClient(c.ActiveConnection()).Range(ctx, &pb.RangeRequest{
+		Key: []byte("/registry/pods/"), RangeEnd: []byte("/registry/pods0"), Limit: 500, Revision: rev})
+	if got, want := status.Convert(err), status.Convert(rpctypes.ErrGRPCCompacted); got.Code() != want.Code() || got.Message() != want.Message() {
+		t.Fatalf("range at compacted revision: got %v, want %v", err, rpctypes.ErrGRPCCompacted)
+	}
+	w3 := c.Watch(ctx, "/registry/pods/", clientv3.WithPrefix(), clientv3.WithRev(rev))
+	var r clientv3.WatchResponse
+	for r = range w3 {
+		if r.Err() != nil {
+			break
+		}
+	}
+	if !errors.Is(r.Err(), rpctypes.ErrCompacted) || r.CompactRevision != put.Header.Revision {
+		t.Fatalf("watch from compacted revision: got %v compact revision %d, want %v at %d", r.Err(), r.CompactRevision, rpctypes.ErrCompacted, put.Header.Revision)
+	}
+
+	checkCounts(t, p.Counts(), map[rowKey]row{
+		{"seed", "Put", "put"}:                                     {3, 3, 0, 0},
+		{"seed", "Range", "prefix limit"}:                          {1, 1, 2, 0},
+		{"seed", "Range", "prefix keys_only"}:                      {1, 1, 3, 0},
+		{"seed", "Range", "prefix count_only"}:                     {1, 1, 0, 0},
+		{"seed", "Range", "key"}:                                   {2, 2, 2, 0},
+		{"seed", "Range", "prefix rev serializable"}:               {1, 1, 2, 0},
+		{"steady", "Txn", "if mod_revision=0 then put"}:            {1, 1, 0, 0},
+		{"steady", "Txn", "if mod_revision=? then put else range"}: {1, 1, 0, 0},
+		{"steady", "LeaseGrant", "grant"}:                          {1, 1, 0, 0},
+		{"steady", "LeaseKeepAlive", "stream"}:                     {1, 0, 0, 1},
+		{"steady", "LeaseKeepAlive", "keepalive"}:                  {1, 1, 0, 0},
+		{"steady", "Put", "put lease"}:                             {1, 1, 0, 0},
+		{"steady", "Put", "put"}:                                   {1, 1, 0, 0},
+		{"steady", "Watch", "stream"}:                              {1, 0, 0, 0},
+		{"steady", "Watch", "create prefix rev progress_notify"}:   {1, 0, 0, 0},
+		{"steady", "Watch", "create prefix"}:                       {1, 0, 0, 0},
+		{"steady", "Watch", "created"}:                             {0, 2, 0, 0},
+		{"steady", "Watch", "events"}:                              {0, 2, 2, 0},
+		{"steady", "Watch", "progress"}:                            {1, 0, 0, 0},
+		{"steady", "Watch", "progress notify all"}:                 {0, 1, 0, 0},
+		{"steady", "Watch", "cancel"}:                              {1, 0, 0, 0},
+		{"steady", "Watch", "canceled"}:                            {0, 1, 0, 0},
+		{"compacted", "Compact", "compact"}:                        {1, 1, 0, 0},
+		{"compacted", "Range", "prefix limit rev"}:                 {1, 0, 0, 1},
+		{"compacted", "Watch", "create prefix rev"}:                {1, 0, 0, 0},
+		{"compacted", "Watch", "created"}:                          {0, 1, 0, 0},
+		{"compacted", "Watch", "compacted"}:                        {0, 1, 0, 0},
+	})
+	if got, want := p.Counts().Phases(), []string{"seed", "steady", "compacted"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("phases with rows %v, want %v", got, want)
+	}
+	if got, want := p.Counter().Phases(), []string{"start", "seed", "steady", "compacted"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("phases %v, want %v", got, want)
+	}
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
