@@ -12,14 +12,17 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
+	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // EtcdCounter is what Run needs of a counting proxy between the
-// apiservers and etcd (internal/etcdproxy): it attributes every request it
-// forwards from now on to phase, and returns what it counted.
+// apiservers and etcd (internal/etcdproxy): Reset forgets what it counted,
+// SetPhase attributes every request it forwards from now on to phase, and
+// Requests returns what it counted, by phase in the order first set.
 type EtcdCounter interface {
+	Reset()
 	SetPhase(phase string)
 	Requests() []report.EtcdRequests
 }
@@ -96,6 +99,9 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		if st.Counter != nil {
 			st.Counter.SetPhase(p)
 		}
+	}
+	if st.Counter != nil {
+		st.Counter.Reset()
 	}
 	logf := lo.Logf
 	if logf == nil {
@@ -300,4 +306,28 @@ func equalCache(a, b map[string]int64) bool {
 		}
 	}
 	return true
+}
+
+// proxyCounter is an etcdproxy.Counter as Run's EtcdCounter.
+type proxyCounter struct{ c *etcdproxy.Counter }
+
+// CounterOf returns c, the counter of the proxies in front of etcd's
+// members, as Run's EtcdCounter.
+func CounterOf(c *etcdproxy.Counter) EtcdCounter { return proxyCounter{c} }
+
+func (p proxyCounter) SetPhase(phase string) { p.c.SetPhase(phase) }
+
+func (p proxyCounter) Reset() {
+	p.c.SetPhase("before")
+	p.c.Reset()
+}
+
+func (p proxyCounter) Requests() []report.EtcdRequests {
+	rows := p.c.Counts()
+	out := make([]report.EtcdRequests, len(rows))
+	for i, r := range rows {
+		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Requests: r.Requests,
+			RequestBytes: r.RequestBytes, Responses: r.Responses, ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors}
+	}
+	return out
 }

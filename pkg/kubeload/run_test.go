@@ -10,21 +10,28 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/apiservertest"
+	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
-// stack starts an embedded etcd and one kube-apiserver in front of it
-// with cfg's settings (BinDir, Dir and EtcdServers are filled in).
+// stack starts an embedded etcd, a counting proxy in front of it and one
+// kube-apiserver in front of the proxy, with cfg's settings (BinDir, Dir
+// and EtcdServers are filled in).
 func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
 	t.Helper()
 	cfg.BinDir = apiservertest.Binaries(t)
 	srv := etcdtest.RunEtcd(t)
-	cfg.Dir, cfg.EtcdServers = t.TempDir(), srv.Endpoints
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
+	proxy, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	cfg.Dir, cfg.EtcdServers = t.TempDir(), []string{proxy.URL()}
 	c, err := apiserverproc.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
 		Dial: func(ctx context.Context) (*clientv3.Client, error) {
 			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		}}
-	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(),
+	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(), Counter: kubeload.CounterOf(proxy.Counter()),
 		APIServer: report.APIServerTarget{Servers: 1, Managed: true, WatchCache: !cfg.DisableWatchCache,
 			EtcdCompactionIntervalMs: report.Ms(cfg.EtcdCompactionInterval)}}
 }
@@ -83,6 +90,24 @@ func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 	}
 	if expiredWatches == 0 {
 		t.Errorf("no WATCH failed with 410 Expired: %+v", res.Requests)
+	}
+	// What etcd saw after the release: the held informer's watch
+	// reached etcd and was compacted, and its relist read etcd.
+	var compacted, ranges int64
+	for _, e := range res.Etcd {
+		if e.Phase != "released" {
+			continue
+		}
+		t.Logf("etcd: %+v", e)
+		switch {
+		case e.Method == "Watch" && e.Kind == "compacted":
+			compacted += e.Responses
+		case e.Method == "Range" || e.Method == "RangeStream":
+			ranges += e.Requests
+		}
+	}
+	if compacted == 0 || ranges == 0 {
+		t.Errorf("etcd saw %d compacted watch responses and %d ranges after the release, want both", compacted, ranges)
 	}
 	if res.Informers[1].Relists != 0 {
 		t.Errorf("informer 1, never held, relisted %d times", res.Informers[1].Relists)

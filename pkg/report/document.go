@@ -16,13 +16,15 @@ import (
 // after another. Documents written before the kind field existed are
 // recognised by their shape (Identify).
 const (
-	KindRun        = "RunResult"        // lwbench run: RunResult
-	KindWatch      = "WatchResult"      // lwbench watch: WatchResult
-	KindPut        = "PutResult"        // lwbench put: PutResult
-	KindList       = "ListResult"       // lwbench list: ListResult
-	KindKubeRun    = "KubeRunResult"    // lwbench run --kube-apiserver: KubeRunResult
-	KindExperiment = "ExperimentResult" // the experiments: experiment.Result
-	KindComparison = "Comparison"       // lwbench report -w json: experiment.Comparison
+	KindRun     = "RunResult"     // lwbench run: RunResult
+	KindWatch   = "WatchResult"   // lwbench watch: WatchResult
+	KindPut     = "PutResult"     // lwbench put: PutResult
+	KindList    = "ListResult"    // lwbench list: ListResult
+	KindKubeRun = "KubeRunResult" // lwbench run --kube-apiserver: KubeRunResult
+	// KindConformance is lwbench conformance: Conformance.
+	KindConformance = "Conformance"
+	KindExperiment  = "ExperimentResult" // the experiments: experiment.Result
+	KindComparison  = "Comparison"       // lwbench report -w json: experiment.Comparison
 	// KindFaultRuns is results/faults.json (scripts/faults.sh).
 	KindFaultRuns = "FaultRuns"
 	// KindVersionMatrix is results/version-matrix.json
@@ -188,6 +190,8 @@ func Decode(b []byte) (Header, any, error) {
 		v, current = &ListResult{}, ListSchemaVersion
 	case KindKubeRun:
 		v, current = &KubeRunResult{}, KubeRunSchemaVersion
+	case KindConformance:
+		v, current = &Conformance{}, ConformanceSchemaVersion
 	default:
 		return h, nil, fmt.Errorf("%w: a %s document", ErrUnknownKind, h.Kind)
 	}

@@ -143,12 +143,76 @@ type Hold struct {
 // in one phase.
 type EtcdRequests struct {
 	Phase  string `json:"phase"`  // the load's phase: seed, sync, steady, held, ...
-	Method string `json:"method"` // the gRPC method, e.g. /etcdserverpb.KV/Range
+	Method string `json:"method"` // the gRPC method without its service, e.g. Range
 	// Kind is the request's shape, e.g. "range limit=500" or "watch
 	// create"; see internal/etcdproxy.
 	Kind          string `json:"kind"`
 	Requests      int64  `json:"requests"`
-	RequestBytes  int64  `json:"requestBytes"`
+	RequestBytes  int64  `json:"requestBytes"` // protobuf payload bytes, without gRPC framing
 	Responses     int64  `json:"responses"`
 	ResponseBytes int64  `json:"responseBytes"`
+	// Items are the keys of range responses and the events of watch
+	// responses.
+	Items int64 `json:"items"`
+	// Errors are the calls that ended with a gRPC status other than OK
+	// (cancellations by the apiserver included).
+	Errors int64 `json:"errors"`
+}
+
+// ConformanceSchemaVersion is the version of the Conformance JSON
+// document.
+const ConformanceSchemaVersion = 1
+
+// Conformance is the result of `lwbench conformance`: the same load run
+// through lwbench's etcd-direct model and through real kube-apiservers
+// with client-go, and what etcd was asked in each, side by side.
+type Conformance struct {
+	Kind          string    `json:"kind"`          // KindConformance
+	SchemaVersion int       `json:"schemaVersion"` // ConformanceSchemaVersion
+	StartedAt     time.Time `json:"startedAt"`     // when it began, UTC
+	// EtcdVersion and APIServerVersion are the versions of the stack.
+	EtcdVersion      string `json:"etcdVersion"`
+	APIServerVersion string `json:"apiserverVersion"`
+	// Scenario is the load both sides ran.
+	Scenario Scenario `json:"scenario"`
+	// Cases are the real-stack settings compared, in order.
+	Cases []ConformanceCase `json:"cases"`
+}
+
+// ConformanceCase compares one real-stack setting with the model profile
+// that stands for it.
+type ConformanceCase struct {
+	// Name names the setting, e.g. "watch cache off, WatchList on".
+	Name            string `json:"name"`
+	WatchCache      bool   `json:"watchCache"`
+	ClientWatchList string `json:"clientWatchList"` // on, off or default
+	// ModelProfile is the etcd-direct model's profile it is compared with
+	// (informer for the watch cache off, apiserver-cache for on).
+	ModelProfile string `json:"modelProfile"`
+	// Rows are etcd's requests by method and kind over the whole load
+	// (seeding apart), sorted by method and kind.
+	Rows []ConformanceRow `json:"rows"`
+	// Model and Real are the full counts, by phase.
+	Model []EtcdRequests `json:"model"`
+	Real  []EtcdRequests `json:"real"`
+}
+
+// ConformanceRow is one kind of etcd request as the model and the real
+// stack sent it.
+type ConformanceRow struct {
+	Method string `json:"method"`
+	Kind   string `json:"kind"`
+	// Model and Real count the requests (for watch responses, which have
+	// no request, the responses).
+	Model int64 `json:"model"`
+	Real  int64 `json:"real"`
+	// ModelBytes and RealBytes are the bytes both ways.
+	ModelBytes int64 `json:"modelBytes"`
+	RealBytes  int64 `json:"realBytes"`
+	// Ratio is Model / Real (0 when Real is 0).
+	Ratio float64 `json:"ratio"`
+	// Within10 is true when the counts differ by at most 10 % of Real.
+	Within10 bool `json:"within10Percent"`
+	// Note says why a row is not within 10 %, when that is known.
+	Note string `json:"note,omitempty"`
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -33,6 +34,7 @@ type kubeOptions struct {
 	watchCache      bool
 	apiserverGates  string
 	clientGates     string
+	countEtcd       bool
 	watchList       *bool // from clientGates; nil: client-go's default
 	resolvedVersion string
 	flags           *pflag.FlagSet
@@ -43,6 +45,7 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.servers, "apiservers", 1, "with --kube-apiserver: kube-apiservers to start, all in front of the same etcd")
 	fs.BoolVar(&o.watchCache, "watch-cache", true, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd)")
 	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)")
+	fs.BoolVar(&o.countEtcd, "count-etcd", true, "with --kube-apiserver: count every request the apiservers send etcd, by phase and shape, through a counting gRPC proxy in front of each member")
 	fs.StringVar(&o.clientGates, "client-feature-gates", "", "with --kube-apiserver: client-go feature gates of the informers; only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
 	o.flags = fs
 }
@@ -54,7 +57,7 @@ func (o *kubeOptions) enabled() bool { return o.version != "" }
 // must be one lwbench can build.
 func (o *kubeOptions) Validate() error {
 	if !o.enabled() {
-		for _, name := range []string{"apiservers", "watch-cache", "apiserver-feature-gates", "client-feature-gates"} {
+		for _, name := range []string{"apiservers", "watch-cache", "apiserver-feature-gates", "client-feature-gates", "count-etcd"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --kube-apiserver", name)
 			}
@@ -73,6 +76,9 @@ func (o *kubeOptions) Validate() error {
 		return cli.FlagErrorf("--kube-apiserver: Unsupported value: %q: lwbench builds kube-apiserver 1.35, 1.36 and 1.37", o.version)
 	}
 	o.resolvedVersion = v
+	if o.flags != nil && o.flags.Changed("allow-compaction") && o.flags.Changed("endpoints") {
+		return cli.FlagErrorf("--allow-compaction cannot be used with --kube-apiserver and --endpoints: kube-apiserver's compactor keeps its compact_rev_key outside --prefix")
+	}
 	if o.servers < 1 {
 		return cli.FlagErrorf("--apiservers: Invalid value: %d: must be at least 1", o.servers)
 	}
@@ -116,7 +122,10 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	target, release, err := o.target.open(ctx, con.Logf)
+	// An --endpoints cluster's prefix must be empty, and what the
+	// apiservers wrote under it is deleted after they have stopped (the
+	// deferred cluster.Stop below runs first).
+	target, release, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
 	defer release()
 	if err != nil {
 		return err
@@ -131,6 +140,27 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 		EtcdCAFile: o.target.conn.CACert, EtcdCertFile: o.target.conn.Cert, EtcdKeyFile: o.target.conn.Key,
 		EtcdPrefix: o.load.Prefix, EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL,
 		DisableWatchCache: !k.watchCache, FeatureGates: k.apiserverGates}
+	var counter kubeload.EtcdCounter
+	if k.countEtcd {
+		// The apiservers talk plain gRPC to the proxies on loopback; the
+		// proxies dial the members with the target's TLS.
+		ccfg, err := o.target.clientConfig(target.Endpoints)
+		if err != nil {
+			return err
+		}
+		shared := etcdproxy.NewCounter()
+		var urls []string
+		for _, ep := range target.Endpoints {
+			p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: ep, TLS: ccfg.TLS, Counter: shared})
+			if err != nil {
+				return fmt.Errorf("counting proxy in front of %s: %w", ep, err)
+			}
+			defer p.Close()
+			urls = append(urls, p.URL())
+		}
+		cfg.EtcdServers, cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile = urls, "", "", ""
+		counter = kubeload.CounterOf(shared)
+	}
 	con.Logf("starting %d kube-apiserver %s in front of %s", k.servers, k.resolvedVersion, strings.Join(target.Endpoints, ","))
 	cluster, err := apiserverproc.Start(ctx, cfg)
 	if err != nil {
@@ -142,7 +172,7 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if interval > 0 {
 		api.EtcdCompactionIntervalMs = report.Ms(interval)
 	}
-	st := kubeload.Stack{Etcd: target, RESTConfig: cluster.RESTConfig(), EtcdPrefix: o.load.Prefix, APIServer: api}
+	st := kubeload.Stack{Etcd: target, RESTConfig: cluster.RESTConfig(), EtcdPrefix: o.load.Prefix, APIServer: api, Counter: counter}
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: k.watchList})
 	con.Done()
 	if err != nil && (res == nil || !res.Interrupted) {

@@ -60,6 +60,7 @@ By default it starts its own etcd member in a temporary directory; use
 	cli.PrepareRoot(root)
 	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
 	root.AddCommand(newExperimentCommands()...)
+	root.AddCommand(newConformanceCommand())
 	root.AddCommand(newReportCommand(nil))
 	root.AddCommand(newVersionCommand())
 	// The profile starts before a command validates its flags; a usage

@@ -1,0 +1,204 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/etcdproxy"
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// newConformanceCommand returns `lwbench conformance`: the run's load
+// through the etcd-direct model and through real kube-apiservers, what
+// etcd was asked side by side. It takes run's load flags.
+func newConformanceCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "conformance",
+		Short: "Hold the etcd-direct model against real kube-apiserver and client-go: etcd's requests by kind, side by side",
+		Long: `conformance runs one load four times through real kube-apiservers (watch cache on and off, client-go's
+WatchListClient on and off), each on a fresh embedded etcd, and twice through lwbench's etcd-direct model
+(profile informer for the watch cache off, apiserver-cache for on), each on a fresh embedded etcd too. A
+counting gRPC proxy in front of each etcd counts every request by method and shape. The table lays the
+counts side by side, with their ratio, and says whether each row is within 10 %.`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !o.kube.enabled() {
+				o.kube.version = "1.37"
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if o.target.external() || o.target.clusterSize > 0 {
+				return cli.FlagErrorf("conformance runs on embedded members of its own: --endpoints and --cluster-size cannot be used")
+			}
+			return runConformance(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	o.out.registerCompletion(cmd)
+	return cmd
+}
+
+// proxiedTarget opens a fresh embedded etcd and a counting proxy in front
+// of it, and returns the target as seen through the proxy.
+func proxiedTarget(ctx context.Context, o *runOptions, logf func(string, ...any)) (watchload.Target, *etcdproxy.Proxy, func(), error) {
+	t, release, err := o.target.open(ctx, logf)
+	if err != nil {
+		return t, nil, release, err
+	}
+	p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: t.Endpoints[0]})
+	if err != nil {
+		return t, nil, release, err
+	}
+	url := p.URL()
+	dial := func(ctx context.Context) (*clientv3.Client, error) {
+		return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Context: ctx, Logger: zap.NewNop()})
+	}
+	pt := watchload.Target{Endpoints: []string{url}, Embedded: t.Embedded, Managed: true, Dial: dial,
+		DialEndpoint: func(ctx context.Context, _ string) (*clientv3.Client, error) { return dial(ctx) }}
+	return pt, p, func() { p.Close(); release() }, nil
+}
+
+func runConformance(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+	con := newConsole(errOut)
+	defer con.Done()
+	o.load.Logf = con.Logf
+	o.load.Defragment, o.load.Faults = false, nil
+	k := &o.kube
+	if !apiserverproc.Cached(k.resolvedVersion) {
+		con.Logf("building kube-apiserver %s into %s: the first build takes 10-30 minutes on 2 cores", k.resolvedVersion, apiserverproc.BinDir(k.resolvedVersion))
+	}
+	bin, err := apiserverproc.Binaries(k.resolvedVersion, etcdproc.LogWriter(con.Logf))
+	if err != nil {
+		return err
+	}
+	res := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion, StartedAt: time.Now().UTC()}
+	models := map[watchload.Profile][]report.EtcdRequests{}
+	for _, s := range kubeload.Settings() {
+		profile := watchload.ProfileInformer
+		if s.WatchCache {
+			profile = watchload.ProfileAPIServerCache
+		}
+		if _, ok := models[profile]; !ok {
+			con.Logf("model, profile %s", profile)
+			counts, err := conformanceModel(ctx, o, profile, con.Logf)
+			if err != nil {
+				return fmt.Errorf("model, profile %s: %w", profile, err)
+			}
+			models[profile] = counts
+		}
+		con.Logf("real: kube-apiserver %s, %s", k.resolvedVersion, s.Name())
+		kr, err := conformanceReal(ctx, o, bin, s, con.Logf)
+		if err != nil {
+			return fmt.Errorf("kube-apiserver, %s: %w", s.Name(), err)
+		}
+		res.EtcdVersion, res.APIServerVersion, res.Scenario = kr.Target.EtcdVersion, kr.APIServer.Version, kr.Scenario
+		wl := "default"
+		if s.WatchList != nil {
+			wl = onOff(*s.WatchList)
+		}
+		res.Cases = append(res.Cases, report.ConformanceCase{Name: s.Name(), WatchCache: s.WatchCache, ClientWatchList: wl,
+			ModelProfile: string(profile), Rows: kubeload.Compare(models[profile], kr.Etcd), Model: models[profile], Real: kr.Etcd})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	con.Done()
+	return output.Write(out, o.out.format, makeConformanceTable(res), res)
+}
+
+// conformanceModel runs the load through the etcd-direct model with
+// profile on a fresh embedded etcd behind a counting proxy, and returns
+// what the proxy counted: phase "seed" until the model's live view leaves
+// its seeding phase (polled every 50 ms, so a few requests around the
+// switch may count in the wrong phase), "steady" after.
+func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, logf func(string, ...any)) ([]report.EtcdRequests, error) {
+	t, p, release, err := proxiedTarget(ctx, o, logf)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
+	lo := o.load
+	lo.Profile = profile
+	p.SetPhase("seed")
+	lo.ProgressInterval = 50 * time.Millisecond
+	lo.OnProgress = func(pr watchload.Progress) {
+		if pr.Phase != "seeding" {
+			p.SetPhase("steady")
+		}
+	}
+	if _, err := watchload.Run(ctx, t, lo); err != nil {
+		return nil, err
+	}
+	return kubeload.CounterOf(p.Counter()).Requests(), nil
+}
+
+// conformanceReal runs the load through one kube-apiserver with setting s
+// on a fresh embedded etcd behind a counting proxy.
+func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.Setting, logf func(string, ...any)) (*report.KubeRunResult, error) {
+	t, release, err := o.target.open(ctx, logf)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
+	p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: t.Endpoints[0]})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	dir, err := os.MkdirTemp("", "lwbench-apiserver-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	interval := o.load.Defaults().CompactionInterval
+	c, err := apiserverproc.Start(ctx, apiserverproc.Config{BinDir: bin, Dir: dir, EtcdServers: []string{p.URL()},
+		EtcdPrefix: o.load.Prefix, EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL, DisableWatchCache: !s.WatchCache})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Stop()
+	api := report.APIServerTarget{Servers: 1, Managed: true, WatchCache: s.WatchCache}
+	if interval > 0 {
+		api.EtcdCompactionIntervalMs = report.Ms(interval)
+	}
+	st := kubeload.Stack{Etcd: t, RESTConfig: c.RESTConfig(), EtcdPrefix: o.load.Prefix, APIServer: api, Counter: kubeload.CounterOf(p.Counter())}
+	return kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: s.WatchList})
+}
+
+// makeConformanceTable has one row per case, method and kind: the model's
+// and the real stack's counts, their ratio, whether within 10 %, and the
+// note.
+func makeConformanceTable(r *report.Conformance) output.Table {
+	t := output.Table{Header: []string{"case", "method", "kind", "model", "real", "ratio", "within 10%", "note"}}
+	for _, c := range r.Cases {
+		for _, row := range c.Rows {
+			ratio := "-"
+			if row.Real > 0 {
+				ratio = fmt.Sprintf("%.2f", row.Ratio)
+			}
+			within := "no"
+			if row.Within10 {
+				within = "yes"
+			}
+			t.Rows = append(t.Rows, []string{c.Name + " (model " + c.ModelProfile + ")", row.Method, strings.TrimSpace(row.Kind),
+				fmt.Sprint(row.Model), fmt.Sprint(row.Real), ratio, within, row.Note})
+		}
+	}
+	return t
+}

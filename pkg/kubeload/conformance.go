@@ -1,0 +1,125 @@
+package kubeload
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// Setting is one real-stack configuration a conformance case runs.
+type Setting struct {
+	// WatchCache is kube-apiserver's --watch-cache.
+	WatchCache bool
+	// WatchList is client-go's WatchListClient in the informers (nil:
+	// client-go's default).
+	WatchList *bool
+}
+
+// Name names the setting, e.g. "watch cache off, WatchList on".
+func (s Setting) Name() string {
+	wl := "default"
+	if s.WatchList != nil {
+		wl = "off"
+		if *s.WatchList {
+			wl = "on"
+		}
+	}
+	c := "off"
+	if s.WatchCache {
+		c = "on"
+	}
+	return "watch cache " + c + ", WatchList " + wl
+}
+
+// Settings are the four settings `lwbench conformance` compares: watch
+// cache on and off, each with WatchListClient on and off.
+func Settings() []Setting {
+	on, off := true, false
+	return []Setting{
+		{WatchCache: false, WatchList: &on}, {WatchCache: false, WatchList: &off},
+		{WatchCache: true, WatchList: &on}, {WatchCache: true, WatchList: &off},
+	}
+}
+
+// excludedPhases are not compared: "before" is what the counter saw
+// before the load (the apiservers starting), "seed" the objects' creation,
+// which the model writes without the API's namespace and admission reads.
+var excludedPhases = map[string]bool{"before": true, "start": true, "seed": true}
+
+// Compare lays the model's and the real stack's etcd requests side by side
+// by method and kind, summed over every phase but the excluded ones, sorted
+// by method then kind. A row counts requests, or responses for the rows
+// without requests (watch responses); it is within 10 % when
+// |model-real| <= real/10, and its note says what is known of a
+// difference.
+func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
+	type key struct{ method, kind string }
+	rows := map[key]*report.ConformanceRow{}
+	add := func(rs []report.EtcdRequests, isModel bool) {
+		for _, r := range rs {
+			if excludedPhases[r.Phase] {
+				continue
+			}
+			k := key{r.Method, r.Kind}
+			row := rows[k]
+			if row == nil {
+				row = &report.ConformanceRow{Method: r.Method, Kind: r.Kind}
+				rows[k] = row
+			}
+			n := r.Requests
+			if n == 0 {
+				n = r.Responses
+			}
+			if isModel {
+				row.Model += n
+				row.ModelBytes += r.RequestBytes + r.ResponseBytes
+			} else {
+				row.Real += n
+				row.RealBytes += r.RequestBytes + r.ResponseBytes
+			}
+		}
+	}
+	add(model, true)
+	add(real, false)
+	out := make([]report.ConformanceRow, 0, len(rows))
+	for _, r := range rows {
+		if r.Real > 0 {
+			r.Ratio = float64(r.Model) / float64(r.Real)
+		}
+		d := r.Model - r.Real
+		if d < 0 {
+			d = -d
+		}
+		r.Within10 = d*10 <= r.Real
+		if !r.Within10 {
+			r.Note = note(r)
+		}
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Method != out[j].Method {
+			return out[i].Method < out[j].Method
+		}
+		return out[i].Kind < out[j].Kind
+	})
+	return out
+}
+
+// note says what is known of a row outside 10 %: the differences of the
+// model listed in issue 11, where the row's shape shows one.
+func note(r *report.ConformanceRow) string {
+	switch {
+	case r.Method == "Txn" && strings.Contains(r.Kind, " else ") && r.Real == 0:
+		return "model: kube-apiserver's create, update and delete txns have no Else branch (k8s.io/apiserver/pkg/storage/etcd3/store.go); it reads the key again itself on a conflict"
+	case r.Method == "Watch" && r.Kind == "progress" && r.Real == 0:
+		return "model: its informers ask etcd for progress notifications; upstream only the watch cache does (k8s.io/apiserver/pkg/storage/cacher)"
+	case r.Method == "Watch" && strings.HasPrefix(r.Kind, "progress notify") && r.Real == 0:
+		return "model: answers to its progress requests"
+	case r.Model == 0:
+		return "not modelled: only kube-apiserver sends it"
+	case r.Real == 0:
+		return "only the model sends it"
+	}
+	return ""
+}
