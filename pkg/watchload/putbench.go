@@ -116,7 +116,7 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	}
 	admin := s.adminFromWriters()
 	var err error
-	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
+	if res.Target.EtcdVersion, err = s.EtcdVersion(ctx); err != nil {
 		return nil, err
 	}
 	var wl Workload

@@ -33,6 +33,11 @@ import (
 //	(collect.go)         the result, from the Env and the stopped watchers
 //	Close                stop what runs and close every connection
 //
+// An experiment runs several cases on one load instead of the watchers
+// and writers above: after StartRecorder, StartCase makes each Case, with
+// an Env, watchers and writers of its own (case.go). Child starts a
+// further load on the same target and maintenance connection.
+//
 // A Session is used by one goroutine; the parts it starts run on their
 // own until Validate or Close.
 type Session struct {
@@ -113,6 +118,15 @@ func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
 	return c, nil
 }
 
+// Child returns a new Session on s's target, with s's epoch, log and
+// maintenance connection, for a further load on the same target: its own
+// writers' connections, seeding, recorder, watchers and cases. Closing it
+// closes what it opened, not s's maintenance connection. Call it after
+// DialAdmin.
+func (s *Session) Child() *Session {
+	return &Session{t: s.t, epoch: s.epoch, logf: s.logf, live: &liveState{start: s.epoch}, admin: s.admin}
+}
+
 // adminFromWriters makes the first writer connection the maintenance
 // connection too, for loads that open no connection of their own for it.
 func (s *Session) adminFromWriters() *clientv3.Client {
@@ -120,9 +134,10 @@ func (s *Session) adminFromWriters() *clientv3.Client {
 	return s.admin
 }
 
-// etcdVersion returns the version of the first endpoint's member, asked
-// on the maintenance connection.
-func (s *Session) etcdVersion(ctx context.Context) (string, error) {
+// EtcdVersion returns the version of the first endpoint's member, asked
+// on the maintenance connection (DialAdmin, or the first writer's
+// connection for a load that opens none of its own).
+func (s *Session) EtcdVersion(ctx context.Context) (string, error) {
 	st, err := s.admin.Status(ctx, s.t.Endpoints[0])
 	if err != nil {
 		return "", fmt.Errorf("status of %s: %w", s.t.Endpoints[0], err)
@@ -307,7 +322,7 @@ func (s *Session) Confirm(ctx context.Context, rev int64, period, timeout time.D
 // watcher's validation against it, and stops the recorder.
 func (s *Session) Validate(ctx context.Context, period time.Duration) {
 	s.watchers.Stop()
-	finishValidation(ctx, s.rec, s.refls, period, s.logf)
+	finishValidation(ctx, s.rec, s.refls, 0, period, s.logf)
 	s.stopRecorder()
 	s.recWG.Wait()
 }
@@ -346,11 +361,12 @@ func (s *Session) Close() {
 	s.closers = nil
 }
 
-// finishValidation waits until the history covers every stopped
-// reflector's last revision (lease expiries may have moved etcd on after
-// the final revision), then completes each reflector's validation.
-func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, period time.Duration, logf func(string, ...any)) {
-	var last int64
+// finishValidation waits (up to 30 s) until the history covers revision
+// floor and every stopped reflector's last revision (lease expiries may
+// have moved etcd on after the final revision), then completes each
+// reflector's validation.
+func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, floor int64, period time.Duration, logf func(string, ...any)) {
+	last := floor
 	for _, r := range refls {
 		last = max(last, r.LastRevision())
 	}

@@ -137,7 +137,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	}
 	admin := s.adminFromWriters()
 	var err error
-	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
+	if res.Target.EtcdVersion, err = s.EtcdVersion(ctx); err != nil {
 		return nil, err
 	}
 
