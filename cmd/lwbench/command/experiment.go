@@ -132,7 +132,7 @@ func writeResultFiles(dir string, res *experiment.Result) error {
 	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	figs, err := plot.Figures([]*experiment.Result{res})
+	figs, err := plot.Figures([]*experiment.Result{res}, experimentFigures)
 	if err != nil {
 		return err
 	}
@@ -171,9 +171,9 @@ func writeFigures(dir string, figs []plot.Figure) error {
 }
 
 // experimentEntry is everything lwbench says and does for one experiment:
-// its subcommand's help, its own flags, how it runs, and its table. The
-// figures its cases measure are its experiment.Spec; its plots are
-// pkg/plot's.
+// its subcommand's help, its own flags, how it runs, its table and its
+// figures. The CaseSummary columns its cases measure are its
+// experiment.Spec; how each figure is drawn is pkg/plot's.
 type experimentEntry struct {
 	name  string // the experiment, as experiment.Names spells it: the subcommand
 	short string // the subcommand's one-line help
@@ -184,6 +184,9 @@ type experimentEntry struct {
 	// table lays a result of the experiment out, one row per case; false
 	// when the result lacks the experiment's own part.
 	table func(*experiment.Result) (output.Table, bool)
+	// figures are drawn for its results besides each timeline's probe
+	// latency (plot.Figures).
+	figures []plot.ExperimentFigure
 }
 
 // experimentRun is one experiment bound to its flags: validate reads and
@@ -200,6 +203,13 @@ func lookupExperiment(name string) (experimentEntry, bool) {
 		return experimentEntry{}, false
 	}
 	return experiments[i], true
+}
+
+// experimentFigures returns the figures of the experiment name's results
+// besides their latency: its entry's, none for a run's result.
+func experimentFigures(name string) []plot.ExperimentFigure {
+	e, _ := lookupExperiment(name)
+	return e.figures
 }
 
 // newExperimentCommands returns a subcommand per experiment, in the order
@@ -385,7 +395,8 @@ Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 				},
 			}
 		},
-		table: relistStormTable,
+		table:   relistStormTable,
+		figures: []plot.ExperimentFigure{plot.RelistCostFigure},
 	},
 	{
 		name:  experiment.NameContinuation,
@@ -426,7 +437,8 @@ Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 				},
 			}
 		},
-		table: continuationTable,
+		table:   continuationTable,
+		figures: []plot.ExperimentFigure{plot.ContinuationFigure},
 	},
 	{
 		name:  experiment.NameCompactionSweep,
@@ -474,7 +486,8 @@ Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s 
 				},
 			}
 		},
-		table: sweepTable,
+		table:   sweepTable,
+		figures: []plot.ExperimentFigure{plot.SweepDBSizeFigure},
 	},
 	{
 		name:  experiment.NameDefragStall,
@@ -513,7 +526,8 @@ Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
 				},
 			}
 		},
-		table: defragTable,
+		table:   defragTable,
+		figures: []plot.ExperimentFigure{plot.DefragFigure, plot.DBSizeFigure},
 	},
 	{
 		name:  experiment.NameCatchup,
@@ -546,7 +560,8 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 				},
 			}
 		},
-		table: catchupTable,
+		table:   catchupTable,
+		figures: []plot.ExperimentFigure{plot.CatchupFigure},
 	},
 }
 
