@@ -222,17 +222,6 @@ func newExperimentCommands() []*cobra.Command {
 	return cmds
 }
 
-// newExperimentCommand returns the subcommand of the experiment name, which
-// must be an entry of experiments; runF, if not nil, replaces the run
-// after the flags are validated.
-func newExperimentCommand(name string, runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	e, ok := lookupExperiment(name)
-	if !ok {
-		panic("lwbench: no experiment entry " + name)
-	}
-	return e.command(runF)
-}
-
 // command builds the experiment's subcommand.
 func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
 	o := &experimentOptions{}
@@ -563,26 +552,4 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 		table:   catchupTable,
 		figures: []plot.ExperimentFigure{plot.CatchupFigure},
 	},
-}
-
-// The experiment subcommands by name, for the flag tests (runF replaces
-// the run).
-func newRelistStormCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameRelistStorm, runF)
-}
-
-func newContinuationCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameContinuation, runF)
-}
-
-func newCompactionSweepCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameCompactionSweep, runF)
-}
-
-func newDefragStallCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameDefragStall, runF)
-}
-
-func newCatchupCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameCatchup, runF)
 }
