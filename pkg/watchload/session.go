@@ -20,7 +20,7 @@ import (
 //
 //	NewSession           the epoch
 //	SampleSelf           this process's (and the member's) CPU and memory
-//	DialAdmin            the maintenance connection (or adminFromWriters)
+//	DialAdmin            the maintenance connection (or writersAsAdmin)
 //	ConnectWriters       the writers' connections
 //	Seed                 the workload's objects, on the writers' connections
 //	StartRecorder        the history, from a revision on
@@ -127,11 +127,17 @@ func (s *Session) Child() *Session {
 	return &Session{t: s.t, epoch: s.epoch, logf: s.logf, live: &liveState{start: s.epoch}, admin: s.admin}
 }
 
-// adminFromWriters makes the first writer connection the maintenance
-// connection too, for loads that open no connection of their own for it.
-func (s *Session) adminFromWriters() *clientv3.Client {
+// writersAsAdmin opens the writers' conns connections (ConnectWriters,
+// not pinned) and makes the first the maintenance connection too, for
+// loads that open none of their own for it; it returns that connection
+// and the first member's etcd version (EtcdVersion).
+func (s *Session) writersAsAdmin(ctx context.Context, conns int) (*clientv3.Client, string, error) {
+	if _, err := s.ConnectWriters(ctx, conns, false); err != nil {
+		return nil, "", err
+	}
 	s.admin = s.writers.Conns[0]
-	return s.admin
+	version, err := s.EtcdVersion(ctx)
+	return s.admin, version, err
 }
 
 // EtcdVersion returns the version of the first endpoint's member, asked
@@ -378,6 +384,13 @@ func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, fl
 	for _, r := range refls {
 		r.Finish()
 	}
+}
+
+// interruptedAfterWrites is the error a load interrupted during or
+// after its writes (AfterWrites) returns beside its result: the
+// interruption, wrapped, and how many of the writes planned were done.
+func interruptedAfterWrites(load string, interrupted error, ws report.WriteStats) error {
+	return fmt.Errorf("%s %w after %d of %d writes: the result holds what was measured until then", load, interrupted, ws.Completed, ws.Planned)
 }
 
 // interruptedGrace bounds what an interrupted load still does to hand back
