@@ -344,8 +344,9 @@ func toInt64s(v []int) []int64 {
 
 // experiments are lwbench's experiment subcommands, in the order the
 // suite runs them (experiment.Names): each entry is everything lwbench says
-// and does for one experiment, so adding one is adding an entry here (and
-// its Spec in pkg/experiment).
+// and does for one experiment, its figures included, so adding one is
+// adding an entry here (besides the experiment itself and its Spec in
+// pkg/experiment, and a new kind of figure, if any, in pkg/plot).
 var experiments = []experimentEntry{
 	{
 		name:  experiment.NameRelistStorm,
