@@ -152,12 +152,7 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 	cr := &CatchupResult{Scenario: CatchupScenario{Behind: o.Behind, Objects: o.Objects, PageSize: o.PageSize,
 		MaxRevisionsPerSecond: CatchupMaxRevisionsPerResponse / CatchupSyncPeriod.Seconds(), Seed: o.Seed}}
 	res.Catchup = cr
-	s, err := openSession(ctx, o.Common, "all", epoch)
-	if err != nil {
-		return nil, err
-	}
-	res.Target = s.target()
-	runErr := func() error {
+	return onOneMember(ctx, o.Common, res, epoch, func(s *session) error {
 		l, err := newLoad(ctx, s, o.Prefix+"/catchup", o.Objects, o.Namespaces, o.Seed)
 		if err != nil {
 			return err
@@ -178,13 +173,7 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 				c.Behind, c.CatchupMs, c.RevisionsPerSecond, c.Responses, c.RelistMs, c.RelistBytes)
 		}
 		return nil
-	}()
-	res.Timelines = append(res.Timelines, s.close())
-	if runErr != nil {
-		return nil, runErr
-	}
-	res.finish(epoch)
-	return res, nil
+	})
 }
 
 func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs []*mvccpb.KeyValue, behind int64) (CatchupCase, error) {

@@ -104,12 +104,16 @@ func detectEnvironment() Environment {
 
 // session is one member under observation: the probe runs against it
 // and its db size is sampled from open to close, and marks collect the
-// compactions and defragmentations done to it.
+// compactions and defragmentations done to it. Its watchload.Session
+// holds the maintenance connection the probe, the sampler and the
+// experiment's reads, compactions and defragmentations use; each load on
+// the member is a Child of it.
 type session struct {
 	name    string
 	t       watchload.Target
 	release func()
-	admin   *clientv3.Client
+	ws      *watchload.Session
+	admin   *clientv3.Client // ws's maintenance connection
 	epoch   time.Time
 	logf    func(string, ...any)
 	version string
@@ -126,8 +130,8 @@ type session struct {
 	sizes []SizeSample
 }
 
-// openSession gets a target, connects, and starts the probe and the size
-// sampler. The caller must close it.
+// openSession gets a target, opens its maintenance connection, and
+// starts the probe and the size sampler. The caller must close it.
 func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*session, error) {
 	t, release, err := c.NewTarget(ctx, name)
 	if err != nil {
@@ -137,22 +141,18 @@ func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*
 		release()
 		return nil, errors.New("target needs endpoints and a dialer")
 	}
-	admin, err := t.Dial(ctx)
+	s := &session{name: name, t: t, release: release, ws: watchload.NewSession(t, epoch, c.Logf), epoch: epoch, logf: c.Logf}
+	if s.admin, err = s.ws.DialAdmin(ctx); err == nil {
+		s.version, err = s.ws.EtcdVersion(ctx)
+	}
 	if err != nil {
+		s.ws.Close()
 		release()
 		return nil, err
 	}
-	s := &session{name: name, t: t, release: release, admin: admin, epoch: epoch, logf: c.Logf}
-	st, err := admin.Status(ctx, t.Endpoints[0])
-	if err != nil {
-		admin.Close()
-		release()
-		return nil, fmt.Errorf("status of %s: %w", t.Endpoints[0], err)
-	}
-	s.version = st.Version
 	po := c.Probe
 	po.Epoch = epoch
-	s.probe = compaction.NewProbe(admin, po)
+	s.probe = compaction.NewProbe(s.admin, po)
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopProbe, s.probeDone = stop, make(chan struct{})
 	go func() {
@@ -235,7 +235,7 @@ func (s *session) close() Timeline {
 	<-s.probeDone
 	s.stopSizes()
 	<-s.sizesDone
-	s.admin.Close()
+	s.ws.Close()
 	s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -285,4 +285,23 @@ func minOf(xs []float64) float64 {
 		m = min(m, x)
 	}
 	return m
+}
+
+// onOneMember runs an experiment whose cases share one member: it opens
+// the session (the timeline "all", whose target the result reports),
+// runs body on it, closes it, and finishes res, whose epoch is epoch. It
+// returns body's error, with no result, if body fails.
+func onOneMember(ctx context.Context, c Common, res *Result, epoch time.Time, body func(s *session) error) (*Result, error) {
+	s, err := openSession(ctx, c, "all", epoch)
+	if err != nil {
+		return nil, err
+	}
+	res.Target = s.target()
+	err = body(s)
+	res.Timelines = append(res.Timelines, s.close())
+	if err != nil {
+		return nil, err
+	}
+	res.finish(epoch)
+	return res, nil
 }

@@ -202,12 +202,7 @@ func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
 	cr := &ContinuationResult{Scenario: ContinuationScenario{Objects: o.Objects, PageSizes: o.PageSizes, RetainLists: o.RetainLists, Lists: o.Lists,
 		PageDelayMs: report.Ms(o.PageDelay), WriteRatePerSecond: o.WriteRate, MaxAttempts: o.MaxAttempts, Seed: o.Seed}}
 	res.Continuation = cr
-	s, err := openSession(ctx, o.Common, "all", epoch)
-	if err != nil {
-		return nil, err
-	}
-	res.Target = s.target()
-	runErr := func() error {
+	return onOneMember(ctx, o.Common, res, epoch, func(s *session) error {
 		o.Logf("continuation: seeding %d pods", o.Objects)
 		l, err := newLoad(ctx, s, o.Prefix+"/continuation", o.Objects, o.Namespaces, o.Seed)
 		if err != nil {
@@ -251,13 +246,7 @@ func Continuation(ctx context.Context, o ContinuationOptions) (*Result, error) {
 			}
 		}
 		return nil
-	}()
-	res.Timelines = append(res.Timelines, s.close())
-	if runErr != nil {
-		return nil, runErr
-	}
-	res.finish(epoch)
-	return res, nil
+	})
 }
 
 func (c ContinuationCase) name() string {
@@ -277,8 +266,8 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	if err != nil {
 		return cc, err
 	}
-	defer run.stop(ctx)
-	if err := run.startWriters(ctx, o.WriteRate, int64(o.WriteRate*600)); err != nil {
+	defer run.Close()
+	if err := l.write(ctx, run, o.WriteRate, int64(o.WriteRate*600)); err != nil {
 		return cc, err
 	}
 	// The compactor ticks every 10 ms for the whole case.
@@ -351,7 +340,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	if compactErr != nil {
 		return cc, compactErr
 	}
-	cc.Writes = run.stopWriters()
+	cc.Writes = run.StopWrites()
 	end := time.Now()
 	label := fmt.Sprintf("page size %d: %s", pageSize, cc.name())
 	s.mark(MarkPhase, label, start, end, 0)

@@ -14,6 +14,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // DefragStallOptions shape the defragmentation experiment. Zero fields
@@ -160,12 +161,7 @@ func DefragStall(ctx context.Context, o DefragStallOptions) (*Result, error) {
 	ds := &DefragStallResult{Scenario: DefragStallScenario{SizesBytes: o.Sizes, ValueSizeBytes: o.ValueSize, Overlap: !o.NoOverlap,
 		OverlapDelayMs: report.Ms(o.OverlapDelay), ProbeRate: o.Probe.RatePerSecond}}
 	res.DefragStall = ds
-	s, err := openSession(ctx, o.Common, "all", epoch)
-	if err != nil {
-		return nil, err
-	}
-	res.Target = s.target()
-	runErr := func() error {
+	return onOneMember(ctx, o.Common, res, epoch, func(s *session) error {
 		g := &grower{s: s, prefix: o.Prefix + "/defrag/", valueSize: o.ValueSize, concurrency: o.Concurrency}
 		defer g.close()
 		for _, target := range o.Sizes {
@@ -189,13 +185,7 @@ func DefragStall(ctx context.Context, o DefragStallOptions) (*Result, error) {
 			}
 		}
 		return nil
-	}()
-	res.Timelines = append(res.Timelines, s.close())
-	if runErr != nil {
-		return nil, runErr
-	}
-	res.finish(epoch)
-	return res, nil
+	})
 }
 
 func (c DefragStallCase) name() string {
@@ -292,34 +282,36 @@ func (c DefragStallCase) summary() CaseSummary {
 	return cs
 }
 
-// grower writes keys of one size under a prefix with parallel puts.
+// grower writes keys of one size under a prefix with parallel puts, on
+// the writers' connections of a load of its own (a Child of the
+// session's).
 type grower struct {
 	s           *session
 	prefix      string
 	valueSize   int
 	concurrency int
+	ws          *watchload.Session // nil until init
 	conns       []*clientv3.Client
 	next        int64 // the next new key's number
 	value       []byte
 }
 
 func (g *grower) close() {
-	for _, c := range g.conns {
-		c.Close()
+	if g.ws != nil {
+		g.ws.Close()
 	}
 }
 
 func (g *grower) init(ctx context.Context) error {
-	if g.conns != nil {
+	if g.ws != nil {
 		return nil
 	}
-	for range 2 {
-		c, err := g.s.t.Dial(ctx)
-		if err != nil {
-			return err
-		}
-		g.conns = append(g.conns, c)
+	g.ws = g.s.ws.Child()
+	topo, err := g.ws.ConnectWriters(ctx, 2, false)
+	if err != nil {
+		return err
 	}
+	g.conns = topo.Conns
 	g.value = make([]byte, g.valueSize)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range g.value {

@@ -28,6 +28,16 @@
 //     resyncs unsynced watchers every 100 ms (server/storage/mvcc/
 //     watchable_store.go watchBatchMaxRevs, syncWatchersLoop).
 //
+// # Harness
+//
+// Each experiment is a script over pkg/watchload's Session: per member, a
+// Session whose maintenance connection the probe, the size sampler and
+// the compactions and defragmentations use; per Kubernetes prefix, a load
+// (a Child of it: writers' connections, seeding, history recorder); per
+// case, a watchload.Case with informers and writers of its own, validated
+// against the load's history and etcd. Validation is the JSON view of
+// what watchload counts.
+//
 // # Time
 //
 // Every offset in a Result (atMs, startMs) runs from the experiment's

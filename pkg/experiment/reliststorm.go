@@ -183,14 +183,9 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 	rs := &RelistStormResult{Options: RelistStormScenario{Objects: o.Objects, PageSizes: o.PageSizes, Watchers: o.Watchers,
 		Connections: o.Connections, WriteRatePerSecond: o.WriteRate, HoldMs: report.Ms(o.Hold), Control: !o.NoControl, Seed: o.Seed}}
 	res.RelistStorm = rs
-	s, err := openSession(ctx, o.Common, "all", epoch)
-	if err != nil {
-		return nil, err
-	}
-	res.Target = s.target()
-	compactor := compaction.NewCompactor(s.admin)
-	compactor.Physical = true
-	runErr := func() error {
+	return onOneMember(ctx, o.Common, res, epoch, func(s *session) error {
+		compactor := compaction.NewCompactor(s.admin)
+		compactor.Physical = true
 		for _, n := range o.Objects {
 			o.Logf("relist storm: seeding %d pods", n)
 			l, err := newLoad(ctx, s, fmt.Sprintf("%s/relist-n%d", o.Prefix, n), n, o.Namespaces, o.Seed)
@@ -221,13 +216,7 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 			l.close()
 		}
 		return nil
-	}()
-	res.Timelines = append(res.Timelines, s.close())
-	if runErr != nil {
-		return nil, runErr
-	}
-	res.finish(epoch)
-	return res, nil
+	})
 }
 
 // PageSizeName is a LIST page size as case names and tables show it: none
@@ -258,16 +247,16 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	if err != nil {
 		return rc, err
 	}
+	defer c.Close()
 	s.mark(MarkPhase, label+": initial lists", phase, time.Now(), 0)
-	if err := c.startWriters(ctx, o.WriteRate, maxWrites); err != nil {
-		c.stop(ctx)
+	if err := l.write(ctx, c, o.WriteRate, maxWrites); err != nil {
 		return rc, err
 	}
 	// Let events flow, then hold every informer back and, on the
 	// scheduler, compact past them; the control holds them as long
 	// without a compaction.
 	clockwait.SleepReal(ctx, o.Hold/2)
-	h := &stormHold{s: s, refls: c.refls, compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now()}
+	h := &stormHold{s: s, refls: c.Reflectors(), compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now()}
 	if compact {
 		// Ticks at once and Hold/2 later (the hold first): the first notes
 		// a revision above heldRev+1, the second compacts to it, and the
@@ -280,19 +269,16 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 			err = fmt.Errorf("compacted to %d, not past the held revision %d", h.compacted, h.heldRev)
 		}
 		if err != nil {
-			c.stop(ctx)
 			return rc, err
 		}
 	} else {
 		if _, err := h.Hold(ctx); err != nil {
-			c.stop(ctx)
 			return rc, err
 		}
 		clockwait.SleepReal(ctx, o.Hold)
 		h.Release(ctx, 0)
 	}
 	if h.err != nil {
-		c.stop(ctx)
 		return rc, h.err
 	}
 	rc.HeldRevision, rc.CompactRevision = h.heldRev, h.compacted
@@ -301,9 +287,9 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	rc.ReleaseAtMs = s.offset(release)
 	// Wait until every informer has relisted (or, without a compaction,
 	// caught up with the revision of the release).
-	resync := make([]float64, len(c.refls))
+	resync := make([]float64, len(c.Reflectors()))
 	deadline := time.Now().Add(o.ResyncTimeout)
-	for i, r := range c.refls {
+	for i, r := range c.Reflectors() {
 		for {
 			if compact {
 				if d, ok := resyncedAfter(r, release, s); ok {
@@ -315,16 +301,14 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 				break
 			}
 			if time.Now().After(deadline) {
-				c.stop(ctx)
 				return rc, fmt.Errorf("%s: watcher %d did not resync within %v (released at revision %d; watcher: %v)", label, r.ID(), o.ResyncTimeout, releaseRev, r.State())
 			}
 			if !compact {
-				for _, st := range c.topo.Streams {
+				for _, st := range c.Streams() {
 					st.RequestProgress(ctx)
 				}
 			}
 			if !clockwait.SleepReal(ctx, 10*time.Millisecond) {
-				c.stop(ctx)
 				return rc, ctx.Err()
 			}
 		}
@@ -333,13 +317,13 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	s.mark(MarkRelease, label+": released until resynced", release, resynced, 0)
 	rc.Probe = s.window(release, resynced)
 	rc.ResyncP50Ms, rc.ResyncMaxMs = percentile(append([]float64(nil), resync...), 0.5), maxOf(resync)
-	ws, v, err := c.finish(ctx)
+	ws, v, err := l.finish(ctx, c)
 	if err != nil {
 		return rc, err
 	}
 	rc.Writes, rc.Validation = ws, v
 	var lists, backoffs []float64
-	for _, r := range c.refls {
+	for _, r := range c.Reflectors() {
 		for i, lr := range r.Lists() {
 			if i == 0 {
 				continue

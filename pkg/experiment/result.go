@@ -155,8 +155,14 @@ type SizeSample struct {
 	InUseBytes int64   `json:"inUseBytes"` // dbSizeInUse
 }
 
-// Validation counts broken watch guarantees over an experiment's watchers
-// (see pkg/watchload and report.Validation for each kind).
+// Validation is an experiment's JSON view of the broken watch guarantees
+// of its watchers: the counting is watchload's (watchload.ValidationOf,
+// which returns a report.Validation, `lwbench run`'s view), and this is
+// built from it only by fromReport, which keeps the counts by kind (see
+// report.Validation for each), folds the unverified events and the
+// watchers that never confirmed the end into Unverified, and drops what
+// an experiment does not report (prevKVMissing, unrecordedWrites,
+// recorderScope). add sums the views of several cases.
 type Validation struct {
 	Lost         int64 `json:"lost"`             // events never delivered (Reliable)
 	Duplicated   int64 `json:"duplicated"`       // Unique
@@ -211,4 +217,42 @@ func Decode(b []byte) (*Result, error) {
 	}
 	r.Kind = report.KindExperiment
 	return &r, nil
+}
+
+// fromReport is the one conversion from a load's validation
+// (watchload.ValidationOf) to an experiment's Validation: the counts by
+// kind, the unverified events and unsynced watchers in one count, and the
+// samples.
+func fromReport(rv report.Validation) Validation {
+	return Validation{
+		Lost: rv.Lost, Duplicated: rv.Duplicated, OutOfOrder: rv.OutOfOrder, Atomic: rv.Atomic, Resumable: rv.Resumable,
+		Bookmarkable: rv.Bookmarkable, Unexpected: rv.Unexpected, PrevKV: rv.PrevKVMismatches, Cache: rv.CacheMismatches,
+		RecorderGaps: rv.RecorderGaps, Unverified: rv.UnverifiedEvents + int64(rv.UnsyncedWatchers), HistoryEvents: rv.HistoryEvents,
+		RecorderError: rv.RecorderError, Samples: rv.Violations,
+	}
+}
+
+// add sums two validations (samples of both, up to 50).
+func (v Validation) add(o Validation) Validation {
+	v.Lost += o.Lost
+	v.Duplicated += o.Duplicated
+	v.OutOfOrder += o.OutOfOrder
+	v.Atomic += o.Atomic
+	v.Resumable += o.Resumable
+	v.Bookmarkable += o.Bookmarkable
+	v.Unexpected += o.Unexpected
+	v.PrevKV += o.PrevKV
+	v.Cache += o.Cache
+	v.RecorderGaps = max(v.RecorderGaps, o.RecorderGaps)
+	v.Unverified += o.Unverified
+	v.HistoryEvents = max(v.HistoryEvents, o.HistoryEvents)
+	if v.RecorderError == "" {
+		v.RecorderError = o.RecorderError
+	}
+	for _, s := range o.Samples {
+		if len(v.Samples) < 50 {
+			v.Samples = append(v.Samples, s)
+		}
+	}
+	return v
 }

@@ -227,6 +227,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	if err != nil {
 		return c, err
 	}
+	defer run.Close()
 	// The size after the seeding's last backend commit (etcd commits every
 	// 100 ms).
 	clockwait.SleepReal(ctx, 200*time.Millisecond)
@@ -235,8 +236,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	}
 	start := time.Now()
 	s.mark(MarkPhase, "writes start", start, start, 0)
-	if err := run.startWriters(ctx, o.WriteRate, total); err != nil {
-		run.stop(ctx)
+	if err := l.write(ctx, run, o.WriteRate, total); err != nil {
 		return c, err
 	}
 	end := start.Add(o.Duration)
@@ -251,7 +251,6 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 		sched, err := compaction.NewScheduler(sc, compaction.SchedulerOptions{Interval: interval, Duration: time.Until(end)})
 		if err != nil {
 			stopBackground()
-			run.stop(ctx)
 			return c, err
 		}
 		wg.Add(1)
@@ -266,7 +265,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			flaky := run.refls[len(run.refls)-o.Flaky:]
+			flaky := run.Reflectors()[len(run.Reflectors())-o.Flaky:]
 			for next := start.Add(o.DisconnectEvery / 2); ; next = next.Add(o.DisconnectEvery) {
 				if !clockwait.SleepReal(bctx, time.Until(next)) {
 					return
@@ -291,21 +290,19 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	wg.Wait()
 	stopBackground()
 	if compactErr != nil {
-		run.stop(ctx)
 		return c, compactErr
 	}
 	c.Probe = s.window(start, time.Now())
 	if c.FinalRevision, err = s.revision(ctx); err != nil {
-		run.stop(ctx)
 		return c, err
 	}
-	ws, v, err := run.finish(ctx)
+	ws, v, err := l.finish(ctx, run)
 	if err != nil {
 		return c, err
 	}
 	c.Writes, c.Validation = ws, v
 	c.CompactionP50Ms, c.CompactionMaxMs = percentile(sc.durations, 0.5), maxOf(sc.durations)
-	for _, r := range run.refls {
+	for _, r := range run.Reflectors() {
 		for i, lr := range r.Lists() {
 			if i == 0 {
 				continue

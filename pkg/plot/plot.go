@@ -107,13 +107,55 @@ func line(p *plot.Plot, xys plotter.XYs, c color.Color, label string, dash bool,
 	return nil
 }
 
+// ExperimentFigure is a figure the results of an experiment have, besides
+// each timeline's latency: drawn for each result on its own (named
+// "<result>-Name", titled "<result>: Title"), or, Across, once over every
+// result whose experiment has it (named Name, titled Title). Which
+// experiments have which figures is the caller's registry (lwbench's
+// experiment registry); the figures are the values below.
+type ExperimentFigure struct {
+	Name   string // the file name, or its part after the result's name and a dash
+	Title  string // the title, or its part after the result's name and a colon
+	Across bool   // drawn once over every result that has it
+	// draw plots the results (one, unless Across); nil when they lack
+	// what it plots.
+	draw func(results []*experiment.Result, title string) (*plot.Plot, error)
+}
+
+// The experiments' figures.
+var (
+	// DefragFigure is a defragmentation experiment's defragmentation time
+	// and the probe's longest stall against db size.
+	DefragFigure = ExperimentFigure{Name: "defrag", Title: "defragmentation against db size", draw: one(defragFigure)}
+	// CatchupFigure is a catch-up experiment's catch-up time against its
+	// relists and etcd's pace.
+	CatchupFigure = ExperimentFigure{Name: "catchup", Title: "catch-up against relist", draw: one(catchupFigure)}
+	// ContinuationFigure is a continuation experiment's list time by
+	// history kept and fallback.
+	ContinuationFigure = ExperimentFigure{Name: "lists", Title: "paginated LIST time by history kept and fallback", draw: one(continuationFigure)}
+	// DBSizeFigure is one result's db size over time (DBSize).
+	DBSizeFigure = ExperimentFigure{Name: "db-size", Title: "db size over time", draw: DBSize}
+	// SweepDBSizeFigure is the db size over time of every case of every
+	// result that has it together (DBSize): the compaction sweeps.
+	SweepDBSizeFigure = ExperimentFigure{Name: "db-size", Title: "db size over time by compaction interval", Across: true, draw: DBSize}
+	// RelistCostFigure is the relist cost against object count of every
+	// relist storm among the results that have it together (RelistCost).
+	RelistCostFigure = ExperimentFigure{Name: "relist-cost", Title: "relist cost against object count", Across: true, draw: RelistCost}
+)
+
+// one makes a figure of one result a figure of results, drawn from the
+// first.
+func one(draw func(*experiment.Result, string) (*plot.Plot, error)) func([]*experiment.Result, string) (*plot.Plot, error) {
+	return func(rs []*experiment.Result, title string) (*plot.Plot, error) { return draw(rs[0], title) }
+}
+
 // Figures returns the figures of a set of results: per result, the
 // latency over time of each timeline (with compactions, defragmentations
-// and held-back watchers marked) and the figure of its experiment (db size
-// over time for a defragmentation experiment); across results, db size
-// over time of every compaction sweep's cases together and relist cost
-// against object count of every relist storm together.
-func Figures(results []*experiment.Result) ([]Figure, error) {
+// and held-back watchers marked), then the figures figuresOf(its
+// experiment) draws per result; then each figure drawn across results,
+// over every result whose experiment has it, in the order first met.
+// figuresOf may return nil (a run's result has none of its own).
+func Figures(results []*experiment.Result, figuresOf func(experiment string) []ExperimentFigure) ([]Figure, error) {
 	var figs []Figure
 	used := map[string]int{}
 	name := func(s string) string {
@@ -123,80 +165,51 @@ func Figures(results []*experiment.Result) ([]Figure, error) {
 		}
 		return s
 	}
+	add := func(n, title string, p *plot.Plot, err error) error {
+		if err == nil && p != nil {
+			figs = append(figs, Figure{Name: name(n), Title: title, p: p})
+		}
+		return err
+	}
+	var across []ExperimentFigure
+	acrossResults := map[string][]*experiment.Result{}
 	for _, r := range results {
 		for i, tl := range r.Timelines {
 			title := fmt.Sprintf("%s: probe latency", r.Name())
 			if len(r.Timelines) > 1 {
 				title += " (" + tl.Name + ")"
 			}
-			p, err := Latency(tl, title)
-			if err != nil {
-				return nil, err
-			}
 			n := r.Name() + "-latency"
 			if len(r.Timelines) > 1 {
 				n = fmt.Sprintf("%s-latency-%d", r.Name(), i+1)
 			}
-			figs = append(figs, Figure{Name: name(n), Title: title, p: p})
-		}
-		if f, ok := experimentFigures[r.Experiment]; ok {
-			title := r.Name() + ": " + f.title
-			p, err := f.draw(r, title)
-			if err != nil {
+			p, err := Latency(tl, title)
+			if err := add(n, title, p, err); err != nil {
 				return nil, err
 			}
-			if p != nil {
-				figs = append(figs, Figure{Name: name(r.Name() + "-" + f.name), Title: title, p: p})
+		}
+		for _, f := range figuresOf(r.Experiment) {
+			if f.Across {
+				if _, ok := acrossResults[f.Name]; !ok {
+					across = append(across, f)
+				}
+				acrossResults[f.Name] = append(acrossResults[f.Name], r)
+				continue
+			}
+			title := r.Name() + ": " + f.Title
+			p, err := f.draw([]*experiment.Result{r}, title)
+			if err := add(r.Name()+"-"+f.Name, title, p, err); err != nil {
+				return nil, err
 			}
 		}
 	}
-	// db size over time: the compaction sweeps' cases together, and each
-	// defragmentation experiment on its own.
-	var sweeps []*experiment.Result
-	for _, r := range results {
-		if r.CompactionSweep != nil {
-			sweeps = append(sweeps, r)
-		}
-		if r.DefragStall != nil {
-			title := r.Name() + ": db size over time"
-			if p, err := DBSize([]*experiment.Result{r}, title); err != nil {
-				return nil, err
-			} else if p != nil {
-				figs = append(figs, Figure{Name: name(r.Name() + "-db-size"), Title: title, p: p})
-			}
-		}
-	}
-	if len(sweeps) > 0 {
-		title := "db size over time by compaction interval"
-		if p, err := DBSize(sweeps, title); err != nil {
+	for _, f := range across {
+		p, err := f.draw(acrossResults[f.Name], f.Title)
+		if err := add(f.Name, f.Title, p, err); err != nil {
 			return nil, err
-		} else if p != nil {
-			figs = append(figs, Figure{Name: name("db-size"), Title: title, p: p})
 		}
-	}
-	if p, err := RelistCost(results, "relist cost against object count"); err != nil {
-		return nil, err
-	} else if p != nil {
-		figs = append(figs, Figure{Name: name("relist-cost"), Title: "relist cost against object count", p: p})
 	}
 	return figs, nil
-}
-
-// experimentFigure is the figure of an experiment's own part of a
-// result, drawn for each result of the experiment.
-type experimentFigure struct {
-	name  string // the figure's name after the result's name and a dash
-	title string // the figure's title after the result's name and a colon
-	// draw plots the result; nil when it lacks the experiment's part.
-	draw func(r *experiment.Result, title string) (*plot.Plot, error)
-}
-
-// experimentFigures are the experiments that have a figure of their own,
-// by name.
-var experimentFigures = map[string]experimentFigure{
-	experiment.NameDefragStall:  {"defrag", "defragmentation against db size", defragFigure},
-	experiment.NameCatchup:      {"catchup", "catch-up against relist", catchupFigure},
-	experiment.NameContinuation: {"lists", "paginated LIST time by history kept and fallback", continuationFigure},
 }
 
 // Latency plots a timeline's probe: the median and the slowest operation

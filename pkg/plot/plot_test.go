@@ -29,6 +29,17 @@ func timeline(name string) experiment.Timeline {
 	return tl
 }
 
+// figuresOf gives each experiment the figures lwbench's registry gives it.
+func figuresOf(name string) []plot.ExperimentFigure {
+	return map[string][]plot.ExperimentFigure{
+		experiment.NameRelistStorm:     {plot.RelistCostFigure},
+		experiment.NameContinuation:    {plot.ContinuationFigure},
+		experiment.NameCompactionSweep: {plot.SweepDBSizeFigure},
+		experiment.NameDefragStall:     {plot.DefragFigure, plot.DBSizeFigure},
+		experiment.NameCatchup:         {plot.CatchupFigure},
+	}[name]
+}
+
 func TestFigures(t *testing.T) {
 	results := []*experiment.Result{
 		{Experiment: experiment.NameRelistStorm, Timelines: []experiment.Timeline{timeline("all")},
@@ -50,7 +61,7 @@ func TestFigures(t *testing.T) {
 				{PageSize: 100, Compacting: true, Fallback: experiment.FallbackRestart, RetainLists: 1, DurationP50Ms: 80},
 				{PageSize: 100, Compacting: true, Fallback: experiment.FallbackFullList, RetainLists: 1, DurationP50Ms: 60}}}},
 	}
-	figs, err := plot.Figures(results)
+	figs, err := plot.Figures(results, figuresOf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +94,7 @@ func TestFigures(t *testing.T) {
 }
 
 func TestFiguresWithoutData(t *testing.T) {
-	figs, err := plot.Figures([]*experiment.Result{{Experiment: experiment.NameCatchup, Catchup: &experiment.CatchupResult{}}})
+	figs, err := plot.Figures([]*experiment.Result{{Experiment: experiment.NameCatchup, Catchup: &experiment.CatchupResult{}}}, figuresOf)
 	if err != nil {
 		t.Fatal(err)
 	}

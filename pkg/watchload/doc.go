@@ -26,6 +26,10 @@
 //     (session.go): the epoch, the connections, the recorder, the Env, the
 //     watchers and the writers, with each phase a method; collect.go turns
 //     what it measured into a result, progress.go is its live view.
+//   - Case: one case of a Session's load (case.go), with an Env, watchers
+//     and writers of its own over the Session's writers, recorder and
+//     maintenance connection; pkg/experiment runs its cases as Cases,
+//     several on one load, each validated on its own.
 //   - Run, Watch, Put and List: the scenarios lwbench's subcommands run,
 //     each a short script over one Session.
 //   - Fault and MemberControl: faults injected into a cluster whose

@@ -138,7 +138,7 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 	if err != nil {
 		return nil, err
 	}
-	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
+	if res.Target.EtcdVersion, err = s.EtcdVersion(ctx); err != nil {
 		return nil, err
 	}
 	wl, err := NewKubernetesWorkload(KubernetesWorkloadOptions{Prefix: o.Prefix, Namespaces: o.Namespaces, Workers: 1, Seed: o.Seed})

@@ -84,8 +84,10 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Seed makes objects and the op plan reproducible.
 	Seed uint64
-	// Clock times the reflectors' backoffs and watch timeouts; nil is the
-	// real clock.
+	// Clock times the reflectors' backoffs and watch timeouts and the
+	// compaction schedule: its ticks, the hold and the defragmentation
+	// (compaction.SchedulerOptions.Clock); nil is the real clock. The
+	// writers, the recorder and the faults keep the real clock.
 	Clock clock.WithTicker
 	// Logf, if set, receives one line per phase of the run.
 	Logf func(format string, args ...any)

@@ -50,10 +50,7 @@ type PutOptions struct {
 // Defaults returns o with zero fields set.
 func (o PutOptions) Defaults() PutOptions {
 	if o.Prefix == "" {
-		o.Prefix = "/lwbench/put/"
-		if o.ValueSize == 0 {
-			o.Prefix = keyspace.DefaultPrefix
-		}
+		o.Prefix = BenchPrefix("/lwbench", "put", o.ValueSize, keyspace.DefaultPrefix)
 	}
 	if o.Keys == 0 {
 		o.Keys = 1000
@@ -94,6 +91,16 @@ func (o PutOptions) Validate() error {
 	return errs.ToAggregate()
 }
 
+// BenchPrefix is where a bench (put, watch) writes by default: under
+// base/bench/ for raw values (valueSize not 0), and under kubernetes, a
+// Kubernetes prefix, for its objects.
+func BenchPrefix(base, bench string, valueSize int, kubernetes string) string {
+	if valueSize != 0 {
+		return base + "/" + bench + "/"
+	}
+	return kubernetes
+}
+
 // Put runs an open-loop write load and measures throughput and latency
 // from schedule.
 func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error) {
@@ -111,14 +118,11 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 			Workers: o.Workers, Connections: o.Connections, Seed: o.Seed, SequentialKeys: o.Sequential,
 		},
 	}
-	if _, err := s.ConnectWriters(ctx, o.Connections, false); err != nil {
+	admin, version, err := s.writersAsAdmin(ctx, o.Connections)
+	if err != nil {
 		return nil, err
 	}
-	admin := s.adminFromWriters()
-	var err error
-	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
-		return nil, err
-	}
+	res.Target.EtcdVersion = version
 	var wl Workload
 	if o.ValueSize > 0 {
 		wl = &RawWorkload{Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Sequential: o.Sequential, Seed: o.Seed}
@@ -165,7 +169,7 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	res.Intervals = collectTimings(s.env, &res.Writes, nil)
 	res.Self = s.selfStats(ctx)
 	if interrupted != nil {
-		return res, fmt.Errorf("put %w after %d of %d writes: the result holds what was measured until then", interrupted, res.Writes.Completed, res.Writes.Planned)
+		return res, interruptedAfterWrites("put", interrupted, res.Writes)
 	}
 	return res, nil
 }

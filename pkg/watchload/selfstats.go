@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -154,7 +153,3 @@ func scrapeProcess(ctx context.Context, endpoint string) *processSample {
 	}
 	return p
 }
-
-// CPUModel returns the CPU model name from /proc/cpuinfo, "" if unknown
-// (machine.CPUModel; kept for scripts/clusterbench).
-func CPUModel() string { return machine.CPUModel() }

@@ -20,7 +20,7 @@ import (
 //
 //	NewSession           the epoch
 //	SampleSelf           this process's (and the member's) CPU and memory
-//	DialAdmin            the maintenance connection (or adminFromWriters)
+//	DialAdmin            the maintenance connection (or writersAsAdmin)
 //	ConnectWriters       the writers' connections
 //	Seed                 the workload's objects, on the writers' connections
 //	StartRecorder        the history, from a revision on
@@ -32,6 +32,11 @@ import (
 //	Validate             stop the watchers, complete each one's validation, stop the recorder
 //	(collect.go)         the result, from the Env and the stopped watchers
 //	Close                stop what runs and close every connection
+//
+// An experiment runs several cases on one load instead of the watchers
+// and writers above: after StartRecorder, StartCase makes each Case, with
+// an Env, watchers and writers of its own (case.go). Child starts a
+// further load on the same target and maintenance connection.
 //
 // A Session is used by one goroutine; the parts it starts run on their
 // own until Validate or Close.
@@ -113,16 +118,32 @@ func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
 	return c, nil
 }
 
-// adminFromWriters makes the first writer connection the maintenance
-// connection too, for loads that open no connection of their own for it.
-func (s *Session) adminFromWriters() *clientv3.Client {
-	s.admin = s.writers.Conns[0]
-	return s.admin
+// Child returns a new Session on s's target, with s's epoch, log and
+// maintenance connection, for a further load on the same target: its own
+// writers' connections, seeding, recorder, watchers and cases. Closing it
+// closes what it opened, not s's maintenance connection. Call it after
+// DialAdmin.
+func (s *Session) Child() *Session {
+	return &Session{t: s.t, epoch: s.epoch, logf: s.logf, live: &liveState{start: s.epoch}, admin: s.admin}
 }
 
-// etcdVersion returns the version of the first endpoint's member, asked
-// on the maintenance connection.
-func (s *Session) etcdVersion(ctx context.Context) (string, error) {
+// writersAsAdmin opens the writers' conns connections (ConnectWriters,
+// not pinned) and makes the first the maintenance connection too, for
+// loads that open none of their own for it; it returns that connection
+// and the first member's etcd version (EtcdVersion).
+func (s *Session) writersAsAdmin(ctx context.Context, conns int) (*clientv3.Client, string, error) {
+	if _, err := s.ConnectWriters(ctx, conns, false); err != nil {
+		return nil, "", err
+	}
+	s.admin = s.writers.Conns[0]
+	version, err := s.EtcdVersion(ctx)
+	return s.admin, version, err
+}
+
+// EtcdVersion returns the version of the first endpoint's member, asked
+// on the maintenance connection (DialAdmin, or the first writer's
+// connection for a load that opens none of its own).
+func (s *Session) EtcdVersion(ctx context.Context) (string, error) {
 	st, err := s.admin.Status(ctx, s.t.Endpoints[0])
 	if err != nil {
 		return "", fmt.Errorf("status of %s: %w", s.t.Endpoints[0], err)
@@ -307,7 +328,7 @@ func (s *Session) Confirm(ctx context.Context, rev int64, period, timeout time.D
 // watcher's validation against it, and stops the recorder.
 func (s *Session) Validate(ctx context.Context, period time.Duration) {
 	s.watchers.Stop()
-	finishValidation(ctx, s.rec, s.refls, period, s.logf)
+	finishValidation(ctx, s.rec, s.refls, 0, period, s.logf)
 	s.stopRecorder()
 	s.recWG.Wait()
 }
@@ -346,11 +367,12 @@ func (s *Session) Close() {
 	s.closers = nil
 }
 
-// finishValidation waits until the history covers every stopped
-// reflector's last revision (lease expiries may have moved etcd on after
-// the final revision), then completes each reflector's validation.
-func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, period time.Duration, logf func(string, ...any)) {
-	var last int64
+// finishValidation waits (up to 30 s) until the history covers revision
+// floor and every stopped reflector's last revision (lease expiries may
+// have moved etcd on after the final revision), then completes each
+// reflector's validation.
+func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, floor int64, period time.Duration, logf func(string, ...any)) {
+	last := floor
 	for _, r := range refls {
 		last = max(last, r.LastRevision())
 	}
@@ -362,6 +384,13 @@ func finishValidation(ctx context.Context, rec *Recorder, refls []*Reflector, pe
 	for _, r := range refls {
 		r.Finish()
 	}
+}
+
+// interruptedAfterWrites is the error a load interrupted during or
+// after its writes (AfterWrites) returns beside its result: the
+// interruption, wrapped, and how many of the writes planned were done.
+func interruptedAfterWrites(load string, interrupted error, ws report.WriteStats) error {
+	return fmt.Errorf("%s %w after %d of %d writes: the result holds what was measured until then", load, interrupted, ws.Completed, ws.Planned)
 }
 
 // interruptedGrace bounds what an interrupted load still does to hand back

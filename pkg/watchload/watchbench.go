@@ -54,10 +54,7 @@ type WatchOptions struct {
 // Defaults returns o with zero fields set.
 func (o WatchOptions) Defaults() WatchOptions {
 	if o.Prefix == "" {
-		o.Prefix = "/lwbench/watch/"
-		if o.ValueSize == 0 {
-			o.Prefix = keyspace.DefaultPrefix
-		}
+		o.Prefix = BenchPrefix("/lwbench", "watch", o.ValueSize, keyspace.DefaultPrefix)
 	}
 	if o.Watchers == 0 {
 		o.Watchers = 1000
@@ -132,14 +129,11 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 			PutConnections: o.PutConnections, PrevKV: !o.NoPrevKV, ProgressNotify: !o.NoProgressNotify, Seed: o.Seed,
 		},
 	}
-	if _, err := s.ConnectWriters(ctx, o.PutConnections, false); err != nil {
+	admin, version, err := s.writersAsAdmin(ctx, o.PutConnections)
+	if err != nil {
 		return nil, err
 	}
-	admin := s.adminFromWriters()
-	var err error
-	if res.Target.EtcdVersion, err = s.etcdVersion(ctx); err != nil {
-		return nil, err
-	}
+	res.Target.EtcdVersion = version
 
 	var wl Workload
 	watchPrefix := o.Prefix
@@ -220,7 +214,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	res.Validation = validationReport(s.env, unsynced, unverified, 0)
 	res.Self = s.selfStats(ctx)
 	if interrupted != nil {
-		return res, fmt.Errorf("watch %w after %d of %d writes: the result holds what was measured until then", interrupted, res.Writes.Completed, res.Writes.Planned)
+		return res, interruptedAfterWrites("watch", interrupted, res.Writes)
 	}
 	return res, nil
 }

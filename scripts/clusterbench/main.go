@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -313,16 +314,9 @@ func lastLine(s string) string {
 // provenance records the machine, the toolchain and the commit.
 func provenance(script string) (Provenance, error) {
 	p := Provenance{Date: time.Now().UTC().Format(time.RFC3339), Script: script}
-	p.Machine.CPUModel = watchload.CPUModel()
+	p.Machine.CPUModel = machine.CPUModel()
 	p.Machine.Cores = runtime.NumCPU()
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				p.Machine.MemTotalBytes = kb * 1024
-			}
-		}
-	}
+	p.Machine.MemTotalBytes, _ = machine.MemTotalBytes()
 	p.LoadAvgStart = loadAvg()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		p.Machine.Kernel = strings.TrimSpace(string(b))

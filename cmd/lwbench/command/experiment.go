@@ -132,7 +132,7 @@ func writeResultFiles(dir string, res *experiment.Result) error {
 	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	figs, err := plot.Figures([]*experiment.Result{res})
+	figs, err := plot.Figures([]*experiment.Result{res}, experimentFigures)
 	if err != nil {
 		return err
 	}
@@ -171,9 +171,9 @@ func writeFigures(dir string, figs []plot.Figure) error {
 }
 
 // experimentEntry is everything lwbench says and does for one experiment:
-// its subcommand's help, its own flags, how it runs, and its table. The
-// figures its cases measure are its experiment.Spec; its plots are
-// pkg/plot's.
+// its subcommand's help, its own flags, how it runs, its table and its
+// figures. The CaseSummary columns its cases measure are its
+// experiment.Spec; how each figure is drawn is pkg/plot's.
 type experimentEntry struct {
 	name  string // the experiment, as experiment.Names spells it: the subcommand
 	short string // the subcommand's one-line help
@@ -184,6 +184,9 @@ type experimentEntry struct {
 	// table lays a result of the experiment out, one row per case; false
 	// when the result lacks the experiment's own part.
 	table func(*experiment.Result) (output.Table, bool)
+	// figures are drawn for its results besides each timeline's probe
+	// latency (plot.Figures).
+	figures []plot.ExperimentFigure
 }
 
 // experimentRun is one experiment bound to its flags: validate reads and
@@ -202,6 +205,13 @@ func lookupExperiment(name string) (experimentEntry, bool) {
 	return experiments[i], true
 }
 
+// experimentFigures returns the figures of the experiment name's results
+// besides their latency: its entry's, none for a run's result.
+func experimentFigures(name string) []plot.ExperimentFigure {
+	e, _ := lookupExperiment(name)
+	return e.figures
+}
+
 // newExperimentCommands returns a subcommand per experiment, in the order
 // of experiments.
 func newExperimentCommands() []*cobra.Command {
@@ -210,17 +220,6 @@ func newExperimentCommands() []*cobra.Command {
 		cmds = append(cmds, e.command(nil))
 	}
 	return cmds
-}
-
-// newExperimentCommand returns the subcommand of the experiment name, which
-// must be an entry of experiments; runF, if not nil, replaces the run
-// after the flags are validated.
-func newExperimentCommand(name string, runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	e, ok := lookupExperiment(name)
-	if !ok {
-		panic("lwbench: no experiment entry " + name)
-	}
-	return e.command(runF)
 }
 
 // command builds the experiment's subcommand.
@@ -345,8 +344,9 @@ func toInt64s(v []int) []int64 {
 
 // experiments are lwbench's experiment subcommands, in the order the
 // suite runs them (experiment.Names): each entry is everything lwbench says
-// and does for one experiment, so adding one is adding an entry here (and
-// its Spec in pkg/experiment).
+// and does for one experiment, its figures included, so adding one is
+// adding an entry here (besides the experiment itself and its Spec in
+// pkg/experiment, and a new kind of figure, if any, in pkg/plot).
 var experiments = []experimentEntry{
 	{
 		name:  experiment.NameRelistStorm,
@@ -385,7 +385,8 @@ Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 				},
 			}
 		},
-		table: relistStormTable,
+		table:   relistStormTable,
+		figures: []plot.ExperimentFigure{plot.RelistCostFigure},
 	},
 	{
 		name:  experiment.NameContinuation,
@@ -426,7 +427,8 @@ Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 				},
 			}
 		},
-		table: continuationTable,
+		table:   continuationTable,
+		figures: []plot.ExperimentFigure{plot.ContinuationFigure},
 	},
 	{
 		name:  experiment.NameCompactionSweep,
@@ -474,7 +476,8 @@ Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s 
 				},
 			}
 		},
-		table: sweepTable,
+		table:   sweepTable,
+		figures: []plot.ExperimentFigure{plot.SweepDBSizeFigure},
 	},
 	{
 		name:  experiment.NameDefragStall,
@@ -513,7 +516,8 @@ Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
 				},
 			}
 		},
-		table: defragTable,
+		table:   defragTable,
+		figures: []plot.ExperimentFigure{plot.DefragFigure, plot.DBSizeFigure},
 	},
 	{
 		name:  experiment.NameCatchup,
@@ -546,28 +550,7 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 				},
 			}
 		},
-		table: catchupTable,
+		table:   catchupTable,
+		figures: []plot.ExperimentFigure{plot.CatchupFigure},
 	},
-}
-
-// The experiment subcommands by name, for the flag tests (runF replaces
-// the run).
-func newRelistStormCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameRelistStorm, runF)
-}
-
-func newContinuationCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameContinuation, runF)
-}
-
-func newCompactionSweepCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameCompactionSweep, runF)
-}
-
-func newDefragStallCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameDefragStall, runF)
-}
-
-func newCatchupCommand(runF func(*cobra.Command, *experimentOptions) error) *cobra.Command {
-	return newExperimentCommand(experiment.NameCatchup, runF)
 }

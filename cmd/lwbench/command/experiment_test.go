@@ -17,6 +17,18 @@ import (
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
+// experimentCommand returns a maker of the subcommand of the experiment
+// name, as root builds it, with its run replaced by runF.
+func experimentCommand(name string, runF func(*cobra.Command, *experimentOptions) error) func() *cobra.Command {
+	return func() *cobra.Command {
+		e, ok := lookupExperiment(name)
+		if !ok {
+			panic("no experiment entry " + name)
+		}
+		return e.command(runF)
+	}
+}
+
 func TestExperimentFlags(t *testing.T) {
 	ok := func(*cobra.Command, *experimentOptions) error { return nil }
 	tests := []struct {
@@ -25,26 +37,26 @@ func TestExperimentFlags(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "relist-storm defaults", sub: func() *cobra.Command { return newRelistStormCommand(ok) }},
-		{name: "relist-storm quick", sub: func() *cobra.Command { return newRelistStormCommand(ok) }, args: []string{"--quick"}},
-		{name: "relist-storm bad page size", sub: func() *cobra.Command { return newRelistStormCommand(ok) }, args: []string{"--page-sizes", "500,all"}, wantErr: "--page-sizes"},
-		{name: "relist-storm descending objects", sub: func() *cobra.Command { return newRelistStormCommand(ok) }, args: []string{"--objects", "100,10"}, wantErr: "ascending"},
-		{name: "relist-storm endpoints need consent", sub: func() *cobra.Command { return newRelistStormCommand(ok) }, args: []string{"--endpoints", "http://127.0.0.1:1"}, wantErr: "--allow-maintenance"},
-		{name: "relist-storm endpoints with consent", sub: func() *cobra.Command { return newRelistStormCommand(ok) }, args: []string{"--endpoints", "http://127.0.0.1:1", "--allow-maintenance"}},
-		{name: "continuation defaults", sub: func() *cobra.Command { return newContinuationCommand(ok) }},
-		{name: "continuation unpaginated", sub: func() *cobra.Command { return newContinuationCommand(ok) }, args: []string{"--page-sizes", "none"}, wantErr: "--page-sizes"},
-		{name: "continuation zero lists", sub: func() *cobra.Command { return newContinuationCommand(ok) }, args: []string{"--lists", "-1"}, wantErr: "lists"},
-		{name: "compaction-sweep defaults", sub: func() *cobra.Command { return newCompactionSweepCommand(ok) }},
-		{name: "compaction-sweep never", sub: func() *cobra.Command { return newCompactionSweepCommand(ok) }, args: []string{"--intervals", "never,5s"}},
-		{name: "compaction-sweep bad interval", sub: func() *cobra.Command { return newCompactionSweepCommand(ok) }, args: []string{"--intervals", "soon"}, wantErr: "--intervals"},
-		{name: "compaction-sweep disconnect too long", sub: func() *cobra.Command { return newCompactionSweepCommand(ok) }, args: []string{"--disconnect", "20s"}, wantErr: "disconnect"},
-		{name: "defrag-stall sizes", sub: func() *cobra.Command { return newDefragStallCommand(ok) }, args: []string{"--sizes", "100MB,0.5GB,1GB"}},
-		{name: "defrag-stall bad size", sub: func() *cobra.Command { return newDefragStallCommand(ok) }, args: []string{"--sizes", "big"}, wantErr: "--sizes"},
-		{name: "defrag-stall descending", sub: func() *cobra.Command { return newDefragStallCommand(ok) }, args: []string{"--sizes", "1GB,100MB"}, wantErr: "ascending"},
-		{name: "catchup defaults", sub: func() *cobra.Command { return newCatchupCommand(ok) }},
-		{name: "catchup negative", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"--behind", "-5"}, wantErr: "--behind"},
-		{name: "label with a slash", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"--label", "a/b"}, wantErr: "--label"},
-		{name: "bad format", sub: func() *cobra.Command { return newCatchupCommand(ok) }, args: []string{"-w", "yaml"}, wantErr: "yaml"},
+		{name: "relist-storm defaults", sub: experimentCommand(experiment.NameRelistStorm, ok)},
+		{name: "relist-storm quick", sub: experimentCommand(experiment.NameRelistStorm, ok), args: []string{"--quick"}},
+		{name: "relist-storm bad page size", sub: experimentCommand(experiment.NameRelistStorm, ok), args: []string{"--page-sizes", "500,all"}, wantErr: "--page-sizes"},
+		{name: "relist-storm descending objects", sub: experimentCommand(experiment.NameRelistStorm, ok), args: []string{"--objects", "100,10"}, wantErr: "ascending"},
+		{name: "relist-storm endpoints need consent", sub: experimentCommand(experiment.NameRelistStorm, ok), args: []string{"--endpoints", "http://127.0.0.1:1"}, wantErr: "--allow-maintenance"},
+		{name: "relist-storm endpoints with consent", sub: experimentCommand(experiment.NameRelistStorm, ok), args: []string{"--endpoints", "http://127.0.0.1:1", "--allow-maintenance"}},
+		{name: "continuation defaults", sub: experimentCommand(experiment.NameContinuation, ok)},
+		{name: "continuation unpaginated", sub: experimentCommand(experiment.NameContinuation, ok), args: []string{"--page-sizes", "none"}, wantErr: "--page-sizes"},
+		{name: "continuation zero lists", sub: experimentCommand(experiment.NameContinuation, ok), args: []string{"--lists", "-1"}, wantErr: "lists"},
+		{name: "compaction-sweep defaults", sub: experimentCommand(experiment.NameCompactionSweep, ok)},
+		{name: "compaction-sweep never", sub: experimentCommand(experiment.NameCompactionSweep, ok), args: []string{"--intervals", "never,5s"}},
+		{name: "compaction-sweep bad interval", sub: experimentCommand(experiment.NameCompactionSweep, ok), args: []string{"--intervals", "soon"}, wantErr: "--intervals"},
+		{name: "compaction-sweep disconnect too long", sub: experimentCommand(experiment.NameCompactionSweep, ok), args: []string{"--disconnect", "20s"}, wantErr: "disconnect"},
+		{name: "defrag-stall sizes", sub: experimentCommand(experiment.NameDefragStall, ok), args: []string{"--sizes", "100MB,0.5GB,1GB"}},
+		{name: "defrag-stall bad size", sub: experimentCommand(experiment.NameDefragStall, ok), args: []string{"--sizes", "big"}, wantErr: "--sizes"},
+		{name: "defrag-stall descending", sub: experimentCommand(experiment.NameDefragStall, ok), args: []string{"--sizes", "1GB,100MB"}, wantErr: "ascending"},
+		{name: "catchup defaults", sub: experimentCommand(experiment.NameCatchup, ok)},
+		{name: "catchup negative", sub: experimentCommand(experiment.NameCatchup, ok), args: []string{"--behind", "-5"}, wantErr: "--behind"},
+		{name: "label with a slash", sub: experimentCommand(experiment.NameCatchup, ok), args: []string{"--label", "a/b"}, wantErr: "--label"},
+		{name: "bad format", sub: experimentCommand(experiment.NameCatchup, ok), args: []string{"-w", "yaml"}, wantErr: "yaml"},
 		{name: "report without files", sub: func() *cobra.Command {
 			return newReportCommand(func(*cobra.Command, *reportOptions) error { return nil })
 		}, wantErr: "RESULT.json"},

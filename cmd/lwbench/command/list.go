@@ -80,20 +80,8 @@ func newListCommand(runF func(*cobra.Command, *listOptions) error) *cobra.Comman
 kube-apiserver stores them) and at each count lists it --repeats times per mode
 and page size: full pages pinned to the first page's revision (client-go's pager
 uses 500, the watch cache 10000), keys only, count only, and one RangeStream.`,
-		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd, o)
-			}
-			return runList(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
 	}
-	o.AddFlags(cmd.Flags())
-	o.out.registerCompletion(cmd)
-	return cmd
+	return newLoadCommand(cmd, o, &o.out, runF, runList)
 }
 
 func runList(ctx context.Context, o *listOptions, out, errOut io.Writer) error {

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -51,10 +50,7 @@ func (o *putOptions) Validate() error {
 	}
 	if o.load.Prefix == "" && len(o.target.endpoints) > 0 {
 		// Never write into a real cluster's /registry by default.
-		o.load.Prefix = externalDefaultPrefix + "/put/"
-		if o.load.ValueSize == 0 {
-			o.load.Prefix = externalDefaultPrefix
-		}
+		o.load.Prefix = watchload.BenchPrefix(externalDefaultPrefix, "put", o.load.ValueSize, externalDefaultPrefix)
 	}
 	return flagErrors(o.flags, o.load.Validate())
 }
@@ -75,20 +71,8 @@ are reported beside the latency and counted in it.
 With --value-size N it sends plain Puts of N bytes to --keys keys, as etcd's
 benchmark put does; with --value-size 0 it runs lwbench's Kubernetes workload.
 A --write-rate above what etcd sustains measures the throughput ceiling.`,
-		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd, o)
-			}
-			return runPut(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
 	}
-	o.AddFlags(cmd.Flags())
-	o.out.registerCompletion(cmd)
-	return cmd
+	return newLoadCommand(cmd, o, &o.out, runF, runPut)
 }
 
 func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {

@@ -94,7 +94,7 @@ func runReport(o *reportOptions, cmd *cobra.Command) error {
 	if o.plotDir == "" {
 		return nil
 	}
-	figs, err := plot.Figures(results)
+	figs, err := plot.Figures(results, experimentFigures)
 	if err != nil {
 		return err
 	}

@@ -225,20 +225,8 @@ func newRunCommand(runF func(*cobra.Command, *runOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the list/watch scenario: seed, watch, churn, compact, defragment, validate",
-		Args:  cli.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd, o)
-			}
-			return runRun(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
 	}
-	o.AddFlags(cmd.Flags())
-	o.out.registerCompletion(cmd)
-	return cmd
+	return newLoadCommand(cmd, o, &o.out, runF, runRun)
 }
 
 func onOff(on bool) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/embedetcd"
 	"github.com/kubestore/etcdkit/internal/etcdclient"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -365,7 +366,7 @@ func (o *outputOptions) write(out, errOut io.Writer, t output.Table, v any, inte
 			}
 			w = f
 		}
-		err := report.WriteBenchstat(w, watchload.CPUModel(), lines)
+		err := report.WriteBenchstat(w, machine.CPUModel(), lines)
 		if f != nil {
 			if cerr := f.Close(); err == nil {
 				err = cerr

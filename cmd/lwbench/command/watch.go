@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -56,10 +55,7 @@ func (o *watchOptions) Validate() error {
 	o.load.NoPrevKV, o.load.NoProgressNotify = !o.prevKV, !o.notify
 	if o.load.Prefix == "" && len(o.target.endpoints) > 0 {
 		// Never write into a real cluster's /registry by default.
-		o.load.Prefix = externalDefaultPrefix + "/watch/"
-		if o.load.ValueSize == 0 {
-			o.load.Prefix = externalDefaultPrefix
-		}
+		o.load.Prefix = watchload.BenchPrefix(externalDefaultPrefix, "watch", o.load.ValueSize, externalDefaultPrefix)
 	}
 	return flagErrors(o.flags, o.load.Validate())
 }
@@ -81,20 +77,8 @@ To compare with etcd's benchmark watch, use the same --streams, watchers
 (--watch-per-stream x --streams), --conns and --put-total, raw values, no prevKV
 and no progress notifications, and the same key space on both sides (the
 benchmark's default --key-space-size 1 puts every watcher on one key).`,
-		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd, o)
-			}
-			return runWatch(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
 	}
-	o.AddFlags(cmd.Flags())
-	o.out.registerCompletion(cmd)
-	return cmd
+	return newLoadCommand(cmd, o, &o.out, runF, runWatch)
 }
 
 func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error {

@@ -1,0 +1,111 @@
+package watchload_test
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/clockwait"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// TestSessionCases runs cases one after another on one load, as an
+// experiment runs its page sizes: each case's informers list the pods,
+// see the case's writes, and validate clean against the one history, and
+// each case's writes are its own.
+func TestSessionCases(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	ctx := t.Context()
+	s := watchload.NewSession(target(srv), time.Now(), t.Logf)
+	defer s.Close()
+	admin, err := s.DialAdmin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConnectWriters(ctx, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	const prefix, pods, writes = "/cases", 60, 100
+	wl, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{Prefix: prefix, Namespaces: 2, Pods: pods, Workers: 4, Seed: 1,
+		Mix: watchload.Mix{CreatePercent: 10, UpdatePercent: 80, DeletePercent: 10}, ResourceMix: watchload.ResourceMix{PodsPercent: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seed(ctx, wl, 8); err != nil {
+		t.Fatal(err)
+	}
+	podsPrefix := watchload.ResourcePrefix(prefix, watchload.ResourcePods)
+	head, err := admin.Get(ctx, podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartRecorder(ctx, []string{podsPrefix}, "", head.Header.Revision+1); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		pageSize  int64
+		wantPages int // of each informer's first list, at least
+	}{
+		{name: "pages of 10", pageSize: 10, wantPages: 5},
+		{name: "unpaginated", pageSize: 0, wantPages: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := s.StartCase(ctx, watchload.CaseOptions{Watchers: 3, Connections: 2, SyncTimeout: 30 * time.Second,
+				RingCapacity: writes + 1024, Writers: 4,
+				Watcher: func(i int, st *watchload.Stream) watchload.ReflectorOptions {
+					return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
+						Prefix: podsPrefix, Stream: st, PageSize: tt.pageSize, Unpaginated: tt.pageSize == 0}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for _, r := range c.Reflectors() {
+				if l := r.Lists(); len(l) != 1 || l[0].Pages < tt.wantPages {
+					t.Errorf("watcher %d: lists %+v, want one of at least %d pages", r.ID(), l, tt.wantPages)
+				}
+			}
+			start, err := admin.Get(ctx, podsPrefix, clientv3.WithCountOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Write(ctx, wl, watchload.WriterOptions{Rate: 400, Total: writes, Workers: 4, Timeout: 10 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			// The writes are done once the store has moved on by all of them.
+			var final int64
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); clockwait.SleepReal(ctx, 20*time.Millisecond) {
+				resp, err := admin.Get(ctx, podsPrefix, clientv3.WithCountOnly())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if final = resp.Header.Revision; final >= start.Header.Revision+writes {
+					break
+				}
+			}
+			ws := c.StopWrites()
+			if ws.Completed != writes {
+				t.Fatalf("case wrote %d, want %d", ws.Completed, writes)
+			}
+			if unsynced := c.Confirm(ctx, final, 50*time.Millisecond, 30*time.Second); unsynced != 0 {
+				t.Fatalf("%d watchers did not reach revision %d", unsynced, final)
+			}
+			v, err := c.Validate(ctx, 50*time.Millisecond, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.OK() || v.HistoryEvents < writes {
+				t.Errorf("validation %s, %d history events; want clean, at least the case's %d", v.Summary(), v.HistoryEvents, writes)
+			}
+			for _, r := range c.Reflectors() {
+				if r.LastRevision() < final {
+					t.Errorf("watcher %d stopped at revision %d, before %d", r.ID(), r.LastRevision(), final)
+				}
+			}
+		})
+	}
+}
