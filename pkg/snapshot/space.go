@@ -152,10 +152,11 @@ const whyCompactionAlone = "etcd's quota compares the backend's size, the bbolt 
 // use (OpenShift's defrag controller: 45 %).
 const fragmentationAlertPercent = 45
 
-// Space reads the page layout of the file and, with one Compaction scan
-// at the current revision, gives a verdict against quotaBytes (0:
-// DefaultQuotaBytes). p parses keys for the compaction estimate. Errors
-// are those of Open's reads and ErrCorrupt for a malformed page tree.
+// Space reads the page layout and the alarm bucket of the file and, with
+// one Compaction scan at the current revision, gives a verdict against
+// quotaBytes (0: DefaultQuotaBytes) by etcd's rule (QuotaAdmits). p parses
+// keys for the compaction estimate. Errors are those of Open's reads and
+// ErrCorrupt for a malformed page tree or alarm entry.
 func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*Space, error) {
 	if quotaBytes <= 0 {
 		quotaBytes = DefaultQuotaBytes
