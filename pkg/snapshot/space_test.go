@@ -132,11 +132,11 @@ func TestSpaceQuotaRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st, _, err := db.Status(t.Context(), keyspace.Parser{})
+	first, err := db.Space(t.Context(), 0, keyspace.Parser{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := st.DBSizeBytes
+	size := first.DBSizeBytes
 	for _, c := range []struct {
 		name           string
 		quotaBytes     int64
