@@ -25,6 +25,8 @@ type Options struct {
 	WatchProgressNotifyInterval time.Duration
 	// SnapshotCount is etcd's --snapshot-count; 0 keeps its default.
 	SnapshotCount uint64
+	// QuotaBackendBytes is etcd's --quota-backend-bytes; 0 keeps 2 GiB.
+	QuotaBackendBytes int64
 }
 
 // RunEtcd starts an embedded member for the test and stops it when the test
@@ -45,6 +47,7 @@ func RunEtcd(t testing.TB, opts ...Options) *embedetcd.Server {
 		UnsafeNoFsync:               true,
 		WatchProgressNotifyInterval: o.WatchProgressNotifyInterval,
 		SnapshotCount:               o.SnapshotCount,
+		QuotaBackendBytes:           o.QuotaBackendBytes,
 	})
 	if err != nil {
 		t.Fatalf("start embedded etcd: %v", err)
@@ -70,10 +73,11 @@ func NewClient(t testing.TB, srv *embedetcd.Server) *clientv3.Client {
 
 // CreateDB runs an embedded member, lets fill write to it, stops the member
 // and returns the path of a copy of its bbolt database, which no process
-// holds open. fill gets a context that ends with the test.
-func CreateDB(t testing.TB, fill func(ctx context.Context, c *clientv3.Client)) string {
+// holds open. fill gets a context that ends with the test; opts are
+// RunEtcd's.
+func CreateDB(t testing.TB, fill func(ctx context.Context, c *clientv3.Client), opts ...Options) string {
 	t.Helper()
-	srv := RunEtcd(t)
+	srv := RunEtcd(t, opts...)
 	c := NewClient(t, srv)
 	fill(t.Context(), c)
 	c.Close()

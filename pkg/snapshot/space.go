@@ -17,6 +17,39 @@ const (
 	MaxQuotaBytes int64 = 8 << 30
 )
 
+// What etcd charges a request against the quota (server/storage/quota.go
+// BackendQuota.Cost).
+const (
+	// LeaseGrantCostBytes is a LeaseGrant's charge (leaseOverhead): the
+	// cheapest request the quota refuses.
+	LeaseGrantCostBytes int64 = 64
+	// PutOverheadBytes is a Put's charge besides its key and value
+	// (kvOverhead).
+	PutOverheadBytes int64 = 256
+)
+
+// PutCostBytes returns etcd's charge for a Put of keyBytes and valueBytes:
+// PutOverheadBytes plus both (server/storage/quota.go costPut). A Txn is
+// charged the larger of its branches' sums of Put charges; a DeleteRange,
+// a Compaction, a read or a LeaseRevoke costs 0 and is never refused.
+func PutCostBytes(keyBytes, valueBytes int64) int64 {
+	return PutOverheadBytes + keyBytes + valueBytes
+}
+
+// QuotaAdmits reports whether etcd admits a request charged costBytes on a
+// backend of dbSizeBytes (bbolt's high-water mark, Space.DBSizeBytes)
+// under quotaBytes: only when dbSizeBytes + costBytes < quotaBytes, or
+// when costBytes is 0 (server/storage/quota.go BackendQuota.Available).
+// A refused request raises the NOSPACE alarm
+// (server/etcdserver/api/v3rpc/quota.go quotaAlarmer.check), which stays
+// raised until `etcdctl alarm disarm`; the apply path checks the same rule
+// again (server/etcdserver/apply/quota.go). So the alarm can be raised
+// while the DB size is still below the quota: it takes only a write whose
+// charge reaches the gap.
+func QuotaAdmits(dbSizeBytes, costBytes, quotaBytes int64) bool {
+	return costBytes == 0 || dbSizeBytes+costBytes < quotaBytes
+}
+
 // SpaceSchemaVersion versions the JSON of Space.
 const SpaceSchemaVersion = 1
 
@@ -50,9 +83,22 @@ type Space struct {
 	// DBSizeBytes as a percentage of it.
 	QuotaBytes       int64   `json:"quotaBytes"`
 	QuotaUsedPercent float64 `json:"quotaUsedPercent"`
-	// OverQuota is set when DBSizeBytes has reached the quota: every
-	// write is refused and the NOSPACE alarm raised.
+	// HeadroomBytes is QuotaBytes - DBSizeBytes (negative above the
+	// quota). etcd refuses a write, and raises NOSPACE, when its charge is
+	// at least the headroom (QuotaAdmits).
+	HeadroomBytes int64 `json:"headroomBytes"`
+	// OverQuota is set when even the cheapest charged request, a
+	// LeaseGrant (LeaseGrantCostBytes), is refused: every Put, Txn with a
+	// Put and LeaseGrant raises NOSPACE. It can be set below the quota.
 	OverQuota bool `json:"overQuota"`
+	// MaxPutBytes is the largest key plus value a Put can carry without
+	// raising NOSPACE: HeadroomBytes - PutOverheadBytes - 1, and -1 when
+	// no Put is admitted. A kube-apiserver write larger than it (objects
+	// reach 1.5 MiB) raises the alarm.
+	MaxPutBytes int64 `json:"maxPutBytes"`
+	// NoSpaceAlarm is set when the file's alarm bucket holds a NOSPACE
+	// alarm: some member refused a write and the alarm is still raised.
+	NoSpaceAlarm bool `json:"noSpaceAlarm"`
 	// CompactionClearsNoSpace is always false; Why says why, with the
 	// source path.
 	CompactionClearsNoSpace bool   `json:"compactionClearsNoSpace"`
@@ -64,7 +110,8 @@ type Space struct {
 	// AfterCompactDefragBytes is the DB size a compaction at
 	// CurrentRevision and then a defragmentation would leave
 	// (CompactionReport.EstimatedDBSizeAfterDefragBytes); AfterClearsQuota
-	// says whether it is below the quota.
+	// says whether etcd would then admit a LeaseGrant again (QuotaAdmits;
+	// the alarm must still be disarmed).
 	AfterCompactDefragBytes int64 `json:"afterCompactDefragBytes"`
 	AfterClearsQuota        bool  `json:"afterClearsQuota"`
 	// FreeRuns is the histogram of runs of contiguous free pages, by
@@ -105,10 +152,11 @@ const whyCompactionAlone = "etcd's quota compares the backend's size, the bbolt 
 // use (OpenShift's defrag controller: 45 %).
 const fragmentationAlertPercent = 45
 
-// Space reads the page layout of the file and, with one Compaction scan
-// at the current revision, gives a verdict against quotaBytes (0:
-// DefaultQuotaBytes). p parses keys for the compaction estimate. Errors
-// are those of Open's reads and ErrCorrupt for a malformed page tree.
+// Space reads the page layout and the alarm bucket of the file and, with
+// one Compaction scan at the current revision, gives a verdict against
+// quotaBytes (0: DefaultQuotaBytes) by etcd's rule (QuotaAdmits). p parses
+// keys for the compaction estimate. Errors are those of Open's reads and
+// ErrCorrupt for a malformed page tree or alarm entry.
 func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*Space, error) {
 	if quotaBytes <= 0 {
 		quotaBytes = DefaultQuotaBytes
@@ -155,7 +203,22 @@ func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*
 		s.FragmentationPercent = 100 * float64(s.FreeBytes) / float64(s.DBSizeBytes)
 	}
 	s.QuotaUsedPercent = 100 * float64(s.DBSizeBytes) / float64(quotaBytes)
-	s.OverQuota = s.DBSizeBytes >= quotaBytes
+	s.HeadroomBytes = quotaBytes - s.DBSizeBytes
+	s.OverQuota = !QuotaAdmits(s.DBSizeBytes, LeaseGrantCostBytes, quotaBytes)
+	s.MaxPutBytes = max(s.HeadroomBytes-PutOverheadBytes-1, -1)
+	err := db.guard("read the alarm bucket", func() error {
+		return db.forEach(bucketAlarm, func(k, _ []byte) error {
+			a, err := DecodeAlarm(k)
+			if err != nil {
+				return fmt.Errorf("%w: bucket %s: %v", ErrCorrupt, bucketAlarm, err)
+			}
+			s.NoSpaceAlarm = s.NoSpaceAlarm || a.Alarm == "NOSPACE"
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
 
 	last, err := db.LastRevision(ctx)
 	if err != nil {
@@ -174,7 +237,7 @@ func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*
 	}
 	s.CompactFreesBytes = c.Total.RemovedBytes
 	s.AfterCompactDefragBytes = c.EstimatedDBSizeAfterDefragBytes
-	s.AfterClearsQuota = s.AfterCompactDefragBytes < quotaBytes
+	s.AfterClearsQuota = QuotaAdmits(s.AfterCompactDefragBytes, LeaseGrantCostBytes, quotaBytes)
 
 	// An alert on the ratio is signal only when defragmenting would
 	// change the quota verdict: the ratio is high and the file holds at

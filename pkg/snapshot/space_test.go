@@ -121,3 +121,107 @@ func TestSpaceCompactedAtCurrentRevision(t *testing.T) {
 			s.CompactFreesBytes, s.AfterCompactDefragBytes, s.DBSizeBytes)
 	}
 }
+
+// TestSpaceQuotaRule holds the verdict to etcd's rule (server/storage/quota.go
+// BackendQuota.Available): a write is refused, and NOSPACE raised, when the
+// DB size plus its charge reaches the quota, so a file below the quota can
+// already be NOSPACE.
+func TestSpaceQuotaRule(t *testing.T) {
+	db, err := snapshot.Open(fixture("3.7"), snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	first, err := db.Space(t.Context(), 0, keyspace.Parser{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := first.DBSizeBytes
+	for _, c := range []struct {
+		name           string
+		quotaBytes     int64
+		wantOverQuota  bool
+		wantMaxPut     int64
+		wantAfterClear bool
+	}{
+		{"quota at the DB size", size, true, -1, true},
+		{"a lease grant reaches the quota", size + 64, true, -1, true},
+		{"a lease grant fits, no put does", size + 65, false, -1, true},
+		{"the smallest put reaches the quota", size + 256, false, -1, true},
+		{"only a put of no bytes fits", size + 257, false, 0, true},
+		{"a put of one byte fits", size + 258, false, 1, true},
+		{"a put of 43 bytes fits", size + 300, false, 43, true},
+		{"quota below the size after defragmentation", 4096, true, -1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := db.Space(t.Context(), c.quotaBytes, keyspace.Parser{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.OverQuota != c.wantOverQuota || s.MaxPutBytes != c.wantMaxPut || s.AfterClearsQuota != c.wantAfterClear {
+				t.Errorf("quota %d on a DB of %d: got over quota %v, max put %d, after clears %v; want %v, %d, %v",
+					c.quotaBytes, size, s.OverQuota, s.MaxPutBytes, s.AfterClearsQuota, c.wantOverQuota, c.wantMaxPut, c.wantAfterClear)
+			}
+			if s.HeadroomBytes != c.quotaBytes-size {
+				t.Errorf("got headroom %d, want %d", s.HeadroomBytes, c.quotaBytes-size)
+			}
+			if s.NoSpaceAlarm {
+				t.Errorf("the fixture has no alarm, got NoSpaceAlarm")
+			}
+		})
+	}
+}
+
+func TestQuotaAdmits(t *testing.T) {
+	for _, c := range []struct {
+		size, cost, quota int64
+		want              bool
+	}{
+		{1000, 0, 1000, true}, // a delete or compaction is never refused
+		{999, 1, 1000, false},
+		{998, 1, 1000, true},
+		{1000 - snapshot.PutCostBytes(10, 20), snapshot.PutCostBytes(10, 20), 1000, false},
+		{1000 - snapshot.PutCostBytes(10, 20) - 1, snapshot.PutCostBytes(10, 20), 1000, true},
+	} {
+		if got := snapshot.QuotaAdmits(c.size, c.cost, c.quota); got != c.want {
+			t.Errorf("QuotaAdmits(%d, %d, %d) = %v, want %v", c.size, c.cost, c.quota, got, c.want)
+		}
+	}
+}
+
+// TestSpaceAfterRealNoSpace fills an embedded member with a small quota
+// until etcd refuses a Put, and checks that Space, at the same quota, says
+// that Put is too large, finds the alarm in the file, and would say so
+// even though the DB size may be below the quota.
+func TestSpaceAfterRealNoSpace(t *testing.T) {
+	const quota = 256 << 10
+	var refused int64
+	path := etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+		value := strings.Repeat("x", 3000)
+		for i := range 1000 {
+			key := fmt.Sprintf("/registry/configmaps/default/cm-%d", i)
+			if _, err := c.Put(ctx, key, value); err != nil {
+				if !strings.Contains(err.Error(), "database space exceeded") {
+					t.Fatalf("put %d: %v", i, err)
+				}
+				refused = int64(len(key) + len(value))
+				return
+			}
+		}
+		t.Fatalf("no put refused with a %d-byte quota", quota)
+	}, etcdtest.Options{QuotaBackendBytes: quota})
+	db, err := snapshot.Open(path, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := db.Space(t.Context(), quota, keyspace.Parser{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MaxPutBytes >= refused || !s.NoSpaceAlarm {
+		t.Errorf("etcd refused a put of %d bytes on a DB of %d bytes: got max put %d, alarm %v; want below %d and the alarm",
+			refused, s.DBSizeBytes, s.MaxPutBytes, s.NoSpaceAlarm, refused)
+	}
+	t.Logf("DB size %d of quota %d when a %d-byte put was refused; max put %d", s.DBSizeBytes, quota, refused, s.MaxPutBytes)
+}

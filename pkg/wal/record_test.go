@@ -52,8 +52,12 @@ func TestV2Method(t *testing.T) {
 // FuzzRead feeds arbitrary bytes as the only WAL segment: Read must report
 // faults, never panic.
 func FuzzRead(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join(fixtureDir, "member", "wal", "*.wal"))
-	for _, s := range seeds[:min(2, len(seeds))] {
+	var seeds []string
+	for _, v := range fixtureVersions {
+		names, _ := filepath.Glob(filepath.Join(fixtureDir(v.minor), "member", "wal", "*.wal"))
+		seeds = append(seeds, names[:min(2, len(names))]...)
+	}
+	for _, s := range seeds {
 		b, err := os.ReadFile(s)
 		if err != nil {
 			f.Fatal(err)

@@ -137,6 +137,10 @@ func madeBy(file string) string {
 		return "`scripts/faults.sh`"
 	case strings.HasPrefix(file, "version-matrix"):
 		return "`scripts/version-matrix.sh`"
+	case strings.HasPrefix(file, "wal-vs-dump-logs"):
+		return "`scripts/wal-vs-dump-logs.sh`"
+	case strings.HasPrefix(file, "wal-bench"):
+		return "`scripts/wal-vs-dump-logs.sh --wal-bytes 1073741824`"
 	}
 	return "a script under scripts/"
 }

@@ -613,7 +613,13 @@ func write(out string, r *Result) error {
 		"(an empty normal entry is a new leader's no-op, `empty`); the -entry-type column is etcd-dump-logs' own count under its filter for the kind.\n\n")
 	if a := r.TryDumpLogs; a != nil {
 		fmt.Fprintf(&md, "## etcd-dump-logs of the same release\n\n`%s` ok: %v\n\n", a.Command, a.OK)
-		if !a.OK {
+		switch {
+		case !a.OK && strings.Contains(a.Error, "nil pointer dereference"):
+			md.WriteString("The same-release comparison is blocked: this etcd-dump-logs (source under Versions) dereferences optional fields " +
+				"that etcd 3.7's protobuf types hold as pointers and that the WAL leaves unset (a normal entry's Type), so it panics on the first " +
+				"normal entry; the counts above come from the other build (see Versions), which decodes the same wire format " +
+				"(scripts/wal-vs-dump-logs.sh).\n\n")
+		case !a.OK:
 			md.WriteString("When it fails, the counts above come from the other build (see Versions); scripts/wal-vs-dump-logs.sh says why the same release's tool cannot read this WAL.\n\n")
 		}
 		if a.Error != "" {

@@ -36,7 +36,12 @@ func newSpaceCommand(g *globalOptions) *cobra.Command {
 and explains the page layout behind the verdict:
 
   - the DB size (bbolt's high-water mark: what the quota checks), the
-    bytes in use and free, the quota used and whether NOSPACE is raised;
+    bytes in use and free, the quota used and whether NOSPACE is raised
+    (etcd's rule: a write is refused, and the alarm raised, when the DB
+    size plus its charge reaches the quota; a Put is charged 256 bytes
+    plus its key and value, so NOSPACE comes before the size reaches the
+    quota), the largest Put still admitted, and whether the file holds a
+    raised NOSPACE alarm;
   - why a compaction alone never clears NOSPACE (the quota checks the
     file's size, which only a defragmentation shrinks), and the size a
     compaction at the current revision and then a defragmentation would
@@ -73,18 +78,35 @@ func runSpace(cmd *cobra.Command, g *globalOptions, o *spaceOptions, path string
 
 // makeSpaceTable lays the verdict out as field/value rows.
 func makeSpaceTable(s *snapshot.Space) output.Table {
-	verdict := fmt.Sprintf("below the quota (%.1f%% used)", s.QuotaUsedPercent)
-	if s.OverQuota {
-		verdict = fmt.Sprintf("NOSPACE: the DB size has reached the quota (%.1f%%)", s.QuotaUsedPercent)
+	verdict := fmt.Sprintf("below the quota (%.1f%% used): the quota admits a Put of up to %d key and value bytes", s.QuotaUsedPercent, s.MaxPutBytes)
+	switch {
+	case s.OverQuota:
+		verdict = fmt.Sprintf("NOSPACE: DB size + the cheapest write's charge (a %d-byte LeaseGrant) reaches the quota (%.1f%% used): every write is refused",
+			snapshot.LeaseGrantCostBytes, s.QuotaUsedPercent)
+	case s.MaxPutBytes < 0:
+		verdict = fmt.Sprintf("NOSPACE on the next Put: DB size + a Put's %d-byte charge reaches the quota (%.1f%% used)", snapshot.PutOverheadBytes, s.QuotaUsedPercent)
 	}
 	after := "below the quota"
 	if !s.AfterClearsQuota {
 		after = "still at or above the quota: raise the quota or delete data"
 	}
+	alarm := "no"
+	if s.NoSpaceAlarm {
+		alarm = "yes: writes stay refused until `etcdctl alarm disarm`"
+	}
+	largestPut := fmt.Sprintf("%d key and value bytes", s.MaxPutBytes)
+	if s.MaxPutBytes < 0 {
+		largestPut = "none"
+	}
 	rows := [][]string{
 		{"path", s.Path},
 		{"verdict", verdict},
+		{"rule", fmt.Sprintf("etcd refuses a write and raises NOSPACE when DB size + its charge >= quota; a Put is charged %d + key + value bytes, a LeaseGrant %d, a Txn its larger branch (server/storage/quota.go)",
+			snapshot.PutOverheadBytes, snapshot.LeaseGrantCostBytes)},
+		{"NOSPACE alarm in the file", alarm},
 		{"quota bytes", fmt.Sprint(s.QuotaBytes)},
+		{"headroom bytes", fmt.Sprint(s.HeadroomBytes)},
+		{"largest Put admitted", largestPut},
 		{"file size bytes", fmt.Sprint(s.SizeBytes)},
 		{"db size bytes", fmt.Sprint(s.DBSizeBytes)},
 		{"in use bytes", fmt.Sprint(s.InUseBytes)},

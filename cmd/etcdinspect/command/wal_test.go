@@ -1,54 +1,81 @@
 package command_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/internal/filetest"
 )
 
-// walFixture is a member data directory written by an embedded etcd 3.7
-// (pkg/wal TestFixture -update).
-var walFixture = filepath.Join("..", "..", "..", "testdata", "fixtures", "wal-3.7")
+// walVersions are the etcd minor versions of the committed member data
+// directories (WAL segments, snap files and db) that pkg/wal TestFixture
+// -update writes (scripts/make-wal-fixtures.sh); etcd 3.4 has none.
+var walVersions = []string{"3.5", "3.6", "3.7"}
 
-// TestGoldenWAL renders `wal` on the fixture in every -w format and checks
-// that no fixture file changed.
+func walFixture(v string) string {
+	return filepath.Join("..", "..", "..", "testdata", "fixtures", "wal-"+v)
+}
+
+// TestGoldenWAL renders `wal` on the data directory of every version as a
+// table and as JSON, and `space` on its db, compares them with
+// testdata/golden/<version>/, renders the 3.7 one in the other formats
+// (testdata/golden/wal/), and checks that no fixture file changed.
 func TestGoldenWAL(t *testing.T) {
-	before := dirSum(t, walFixture)
+	type walCase struct {
+		golden string
+		args   []string
+	}
+	var cases []walCase
+	for _, v := range walVersions {
+		dir := walFixture(v)
+		db := filepath.Join(dir, "member", "snap", "db")
+		for _, format := range []string{"table", "json"} {
+			cases = append(cases,
+				walCase{filepath.Join(v, "wal."+format), []string{"wal", dir, "-w", format}},
+				walCase{filepath.Join(v, "space-member."+format), []string{"space", db, "-w", format}})
+		}
+	}
 	for _, c := range []struct {
 		name string
 		args []string
 	}{
-		{"wal.table", []string{"-w", "table"}},
-		{"wal.json", []string{"-w", "json"}},
 		{"wal.markdown", []string{"-w", "markdown"}},
 		{"wal.csv", []string{"-w", "csv"}},
 		{"wal-namespace-top3.table", []string{"--by", "namespace", "--top", "3"}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			args := append([]string{"wal", walFixture}, c.args...)
-			out, stderr, code := run(t, args...)
-			if code != 0 {
-				t.Fatalf("etcdinspect %v: exit %d: %s", args, code, stderr)
-			}
-			compareGolden(t, filepath.Join("testdata", "golden", "wal", c.name+".golden"), out)
-		})
+		cases = append(cases, walCase{filepath.Join("wal", c.name), append([]string{"wal", walFixture("3.7")}, c.args...)})
 	}
-	if after := dirSum(t, walFixture); after != before {
-		t.Errorf("the WAL fixture changed")
+	for _, v := range walVersions {
+		defer filetest.Unchanged(t, walFixture(v))()
+	}
+	for _, c := range cases {
+		t.Run(c.golden, func(t *testing.T) {
+			out, stderr, code := run(t, c.args...)
+			if code != 0 {
+				t.Fatalf("etcdinspect %v: exit %d: %s", c.args, code, stderr)
+			}
+			compareGolden(t, filepath.Join("testdata", "golden", c.golden+".golden"), out)
+		})
 	}
 }
 
-// TestWALDamaged runs `wal` on damaged copies of the fixture: each fault
-// is one line on stderr naming the file and offset, the exit code is 1,
-// the report is still printed, and nothing panics.
+// TestWALDamaged runs `wal` on damaged copies of every version's data
+// directory: each fault is one line on stderr naming the file and offset,
+// the exit code is 1, the report is still printed, and nothing panics. A
+// missing segment needs two segments: only the 3.7 directory has them
+// (the real 3.5 and 3.6 members wrote one 64 MB segment).
 func TestWALDamaged(t *testing.T) {
-	seg := func(dir string, i int) string {
+	segs := func(dir string) []string {
 		names, _ := filepath.Glob(filepath.Join(dir, "member", "wal", "*.wal"))
-		if i < 0 {
-			i += len(names)
-		}
-		return names[i]
+		return names
 	}
 	cases := []struct {
 		name   string
@@ -56,7 +83,8 @@ func TestWALDamaged(t *testing.T) {
 		want   string
 	}{
 		{"torn tail", func(t *testing.T, dir string) {
-			p := seg(dir, -1)
+			names := segs(dir)
+			p := names[len(names)-1]
 			fi, err := os.Stat(p)
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +95,8 @@ func TestWALDamaged(t *testing.T) {
 			}
 		}, "torn-tail"},
 		{"flipped byte", func(t *testing.T, dir string) {
-			p := seg(dir, 2)
+			names := segs(dir)
+			p := names[min(2, len(names)-1)]
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +107,11 @@ func TestWALDamaged(t *testing.T) {
 			}
 		}, "crc-mismatch"},
 		{"missing segment", func(t *testing.T, dir string) {
-			if err := os.Remove(seg(dir, 3)); err != nil {
+			names := segs(dir)
+			if len(names) < 3 {
+				t.Skipf("%d segments: no middle segment to remove", len(names))
+			}
+			if err := os.Remove(names[len(names)/2]); err != nil {
 				t.Fatal(err)
 			}
 		}, "missing-segment"},
@@ -88,74 +121,32 @@ func TestWALDamaged(t *testing.T) {
 			}
 		}, "no WAL segments"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			copyTree(t, walFixture, dir)
-			c.damage(t, dir)
-			before := dirSum(t, dir)
-			out, stderr, code := run(t, "wal", dir)
-			if code != 1 {
-				t.Errorf("got exit %d, want 1; stderr: %s", code, stderr)
-			}
-			if !strings.Contains(stderr, c.want) {
-				t.Errorf("stderr %q does not name %q", stderr, c.want)
-			}
-			if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine") {
-				t.Errorf("stderr shows a panic: %s", stderr)
-			}
-			for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-				if strings.HasPrefix(line, "fault: ") && !strings.Contains(line, ".wal offset ") {
-					t.Errorf("fault line %q does not name a segment and offset", line)
+	for _, v := range walVersions {
+		for _, c := range cases {
+			t.Run(v+"/"+c.name, func(t *testing.T) {
+				dir := filetest.CopyTree(t, walFixture(v))
+				c.damage(t, dir)
+				defer filetest.Unchanged(t, dir)()
+				out, stderr, code := run(t, "wal", dir)
+				if code != 1 {
+					t.Errorf("got exit %d, want 1; stderr: %s", code, stderr)
 				}
-			}
-			if c.want != "no WAL segments" && !strings.Contains(out, "| fault ") {
-				t.Errorf("the report has no fault row:\n%s", out)
-			}
-			if dirSum(t, dir) != before {
-				t.Errorf("the damaged copy changed")
-			}
-		})
-	}
-}
-
-// dirSum hashes every file under dir, names included.
-func dirSum(t *testing.T, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
+				if !strings.Contains(stderr, c.want) {
+					t.Errorf("stderr %q does not name %q", stderr, c.want)
+				}
+				if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine") {
+					t.Errorf("stderr shows a panic: %s", stderr)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+					if strings.HasPrefix(line, "fault: ") && !strings.Contains(line, ".wal offset ") {
+						t.Errorf("fault line %q does not name a segment and offset", line)
+					}
+				}
+				if c.want != "no WAL segments" && !strings.Contains(out, "| fault ") {
+					t.Errorf("the report has no fault row:\n%s", out)
+				}
+			})
 		}
-		sum := fileSum(t, p)
-		b.WriteString(p)
-		b.Write(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if fi.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -163,8 +154,8 @@ func copyTree(t *testing.T, src, dst string) {
 func TestFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"space", "x.db", "--quota", "0"},
-		{"wal", walFixture, "--by", "pod"},
-		{"wal", walFixture, "--top", "-1"},
+		{"wal", walFixture("3.7"), "--by", "pod"},
+		{"wal", walFixture("3.7"), "--top", "-1"},
 	} {
 		if _, stderr, code := run(t, args...); code != 2 {
 			t.Errorf("etcdinspect %v: got exit %d (%s), want 2", args, code, stderr)
@@ -172,11 +163,20 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-// TestGoldenMembers compares the members of the 3.5, 3.6 and 3.7
-// fixtures, which hold the same key bucket, in every -w format, and checks
-// that one file is not enough.
+// TestGoldenMembers compares the db fixtures of every version, which
+// hold the same key bucket, in every -w format, then the data directories
+// of the WAL fixtures (3.5, 3.6 and 3.7 members that each ran writeLoad),
+// and checks that one file is not enough and that no input changed.
 func TestGoldenMembers(t *testing.T) {
-	files := []string{fixture("3.5"), fixture("3.6"), fixture("3.7")}
+	var files, dirs []string
+	for _, v := range fixtureVersions {
+		files = append(files, fixture(v))
+		defer filetest.Unchanged(t, fixture(v))()
+	}
+	for _, v := range walVersions {
+		dirs = append(dirs, walFixture(v))
+		defer filetest.Unchanged(t, walFixture(v))()
+	}
 	for _, format := range []string{"table", "json", "markdown", "csv"} {
 		t.Run(format, func(t *testing.T) {
 			out, stderr, code := run(t, append([]string{"members", "-w", format}, files...)...)
@@ -186,7 +186,70 @@ func TestGoldenMembers(t *testing.T) {
 			compareGolden(t, filepath.Join("testdata", "golden", "members", "members."+format+".golden"), out)
 		})
 	}
+	for _, format := range []string{"table", "json"} {
+		t.Run("data-dirs."+format, func(t *testing.T) {
+			out, stderr, code := run(t, append([]string{"members", "-w", format}, dirs...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			compareGolden(t, filepath.Join("testdata", "golden", "members", "members-data-dirs."+format+".golden"), out)
+		})
+	}
 	if _, _, code := run(t, "members", files[0]); code != 2 {
 		t.Errorf("members with one file: got exit %d, want 2", code)
+	}
+}
+
+// TestGoldenMembersDiverged runs `members` on the dbs of three embedded
+// members written to diverge: b applied the writes of a and one more; c
+// wrote another value to cm-3 at revision 5 and two more writes after a's
+// last. The golden shows the first divergent revision (5), the key that
+// differs there, and the restore choice: b, the member with the highest
+// consistent index among the two whose hash at the common revision (7)
+// agrees, not c, whose index is higher still. members exits 1.
+func TestGoldenMembersDiverged(t *testing.T) {
+	golden, err := filepath.Abs(filepath.Join("testdata", "golden", "members"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(values []string) string {
+		return etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
+			for i, v := range values {
+				if _, err := c.Put(ctx, fmt.Sprintf("/registry/configmaps/default/cm-%d", i), v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	base := []string{"a0", "a1", "a2", "a3", "a4", "a5"} // revisions 2-7
+	c := slices.Clone(base)
+	c[3] = "diverged" // revision 5
+	dbs := map[string]string{
+		"member-a.db": write(base),
+		"member-b.db": write(append(slices.Clone(base), "a6")),
+		"member-c.db": write(append(c, "c6", "c7")),
+	}
+	// Relative names keep the temporary directory out of the golden.
+	dir := t.TempDir()
+	for name, src := range dbs {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	defer filetest.Unchanged(t, dir)()
+	args := []string{"members", "member-a.db", "member-b.db", "member-c.db"}
+	for _, format := range []string{"table", "json"} {
+		t.Run(format, func(t *testing.T) {
+			out, stderr, code := run(t, append(args, "-w", format)...)
+			if code != 1 || !strings.Contains(stderr, "members disagree: restore from member-b.db") {
+				t.Errorf("got exit %d, stderr %q; want 1 and the member to restore from", code, stderr)
+			}
+			compareGolden(t, filepath.Join(golden, "members-diverged."+format+".golden"), out)
+		})
 	}
 }
