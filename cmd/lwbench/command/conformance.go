@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/cli"
-	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
@@ -80,10 +79,7 @@ func runConformance(ctx context.Context, o *runOptions, out, errOut io.Writer) e
 	o.load.Logf = con.Logf
 	o.load.Defragment, o.load.Faults = false, nil
 	k := &o.kube
-	if !apiserverproc.Cached(k.resolvedVersion) {
-		con.Logf("building kube-apiserver %s into %s: the first build takes 10-30 minutes on 2 cores", k.resolvedVersion, apiserverproc.BinDir(k.resolvedVersion))
-	}
-	bin, err := apiserverproc.Binaries(k.resolvedVersion, etcdproc.LogWriter(con.Logf))
+	bin, err := k.binaries(con.Logf)
 	if err != nil {
 		return err
 	}

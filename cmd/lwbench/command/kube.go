@@ -104,6 +104,16 @@ func (o *kubeOptions) clientWatchList() string {
 	return onOff(*o.watchList)
 }
 
+// binaries returns the directory of kube-apiserver of the chosen
+// release, building it first (logged, locked, 10-30 minutes) if it is not
+// cached.
+func (o *kubeOptions) binaries(logf func(string, ...any)) (string, error) {
+	if !apiserverproc.Cached(o.resolvedVersion) {
+		logf("building kube-apiserver %s into %s: the first build takes 10-30 minutes on 2 cores", o.resolvedVersion, apiserverproc.BinDir(o.resolvedVersion))
+	}
+	return apiserverproc.Binaries(o.resolvedVersion, etcdproc.LogWriter(logf))
+}
+
 // runKube runs `lwbench run --kube-apiserver`: it opens the etcd target,
 // starts the apiservers in front of it (building kube-apiserver if it is
 // not cached), runs kubeload.Run through them and prints the result.
@@ -115,10 +125,7 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	defer con.Done()
 	o.load.Logf = con.Logf
 	k := &o.kube
-	if !apiserverproc.Cached(k.resolvedVersion) {
-		con.Logf("building kube-apiserver %s into %s: the first build takes 10-30 minutes on 2 cores", k.resolvedVersion, apiserverproc.BinDir(k.resolvedVersion))
-	}
-	bin, err := apiserverproc.Binaries(k.resolvedVersion, etcdproc.LogWriter(con.Logf))
+	bin, err := k.binaries(con.Logf)
 	if err != nil {
 		return err
 	}
