@@ -111,7 +111,7 @@ func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
 func note(r *report.ConformanceRow) string {
 	switch {
 	case r.Method == "Txn" && strings.Contains(r.Kind, " else ") && r.Real == 0:
-		return "model: kube-apiserver's create, update and delete txns have no Else branch (k8s.io/apiserver/pkg/storage/etcd3/store.go); it reads the key again itself on a conflict"
+		return "model: a txn shape kube-apiserver does not send (its create has no Else branch: k8s.io/apiserver/pkg/storage/etcd3/store.go Create)"
 	case r.Method == "Watch" && r.Kind == "progress" && r.Real == 0:
 		return "model: its informers ask etcd for progress notifications; upstream only the watch cache does (k8s.io/apiserver/pkg/storage/cacher)"
 	case r.Method == "Watch" && strings.HasPrefix(r.Kind, "progress notify") && r.Real == 0:

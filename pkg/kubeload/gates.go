@@ -43,10 +43,7 @@ func (g *clientGates) Enabled(key clientfeatures.Feature) bool {
 // variable can change); the caller releases gatesMu once its reflectors
 // exist.
 func setWatchListClient(on *bool) {
-	gatesOnce.Do(func() {
-		gates = &clientGates{base: clientfeatures.FeatureGates()}
-		clientfeatures.ReplaceFeatureGates(gates)
-	})
+	installGates()
 	gatesMu.Lock()
 	gates.mu.Lock()
 	gates.watchList = on
@@ -57,9 +54,16 @@ func setWatchListClient(on *bool) {
 // in this process (k8s.io/client-go/features/known_features.go: on since
 // 1.35 unless KUBE_FEATURE_WatchListClient says otherwise).
 func WatchListClientDefault() bool {
+	installGates()
+	return gates.base.Enabled(clientfeatures.WatchListClient)
+}
+
+// installGates replaces client-go's feature gates with gates, once. Run
+// calls it before it makes any client, so that client-go has not read its
+// gates yet (it warns when they are replaced after use).
+func installGates() {
 	gatesOnce.Do(func() {
 		gates = &clientGates{base: clientfeatures.FeatureGates()}
 		clientfeatures.ReplaceFeatureGates(gates)
 	})
-	return gates.base.Enabled(clientfeatures.WatchListClient)
 }

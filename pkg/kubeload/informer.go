@@ -137,12 +137,17 @@ func (s *InformerSet) Start(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// Stop stops every informer and waits until they have.
+// Stop stops every informer and waits until they have, and until every
+// request they sent is recorded as ended.
 func (s *InformerSet) Stop() {
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.wg.Wait()
+	for _, in := range s.Informers {
+		in.lw.Release() // a held informer's watch may still wait
+		in.lw.running.Wait()
+	}
 }
 
 // Requests returns every request the informers sent, in the order sent.

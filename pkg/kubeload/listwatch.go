@@ -49,6 +49,7 @@ type listWatch struct {
 	released chan struct{}      // closed by Release
 	current  *instrumentedWatch // the open watch, if any
 	lastRV   string             // the last resourceVersion delivered
+	running  sync.WaitGroup     // the watches' forwarding goroutines
 }
 
 var (
@@ -143,7 +144,11 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 	held := lw.held
 	lw.current = w
 	lw.mu.Unlock()
-	go w.run()
+	lw.running.Add(1)
+	go func() {
+		defer lw.running.Done()
+		w.run()
+	}()
 	if held {
 		w.breakOff()
 	}
@@ -288,13 +293,15 @@ func (w *instrumentedWatch) run() {
 	lw.mu.Unlock()
 	select {
 	case <-w.stop:
-		if werr == nil {
-			outcome = OutcomeStopped
+		// Stopped by the informer (or a hold): an error the stop itself
+		// caused (a canceled stream) is no outcome of the request.
+		if outcome == OutcomeClosed || outcome == OutcomeError {
+			outcome, werr = OutcomeStopped, nil
 		}
 	default:
 	}
-	if broken && werr == nil {
-		outcome, werr = OutcomeStopped, errors.New("held: the watch was broken off")
+	if broken && outcome == OutcomeStopped {
+		werr = errors.New("held: the watch was broken off")
 	}
 	lw.log.end(r, lw.now(), outcome, werr)
 }

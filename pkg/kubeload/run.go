@@ -81,6 +81,7 @@ type Options struct {
 // which Run leaves in place. Errors are returned only when the load could
 // not be carried out; broken guarantees are results, in Validation.
 func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err error) {
+	installGates()
 	lo := o.Load.Defaults()
 	if err := lo.Validate(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package kubeload_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,11 +135,12 @@ func checkValid(t *testing.T, res *report.KubeRunResult) {
 }
 
 // TestWatchListClientChangesTheRequests runs the same informers with
-// client-go's WatchListClient on and off: on, each informer's first
-// request is a WATCH with sendInitialEvents=true and no LIST is sent; off,
-// it LISTs and then WATCHes from the list's resourceVersion.
+// client-go's WatchListClient on and off, the watch cache off so that
+// their requests reach etcd: on, each informer's first request is a WATCH
+// with sendInitialEvents=true and no LIST is sent; off, it LISTs and then
+// WATCHes from the list's resourceVersion. etcd sees the difference.
 func TestWatchListClientChangesTheRequests(t *testing.T) {
-	st := stack(t, apiserverproc.Config{EtcdCompactionInterval: -1})
+	st := stack(t, apiserverproc.Config{EtcdCompactionInterval: -1, DisableWatchCache: true})
 	for _, on := range []bool{true, false} {
 		lo := smallLoad(t, 0)
 		lo.Duration = 3 * time.Second
@@ -151,6 +153,32 @@ func TestWatchListClientChangesTheRequests(t *testing.T) {
 			verbs[c.Verb] += c.Count
 		}
 		t.Logf("WatchListClient=%v: requests %+v", on, res.Requests)
+		// The informers' initial load as etcd sees it: a WATCHLIST makes
+		// kube-apiserver read the whole prefix at once; a LIST pages with
+		// the reflector's limit (500).
+		var limited, whole int64
+		for _, e := range res.Etcd {
+			if e.Phase != "sync" || (e.Method != "Range" && e.Method != "RangeStream") || !strings.HasPrefix(e.Kind, "prefix") {
+				continue
+			}
+			t.Logf("WatchListClient=%v: etcd %+v", on, e)
+			if strings.Contains(e.Kind, "limit") {
+				limited += e.Requests
+			} else {
+				whole += e.Requests
+			}
+		}
+		if on && (whole < 2 || limited != 0) {
+			t.Errorf("WatchListClient on: etcd saw %d whole-prefix and %d limited ranges, want one whole-prefix range per informer and no limited one", whole, limited)
+		}
+		if !on && (limited < 2 || whole != 0) {
+			t.Errorf("WatchListClient off: etcd saw %d whole-prefix and %d limited ranges, want one limited range (a page) per informer and no whole-prefix one", whole, limited)
+		}
+		for _, c := range res.Requests {
+			if c.Outcome != string(kubeload.OutcomeOK) && c.Outcome != string(kubeload.OutcomeStopped) {
+				t.Errorf("WatchListClient=%v: a request ended %q: %+v", on, c.Outcome, c)
+			}
+		}
 		if on && (verbs[string(kubeload.VerbWatchList)] < 2 || verbs[string(kubeload.VerbList)] != 0) {
 			t.Errorf("WatchListClient on: got %v, want a watchlist per informer and no list", verbs)
 		}
