@@ -64,7 +64,11 @@ type Options struct {
 	// writes; 0 means Load.Duration/5.
 	HoldAt time.Duration
 	// HoldFor bounds how long they are held waiting for etcd to be
-	// compacted past them; 0 means until 80% of Load.Duration.
+	// compacted past them; 0 means until the writes end or 2.5 compaction
+	// intervals (Stack.APIServer.EtcdCompactionIntervalMs), whichever is
+	// longer: kube-apiserver's compactor compacts to the revision it saw
+	// one tick before, so a revision is compacted one to two intervals
+	// after it was written.
 	HoldFor time.Duration
 }
 
@@ -94,7 +98,8 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		o.HoldAt = lo.Duration / 5
 	}
 	if o.HoldFor <= 0 {
-		o.HoldFor = lo.Duration*4/5 - o.HoldAt
+		interval := time.Duration(st.APIServer.EtcdCompactionIntervalMs * float64(time.Millisecond))
+		o.HoldFor = max(lo.Duration-o.HoldAt, interval*5/2)
 	}
 	phase := func(p string) {
 		if st.Counter != nil {

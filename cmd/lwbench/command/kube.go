@@ -43,7 +43,7 @@ type kubeOptions struct {
 func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.version, "kube-apiserver", "", "run the load through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the etcd target, built from the Go module proxy into "+etcdproc.CacheDir()+" on first use (10-30 minutes on 2 cores), with real client-go writers and informers")
 	fs.IntVar(&o.servers, "apiservers", 1, "with --kube-apiserver: kube-apiservers to start, all in front of the same etcd")
-	fs.BoolVar(&o.watchCache, "watch-cache", true, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd)")
+	fs.BoolVar(&o.watchCache, "watch-cache", false, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd); default: what --profile models, off for informer, on for apiserver-cache")
 	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)")
 	fs.BoolVar(&o.countEtcd, "count-etcd", true, "with --kube-apiserver: count every request the apiservers send etcd, by phase and shape, through a counting gRPC proxy in front of each member")
 	fs.StringVar(&o.clientGates, "client-feature-gates", "", "with --kube-apiserver: client-go feature gates of the informers; only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
@@ -76,6 +76,11 @@ func (o *kubeOptions) Validate() error {
 		return cli.FlagErrorf("--kube-apiserver: Unsupported value: %q: lwbench builds kube-apiserver 1.35, 1.36 and 1.37", o.version)
 	}
 	o.resolvedVersion = v
+	if o.flags != nil && !o.flags.Changed("watch-cache") {
+		if p, _ := o.flags.GetString("profile"); p == string(watchload.ProfileAPIServerCache) {
+			o.watchCache = true
+		}
+	}
 	if o.flags != nil && o.flags.Changed("allow-compaction") && o.flags.Changed("endpoints") {
 		return cli.FlagErrorf("--allow-compaction cannot be used with --kube-apiserver and --endpoints: kube-apiserver's compactor keeps its compact_rev_key outside --prefix")
 	}

@@ -79,7 +79,7 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 		rows = append([][]string{{"interrupted", "yes: the figures cover the run until the interruption"}}, rows...)
 	}
 	for _, e := range r.Etcd {
-		rows = append(rows, []string{fmt.Sprintf("etcd %s: %s", e.Phase, e.Kind), fmt.Sprintf("%d requests, %d bytes in, %d responses, %d bytes out", e.Requests, e.RequestBytes, e.Responses, e.ResponseBytes)})
+		rows = append(rows, []string{fmt.Sprintf("etcd %s: %s %s", e.Phase, e.Method, e.Kind), fmt.Sprintf("%d requests, %d bytes in, %d responses, %d bytes out", e.Requests, e.RequestBytes, e.Responses, e.ResponseBytes)})
 	}
 	rows = append(rows,
 		[]string{"history events recorded", fmt.Sprint(v.HistoryEvents)},
