@@ -130,7 +130,7 @@ func (w *APIWorkload) write(ctx context.Context, worker int, op watchload.Op, st
 	cs, gen := w.clients[worker], w.gens[worker]
 	switch op.Resource {
 	case watchload.ResourcePods:
-		return w.writePod(ctx, cs.CoreV1().Pods(op.Namespace), gen, op, st)
+		return w.writePod(ctx, cs.CoreV1().Pods(op.Namespace), cs.CoreV1().RESTClient(), gen, op, st)
 	case watchload.ResourceConfigMaps:
 		return w.writeConfigMap(ctx, cs.CoreV1().ConfigMaps(op.Namespace), gen, op, st)
 	case watchload.ResourceEvents:
@@ -144,7 +144,7 @@ func fresh(m *metav1.ObjectMeta) {
 	m.UID, m.ResourceVersion, m.CreationTimestamp, m.ManagedFields, m.GenerateName = "", "", metav1.Time{}, nil, ""
 }
 
-func (w *APIWorkload) writePod(ctx context.Context, pods podClient, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
+func (w *APIWorkload) writePod(ctx context.Context, pods podClient, rc rest.Interface, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
 	switch op.Kind {
 	case watchload.OpCreate:
 		p := gen.Pod(op.Namespace, op.Name, 0)
@@ -187,13 +187,16 @@ func (w *APIWorkload) writePod(ctx context.Context, pods podClient, gen *keyspac
 			pre = &metav1.Preconditions{UID: &st.pod.UID}
 		}
 		// The graceful DELETE: kube-apiserver sets deletionTimestamp and
-		// returns the pod with it (an update).
-		var rev int64
-		if err := pods.Delete(ctx, op.Name, metav1.DeleteOptions{Preconditions: pre}); err != nil {
+		// returns the pod with it (an update); the typed client drops
+		// that response, so the REST client rc sends it.
+		cur := &corev1.Pod{}
+		err := rc.Delete().Namespace(op.Namespace).Resource("pods").Name(op.Name).
+			Body(&metav1.DeleteOptions{Preconditions: pre}).Do(ctx).Into(cur)
+		if err != nil {
 			return 0, false, apiError(op, err)
 		}
-		if cur, err := pods.Get(ctx, op.Name, metav1.GetOptions{}); err == nil {
-			rev = revisionOf(cur.ResourceVersion)
+		rev := revisionOf(cur.ResourceVersion)
+		if cur.UID != "" {
 			uid := cur.UID
 			pre = &metav1.Preconditions{UID: &uid}
 		}
