@@ -1,0 +1,168 @@
+// Command kubematrix runs lwbench through real kube-apiservers and writes
+// results/kube/: for each Kubernetes release given, `lwbench conformance`
+// (the etcd-direct model against the real stack, watch cache on and off ×
+// WatchListClient on and off) and `lwbench run --kube-apiserver` with
+// client-go's WatchListClient on and off, as JSON, plus README.md with the
+// tables, the machine, the versions, the date, the commit and the exact
+// commands. scripts/kube-matrix.sh runs it.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/kubestore/etcdkit/internal/machine"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+func main() {
+	out := flag.String("out", "results/kube", "directory to write into")
+	duration := flag.String("duration", "30s", "each load's --duration")
+	objects := flag.String("objects", "500", "each load's --objects")
+	flag.Parse()
+	versions := flag.Args()
+	if len(versions) == 0 {
+		versions = []string{"1.37.2"}
+	}
+	if err := run(*out, versions, *duration, *objects); err != nil {
+		fmt.Fprintln(os.Stderr, "kubematrix:", err)
+		os.Exit(1)
+	}
+}
+
+// entry is one lwbench invocation and the file it wrote.
+type entry struct {
+	Version string   `json:"version"`
+	Args    []string `json:"args"`
+	File    string   `json:"file"`
+}
+
+func run(out string, versions []string, duration, objects string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	bin := filepath.Join(os.TempDir(), fmt.Sprintf("lwbench-kubematrix-%d", os.Getpid()))
+	if b, err := exec.Command("go", "build", "-o", bin, "./cmd/lwbench").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/lwbench: %v\n%s", err, b)
+	}
+	defer os.Remove(bin)
+	load := []string{"--duration", duration, "--objects", objects, "-w", "json"}
+	var entries []entry
+	var md bytes.Buffer
+	began := time.Now().UTC()
+	loadStart := loadAvg()
+	for _, v := range versions {
+		conf := entry{Version: v, Args: append([]string{"conformance", "--kube-apiserver", v}, load...), File: fmt.Sprintf("conformance-%s.json", v)}
+		runs := []entry{conf}
+		for _, wl := range []string{"true", "false"} {
+			for _, profile := range []string{"informer", "apiserver-cache"} {
+				runs = append(runs, entry{Version: v, File: fmt.Sprintf("run-%s-%s-watchlist-%s.json", v, profile, wl),
+					Args: append([]string{"run", "--kube-apiserver", v, "--profile", profile, "--client-feature-gates", "WatchListClient=" + wl}, load...)})
+			}
+		}
+		for _, e := range runs {
+			fmt.Fprintf(os.Stderr, "kubematrix: lwbench %s\n", strings.Join(e.Args, " "))
+			cmd := exec.Command(bin, e.Args...)
+			cmd.Stderr = os.Stderr
+			b, err := cmd.Output()
+			if err != nil && len(b) == 0 {
+				return fmt.Errorf("lwbench %s: %w", strings.Join(e.Args, " "), err)
+			}
+			if err := os.WriteFile(filepath.Join(out, e.File), b, 0o644); err != nil {
+				return err
+			}
+			entries = append(entries, e)
+		}
+	}
+	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	mem, _ := machine.MemTotalBytes()
+	fmt.Fprintf(&md, "# lwbench through real kube-apiservers\n\nWritten by `scripts/kube-matrix.sh %s` on %s (commit %s, %s).\n\n",
+		strings.Join(versions, " "), began.Format(time.RFC3339), strings.TrimSpace(string(commit)), runtime.Version())
+	fmt.Fprintf(&md, "Machine: %d cores, %s, %.1f GiB, %s; load average %s at the start, %s at the end (the machine is shared: figures vary from run to run). Every load: `--duration %s --objects %s` on an embedded etcd; each conformance case and each run starts its own etcd and kube-apiserver.\n\n",
+		runtime.NumCPU(), machine.CPUModel(), float64(mem)/(1<<30), machine.Kernel(), loadStart, loadAvg(), duration, objects)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(out, e.File))
+		if err != nil {
+			return err
+		}
+		_, v, err := report.Decode(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.File, err)
+		}
+		fmt.Fprintf(&md, "## `lwbench %s`\n\n[%s](%s)\n\n", strings.Join(e.Args, " "), e.File, e.File)
+		switch r := v.(type) {
+		case *report.Conformance:
+			writeConformance(&md, r)
+		case *report.KubeRunResult:
+			writeRun(&md, r)
+		}
+	}
+	doc, err := json.MarshalIndent(map[string]any{"kind": "KubeMatrix", "date": began, "commit": strings.TrimSpace(string(commit)),
+		"go": runtime.Version(), "cpu": machine.CPUModel(), "cores": runtime.NumCPU(), "runs": entries}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "index.json"), append(doc, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "README.md"), md.Bytes(), 0o644)
+}
+
+func writeConformance(md *bytes.Buffer, r *report.Conformance) {
+	fmt.Fprintf(md, "etcd %s, kube-apiserver %s. Requests etcd received after seeding, by method and shape; rows outside 10 %% say what is known of the difference.\n\n", r.EtcdVersion, r.APIServerVersion)
+	for _, c := range r.Cases {
+		within := 0
+		for _, row := range c.Rows {
+			if row.Within10 {
+				within++
+			}
+		}
+		fmt.Fprintf(md, "### %s (model: profile %s): %d of %d rows within 10 %%\n\n", c.Name, c.ModelProfile, within, len(c.Rows))
+		fmt.Fprintf(md, "| method | kind | model | real | ratio | within 10 %% | note |\n|---|---|---:|---:|---:|---|---|\n")
+		for _, row := range c.Rows {
+			ratio := "-"
+			if row.Real > 0 {
+				ratio = fmt.Sprintf("%.2f", row.Ratio)
+			}
+			fmt.Fprintf(md, "| %s | %s | %d | %d | %s | %v | %s |\n", row.Method, row.Kind, row.Model, row.Real, ratio, row.Within10, row.Note)
+		}
+		md.WriteString("\n")
+	}
+}
+
+func writeRun(md *bytes.Buffer, r *report.KubeRunResult) {
+	causes := map[string]int{}
+	for _, rl := range r.Relists {
+		causes[rl.Cause]++
+	}
+	v := r.Validation
+	fmt.Fprintf(md, "| kube-apiserver | watch cache | WatchListClient | writes | relists (cause) | delivery p99 ms | lost | cache mismatches |\n|---|---|---|---:|---|---:|---:|---:|\n")
+	fmt.Fprintf(md, "| %s | %v | %s | %d | %d %v | %.1f | %d | %d |\n\n", r.APIServer.Version, r.APIServer.WatchCache, r.APIServer.ClientWatchList,
+		r.Writes.Completed, len(r.Relists), causes, r.Delivery.FromCommit.P99Ms, v.Lost, v.CacheMismatches)
+	fmt.Fprintf(md, "| informer requests | count | objects | bytes |\n|---|---:|---:|---:|\n")
+	for _, c := range r.Requests {
+		fmt.Fprintf(md, "| %s RV=%q %s | %d | %d | %d |\n", c.Verb, c.ResourceVersion, c.Outcome, c.Count, c.Objects, c.Bytes)
+	}
+	md.WriteString("\n")
+}
+
+// loadAvg is /proc/loadavg's 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
