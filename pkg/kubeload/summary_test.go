@@ -1,0 +1,65 @@
+package kubeload
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// TestRelistsOf: an informer's requests, in the order sent, make LIST
+// phases: its first is the initial list, a LIST's continued pages belong
+// to it, a failed LIST is no phase but the cause of the next, and a
+// WATCHLIST is a phase once its initial events ended.
+func TestRelistsOf(t *testing.T) {
+	ms := time.Millisecond
+	reqs := []Request{
+		{Verb: VerbList, ResourceVersion: "0", Limit: 500, Start: 0, Duration: 10 * ms, Outcome: OutcomeOK, Objects: 500, ResponseBytes: 1000},
+		{Verb: VerbList, ResourceVersion: "0", Limit: 500, Continue: true, Start: 10 * ms, Duration: 5 * ms, Outcome: OutcomeOK, Objects: 20, ResponseBytes: 40},
+		{Verb: VerbWatch, ResourceVersion: "90", Start: 20 * ms, Duration: 100 * ms, Outcome: OutcomeStopped},
+		{Verb: VerbWatch, ResourceVersion: "95", Start: 130 * ms, Duration: ms, Outcome: OutcomeExpired},
+		{Verb: VerbList, ResourceVersion: "95", Limit: 500, Start: 140 * ms, Duration: 8 * ms, Outcome: OutcomeOK, Objects: 300, ResponseBytes: 600},
+		{Verb: VerbWatch, ResourceVersion: "150", Start: 150 * ms, Duration: 50 * ms, Outcome: OutcomeClosed},
+		{Verb: VerbList, ResourceVersion: "", Limit: 500, Start: 210 * ms, Duration: ms, Outcome: OutcomeThrottled},
+		{Verb: VerbWatchList, ResourceVersion: "", Start: 220 * ms, Duration: time.Second, InitialEventsEnd: 250 * ms, Outcome: OutcomeStopped, Objects: 310, ResponseBytes: 700},
+	}
+	got := relistsOf(3, reqs)
+	want := []report.KubeRelist{
+		{Informer: 3, AtMs: 140, Cause: "expired", Verb: "list", ResourceVersion: "95", Requests: 1, Objects: 300, Bytes: 600, DurationMs: 8},
+		{Informer: 3, AtMs: 220, Cause: "throttled", Verb: "watchlist", ResourceVersion: "", Requests: 1, Objects: 310, Bytes: 700, DurationMs: 30},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got relists\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestCompare: rows are summed over the phases after seeding, by method
+// and kind; a row is within 10 % when |model-real| <= real/10; a watch
+// response row counts responses.
+func TestCompare(t *testing.T) {
+	model := []report.EtcdRequests{
+		{Phase: "seed", Method: "Txn", Kind: "if mod_revision=0 then put else range", Requests: 100},
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 60},
+		{Phase: "held", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 45},
+		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 80},
+		{Phase: "steady", Method: "Watch", Kind: "progress", Requests: 3},
+	}
+	real := []report.EtcdRequests{
+		{Phase: "before", Method: "Range", Kind: "prefix", Requests: 7},
+		{Phase: "seed", Method: "Txn", Kind: "if mod_revision=0 then put", Requests: 100},
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 100},
+		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 100},
+		{Phase: "steady", Method: "Range", Kind: "key limit", Requests: 40},
+	}
+	got := Compare(model, real)
+	want := []report.ConformanceRow{
+		{Method: "Range", Kind: "key limit", Model: 0, Real: 40, Ratio: 0, Note: "not modelled: only kube-apiserver sends it"},
+		{Method: "Txn", Kind: "if mod_revision=? then put else range", Model: 105, Real: 100, Ratio: 1.05, Within10: true},
+		{Method: "Watch", Kind: "events", Model: 80, Real: 100, Ratio: 0.8},
+		{Method: "Watch", Kind: "progress", Model: 3, Real: 0, Note: "model: its informers ask etcd for progress notifications; upstream only the watch cache does (k8s.io/apiserver/pkg/storage/cacher)"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got rows\n%+v\nwant\n%+v", got, want)
+	}
+}
