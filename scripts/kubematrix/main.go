@@ -12,10 +12,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,14 +141,22 @@ func writeConformance(md *bytes.Buffer, r *report.Conformance) {
 }
 
 func writeRun(md *bytes.Buffer, r *report.KubeRunResult) {
-	causes := map[string]int{}
+	counts := map[string]int{}
 	for _, rl := range r.Relists {
-		causes[rl.Cause]++
+		c := rl.Cause
+		if c == "" {
+			c = "none"
+		}
+		counts[c]++
+	}
+	var causes []string
+	for _, c := range slices.Sorted(maps.Keys(counts)) {
+		causes = append(causes, fmt.Sprintf("%s %d", c, counts[c]))
 	}
 	v := r.Validation
 	fmt.Fprintf(md, "| kube-apiserver | watch cache | WatchListClient | writes | relists (cause) | delivery p99 ms | lost | cache mismatches |\n|---|---|---|---:|---|---:|---:|---:|\n")
-	fmt.Fprintf(md, "| %s | %v | %s | %d | %d %v | %.1f | %d | %d |\n\n", r.APIServer.Version, r.APIServer.WatchCache, r.APIServer.ClientWatchList,
-		r.Writes.Completed, len(r.Relists), causes, r.Delivery.FromCommit.P99Ms, v.Lost, v.CacheMismatches)
+	fmt.Fprintf(md, "| %s | %v | %s | %d | %d (%s) | %.1f | %d | %d |\n\n", r.APIServer.Version, r.APIServer.WatchCache, r.APIServer.ClientWatchList,
+		r.Writes.Completed, len(r.Relists), strings.Join(causes, ", "), r.Delivery.FromCommit.P99Ms, v.Lost, v.CacheMismatches)
 	fmt.Fprintf(md, "| informer requests | count | objects | bytes |\n|---|---:|---:|---:|\n")
 	for _, c := range r.Requests {
 		fmt.Fprintf(md, "| %s RV=%q %s | %d | %d | %d |\n", c.Verb, c.ResourceVersion, c.Outcome, c.Count, c.Objects, c.Bytes)
