@@ -946,9 +946,22 @@ func writeSection(md *strings.Builder, r *Section) {
 		return
 	}
 	fmt.Fprintf(md, "Equal: **%v**. Load: %s.\n\n", r.Equal, r.Load)
-	fmt.Fprintf(md, "etcd-dump-logs: %s; of etcd %s's minor line: %v. %s\n\n", describe(r.DumpLogs), r.Etcd, r.SameLine, probed(r.DumpLogs))
-	fmt.Fprintf(md, "WAL entries %d-%d, the member's last snapshot at index %d (etcd-dump-logs is run with -start-index to read the entries before it too); "+
-		"etcd-dump-logs read %d entries, etcdinspect wal %d.\n\n", r.FirstIndex, r.LastIndex, r.LastSnapshotIndex, r.DumpLogsEntries, r.WALEntries)
+	same := "no"
+	if r.SameLine {
+		same = "yes"
+	}
+	fmt.Fprintf(md, "etcd-dump-logs: %s; of etcd %s's minor line: %s. %s\n\n", describe(r.DumpLogs), r.Etcd, same, probed(r.DumpLogs))
+	fmt.Fprintf(md, "WAL entries %d-%d", r.FirstIndex, r.LastIndex)
+	switch {
+	case r.LastSnapshotIndex != 0:
+		fmt.Fprintf(md, ", the member's last snapshot at index %d (etcd-dump-logs is run with -start-index to read the entries before it too)", r.LastSnapshotIndex)
+	case snapshotOnZero(r.DumpLogs):
+		md.WriteString(", no snapshot file (this etcd-dump-logs takes -start-index 0 as unset and then reads from the last snapshot, " +
+			"here none: from the WAL's start)")
+	default:
+		md.WriteString(", no snapshot file")
+	}
+	fmt.Fprintf(md, "; etcd-dump-logs read %d entries, etcdinspect wal %d.\n\n", r.DumpLogsEntries, r.WALEntries)
 	md.WriteString("| kind | etcd-dump-logs (lines) | etcd-dump-logs -entry-type | etcdinspect wal | equal |\n|---|---:|---:|---:|---|\n")
 	for _, row := range r.Rows {
 		f := "-"
