@@ -6,6 +6,8 @@
 #   CACHE_DIR/benchmark-vVERSION/benchmark        (tools/benchmark)
 #   CACHE_DIR/benchmark-vVERSION/etcd-dump-logs   (tools/etcd-dump-logs)
 #   CACHE_DIR/benchmark-vVERSION/SOURCE_VERSION   (root module version used)
+#   CACHE_DIR/benchmark-vVERSION/SOURCE_PROBED    (the source rule below, and
+#                                                 each newer version skipped, why)
 # CACHE_DIR defaults to $ETCDKIT_CACHE or ~/.cache/etcdkit. A second call
 # reuses the binaries. Nothing of etcd's code is copied into this repository.
 #
@@ -23,6 +25,11 @@
 # served); then the newest root module of the same minor release that the
 # proxy serves provides the tools' source, linked against the VERSION
 # libraries. The chosen source version is written to SOURCE_VERSION.
+# `go list -m -versions` omits tags the proxy serves (for 3.6 it lists
+# v3.6.0 and v3.6.8 while v3.6.9-v3.6.14 are served), so the patch releases
+# from VERSION down are asked for one by one; one the checksum database
+# does not know (v3.5.33) is skipped, never fetched unverified. A directory built before this
+# rule (no SOURCE_PROBED) is rebuilt and swapped in place of the old one.
 set -euo pipefail
 
 version=${1:?usage: build-benchmark.sh VERSION [CACHE_DIR]}
@@ -30,7 +37,7 @@ version=${version#v}
 cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
 out="$cache/benchmark-v$version"
 
-complete() { [ -x "$out/benchmark" ] && [ -x "$out/etcd-dump-logs" ] && [ -f "$out/SOURCE_VERSION" ]; }
+complete() { [ -x "$out/benchmark" ] && [ -x "$out/etcd-dump-logs" ] && [ -f "$out/SOURCE_VERSION" ] && [ -f "$out/SOURCE_PROBED" ]; }
 
 if complete; then
   echo "$out/benchmark"
@@ -48,8 +55,8 @@ if complete; then
   exit 0
 fi
 # A directory without every file is what an interrupted build, or an older
-# version of this script (benchmark only), left: replace it.
-rm -rf "$out"
+# version of this script, left: it is replaced once the new build is
+# complete (a caller running its binaries keeps them until then).
 
 start=$SECONDS
 work=$(mktemp -d)
@@ -62,39 +69,35 @@ while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || 
 echo "build-benchmark.sh: building etcd $version's benchmark and etcd-dump-logs into $out" >&2
 go mod init etcdkit.local/benchmarkbuild >/dev/null 2>&1
 
-# The root module's source: VERSION if the proxy has it, else the newest
-# patch release of the same minor version that it has.
+# The root module's source: the newest patch release of VERSION's minor
+# version, not above VERSION, that the proxy serves and the checksum
+# database knows.
 echo "build-benchmark.sh: looking for go.etcd.io/etcd/v3 v$version on the module proxy" >&2
 minor=${version%.*}
+patch=${version##*.}
 source_version=""
-if go list -m -json "go.etcd.io/etcd/v3@v$version" >/dev/null 2>&1; then
-  source_version=$version
-else
-  for v in $(go list -m -versions go.etcd.io/etcd/v3 2>/dev/null | tr ' ' '\n' | grep "^v$minor\." | sort -t. -k3 -n -r); do
-    if go list -m -json "go.etcd.io/etcd/v3@$v" >/dev/null 2>&1; then
-      source_version=${v#v}
-      break
-    fi
-  done
-  if [ -z "$source_version" ]; then
-    # `go list -m -versions` omits some tags the proxy serves; try the
-    # patch releases below VERSION one by one.
-    patch=${version##*.}
-    while [ "$patch" -gt 0 ]; do
-      patch=$((patch - 1))
-      if go list -m -json "go.etcd.io/etcd/v3@v$minor.$patch" >/dev/null 2>&1; then
-        source_version=$minor.$patch
-        break
-      fi
-    done
+skipped=""
+while [ "$patch" -ge 0 ]; do
+  # go mod download verifies the module against the checksum database,
+  # which lacks some versions the proxy serves (v3.5.33: 404).
+  got=$(go mod download -json "go.etcd.io/etcd/v3@v$minor.$patch" 2>/dev/null || true)
+  if grep -q '"GoModSum"' <<<"$got"; then
+    source_version=$minor.$patch
+    break
   fi
-fi
+  why=$(sed -n 's/.*"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"$got" | sed 's/\\n.*//' | sed -e 's/.*sumdb.*: /checksum database: /' -e t -e 's/.*: \([0-9][0-9][0-9] \)/proxy: \1/' | head -1)
+  skipped="${skipped}v$minor.$patch: ${why:-not available}"$'\n'
+  patch=$((patch - 1))
+done
 if [ -z "$source_version" ]; then
   echo "build-benchmark.sh: no go.etcd.io/etcd/v3 v$minor.x on the module proxy" >&2
   exit 1
 fi
 
-reqs="go.etcd.io/etcd/v3@v$source_version"
+# The tools' packages, not the root module's path: that path is also a
+# package (3.5's dummy.go) importing go.etcd.io/etcd/tests/v3, which the
+# proxy does not serve for every release.
+reqs="go.etcd.io/etcd/v3/tools/benchmark@v$source_version go.etcd.io/etcd/v3/tools/etcd-dump-logs@v$source_version"
 for m in server/v3 client/v3 api/v3 client/pkg/v3 pkg/v3 etcdctl/v3 etcdutl/v3; do
   reqs="$reqs go.etcd.io/etcd/$m@v$version"
 done
@@ -113,7 +116,18 @@ for tool in benchmark etcd-dump-logs; do
   go build -trimpath -o "$tmp/$tool" "go.etcd.io/etcd/v3/tools/$tool"
 done
 echo "$source_version" > "$tmp/SOURCE_VERSION"
+{
+  echo "newest go.etcd.io/etcd/v3 v$minor.x <= v$version that the module proxy serves and the checksum database knows, probed patch by patch; skipped:"
+  printf '%s' "$skipped"
+} > "$tmp/SOURCE_PROBED"
 chmod 755 "$tmp"
-mv -T "$tmp" "$out"
+if [ -e "$out" ]; then
+  old=$(mktemp -d "$out.old.XXXXXX")
+  mv -T "$out" "$old/dir"
+  mv -T "$tmp" "$out"
+  rm -rf "$old"
+else
+  mv -T "$tmp" "$out"
+fi
 echo "build-benchmark.sh: tools/benchmark and tools/etcd-dump-logs from go.etcd.io/etcd/v3 v$source_version, linked against etcd v$version modules, in $out after $((SECONDS - start)) s" >&2
 echo "$out/benchmark"
