@@ -117,6 +117,9 @@ func main() {
 		fmt.Fprintf(&sb, "| [%s](%s) | %s |\n", base, base, madeBy(base))
 	}
 	fmt.Fprintf(&sb, "| [%sREADME.md](%sREADME.md) | `scripts/run-suite.sh` (the report below) |\n", rel+"/", rel+"/")
+	if _, err := os.Stat(filepath.Join(filepath.Dir(*index), "kube", "README.md")); err == nil {
+		sb.WriteString("| [kube/README.md](kube/README.md) | `scripts/kube-matrix.sh`: lwbench through real kube-apiservers, and the conformance of the etcd-direct model |\n")
+	}
 	sb.WriteString("\n")
 	// One heading level down: the report is a section of the index.
 	body = strings.Replace(body, "# Compaction", "## Compaction", 1)
