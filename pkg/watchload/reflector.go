@@ -102,8 +102,10 @@ type ReflectorOptions struct {
 	// watches, from this revision, keeps no cache and does not check
 	// prevKV; a compacted watch ends Run. For fan-out benchmarks.
 	WatchOnlyFrom int64
-	// NoPrevKV and NoProgressNotify drop those watch options, which both
-	// profiles set (for comparisons with etcd's benchmark tool).
+	// NoPrevKV and NoProgressNotify drop those watch options (for
+	// comparisons with etcd's benchmark tool): prevKV, which both profiles
+	// set, and progress notifications, which the apiserver-cache profile
+	// and watch-only reflectors ask for (profileSpec.progressNotify).
 	NoPrevKV, NoProgressNotify bool
 	// Hooks observe the reflector.
 	Hooks ReflectorHooks

@@ -84,10 +84,13 @@ func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Du
 	if !r.o.NoPrevKV {
 		opts = append(opts, clientv3.WithPrevKV())
 	}
-	if !r.o.NoProgressNotify {
+	watchOnly := r.o.WatchOnlyFrom > 0
+	// The profile decides whether etcd sends progress notifications
+	// unasked; fan-out watchers (watch only) set them as their options
+	// say, as etcd's benchmark does.
+	if !r.o.NoProgressNotify && (r.spec.progressNotify || watchOnly) {
 		opts = append(opts, clientv3.WithProgressNotify())
 	}
-	watchOnly := r.o.WatchOnlyFrom > 0
 	if watchOnly {
 		opts = append(opts, clientv3.WithCreatedNotify())
 	}

@@ -533,9 +533,10 @@ func (w *KubernetesWorkload) object(gen *keyspace.Generator, resource, ns, name 
 	return gen.Pod(ns, name, generation)
 }
 
-// write performs one op: create if the key does not exist; update and
-// delete if its mod_revision is the one last seen, re-reading it once on a
-// conflict as GuaranteedUpdate retries. Events get a lease from the lease
+// write performs one op: create if the key does not exist (no Else
+// branch, as kube-apiserver's create); update and delete if its
+// mod_revision is the one last seen, re-reading it once on a conflict
+// from the Else branch as GuaranteedUpdate retries. Events get a lease from the lease
 // manager on every write, as kube-apiserver's TTL-aware store does.
 func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator, kv KV, kind OpType, resource, ns, name, key string, st *objectState) (rev int64, conflict bool, err error) {
 	for attempt := 0; attempt < 2; attempt++ {
@@ -570,9 +571,23 @@ func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator,
 		default:
 			return 0, conflict, fmt.Errorf("%s: not a Kubernetes write", kind)
 		}
-		resp, err := kv.Txn(ctx).If(cmp).Then(then).Else(clientv3.OpGet(key)).Commit()
+		// kube-apiserver's create has no Else branch; its update and
+		// delete read the key back in one (store.go Create,
+		// GuaranteedUpdate, Delete; the shapes lwbench conformance saw
+		// kube-apiserver 1.37.2 send).
+		txn := kv.Txn(ctx).If(cmp).Then(then)
+		if kind != OpCreate {
+			txn = txn.Else(clientv3.OpGet(key))
+		}
+		resp, err := txn.Commit()
 		if err != nil {
 			return 0, conflict, err
+		}
+		if !resp.Succeeded && kind == OpCreate {
+			// The key exists (an earlier create whose response was
+			// lost): its mod_revision is read back by the next update
+			// or delete, whose Else branch returns it.
+			return 0, true, fmt.Errorf("create %s: %w", key, ErrObjectExists)
 		}
 		if resp.Succeeded && kind == OpDelete && resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
 			// The comparison held for an absent key (mod_revision 0: a
