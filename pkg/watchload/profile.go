@@ -104,7 +104,7 @@ func (p Profile) spec() profileSpec {
 		return profileSpec{
 			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, source: SourceCache,
 			internalErrorRetry: 30 * time.Second, progressNotify: true,
-			delayer:            func(clock.Clock, func() float64) Delayer { return FixedDelay(cacherRestartPeriod) },
+			delayer: func(clock.Clock, func() float64) Delayer { return FixedDelay(cacherRestartPeriod) },
 		}
 	}
 	return profileSpec{
