@@ -90,21 +90,14 @@ type profileSpec struct {
 	internalErrorRetry time.Duration
 	// delayer makes the pause between ListAndWatch iterations.
 	delayer func(clk clock.Clock, rnd func() float64) Delayer
-	// progressNotify: its etcd watches ask for progress notifications.
-	// The cacher's do (k8s.io/apiserver/pkg/storage/cacher: its
-	// ListerWatcher sets ProgressNotify); an informer's watch through
-	// kube-apiserver with the watch cache off does not, as lwbench
-	// conformance measured against kube-apiserver 1.37.2 (etcd saw
-	// "Watch create prefix rev prev_kv", without progress_notify).
-	progressNotify bool
 }
 
 func (p Profile) spec() profileSpec {
 	if p == ProfileAPIServerCache {
 		return profileSpec{
 			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, source: SourceCache,
-			internalErrorRetry: 30 * time.Second, progressNotify: true,
-			delayer: func(clock.Clock, func() float64) Delayer { return FixedDelay(cacherRestartPeriod) },
+			internalErrorRetry: 30 * time.Second,
+			delayer:            func(clock.Clock, func() float64) Delayer { return FixedDelay(cacherRestartPeriod) },
 		}
 	}
 	return profileSpec{

@@ -104,8 +104,8 @@ type ReflectorOptions struct {
 	WatchOnlyFrom int64
 	// NoPrevKV and NoProgressNotify drop those watch options (for
 	// comparisons with etcd's benchmark tool): prevKV, which both profiles
-	// set, and progress notifications, which the apiserver-cache profile
-	// and watch-only reflectors ask for (profileSpec.progressNotify).
+	// set, and progress notifications, which only watch-only reflectors
+	// ask for (see handleWatch).
 	NoPrevKV, NoProgressNotify bool
 	// Hooks observe the reflector.
 	Hooks ReflectorHooks

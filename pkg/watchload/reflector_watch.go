@@ -85,10 +85,14 @@ func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Du
 		opts = append(opts, clientv3.WithPrevKV())
 	}
 	watchOnly := r.o.WatchOnlyFrom > 0
-	// The profile decides whether etcd sends progress notifications
-	// unasked; fan-out watchers (watch only) set them as their options
-	// say, as etcd's benchmark does.
-	if !r.o.NoProgressNotify && (r.spec.progressNotify || watchOnly) {
+	// Neither profile asks etcd for progress notifications unasked: an
+	// informer's watch through kube-apiserver and the watch cache's own
+	// watch are both created without progress_notify (the cacher asks for
+	// progress explicitly when it needs it), as lwbench conformance saw
+	// kube-apiserver 1.37.2 do ("Watch create prefix rev prev_kv", and
+	// progress requests). Fan-out watchers (watch only) set the option as
+	// etcd's benchmark does.
+	if !r.o.NoProgressNotify && watchOnly {
 		opts = append(opts, clientv3.WithProgressNotify())
 	}
 	if watchOnly {
