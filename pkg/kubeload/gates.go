@@ -50,14 +50,6 @@ func setWatchListClient(on *bool) {
 	gates.mu.Unlock()
 }
 
-// WatchListClientDefault reports client-go's own WatchListClient default
-// in this process (k8s.io/client-go/features/known_features.go: on since
-// 1.35 unless KUBE_FEATURE_WatchListClient says otherwise).
-func WatchListClientDefault() bool {
-	installGates()
-	return gates.base.Enabled(clientfeatures.WatchListClient)
-}
-
 // installGates replaces client-go's feature gates with gates, once. Run
 // calls it before it makes any client, so that client-go has not read its
 // gates yet (it warns when they are replaced after use).

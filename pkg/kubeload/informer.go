@@ -34,7 +34,6 @@ type Informer struct {
 
 	lw  *listWatch
 	inf cache.SharedIndexInformer
-	obs *watchload.Observer
 }
 
 // InformerSet is a set of informers sharing one request log.
@@ -84,7 +83,7 @@ func NewInformerSet(cfg *rest.Config, env *watchload.Env, prefix string, resourc
 		lw := &listWatch{id: i, resource: res, prefix: prefix, client: cs.CoreV1().RESTClient(), log: s.log, env: env,
 			obs: env.NewObserver(i, keyPrefix)}
 		inf := cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
-		s.Informers = append(s.Informers, &Informer{ID: i, Resource: res, lw: lw, inf: inf, obs: lw.obs})
+		s.Informers = append(s.Informers, &Informer{ID: i, Resource: res, lw: lw, inf: inf})
 	}
 	return s, nil
 }

@@ -123,7 +123,8 @@ func (l *requestLog) begin(req Request) *openRequest {
 	return r
 }
 
-// end completes r: its outcome, error and duration from now.
+// end completes r: its outcome, error and duration from now (its
+// response bytes are read when the log is, snapshot).
 func (l *requestLog) end(r *openRequest, now time.Duration, outcome Outcome, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -132,7 +133,6 @@ func (l *requestLog) end(r *openRequest, now time.Duration, outcome Outcome, err
 	if err != nil {
 		r.Err = err.Error()
 	}
-	r.ResponseBytes = r.bytes.Load()
 }
 
 // snapshot returns a copy of every request, in the order sent. A request

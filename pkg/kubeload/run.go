@@ -208,7 +208,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	}
 	var unverified int64
 	for _, in := range set.Informers {
-		unverified += in.obs.Finish()
+		unverified += in.lw.obs.Finish()
 	}
 	res.Validation = watchload.ValidationOf(env, unsynced, unverified, 0)
 	summarize(res, set, s.Epoch())
@@ -299,7 +299,7 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 	}
 	for id := range pending {
 		in := set.Informers[id]
-		in.obs.CompareCache(finalRev, set.Cache(id), states[in.Resource])
+		in.lw.obs.CompareCache(finalRev, set.Cache(id), states[in.Resource])
 	}
 	if len(pending) > 0 {
 		logf("%d informers did not reach etcd's state at revision %d within %v", len(pending), finalRev, timeout)

@@ -1,0 +1,29 @@
+// Package kubeload drives lwbench's list/watch load through real
+// Kubernetes: kube-apiservers in front of etcd, client-go clients writing
+// and client-go informers watching, measured from outside the upstream
+// code.
+//
+// # Parts
+//
+//   - APIWorkload performs watchload's plan (objects, schedule, mix)
+//     through the API with client-go's typed clients.
+//   - InformerSet runs client-go SharedIndexInformers unchanged; their
+//     ListerWatcher (listwatch.go) records every LIST, WATCH and WATCHLIST
+//     (requests.go), feeds each watch event to a watchload.Observer (the
+//     history checks and delivery latency of the etcd-direct run), and can
+//     hold an informer back.
+//   - Run is the script: seed, informers, open-loop writes while
+//     kube-apiserver's own compactor runs, a hold across a compaction, and
+//     the final checks, into a report.KubeRunResult; an EtcdCounter
+//     (internal/etcdproxy) adds what etcd was asked, by phase.
+//   - Compare lays the etcd-direct model's etcd requests beside the real
+//     stack's (`lwbench conformance`).
+//
+// # Facts it relies on
+//
+// A resourceVersion is the etcd mod_revision of the object, or the
+// revision of a list (k8s.io/apiserver/pkg/storage/etcd3); client-go reads
+// its WatchListClient gate when a reflector is made
+// (k8s.io/client-go/tools/cache/reflector.go), so gates are set per
+// InformerSet before its informers start (gates.go).
+package kubeload
