@@ -1,6 +1,7 @@
 package kubeload
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -30,6 +31,51 @@ func (s Setting) Name() string {
 		c = "on"
 	}
 	return "watch cache " + c + ", WatchList " + wl
+}
+
+// Key is the setting's short name, e.g. "cache-off/watchlist-on" (WatchList
+// "default" when nil).
+func (s Setting) Key() string {
+	wl := "default"
+	if s.WatchList != nil {
+		wl = "off"
+		if *s.WatchList {
+			wl = "on"
+		}
+	}
+	c := "off"
+	if s.WatchCache {
+		c = "on"
+	}
+	return "cache-" + c + "/watchlist-" + wl
+}
+
+// SelectSettings returns the Settings whose Key is in keys, in Settings'
+// order; no keys selects all four. It fails on a key that names none.
+func SelectSettings(keys []string) ([]Setting, error) {
+	all := Settings()
+	if len(keys) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	var out []Setting
+	for _, s := range all {
+		if want[s.Key()] {
+			out = append(out, s)
+			delete(want, s.Key())
+		}
+	}
+	for k := range want {
+		names := make([]string, len(all))
+		for i, s := range all {
+			names[i] = s.Key()
+		}
+		return nil, fmt.Errorf("unknown setting %q (want %s)", k, strings.Join(names, ", "))
+	}
+	return out, nil
 }
 
 // Settings are the four settings `lwbench conformance` compares: watch

@@ -2,6 +2,7 @@ package kubeload
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,25 @@ func TestCompare(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got rows\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestSelectSettings(t *testing.T) {
+	all, err := SelectSettings(nil)
+	if err != nil || len(all) != 4 {
+		t.Fatalf("no keys: %d settings, %v; want all 4", len(all), err)
+	}
+	got, err := SelectSettings([]string{"cache-on/watchlist-off", "cache-off/watchlist-on"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Key() != "cache-off/watchlist-on" || got[1].Key() != "cache-on/watchlist-off" {
+		t.Fatalf("got %v; want cache-off/watchlist-on then cache-on/watchlist-off, in Settings' order", got)
+	}
+	if got[1].Name() != "watch cache on, WatchList off" {
+		t.Errorf("Name = %q", got[1].Name())
+	}
+	if _, err := SelectSettings([]string{"cache-on/watchlist-maybe"}); err == nil || !strings.Contains(err.Error(), "cache-on/watchlist-maybe") {
+		t.Errorf("unknown key: err = %v; want one naming it", err)
 	}
 }

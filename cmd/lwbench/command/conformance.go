@@ -26,6 +26,7 @@ import (
 // etcd was asked side by side. It takes run's load flags.
 func newConformanceCommand() *cobra.Command {
 	o := &runOptions{}
+	var settings []string
 	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Hold the etcd-direct model against real kube-apiserver and client-go: etcd's requests by kind, side by side",
@@ -45,10 +46,15 @@ counts side by side, with their ratio, and says whether each row is within 10 %.
 			if o.target.external() || o.target.clusterSize > 0 {
 				return cli.FlagErrorf("conformance runs on embedded members of its own: --endpoints and --cluster-size cannot be used")
 			}
-			return runConformance(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			sel, err := kubeload.SelectSettings(settings)
+			if err != nil {
+				return cli.FlagErrorf("--settings: %v", err)
+			}
+			return runConformance(cmd.Context(), o, sel, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cmd.Flags().StringSliceVar(&settings, "settings", nil, "run only these settings (comma-separated): cache-off/watchlist-on, cache-off/watchlist-off, cache-on/watchlist-on, cache-on/watchlist-off; default all four")
 	o.out.registerCompletion(cmd)
 	return cmd
 }
@@ -73,7 +79,7 @@ func proxiedTarget(ctx context.Context, o *runOptions, logf func(string, ...any)
 	return pt, p, func() { p.Close(); release() }, nil
 }
 
-func runConformance(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Setting, out, errOut io.Writer) error {
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
@@ -85,7 +91,7 @@ func runConformance(ctx context.Context, o *runOptions, out, errOut io.Writer) e
 	}
 	res := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion, StartedAt: time.Now().UTC()}
 	models := map[watchload.Profile][]report.EtcdRequests{}
-	for _, s := range kubeload.Settings() {
+	for _, s := range settings {
 		profile := watchload.ProfileInformer
 		if s.WatchCache {
 			profile = watchload.ProfileAPIServerCache
