@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
+	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -45,6 +46,9 @@ type Stack struct {
 	// Counter counts what the apiservers send etcd; nil when no counting
 	// proxy runs.
 	Counter EtcdCounter
+	// APIServers are the apiservers whose own /metrics Run scrapes at
+	// every phase boundary and whose processes it samples; nil: none.
+	APIServers []APIServer
 }
 
 // Options shape a load through kube-apiserver.
@@ -81,6 +85,15 @@ type Options struct {
 // every informer's events against the recorded history and reports what
 // every informer asked for and what etcd was asked.
 //
+// The phases (seed, sync, steady, held, released, defrag, drain) also
+// begin anew at each compaction by kube-apiserver's compactor, seen as a
+// change of compact_rev_key ("steady after compaction 1", ...). With
+// Load.Defragment, once the held informers have been released after a
+// compaction past them, every etcd member is defragmented (phase
+// "defrag"). Every apiserver of Stack.APIServers has its /metrics scraped
+// at each phase boundary (the increase of each counter of
+// apiserverMetrics per phase) and its CPU and resident memory reported.
+//
 // The objects are created in namespaces of their own (lwbench-<random>-),
 // which Run leaves in place. Errors are returned only when the load could
 // not be carried out; broken guarantees are results, in Validation.
@@ -101,11 +114,6 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		interval := time.Duration(st.APIServer.EtcdCompactionIntervalMs * float64(time.Millisecond))
 		o.HoldFor = max(lo.Duration-o.HoldAt, interval*5/2)
 	}
-	phase := func(p string) {
-		if st.Counter != nil {
-			st.Counter.SetPhase(p)
-		}
-	}
 	if st.Counter != nil {
 		st.Counter.Reset()
 	}
@@ -113,6 +121,8 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	ph := &phases{counter: st.Counter}
+	phase := func(p string) { ph.set(ctx, p) }
 
 	s := watchload.NewSession(st.Etcd, time.Now(), logf)
 	defer s.Close()
@@ -149,6 +159,17 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		return nil, err
 	}
 	env := s.NewEnv(1<<20, lo.WriterConcurrency)
+	if len(st.APIServers) > 0 {
+		m, err := startMeter(ctx, st.APIServers, "seed", logf)
+		if err != nil {
+			return nil, err
+		}
+		ph.meter = m
+		defer m.halt()
+	}
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	compactions := watchCompactions(wctx, admin, head.Header.Revision+1, ph, s.Epoch(), logf)
 
 	phase("seed")
 	logf("seeding %d pods, %d configmaps, %d events through the API", lo.Objects, lo.ConfigMaps, lo.Events)
@@ -185,6 +206,11 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	env.SetIntervalOrigin(writing.Start)
 	if lo.HoldBack > 0 {
 		res.Holds = holdAcrossCompaction(ctx, s, admin, set, min(lo.HoldBack, lo.Watchers), writing.Start+o.HoldAt, o.HoldFor, phase, logf)
+		if lo.Defragment && len(res.Holds) > 0 && res.Holds[0].Compacted && ctx.Err() == nil {
+			phase(PhaseDefrag)
+			res.Defrag = defragment(ctx, admin, st.Etcd.Endpoints, s.Epoch(), logf)
+			phase("released")
+		}
 	}
 	res.Writes = writing.Wait()
 	res.Interrupted = ctx.Err() != nil
@@ -210,6 +236,12 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	for _, in := range set.Informers {
 		unverified += in.lw.obs.Finish()
 	}
+	stopWatching()
+	res.Compactions = <-compactions
+	if ph.meter != nil {
+		res.APIServers, res.APIServerMetrics = ph.meter.finish(cctx)
+	}
+	res.Scenario.Defragment = res.Defrag != nil
 	res.Validation = watchload.ValidationOf(env, unsynced, unverified, 0)
 	summarize(res, set, s.Epoch())
 	res.Intervals = env.Collect(&res.Writes, &res.Delivery)
@@ -258,6 +290,32 @@ func holdAcrossCompaction(ctx context.Context, s *watchload.Session, admin *clie
 	}
 	logf("released the held informers (etcd compacted past them: %v)", compacted)
 	return holds
+}
+
+// defragment defragments every member of endpoints once, one at a time,
+// the leader last (compaction.LeaderLast, compaction.DefragmentAll, as
+// watchload's maintenance does), and reports it; a failure is recorded
+// in the result, not returned.
+func defragment(ctx context.Context, admin *clientv3.Client, endpoints []string, epoch time.Time, logf func(string, ...any)) *report.Defrag {
+	rec := &report.Defrag{AtMs: report.Ms(time.Since(epoch))}
+	order, leader := compaction.LeaderLast(ctx, admin, endpoints, 2*time.Second)
+	ds, err := compaction.DefragmentAll(ctx, admin, order)
+	for _, d := range ds {
+		md := report.MemberDefrag{Endpoint: d.Endpoint, Leader: d.Endpoint == leader, AtMs: report.Ms(d.Start.Sub(epoch)),
+			DurationMs: report.Ms(d.Duration), BeforeBytes: d.Before.Bytes, BeforeInUseBytes: d.Before.InUseBytes,
+			AfterBytes: d.After.Bytes, AfterInUseBytes: d.After.InUseBytes}
+		rec.DurationMs += md.DurationMs
+		rec.Members = append(rec.Members, md)
+		logf("defragmented %s in %v: %d -> %d bytes", d.Endpoint, d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
+	}
+	if err != nil {
+		rec.Error = err.Error()
+		if n := len(rec.Members); n > 0 {
+			rec.Members[n-1].Error = err.Error()
+		}
+		logf("defragmentation failed: %v", err)
+	}
+	return rec
 }
 
 // confirm waits until every informer's cache equals etcd's state of its

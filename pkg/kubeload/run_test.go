@@ -42,7 +42,11 @@ func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
 		Dial: func(ctx context.Context) (*clientv3.Client, error) {
 			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		}}
-	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(), Counter: kubeload.CounterOf(proxy.Counter()),
+	var servers []kubeload.APIServer
+	for _, s := range c.Servers {
+		servers = append(servers, kubeload.APIServer{Name: s.Name, RESTConfig: s.RESTConfig(), PID: s.PID()})
+	}
+	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(), Counter: kubeload.CounterOf(proxy.Counter()), APIServers: servers,
 		APIServer: report.APIServerTarget{Servers: 1, Managed: true, WatchCache: !cfg.DisableWatchCache,
 			EtcdCompactionIntervalMs: report.Ms(cfg.EtcdCompactionInterval)}}
 }
@@ -61,11 +65,15 @@ func smallLoad(t *testing.T, holdBack int) watchload.Options {
 // seen. On release its WATCH must fail with 410 Expired and client-go
 // must relist; the relist is recorded with that cause, and nothing is
 // lost: every informer's events match etcd's history and its cache
-// matches etcd at the end.
+// matches etcd at the end. Each compaction begins a phase, the member is
+// defragmented after the release, and kube-apiserver's own metrics, CPU
+// and memory are reported.
 func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 	st := stack(t, apiserverproc.Config{DisableWatchCache: true, EtcdCompactionInterval: 2 * time.Second})
 	off := false
-	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: smallLoad(t, 1), WatchList: &off, HoldAt: 2 * time.Second})
+	lo := smallLoad(t, 1)
+	lo.Defragment = true
+	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo, WatchList: &off, HoldAt: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +100,12 @@ func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 	if expiredWatches == 0 {
 		t.Errorf("no WATCH failed with 410 Expired: %+v", res.Requests)
 	}
-	// What etcd saw after the release: the held informer's watch
-	// reached etcd and was compacted, and its relist read etcd.
+	// What etcd saw after the release (the defragmentation follows it at
+	// once): the held informer's watch reached etcd and was compacted, and
+	// its relist read etcd.
 	var compacted, ranges int64
 	for _, e := range res.Etcd {
-		if e.Phase != "released" {
+		if !strings.HasPrefix(e.Phase, "released") && e.Phase != kubeload.PhaseDefrag {
 			continue
 		}
 		t.Logf("etcd: %+v", e)
@@ -114,6 +123,142 @@ func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 		t.Errorf("informer 1, never held, relisted %d times", res.Informers[1].Relists)
 	}
 	checkValid(t, res)
+	checkCompactionPhases(t, res)
+	if d := res.Defrag; d == nil || d.Error != "" || len(d.Members) != 1 || d.Members[0].AfterBytes == 0 {
+		t.Errorf("got defragmentation %+v, want one member defragmented without error", d)
+	}
+	checkUsage(t, res)
+	// With the watch cache off and WatchListClient off, the informers'
+	// LISTs (the first ones and the relist) are served by etcd.
+	if got := metricSum(res, "apiserver_storage_list_total", "", map[string]string{"resource": "pods", "storage": "etcd"}); got < 3 {
+		t.Errorf("got %v pod LISTs served by etcd (apiserver_storage_list_total), want at least 3: two informers and a relist", got)
+	}
+	if got := metricSum(res, "apiserver_storage_list_returned_objects_total", "", map[string]string{"resource": "pods", "storage": "etcd"}); got < 40 {
+		t.Errorf("got %v pods returned by LISTs from etcd, want at least the 40 seeded", got)
+	}
+	if got := metricSum(res, "apiserver_watch_cache_events_received_total", "", nil); got != 0 {
+		t.Errorf("got %v watch cache events with the watch cache off, want 0", got)
+	}
+}
+
+// checkCompactionPhases checks that kube-apiserver's compactions were
+// seen and that the phase after the first holds etcd requests and
+// apiserver metrics.
+func checkCompactionPhases(t *testing.T, res *report.KubeRunResult) {
+	t.Helper()
+	if len(res.Compactions) == 0 || res.Compactions[0].N != 1 || res.Compactions[0].Revision == 0 {
+		t.Fatalf("got compactions %+v, want kube-apiserver's compactor seen", res.Compactions)
+	}
+	var etcdReqs int64
+	for _, e := range res.Etcd {
+		if strings.HasSuffix(e.Phase, " after compaction 1") {
+			etcdReqs += e.Requests
+		}
+	}
+	if etcdReqs == 0 {
+		t.Errorf("no etcd request counted in a phase after compaction 1; phases %v", phasesOf(res))
+	}
+	var apiReqs float64
+	for _, m := range res.APIServerMetrics {
+		if m.Name == "apiserver_request_total" && strings.HasSuffix(m.Phase, " after compaction 1") {
+			apiReqs += m.Value
+		}
+	}
+	if apiReqs == 0 {
+		t.Errorf("no API request (apiserver_request_total) in a phase after compaction 1")
+	}
+}
+
+// checkUsage checks the apiserver's CPU and memory and the metrics every
+// load makes non-zero.
+func checkUsage(t *testing.T, res *report.KubeRunResult) {
+	t.Helper()
+	if len(res.APIServers) != 1 {
+		t.Fatalf("got %d apiserver usages, want 1", len(res.APIServers))
+	}
+	u := res.APIServers[0]
+	var phaseCPU float64
+	for _, p := range u.Phases {
+		phaseCPU += p.CPUSeconds
+	}
+	if u.CPUSeconds <= 0 || u.PeakResidentMemoryBytes < 50<<20 || u.FinalResidentMemoryBytes <= 0 || u.PeakResidentMemoryBytes < u.FinalResidentMemoryBytes || u.PID == 0 {
+		t.Errorf("got apiserver usage %+v, want CPU seconds > 0, a peak resident set of at least 50 MiB and at least the final one", u)
+	}
+	if d := phaseCPU - u.CPUSeconds; d > 0.01 || d < -0.01 {
+		t.Errorf("CPU seconds by phase sum to %v, want the total %v", phaseCPU, u.CPUSeconds)
+	}
+	if got := metricSum(res, "apiserver_request_total", "", map[string]string{"verb": "POST", "resource": "pods", "code": "201"}); got < 40 {
+		t.Errorf("got %v pod creations (apiserver_request_total POST pods 201), want at least the 40 seeded", got)
+	}
+	if got := metricSum(res, "etcd_requests_total", "", map[string]string{"operation": "create", "resource": "pods"}); got < 40 {
+		t.Errorf("got %v etcd creates of pods (etcd_requests_total), want at least the 40 seeded", got)
+	}
+	if got := metricSum(res, "apiserver_storage_events_received_total", "", map[string]string{"resource": "pods"}); got == 0 {
+		t.Errorf("kube-apiserver received no pod event from etcd watches (apiserver_storage_events_received_total)")
+	}
+	var watches float64
+	for _, m := range res.APIServerMetrics {
+		if m.Name == "apiserver_longrunning_requests" && m.Labels["verb"] == "WATCH" && m.Labels["resource"] == "pods" && m.Gauge && strings.HasPrefix(m.Phase, "steady") {
+			watches = max(watches, m.Value)
+		}
+	}
+	if watches < 2 {
+		t.Errorf("got %v pod watches open at the end of steady (apiserver_longrunning_requests), want the 2 informers'", watches)
+	}
+}
+
+// metricSum sums the series of name in phase ("" every phase) whose
+// labels include labels.
+func metricSum(res *report.KubeRunResult, name, phase string, labels map[string]string) float64 {
+	var sum float64
+next:
+	for _, m := range res.APIServerMetrics {
+		if m.Name != name || (phase != "" && m.Phase != phase) {
+			continue
+		}
+		for k, v := range labels {
+			if m.Labels[k] != v {
+				continue next
+			}
+		}
+		sum += m.Value
+	}
+	return sum
+}
+
+// phasesOf returns the phases of the etcd counts, in order.
+func phasesOf(res *report.KubeRunResult) []string {
+	var out []string
+	for _, e := range res.Etcd {
+		if len(out) == 0 || out[len(out)-1] != e.Phase {
+			out = append(out, e.Phase)
+		}
+	}
+	return out
+}
+
+// TestWatchCacheMetrics runs a short load with kube-apiserver's watch
+// cache on: the cache receives the pods' events from etcd and serves the
+// informers, which kube-apiserver's own metrics show.
+func TestWatchCacheMetrics(t *testing.T) {
+	st := stack(t, apiserverproc.Config{EtcdCompactionInterval: -1})
+	lo := smallLoad(t, 0)
+	lo.Duration = 3 * time.Second
+	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkValid(t, res)
+	checkUsage(t, res)
+	if len(res.Compactions) != 0 {
+		t.Errorf("got compactions %+v with the compactor off", res.Compactions)
+	}
+	if got := metricSum(res, "apiserver_watch_cache_events_received_total", "", map[string]string{"resource": "pods"}); got < 40 {
+		t.Errorf("got %v pod events received by the watch cache, want at least the 40 seeded", got)
+	}
+	if got := metricSum(res, "apiserver_storage_list_total", "", map[string]string{"resource": "pods", "storage": "etcd"}); got != 0 {
+		t.Errorf("got %v pod LISTs served by etcd with the watch cache on, want 0", got)
+	}
 }
 
 // checkValid fails the test on any broken guarantee.

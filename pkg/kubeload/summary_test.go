@@ -48,10 +48,13 @@ func TestCompare(t *testing.T) {
 	}
 	real := []report.EtcdRequests{
 		{Phase: "before", Method: "Range", Kind: "prefix", Requests: 7},
-		{Phase: "seed", Method: "Txn", Kind: "if mod_revision=0 then put", Requests: 100},
-		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 100},
-		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 100},
-		{Phase: "steady", Method: "Range", Kind: "key limit", Requests: 40},
+		{Phase: "seed", Method: "Txn", Kind: "if mod_revision=0 then put", Requests: 60},
+		{Phase: "seed after compaction 1", Method: "Txn", Kind: "if mod_revision=0 then put", Requests: 40},
+		{Phase: "steady after compaction 1", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 70},
+		{Phase: "defrag", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 5},
+		{Phase: "released after compaction 2", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 25},
+		{Phase: "steady after compaction 1", Method: "Watch", Kind: "events", Responses: 100},
+		{Phase: "steady after compaction 1", Method: "Range", Kind: "key limit", Requests: 40},
 	}
 	got := Compare(model, real)
 	want := []report.ConformanceRow{
@@ -82,5 +85,27 @@ func TestSelectSettings(t *testing.T) {
 	}
 	if _, err := SelectSettings([]string{"cache-on/watchlist-maybe"}); err == nil || !strings.Contains(err.Error(), "cache-on/watchlist-maybe") {
 		t.Errorf("unknown key: err = %v; want one naming it", err)
+	}
+}
+
+func TestBasePhase(t *testing.T) {
+	tests := []struct {
+		base string
+		n    int
+		want string
+	}{
+		{"steady", 0, "steady"},
+		{"steady", 1, "steady after compaction 1"},
+		{"released", 12, "released after compaction 12"},
+		{PhaseDefrag, 2, PhaseDefrag},
+	}
+	for _, tt := range tests {
+		got := phaseName(tt.base, tt.n)
+		if got != tt.want {
+			t.Errorf("phaseName(%q, %d): got %q, want %q", tt.base, tt.n, got, tt.want)
+		}
+		if b := BasePhase(got); b != tt.base {
+			t.Errorf("BasePhase(%q): got %q, want %q", got, b, tt.base)
+		}
 	}
 }

@@ -4,7 +4,7 @@ import "time"
 
 // KubeRunSchemaVersion is the version of the KubeRunResult JSON document;
 // it changes when a field is renamed, removed or changes meaning.
-const KubeRunSchemaVersion = 1
+const KubeRunSchemaVersion = 2
 
 // KubeRunResult is the result of `lwbench run --kube-apiserver`: a load
 // through real kube-apiservers in front of etcd, written by real client-go
@@ -42,6 +42,19 @@ type KubeRunResult struct {
 	// kind, as a counting proxy in front of etcd saw them; empty when no
 	// proxy ran.
 	Etcd []EtcdRequests `json:"etcd,omitempty"`
+	// Compactions are kube-apiserver's compactions seen during the load,
+	// in order; each begins a phase (see EtcdRequests.Phase).
+	Compactions []KubeCompaction `json:"compactions,omitempty"`
+	// Defrag is the defragmentation after the compaction the held
+	// informers missed; nil if none ran.
+	Defrag *Defrag `json:"defrag,omitempty"`
+	// APIServers are the apiservers' CPU and memory, one per server in
+	// start order; empty when they were not sampled.
+	APIServers []APIServerUsage `json:"apiservers,omitempty"`
+	// APIServerMetrics are what the apiservers' own /metrics counted, per
+	// server and phase, sorted by server, phase (in the order the phases
+	// began), name and labels; empty when they were not scraped.
+	APIServerMetrics []APIServerMetric `json:"apiserverMetrics,omitempty"`
 	// Validation checks every informer's watch events against etcd's
 	// recorded history, and every informer's cache against etcd at the
 	// end.
@@ -139,10 +152,77 @@ type Hold struct {
 	Compacted bool `json:"compacted"`
 }
 
+// KubeCompaction is one compaction by kube-apiserver's compactor, as the
+// harness saw it: the put of compact_rev_key that precedes each Compact
+// call (k8s.io/apiserver/pkg/storage/etcd3/compact.go Compact).
+type KubeCompaction struct {
+	// N numbers the compactions from 1; phases after it are named
+	// "<phase> after compaction N".
+	N int `json:"n"`
+	// AtMs is when the harness saw compact_rev_key change, ms since the
+	// epoch.
+	AtMs float64 `json:"atMs"`
+	// Revision is the revision compacted to (compact_rev_key's value).
+	Revision int64 `json:"revision"`
+}
+
+// APIServerUsage is one kube-apiserver's CPU and memory over the load,
+// from its own process_cpu_seconds_total and process_resident_memory_bytes
+// at every phase boundary and, when it runs on this machine, its resident
+// set in /proc sampled every 250 ms.
+type APIServerUsage struct {
+	// Server names it (apiserver0, ...).
+	Server string `json:"server"`
+	// PID is its process ID on this machine; 0 when unknown.
+	PID int `json:"pid,omitempty"`
+	// CPUSeconds is the user and system CPU time it used from the first
+	// scrape (before seeding) to the last (after the drain).
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// PeakResidentMemoryBytes is the highest resident set seen;
+	// FinalResidentMemoryBytes the one at the last scrape.
+	PeakResidentMemoryBytes  int64 `json:"peakResidentMemoryBytes"`
+	FinalResidentMemoryBytes int64 `json:"finalResidentMemoryBytes"`
+	// Phases are the same figures per phase, in the order the phases
+	// began.
+	Phases []APIServerPhaseUsage `json:"phases"`
+}
+
+// APIServerPhaseUsage is one kube-apiserver's CPU and memory in one phase
+// (summed over the phase's stretches when it was entered more than once).
+type APIServerPhaseUsage struct {
+	Phase      string  `json:"phase"`
+	DurationMs float64 `json:"durationMs"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// PeakResidentMemoryBytes is the highest resident set seen in it,
+	// ResidentMemoryBytes the one at its (last) end.
+	PeakResidentMemoryBytes int64 `json:"peakResidentMemoryBytes"`
+	ResidentMemoryBytes     int64 `json:"residentMemoryBytes"`
+}
+
+// APIServerMetric is one series of a kube-apiserver's own /metrics in one
+// phase, its labels reduced to those kept (the others summed over).
+type APIServerMetric struct {
+	Server string `json:"server"`
+	Phase  string `json:"phase"`
+	// Name is the metric's name, e.g. apiserver_storage_list_total; a
+	// histogram gives two series, <name>_count and <name>_sum.
+	Name string `json:"name"`
+	// Labels are the labels kept (e.g. resource, storage); empty values
+	// are left out.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Value is a counter's increase over the phase, or, for a gauge
+	// (Gauge true), its value at the phase's end.
+	Value float64 `json:"value"`
+	Gauge bool    `json:"gauge,omitempty"`
+}
+
 // EtcdRequests counts requests of one kind that the apiservers sent etcd
 // in one phase.
 type EtcdRequests struct {
-	Phase  string `json:"phase"`  // the load's phase: seed, sync, steady, held, ...
+	// Phase is the load's phase: seed, sync, steady, held, released,
+	// defrag, drain; a phase that began after kube-apiserver's Nth
+	// compaction is "<phase> after compaction N" (defrag excepted).
+	Phase  string `json:"phase"`
 	Method string `json:"method"` // the gRPC method without its service, e.g. Range
 	// Kind is the request's shape, e.g. "range limit=500" or "watch
 	// create"; see internal/etcdproxy.

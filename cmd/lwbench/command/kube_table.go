@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -81,6 +82,7 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 	for _, e := range r.Etcd {
 		rows = append(rows, []string{fmt.Sprintf("etcd %s: %s %s", e.Phase, e.Method, e.Kind), fmt.Sprintf("%d requests, %d bytes in, %d responses, %d bytes out", e.Requests, e.RequestBytes, e.Responses, e.ResponseBytes)})
 	}
+	rows = append(rows, kubeStackRows(r)...)
 	rows = append(rows,
 		[]string{"history events recorded", fmt.Sprint(v.HistoryEvents)},
 		[]string{"lost events", fmt.Sprint(v.Lost)},
@@ -92,4 +94,143 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 		[]string{"unsynced informers at end", fmt.Sprint(v.UnsyncedWatchers)},
 	)
 	return output.Table{Header: []string{"metric", "value"}, Rows: rows}
+}
+
+// kubeMetricRows are the metrics of kube-apiserver's own /metrics the
+// table shows, in order, each summed over the apiservers and the phases
+// (a gauge: per phase, its value at the phase's end).
+var kubeMetricRows = []string{
+	"apiserver_request_total",
+	"apiserver_longrunning_requests",
+	"apiserver_storage_list_total",
+	"apiserver_storage_list_fetched_objects_total",
+	"apiserver_storage_list_evaluated_objects_total",
+	"apiserver_storage_list_returned_objects_total",
+	"apiserver_cache_list_total",
+	"apiserver_cache_list_fetched_objects_total",
+	"apiserver_cache_list_returned_objects_total",
+	"apiserver_watch_cache_initializations_total",
+	"apiserver_watch_cache_events_received_total",
+	"apiserver_watch_cache_events_dispatched_total",
+	"apiserver_watch_cache_consistent_read_total",
+	"apiserver_storage_events_received_total",
+	"apiserver_watch_events_total",
+	"etcd_requests_total",
+	"etcd_request_errors_total",
+	"apiserver_flowcontrol_rejected_requests_total",
+}
+
+// kubeByPhaseRows are the metrics the table also shows per phase.
+var kubeByPhaseRows = []string{"etcd_requests_total", "apiserver_storage_list_total", "apiserver_request_total"}
+
+// topSeries is how many series a metric's row names.
+const topSeries = 6
+
+// kubeStackRows are the rows of kube-apiserver's compactions, the
+// defragmentation, the apiservers' CPU and memory and their own metrics.
+func kubeStackRows(r *report.KubeRunResult) [][]string {
+	var rows [][]string
+	comp := "-"
+	if len(r.Compactions) > 0 {
+		var cs []string
+		for _, c := range r.Compactions {
+			cs = append(cs, fmt.Sprintf("%d: to revision %d at %.1f s", c.N, c.Revision, c.AtMs/1000))
+		}
+		comp = strings.Join(cs, "; ")
+	}
+	rows = append(rows, []string{"kube-apiserver compactions", comp})
+	defrag := "-"
+	if d := r.Defrag; d != nil {
+		var ms []string
+		for _, m := range d.Members {
+			ms = append(ms, fmt.Sprintf("%s %d -> %d bytes", m.Endpoint, m.BeforeBytes, m.AfterBytes))
+		}
+		defrag = fmt.Sprintf("%.1f ms at %.1f s (%s)", d.DurationMs, d.AtMs/1000, strings.Join(ms, "; "))
+		if d.Error != "" {
+			defrag += ": " + d.Error
+		}
+	}
+	rows = append(rows, []string{"defragmentation", defrag})
+	for _, u := range r.APIServers {
+		var ps []string
+		for _, p := range u.Phases {
+			ps = append(ps, fmt.Sprintf("%s %.2f", p.Phase, p.CPUSeconds))
+		}
+		rows = append(rows,
+			[]string{u.Server + " CPU seconds (by phase)", fmt.Sprintf("%.2f (%s)", u.CPUSeconds, strings.Join(ps, ", "))},
+			[]string{u.Server + " resident memory", fmt.Sprintf("peak %.1f MiB, final %.1f MiB", float64(u.PeakResidentMemoryBytes)/(1<<20), float64(u.FinalResidentMemoryBytes)/(1<<20))})
+	}
+	if len(r.APIServerMetrics) == 0 {
+		return rows
+	}
+	type agg struct {
+		total  float64
+		series map[string]float64
+		phases map[string]float64
+		order  []string
+	}
+	aggs := map[string]*agg{}
+	for _, m := range r.APIServerMetrics {
+		if m.Name == "apiserver_longrunning_requests" && m.Labels["verb"] != "WATCH" {
+			continue
+		}
+		a := aggs[m.Name]
+		if a == nil {
+			a = &agg{series: map[string]float64{}, phases: map[string]float64{}}
+			aggs[m.Name] = a
+		}
+		if _, ok := a.phases[m.Phase]; !ok {
+			a.order = append(a.order, m.Phase)
+		}
+		a.phases[m.Phase] += m.Value
+		if !m.Gauge {
+			a.total += m.Value
+			a.series[kubeload.SeriesLabel(m)] += m.Value
+		}
+	}
+	for _, name := range kubeMetricRows {
+		a := aggs[name]
+		if a == nil {
+			rows = append(rows, []string{name, "0"})
+			continue
+		}
+		if name == "apiserver_longrunning_requests" {
+			rows = append(rows, []string{"watches open (apiserver_longrunning_requests WATCH) at each phase's end", phaseList(a.order, a.phases)})
+			continue
+		}
+		keys := slices.SortedFunc(maps.Keys(a.series), func(x, y string) int {
+			if a.series[x] != a.series[y] {
+				if a.series[x] > a.series[y] {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(x, y)
+		})
+		var parts []string
+		for i, k := range keys {
+			if i == topSeries {
+				parts = append(parts, fmt.Sprintf("%d more", len(keys)-topSeries))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, a.series[k]))
+		}
+		rows = append(rows, []string{name, fmt.Sprintf("%.0f (%s)", a.total, strings.Join(parts, ", "))})
+		if slices.Contains(kubeByPhaseRows, name) {
+			rows = append(rows, []string{name + " by phase", phaseList(a.order, a.phases)})
+		}
+	}
+	if c, s := aggs["etcd_request_duration_seconds_count"], aggs["etcd_request_duration_seconds_sum"]; c != nil && s != nil && c.total > 0 {
+		rows = append(rows, []string{"etcd request mean latency (etcd_request_duration_seconds)", fmt.Sprintf("%.2f ms over %.0f requests", s.total/c.total*1000, c.total)})
+	}
+	return rows
+}
+
+// phaseList lays values out by phase, in order: "seed 12, sync 3".
+func phaseList(order []string, values map[string]float64) string {
+	var ps []string
+	for _, p := range order {
+		ps = append(ps, fmt.Sprintf("%s %.0f", p, values[p]))
+	}
+	return strings.Join(ps, ", ")
 }

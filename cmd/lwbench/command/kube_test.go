@@ -47,6 +47,31 @@ func TestRunThroughKubeAPIServer(t *testing.T) {
 	if len(res.Etcd) == 0 {
 		t.Errorf("no etcd request was counted")
 	}
+	// kube-apiserver's compactions begin phases, the member is
+	// defragmented after the release (run's default), and the apiserver's
+	// own metrics, CPU and memory are in the JSON and the table.
+	if len(res.Compactions) == 0 || res.Defrag == nil || res.Defrag.Error != "" || !res.Scenario.Defragment {
+		t.Errorf("got compactions %+v, defragmentation %+v; want compactions and a defragmentation", res.Compactions, res.Defrag)
+	}
+	afterCompaction := false
+	for _, e := range res.Etcd {
+		afterCompaction = afterCompaction || (strings.HasSuffix(e.Phase, "after compaction 1") && e.Requests > 0)
+	}
+	if !afterCompaction {
+		t.Errorf("no etcd request counted in a phase after compaction 1")
+	}
+	if len(res.APIServers) != 1 || res.APIServers[0].CPUSeconds <= 0 || res.APIServers[0].PeakResidentMemoryBytes <= 0 || len(res.APIServerMetrics) == 0 {
+		t.Errorf("got apiserver usage %+v and %d metric series, want CPU, memory and metrics", res.APIServers, len(res.APIServerMetrics))
+	}
+	table := map[string]string{}
+	for _, row := range makeKubeRunTable(&res).Rows {
+		table[row[0]] = row[1]
+	}
+	for _, name := range []string{"kube-apiserver compactions", "defragmentation", "apiserver0 CPU seconds (by phase)", "apiserver0 resident memory", "etcd_requests_total", "apiserver_request_total"} {
+		if v, ok := table[name]; !ok || v == "-" || v == "0" || v == "" {
+			t.Errorf("table row %q: got %q, want a figure", name, v)
+		}
+	}
 	if !strings.Contains(errOut.String(), "starting 1 kube-apiserver 1.37.2") {
 		t.Errorf("log %q does not say it started kube-apiserver", errOut.String())
 	}
