@@ -61,7 +61,10 @@ const (
 //   - LISTs served from storage, by resource and storage "etcd" or
 //     "watchcache": k8s.io/apiserver/pkg/storage/metrics/metrics.go
 //     (apiserver_storage_list_*; the watch cache's own
-//     apiserver_cache_list_* are deprecated in 1.37.0, read when present);
+//     apiserver_cache_list_*, ALPHA and deprecated in 1.37.0, are hidden
+//     in 1.37 (k8s.io/component-base/metrics/registry.go shouldHide: an
+//     ALPHA metric is hidden from the minor it was deprecated in) and
+//     read where present, 1.35 and 1.36);
 //   - the watch cache: k8s.io/apiserver/pkg/storage/cacher/metrics/metrics.go
 //     (apiserver_watch_cache_events_received_total, _events_dispatched_total,
 //     _initializations_total, _consistent_read_total);

@@ -98,7 +98,9 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 
 // kubeMetricRows are the metrics of kube-apiserver's own /metrics the
 // table shows, in order, each summed over the apiservers and the phases
-// (a gauge: per phase, its value at the phase's end).
+// (a gauge: per phase, its value at the phase's end); a metric without
+// series shows 0, except apiserver_cache_list_*, which kube-apiserver
+// 1.37 hides.
 var kubeMetricRows = []string{
 	"apiserver_request_total",
 	"apiserver_longrunning_requests",
@@ -191,7 +193,11 @@ func kubeStackRows(r *report.KubeRunResult) [][]string {
 	for _, name := range kubeMetricRows {
 		a := aggs[name]
 		if a == nil {
-			rows = append(rows, []string{name, "0"})
+			// apiserver_cache_list_* are hidden in 1.37 (deprecated):
+			// no row rather than a 0 that reads as none served.
+			if !strings.HasPrefix(name, "apiserver_cache_list_") {
+				rows = append(rows, []string{name, "0"})
+			}
 			continue
 		}
 		if name == "apiserver_longrunning_requests" {
