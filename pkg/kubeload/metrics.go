@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -35,6 +36,17 @@ type APIServer struct {
 	// in /proc every 250 ms; 0 when unknown (the figures then come from
 	// /metrics alone, at phase boundaries).
 	PID int
+}
+
+// APIServersOf returns the servers of c, started by
+// internal/apiserverproc, for Stack.APIServers: each with its own
+// RESTConfig (the admin token) and PID.
+func APIServersOf(c *apiserverproc.Cluster) []APIServer {
+	out := make([]APIServer, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = APIServer{Name: s.Name, RESTConfig: s.RESTConfig(), PID: s.PID()}
+	}
+	return out
 }
 
 // metricSpec is one metric Run reads from kube-apiserver's /metrics and

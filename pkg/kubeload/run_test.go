@@ -42,11 +42,7 @@ func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
 		Dial: func(ctx context.Context) (*clientv3.Client, error) {
 			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		}}
-	var servers []kubeload.APIServer
-	for _, s := range c.Servers {
-		servers = append(servers, kubeload.APIServer{Name: s.Name, RESTConfig: s.RESTConfig(), PID: s.PID()})
-	}
-	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(), Counter: kubeload.CounterOf(proxy.Counter()), APIServers: servers,
+	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(), Counter: kubeload.CounterOf(proxy.Counter()), APIServers: kubeload.APIServersOf(c),
 		APIServer: report.APIServerTarget{Servers: 1, Managed: true, WatchCache: !cfg.DisableWatchCache,
 			EtcdCompactionIntervalMs: report.Ms(cfg.EtcdCompactionInterval)}}
 }

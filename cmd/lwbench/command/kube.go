@@ -184,12 +184,8 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if interval > 0 {
 		api.EtcdCompactionIntervalMs = report.Ms(interval)
 	}
-	var servers []kubeload.APIServer
-	for _, s := range cluster.Servers {
-		servers = append(servers, kubeload.APIServer{Name: s.Name, RESTConfig: s.RESTConfig(), PID: s.PID()})
-	}
 	st := kubeload.Stack{Etcd: target, RESTConfig: cluster.RESTConfig(), EtcdPrefix: o.load.Prefix, APIServer: api, Counter: counter,
-		APIServers: servers}
+		APIServers: kubeload.APIServersOf(cluster)}
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: k.watchList})
 	con.Done()
 	if err != nil && (res == nil || !res.Interrupted) {
