@@ -99,6 +99,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	wo := KubernetesWorkloadOptions{
 		Prefix: o.Prefix, Namespaces: o.Namespaces, Pods: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
 		Mix: o.Mix, ResourceMix: o.ResourceMix, EventTTL: o.EventTTL, Workers: o.WriterConcurrency, Seed: o.Seed,
+		NoWatchCache: o.Profile != ProfileAPIServerCache,
 	}
 	if o.ReusePrefix {
 		wo.NamespacePrefix = fmt.Sprintf("lwbench-%08x-ns-", rand.Uint32())
@@ -179,6 +180,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}, o.StartConcurrency, o.SyncTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if o.Profile == ProfileAPIServerCache {
+		wl.UseWatchCache(cacheRevisions(refls))
 	}
 
 	// The faults' probe connection and a connection to each member,
@@ -287,6 +291,29 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return res, fmt.Errorf("run %w after %s of writes: the result holds what was measured until then", interrupted, time.Duration(interruptedAfter).Round(time.Millisecond))
 	}
 	return res, nil
+}
+
+// cacheRevisions returns the revision up to which the model's watch cache
+// of a resource has applied etcd's events: the highest LastRevision of
+// refls (apiserver-cache watchers) of that resource, or false when none
+// watches it. It is the workload's stand-in for what kube-apiserver's
+// cacher of the resource had seen (KubernetesWorkload.UseWatchCache).
+func cacheRevisions(refls []*Reflector) func(resource string) (int64, bool) {
+	by := map[string][]*Reflector{}
+	for _, r := range refls {
+		by[r.Options().Resource] = append(by[r.Options().Resource], r)
+	}
+	return func(resource string) (int64, bool) {
+		rs := by[resource]
+		if len(rs) == 0 {
+			return 0, false
+		}
+		var rev int64
+		for _, r := range rs {
+			rev = max(rev, r.LastRevision())
+		}
+		return rev, true
+	}
 }
 
 // checkTarget checks what the options need from the target.
