@@ -102,6 +102,17 @@ type origin struct {
 	cached bool
 }
 
+// state returns the mod_revision GuaranteedUpdate or conditionalDelete
+// starts from, and whether it was read from etcd (origStateIsCurrent):
+// the cached object's, or etcd's (getCurrentState) when there is none.
+func (o origin) state(ctx context.Context, kv KV, key string) (rev int64, current bool, err error) {
+	if o.cached {
+		return o.rev, false, nil
+	}
+	rev, err = getCurrentState(ctx, kv, key)
+	return rev, true, err
+}
+
 // guaranteedUpdate is etcd3's store.GuaranteedUpdate
 // (k8s.io/apiserver/pkg/storage/etcd3/store.go) for one key, and returns
 // the revision it committed and whether a transaction failed its
@@ -118,12 +129,9 @@ type origin struct {
 // before each transaction as GuaranteedUpdate asks its lease manager.
 func (w *KubernetesWorkload) guaranteedUpdate(ctx context.Context, kv KV, key, val string, from origin, lease bool,
 	tryUpdate func(rev int64) error) (rev int64, conflict bool, err error) {
-	cur, current := from.rev, false
-	if !from.cached {
-		if cur, err = getCurrentState(ctx, kv, key); err != nil {
-			return 0, false, err
-		}
-		current = true
+	cur, current, err := from.state(ctx, kv, key)
+	if err != nil {
+		return 0, false, err
 	}
 	for {
 		if cur == 0 {
@@ -173,12 +181,9 @@ func (w *KubernetesWorkload) guaranteedUpdate(ctx context.Context, kv KV, key, v
 // validation always pass in the model. An absent object is
 // ErrObjectNotFound.
 func conditionalDelete(ctx context.Context, kv KV, key string, from origin) (rev int64, conflict bool, err error) {
-	cur, current := from.rev, false
-	if !from.cached {
-		if cur, err = getCurrentState(ctx, kv, key); err != nil {
-			return 0, false, err
-		}
-		current = true
+	cur, current, err := from.state(ctx, kv, key)
+	if err != nil {
+		return 0, false, err
 	}
 	for {
 		if cur == 0 {

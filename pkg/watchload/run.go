@@ -294,10 +294,13 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 }
 
 // cacheRevisions returns the revision up to which the model's watch cache
-// of a resource has applied etcd's events: the highest LastRevision of
-// refls (apiserver-cache watchers) of that resource, or false when none
-// watches it. It is the workload's stand-in for what kube-apiserver's
-// cacher of the resource had seen (KubernetesWorkload.UseWatchCache).
+// of a resource has applied etcd's events, or false when no watcher
+// watches it. Upstream has one cacher per resource; the model's stand-in
+// is the first of refls (apiserver-cache watchers) of that resource that
+// is not held back (a hold is a fault the model injects on a client, not
+// on the cacher), or the first if all are. What it has seen when a write
+// starts stands for what kube-apiserver's cacher had seen
+// (KubernetesWorkload.UseWatchCache).
 func cacheRevisions(refls []*Reflector) func(resource string) (int64, bool) {
 	by := map[string][]*Reflector{}
 	for _, r := range refls {
@@ -308,11 +311,12 @@ func cacheRevisions(refls []*Reflector) func(resource string) (int64, bool) {
 		if len(rs) == 0 {
 			return 0, false
 		}
-		var rev int64
 		for _, r := range rs {
-			rev = max(rev, r.LastRevision())
+			if !r.isHeld() {
+				return r.LastRevision(), true
+			}
 		}
-		return rev, true
+		return rs[0].LastRevision(), true
 	}
 }
 
