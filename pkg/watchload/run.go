@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -172,10 +173,33 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
 		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
+	var caches map[string]*watchCache
+	if o.Profile == ProfileAPIServerCache {
+		caches, err = s.StartCaches(ctx, o.WatchResources, func(k int, resource string) ReflectorOptions {
+			return ReflectorOptions{ID: o.Watchers + k, Profile: ProfileAPIServerCache, Resource: resource,
+				Prefix: ResourcePrefix(o.Prefix, resource), Stream: resourceStream(watchTopo, o.WatchResources, resource),
+				PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+		}, watchListClient, o.SyncTimeout)
+		if err != nil {
+			return nil, err
+		}
+		logf("watch caches of %d resources synced; events are not cached", len(caches))
+	}
 	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
 		resource := o.WatchResources[i%len(o.WatchResources)]
-		return ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
+		ro := ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
 			Stream: stream, PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+		if o.Profile == ProfileAPIServerCache {
+			// Client informers through kube-apiserver: served by the
+			// resource's watch cache, or, for a resource it does not
+			// cache, from etcd on the resource's client.
+			ro.Profile, ro.PageSize = ProfileInformer, 0
+			ro.Stream = resourceStream(watchTopo, o.WatchResources, resource)
+			if wc := caches[resource]; wc != nil {
+				ro.servedBy = wc
+			}
+		}
+		return ro
 	}, o.StartConcurrency, o.SyncTimeout)
 	if err != nil {
 		return nil, err
@@ -215,12 +239,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	var cr *consistentReader
 	var crWG sync.WaitGroup
 	if o.Profile == ProfileAPIServerCache && o.ConsistentListRate > 0 {
-		reqs := map[*Stream]*progressRequester{}
-		for _, st := range watchTopo.Streams {
-			reqs[st] = newProgressRequester(st, o.Clock)
-			go reqs[st].Run(s.watchers.Context())
-		}
-		cr = newConsistentReader(env, refls, reqs, DefaultPageSize)
+		cr = newConsistentReader(env, s.wcs)
 		crWG.Add(1)
 		go func() {
 			defer crWG.Done()
@@ -316,4 +335,25 @@ func currentRevision(ctx context.Context, c *clientv3.Client, prefix string) (in
 		return 0, err
 	}
 	return resp.Header.Revision, nil
+}
+
+// watchListClient is client-go's WatchListClient as the watchers of
+// ProfileAPIServerCache have it: on, its default since Kubernetes 1.35
+// (k8s.io/client-go/features/known_features.go), so that each watcher's
+// first list is a consistent read of its watch cache.
+const watchListClient = true
+
+// resourceStream is the stream of resource's etcd client: kube-apiserver
+// gives each resource's storage a client of its own
+// (k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go
+// newETCD3Storage), whose watches share one stream; resource k of
+// resources (without repeats) uses stream k mod the topology's streams.
+func resourceStream(topo *Topology, resources []string, resource string) *Stream {
+	var seen []string
+	for _, r := range resources {
+		if !slices.Contains(seen, r) {
+			seen = append(seen, r)
+		}
+	}
+	return topo.StreamFor(slices.Index(seen, resource))
 }
