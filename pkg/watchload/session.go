@@ -56,7 +56,7 @@ type Session struct {
 	env      *Env
 	watch    *Topology
 	watchers *ReflectorSet
-	refls    []*Reflector // watchers.Reflectors
+	refls    []*Reflector  // watchers.Reflectors
 	caches   *ReflectorSet // the watch caches' reflectors (StartCaches)
 	wcs      []*watchCache // the watch caches, in the order of caches
 
