@@ -137,6 +137,8 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 	}
 	lo := o.load
 	lo.Profile = profile
+	// The real load has no consistent readers besides its informers.
+	lo.ConsistentListRate = -1
 	p.SetPhase("seed")
 	lo.ProgressInterval = 50 * time.Millisecond
 	lo.OnProgress = func(pr watchload.Progress) {
