@@ -205,6 +205,8 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 
+	chores := runChores(s.watchers.Context(), o, watchTopo, caches, logf)
+
 	// The faults' probe connection and a connection to each member,
 	// opened while every member is up.
 	var probeConn *clientv3.Client
@@ -289,6 +291,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	res.Final.Revision, res.Final.CompactRevision = finalRev, maint.compacted
 	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
 	unsynced := s.Confirm(ctx, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
+	logChores(chores, logf)
 	s.Validate(ctx, o.ProgressRequestPeriod)
 	if size, err := memberSize(ctx, admin, t.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
@@ -356,4 +359,18 @@ func resourceStream(topo *Topology, resources []string, resource string) *Stream
 		}
 	}
 	return topo.StreamFor(slices.Index(seen, resource))
+}
+
+// logChores logs what kube-apiserver's chores did, if anything.
+func logChores(chores []*resourceChores, logf func(string, ...any)) {
+	var polls, checks, mismatches, errs int64
+	for _, c := range chores {
+		polls += c.countPolls.Load()
+		checks += c.checks.Load()
+		mismatches += c.checkMismatches.Load()
+		errs += c.checkErrors.Load()
+	}
+	if polls+checks > 0 {
+		logf("kube-apiserver's own reads: %d object count polls, %d cache consistency checks (%d failed, %d errors)", polls, checks, mismatches, errs)
+	}
 }

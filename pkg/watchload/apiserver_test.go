@@ -1,0 +1,91 @@
+package watchload
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+)
+
+// TestResourceChores steps a fake clock through kube-apiserver's own
+// reads of two resources, one cached: every minute a count poll (for the
+// cached one a read of the current revision and a wait for the cache, with
+// a progress request since etcd moved on without it; for the other a
+// count), every five minutes a consistency check of the cache, which
+// passes, then fails once an item the cache holds is not etcd's.
+func TestResourceChores(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	prefix := "/registry/pods/"
+	putKeys(t, c, prefix, 0, 3)
+	env := NewEnv(time.Now(), 1024, 1, nil)
+	stream := NewStream(0, 0, c, "")
+	wc := newWatchCache(env, ReflectorOptions{Resource: ResourcePods, Prefix: prefix, Stream: stream}, false)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Add(1)
+	go func() { defer wg.Done(); wc.Reflector().Run(ctx) }()
+	go wc.runRequester(ctx)
+	<-wc.Reflector().Synced()
+
+	clk := clocktesting.NewFakeClock(time.Now())
+	var mu sync.Mutex
+	var logs []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, format)
+	}
+	zero := func() float64 { return 0 }
+	cached := newResourceChores(prefix, stream, wc, clk, zero, logf)
+	uncached := newResourceChores("/registry/events/", stream, nil, clk, zero, logf)
+	for _, ch := range []*resourceChores{cached, uncached} {
+		wg.Add(1)
+		go func() { defer wg.Done(); ch.run(ctx) }()
+	}
+	moved := putKeys(t, c, "/registry/configmaps/", 0, 1) // etcd moves on, the pods cache sees nothing
+	step := func(d time.Duration) {
+		waitFor(t, "the chores to wait on the clock", func() bool { return clk.Waiters() == 3 })
+		clk.Step(d)
+	}
+	step(CountPollPeriod)
+	waitFor(t, "the count polls", func() bool { return cached.countPolls.Load() == 1 && uncached.countPolls.Load() == 1 })
+	waitFor(t, "the cache to see etcd's revision", func() bool { return wc.rv.Load() >= moved })
+	if n := wc.currentReads.Load(); n != 1 {
+		t.Errorf("%d reads of the current revision, want 1", n)
+	}
+	if wc.requester.Requests() == 0 {
+		t.Errorf("no progress request while the count poll waited for the cache")
+	}
+	for range 4 {
+		step(CountPollPeriod)
+	}
+	waitFor(t, "the first consistency check", func() bool { return cached.checks.Load() == 1 && cached.checkErrors.Load() == 0 })
+	if n := cached.checkMismatches.Load(); n != 0 {
+		t.Errorf("%d failed checks of a consistent cache, want 0; log %v", n, logs)
+	}
+
+	wc.mu.Lock()
+	wc.items[prefix+"planted"] = &mvccpb.KeyValue{Key: []byte(prefix + "planted"), ModRevision: 1}
+	wc.mu.Unlock()
+	for range 5 {
+		step(CountPollPeriod)
+	}
+	waitFor(t, "the second consistency check", func() bool { return cached.checks.Load() == 2 })
+	waitFor(t, "the check to fail", func() bool { return cached.checkMismatches.Load() == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 1 || !strings.Contains(logs[0], "failed") {
+		t.Errorf("log %q, want one line of a failed check", logs)
+	}
+	if n := uncached.countPolls.Load(); n != 10 {
+		t.Errorf("%d count polls of the uncached resource in ten minutes, want 10", n)
+	}
+}
