@@ -171,8 +171,13 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if o.PinConnections {
 		pinned = ", each pinned to one member"
 	}
-	logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
-		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
+	if o.Profile == ProfileAPIServerCache {
+		logf("starting the watch caches of %s (LIST pages of %d, WATCH with prevKV), then %d informers served by them, on %d streams over %d connections%s",
+			strings.Join(o.WatchResources, ", "), o.PageSize, o.Watchers, o.Streams, o.Connections, pinned)
+	} else {
+		logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
+			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
+	}
 	var caches map[string]*watchCache
 	if o.Profile == ProfileAPIServerCache {
 		caches, err = s.StartCaches(ctx, o.WatchResources, func(k int, resource string) ReflectorOptions {
