@@ -241,9 +241,9 @@ type ListAttempt struct {
 type Relist struct {
 	Watcher  int    `json:"watcher"`  // the watcher's id
 	Resource string `json:"resource"` // the resource it watches
-	// Cache is true when the watcher is a watch cache (WatcherStats.Cache):
-	// its relist read etcd; a watcher's read the cache, except a
-	// consistent read's current revision.
+	// Cache is true when the watcher is a watch cache (WatcherStats.Cache),
+	// whose relists read etcd; a watcher served by a cache relists from
+	// the cache (etcd sees at most a consistent read's current revision).
 	Cache bool `json:"cache,omitempty"`
 	// Reason is what forced it: "compacted", "watch-error", "list-error".
 	Reason string `json:"reason"`
