@@ -137,7 +137,49 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			}
 		}()
 	}
+	// The history recorder, the Env and the watchers' connections; with
+	// the watch cache, the caches too: they start before the seeding, as
+	// kube-apiserver's exist before any client writes, and so watch the
+	// seeding. The recorder starts at the next revision: every watch
+	// starts at or after it.
+	pinned := ""
+	if o.PinConnections {
+		pinned = ", each pinned to one member"
+	}
+	total := int64(o.WriteRate * o.Duration.Seconds())
+	var rec *Recorder
+	var env *Env
+	var watchTopo *Topology
+	var caches map[string]*watchCache
+	startWatching := func(from int64) error {
+		if rec, err = s.StartRecorder(dialCtx, wl.Prefixes(), o.Prefix+"/", from); err != nil {
+			return err
+		}
+		env = s.NewEnv(total+1024, o.WriterConcurrency)
+		if o.PinConnections {
+			env.timing.setMembers(len(t.Endpoints))
+		}
+		if watchTopo, err = s.ConnectWatchers(ctx, o.Connections, o.Streams, o.Profile.Source(), o.PinConnections); err != nil {
+			return err
+		}
+		if o.Profile != ProfileAPIServerCache {
+			return nil
+		}
+		logf("starting the watch caches of %s (LIST pages of %d, WATCH with prevKV) on %d streams over %d connections%s",
+			strings.Join(o.WatchResources, ", "), o.PageSize, o.Streams, o.Connections, pinned)
+		caches, err = s.StartCaches(ctx, o.WatchResources, func(k int, resource string) ReflectorOptions {
+			return ReflectorOptions{ID: o.Watchers + k, Profile: ProfileAPIServerCache, Resource: resource,
+				Prefix: ResourcePrefix(o.Prefix, resource), Stream: resourceStream(watchTopo, o.WatchResources, resource),
+				PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+		}, watchListClient, o.SyncTimeout)
+		return err
+	}
 	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
+	if o.Profile == ProfileAPIServerCache {
+		if err := startWatching(startRev + 1); err != nil {
+			return nil, err
+		}
+	}
 	logf("seeding %d pods, %d configmaps, %d events under %s/", o.Objects, o.ConfigMaps, o.Events, o.Prefix)
 	if err := s.Seed(ctx, wl, o.WriterConcurrency); err != nil {
 		if errors.Is(err, ErrObjectExists) {
@@ -145,50 +187,23 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		}
 		return nil, fmt.Errorf("seed objects: %w", err)
 	}
-
-	// The history recorder, from the next revision on: every watcher
-	// lists at or after it.
-	cur, err := currentRevision(ctx, admin, o.Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("read the current revision: %w", err)
-	}
-	rec, err := s.StartRecorder(dialCtx, wl.Prefixes(), o.Prefix+"/", cur+1)
-	if err != nil {
-		return nil, err
-	}
-	total := int64(o.WriteRate * o.Duration.Seconds())
-	env := s.NewEnv(total+1024, o.WriterConcurrency)
-	if o.PinConnections {
-		env.timing.setMembers(len(t.Endpoints))
+	if o.Profile != ProfileAPIServerCache {
+		cur, err := currentRevision(ctx, admin, o.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("read the current revision: %w", err)
+		}
+		if err := startWatching(cur + 1); err != nil {
+			return nil, err
+		}
 	}
 
-	watchTopo, err := s.ConnectWatchers(ctx, o.Connections, o.Streams, o.Profile.Source(), o.PinConnections)
-	if err != nil {
-		return nil, err
-	}
 	s.SetPhase("syncing")
-	pinned := ""
-	if o.PinConnections {
-		pinned = ", each pinned to one member"
-	}
 	if o.Profile == ProfileAPIServerCache {
-		logf("starting the watch caches of %s (LIST pages of %d, WATCH with prevKV), then %d informers served by them, on %d streams over %d connections%s",
-			strings.Join(o.WatchResources, ", "), o.PageSize, o.Watchers, o.Streams, o.Connections, pinned)
+		logf("starting %d informers of %s, served by the watch caches of %d resources (events are not cached)",
+			o.Watchers, strings.Join(o.WatchResources, ", "), len(caches))
 	} else {
 		logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
 			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
-	}
-	var caches map[string]*watchCache
-	if o.Profile == ProfileAPIServerCache {
-		caches, err = s.StartCaches(ctx, o.WatchResources, func(k int, resource string) ReflectorOptions {
-			return ReflectorOptions{ID: o.Watchers + k, Profile: ProfileAPIServerCache, Resource: resource,
-				Prefix: ResourcePrefix(o.Prefix, resource), Stream: resourceStream(watchTopo, o.WatchResources, resource),
-				PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
-		}, watchListClient, o.SyncTimeout)
-		if err != nil {
-			return nil, err
-		}
-		logf("watch caches of %d resources synced; events are not cached", len(caches))
 	}
 	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
 		resource := o.WatchResources[i%len(o.WatchResources)]
