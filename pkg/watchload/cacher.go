@@ -306,11 +306,13 @@ func (wc *watchCache) events(evs []*clientv3.Event, rev int64) {
 
 // progress is called with each progress notification the reflector
 // received: the cache's resourceVersion moves to rev, and every served
-// watch gets a bookmark (watch_cache.go UpdateResourceVersion).
+// watch gets a bookmark (watch_cache.go UpdateResourceVersion), also when
+// rev is the cache's revision already, so that a client that asks for
+// progress on the cache's stream hears of it.
 func (wc *watchCache) progress(rev int64) {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
-	if rev <= wc.rv.Load() {
+	if rev < wc.rv.Load() {
 		return
 	}
 	wc.rv.Store(rev)
