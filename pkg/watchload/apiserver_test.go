@@ -2,6 +2,7 @@ package watchload
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -87,5 +88,59 @@ func TestResourceChores(t *testing.T) {
 	}
 	if n := uncached.countPolls.Load(); n != 10 {
 		t.Errorf("%d count polls of the uncached resource in ten minutes, want 10", n)
+	}
+}
+
+// TestCacheRelistEndsServedWatches holds a watch cache's own watch back
+// across a compaction: the cache relists from etcd, which ends its
+// client's watch; the client relists from the cache, without a request to
+// etcd, and holds the cache's state at the end.
+func TestCacheRelistEndsServedWatches(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	prefix := "/registry/pods/"
+	putKeys(t, c, prefix, 0, 3)
+	env := NewEnv(time.Now(), 1024, 1, nil)
+	stream := NewStream(0, 0, c, "")
+	wc := newWatchCache(env, ReflectorOptions{ID: 1, Resource: ResourcePods, Prefix: prefix, Stream: stream}, false)
+	client := NewReflector(env, ReflectorOptions{ID: 0, Resource: ResourcePods, Prefix: prefix, Stream: stream, servedBy: wc,
+		Rand: func() float64 { return 0 }})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for _, r := range []*Reflector{wc.Reflector(), client} {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Run(ctx) }()
+		<-r.Synced()
+	}
+	if l := client.Lists()[0]; l.Pages != 0 || l.Objects != 3 {
+		t.Fatalf("client's list %+v: want the 3 keys from the cache, no page from etcd", l)
+	}
+	rev := putKeys(t, c, prefix, 3, 4)
+	waitFor(t, "the client to see the put", func() bool { return client.LastRevision() >= rev })
+
+	cache := wc.Reflector()
+	cache.Hold()
+	if _, err := cache.HeldRevision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rev = putKeys(t, c, prefix, 4, 6)
+	if _, err := c.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	cache.Release()
+	waitFor(t, "the cache's relist", func() bool { return len(cache.Lists()) == 2 })
+	waitFor(t, "the client's relist", func() bool { return len(client.Lists()) >= 2 })
+	waitFor(t, "the client to reach the cache", func() bool { return client.LastRevision() >= rev })
+	if l := cache.Lists()[1]; l.Reason != ListAfterCompaction || l.Pages == 0 {
+		t.Errorf("cache's relist %+v: want one from etcd after its compacted watch", l)
+	}
+	for _, l := range client.Lists()[1:] {
+		if l.Reason != ListAfterWatchError || l.Pages != 0 || l.Err != nil {
+			t.Errorf("client's relist %+v: want one after the ended watch, served by the cache", l)
+		}
+	}
+	if got, want := client.Cache(), cache.Cache(); len(got) != 6 || !maps.Equal(got, want) {
+		t.Errorf("client's cache %v, want the cache's %v (6 keys)", got, want)
 	}
 }

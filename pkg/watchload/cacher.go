@@ -162,8 +162,10 @@ var errCacheStopped = errors.New("watch cache reinitializing")
 //
 // A relist of the cache (its etcd watch compacted or failed for good)
 // ends every client's watch, as startCaching does, and empties the
-// history: clients watching again from an older revision are answered
-// 410 and relist from the cache. What the model leaves out: the cache's
+// history; the clients relist from the cache (client-go first watches
+// again and is answered 410, "too old resource version", since the new
+// history starts after its revision; the model's Reflector relists at
+// once after a watch that ended, reason watch-error). What the model leaves out: the cache's
 // snapshots for LISTs at an exact older revision (ListFromCacheSnapshot:
 // such LISTs are served at the cache's revision here), the per-watcher
 // buffers of 100 events and the termination of watchers too slow to take
