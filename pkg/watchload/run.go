@@ -63,6 +63,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	s := NewSession(t, time.Now(), o.Logf)
+	s.onPhase = o.OnPhase
 	defer s.Close()
 	s.SampleSelf(ctx)
 	logf := s.logf

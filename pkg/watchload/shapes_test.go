@@ -99,8 +99,7 @@ func TestCacheRequestShapes(t *testing.T) {
 	o.HoldBack, o.Defragment, o.CompactionInterval = 0, false, -1
 	o.Watchers, o.WatchResources = 8, []string{watchload.ResourcePods, watchload.ResourceConfigMaps}
 	o.ConsistentListRate = 2
-	o.ProgressInterval = 20 * time.Millisecond
-	o.OnProgress = func(pr watchload.Progress) { p.SetPhase(pr.Phase) }
+	o.OnPhase = p.SetPhase
 	res, err := watchload.Run(t.Context(), tg, o)
 	if err != nil {
 		t.Fatal(err)
