@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubestore/etcdkit/internal/etcdtest"
@@ -21,20 +22,12 @@ import (
 // count), every five minutes a consistency check of the cache, which
 // passes, then fails once an item the cache holds is not etcd's.
 func TestResourceChores(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	c := etcdtest.NewClient(t, srv)
-	prefix := "/registry/pods/"
-	putKeys(t, c, prefix, 0, 3)
-	env := NewEnv(time.Now(), 1024, 1, nil)
-	stream := NewStream(0, 0, c, "")
-	wc := newWatchCache(env, ReflectorOptions{Resource: ResourcePods, Prefix: prefix, Stream: stream}, false)
+	c, env, prefix := podsFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	wg.Add(1)
-	go func() { defer wg.Done(); wc.Reflector().Run(ctx) }()
-	go wc.runRequester(ctx)
-	<-wc.Reflector().Synced()
+	stream := NewStream(0, 0, c, "")
+	wc := runWatchCache(ctx, &wg, env, ReflectorOptions{Prefix: prefix, Stream: stream}, true)
 
 	clk := clocktesting.NewFakeClock(time.Now())
 	var mu sync.Mutex
@@ -96,23 +89,17 @@ func TestResourceChores(t *testing.T) {
 // client's watch; the client relists from the cache, without a request to
 // etcd, and holds the cache's state at the end.
 func TestCacheRelistEndsServedWatches(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	c := etcdtest.NewClient(t, srv)
-	prefix := "/registry/pods/"
-	putKeys(t, c, prefix, 0, 3)
-	env := NewEnv(time.Now(), 1024, 1, nil)
-	stream := NewStream(0, 0, c, "")
-	wc := newWatchCache(env, ReflectorOptions{ID: 1, Resource: ResourcePods, Prefix: prefix, Stream: stream}, false)
-	client := NewReflector(env, ReflectorOptions{ID: 0, Resource: ResourcePods, Prefix: prefix, Stream: stream, servedBy: wc,
-		Rand: func() float64 { return 0 }})
+	c, env, prefix := podsFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	for _, r := range []*Reflector{wc.Reflector(), client} {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.Run(ctx) }()
-		<-r.Synced()
-	}
+	stream := NewStream(0, 0, c, "")
+	wc := runWatchCache(ctx, &wg, env, ReflectorOptions{ID: 1, Prefix: prefix, Stream: stream}, false)
+	client := NewReflector(env, ReflectorOptions{ID: 0, Resource: ResourcePods, Prefix: prefix, Stream: stream, servedBy: wc,
+		Rand: func() float64 { return 0 }})
+	wg.Add(1)
+	go func() { defer wg.Done(); client.Run(ctx) }()
+	<-client.Synced()
 	if l := client.Lists()[0]; l.Pages != 0 || l.Objects != 3 {
 		t.Fatalf("client's list %+v: want the 3 keys from the cache, no page from etcd", l)
 	}
@@ -143,4 +130,29 @@ func TestCacheRelistEndsServedWatches(t *testing.T) {
 	if got, want := client.Cache(), cache.Cache(); len(got) != 6 || !maps.Equal(got, want) {
 		t.Errorf("client's cache %v, want the cache's %v (6 keys)", got, want)
 	}
+}
+
+// podsFixture starts an etcd holding 3 keys under /registry/pods/ and
+// returns a client, an Env without a recorder and the prefix.
+func podsFixture(t *testing.T) (*clientv3.Client, *Env, string) {
+	t.Helper()
+	c := etcdtest.NewClient(t, etcdtest.RunEtcd(t))
+	prefix := "/registry/pods/"
+	putKeys(t, c, prefix, 0, 3)
+	return c, NewEnv(time.Now(), 1024, 1, nil), prefix
+}
+
+// runWatchCache makes the pods watch cache with options o, runs its
+// reflector under ctx (counted in wg) and, with requester, its progress
+// requester, and waits until it has listed.
+func runWatchCache(ctx context.Context, wg *sync.WaitGroup, env *Env, o ReflectorOptions, requester bool) *watchCache {
+	o.Resource = ResourcePods
+	wc := newWatchCache(env, o, false)
+	wg.Add(1)
+	go func() { defer wg.Done(); wc.Reflector().Run(ctx) }()
+	if requester {
+		go wc.runRequester(ctx)
+	}
+	<-wc.Reflector().Synced()
+	return wc
 }

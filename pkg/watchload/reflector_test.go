@@ -225,25 +225,11 @@ func TestPagerFallsBackToFullList(t *testing.T) {
 // progressRequester, shows the cache is fresh; without the requester it
 // falls back to etcd.
 func TestConsistentReadWaitsForProgress(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	c := etcdtest.NewClient(t, srv)
-	prefix := "/registry/pods/"
-	putKeys(t, c, prefix, 0, 3)
-	env := NewEnv(time.Now(), 1024, 1, nil)
+	c, env, prefix := podsFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	start := func(stream *Stream, requester bool) *watchCache {
-		wc := newWatchCache(env, ReflectorOptions{Resource: "pods", Prefix: prefix, Stream: stream}, false)
-		wg.Add(1)
-		go func() { defer wg.Done(); wc.Reflector().Run(ctx) }()
-		if requester {
-			go wc.runRequester(ctx)
-		}
-		<-wc.Reflector().Synced()
-		return wc
-	}
-	wc := start(NewStream(0, 0, c, ""), true)
+	wc := runWatchCache(ctx, &wg, env, ReflectorOptions{Prefix: prefix, Stream: NewStream(0, 0, c, "")}, true)
 	putKeys(t, c, "/registry/configmaps/", 0, 1) // etcd moves on, the pods cache sees nothing
 
 	cr := newConsistentReader(env, []*watchCache{wc})
@@ -259,7 +245,8 @@ func TestConsistentReadWaitsForProgress(t *testing.T) {
 		t.Errorf("%d reads of the current revision, want 1", n)
 	}
 
-	noReq := start(NewStream(1, 0, c, ""), false) // a stream of its own: wc's requests do not reach it
+	// A stream of its own: wc's requests do not reach it.
+	noReq := runWatchCache(ctx, &wg, env, ReflectorOptions{Prefix: prefix, Stream: NewStream(1, 0, c, "")}, false)
 	noReq.timeout = 300 * time.Millisecond
 	putKeys(t, c, "/registry/configmaps/", 1, 2)
 	cr = newConsistentReader(env, []*watchCache{noReq})
