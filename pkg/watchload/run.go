@@ -227,7 +227,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	if o.Profile == ProfileAPIServerCache {
-		wl.UseWatchCache(cacheRevisions(refls))
+		wl.UseWatchCache(cacheRevisions(caches))
 	}
 
 	chores := runChores(s.watchers.Context(), o, watchTopo, caches, logf)
@@ -336,30 +336,18 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	return res, nil
 }
 
-// cacheRevisions returns the revision up to which the model's watch cache
-// of a resource has applied etcd's events, or false when no watcher
-// watches it. Upstream has one cacher per resource; the model's stand-in
-// is the first of refls (apiserver-cache watchers) of that resource that
-// is not held back (a hold is a fault the model injects on a client, not
-// on the cacher), or the first if all are. What it has seen when a write
-// starts stands for what kube-apiserver's cacher had seen
-// (KubernetesWorkload.UseWatchCache).
-func cacheRevisions(refls []*Reflector) func(resource string) (int64, bool) {
-	by := map[string][]*Reflector{}
-	for _, r := range refls {
-		by[r.Options().Resource] = append(by[r.Options().Resource], r)
-	}
+// cacheRevisions returns, for each resource, the revision its watch cache
+// has seen (its resourceVersion, moved by events and progress
+// notifications), or false when kube-apiserver keeps no cache of it: the
+// cache's object when a write starts is the one kube-apiserver's
+// GuaranteedUpdate and Delete start from (KubernetesWorkload.UseWatchCache).
+func cacheRevisions(caches map[string]*watchCache) func(resource string) (int64, bool) {
 	return func(resource string) (int64, bool) {
-		rs := by[resource]
-		if len(rs) == 0 {
+		wc := caches[resource]
+		if wc == nil {
 			return 0, false
 		}
-		for _, r := range rs {
-			if !r.isHeld() {
-				return r.LastRevision(), true
-			}
-		}
-		return rs[0].LastRevision(), true
+		return wc.rv.Load(), true
 	}
 }
 

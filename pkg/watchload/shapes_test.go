@@ -280,6 +280,9 @@ func TestCacheRequestShapes(t *testing.T) {
 	o.HoldBack, o.Defragment, o.CompactionInterval = 0, false, -1
 	o.Watchers, o.WatchResources = 8, []string{watchload.ResourcePods, watchload.ResourceConfigMaps}
 	o.ConsistentListRate = 2
+	// Creates of pods only, which read nothing before they write: every
+	// read of a key is a consistent read's.
+	o.Mix, o.ResourceMix = watchload.Mix{CreatePercent: 100}, watchload.ResourceMix{PodsPercent: 100}
 	o.OnPhase = p.SetPhase
 	res, err := watchload.Run(t.Context(), tg, o)
 	if err != nil {
