@@ -72,6 +72,18 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// TestCompareProgressNote: more progress requests from kube-apiserver
+// than from the model (the watch cache on) are explained by its count
+// polls of every cached resource.
+func TestCompareProgressNote(t *testing.T) {
+	model := []report.EtcdRequests{{Phase: "steady", Method: "Watch", Kind: "progress", Requests: 3}}
+	real := []report.EtcdRequests{{Phase: "released", Method: "Watch", Kind: "progress", Requests: 130}}
+	rows := Compare(model, real)
+	if len(rows) != 1 || !strings.Contains(rows[0].Note, "startObservingCount") {
+		t.Errorf("rows %+v: want the progress row explained by kube-apiserver's count polls", rows)
+	}
+}
+
 func TestSelectSettings(t *testing.T) {
 	all, err := SelectSettings(nil)
 	if err != nil || len(all) != 4 {

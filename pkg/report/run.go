@@ -241,6 +241,10 @@ type ListAttempt struct {
 type Relist struct {
 	Watcher  int    `json:"watcher"`  // the watcher's id
 	Resource string `json:"resource"` // the resource it watches
+	// Cache is true when the watcher is a watch cache (WatcherStats.Cache),
+	// whose relists read etcd; a watcher served by a cache relists from
+	// the cache (etcd sees at most a consistent read's current revision).
+	Cache bool `json:"cache,omitempty"`
 	// Reason is what forced it: "compacted", "watch-error", "list-error".
 	Reason string `json:"reason"`
 	// FromRevision is the revision the failed watch asked for;
@@ -456,6 +460,10 @@ type WatcherStats struct {
 	LastRevision     int64  `json:"lastRevision"`     // its last revision (lastSyncResourceVersion)
 	CacheObjects     int    `json:"cacheObjects"`     // objects in its cache at the end
 	HeldBack         bool   `json:"heldBack"`         // whether it was held back
+	// Cache is true for kube-apiserver's watch cache of the resource
+	// (profile apiserver-cache), which the watchers of the resource read
+	// from: its ID follows the watchers'.
+	Cache bool `json:"cache,omitempty"`
 }
 
 // Interval is one second of a run, from the start of the writes.

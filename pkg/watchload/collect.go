@@ -77,11 +77,7 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 		res.Delivery.Events += st.Events
 		unverified += st.Unverified
 		missing += st.PrevKVMissing
-		res.Watchers = append(res.Watchers, report.WatcherStats{
-			ID: ro.ID, Resource: ro.Resource, Stream: ro.Stream.ID, Connection: ro.Stream.Conn, Events: st.Events,
-			Lists: st.Lists, Sessions: st.Sessions, ProgressNotifies: st.ProgressNotifies, LastRevision: r.LastRevision(),
-			CacheObjects: st.CacheObjects, HeldBack: st.HeldBack,
-		})
+		res.Watchers = append(res.Watchers, watcherStats(r, st, false))
 		for i, l := range r.Lists() {
 			if i == 0 {
 				res.InitialLists.Count++
@@ -92,6 +88,21 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 				continue
 			}
 			res.Relists = append(res.Relists, relistReport(ro, l))
+		}
+	}
+	// The watch caches: validated like the watchers, their relists are
+	// etcd's; their events and lists count apart from the watchers'.
+	if s.caches != nil {
+		for _, r := range s.caches.Reflectors {
+			st := r.Stats()
+			unverified += st.Unverified
+			missing += st.PrevKVMissing
+			res.Watchers = append(res.Watchers, watcherStats(r, st, true))
+			for _, l := range r.Lists()[min(1, len(r.Lists())):] {
+				rl := relistReport(r.Options(), l)
+				rl.Cache = true
+				res.Relists = append(res.Relists, rl)
+			}
 		}
 	}
 	res.InitialLists.Latency = initial.summary()
@@ -115,6 +126,11 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 	}
 	if err := s.watchers.CompareCaches(ctx, admin, env.Violations); err != nil {
 		return err
+	}
+	if s.caches != nil {
+		if err := s.caches.CompareCaches(ctx, admin, env.Violations); err != nil {
+			return err
+		}
 	}
 
 	unrecordedWrites(env)
@@ -149,6 +165,17 @@ func unrecordedWrites(env *Env) {
 	for _, rev := range missed {
 		env.Violations.Add(Violation{Watcher: -1, Kind: ViolationUnrecorded, Revision: rev,
 			Detail: "etcd acknowledged a write at this revision; the recorder never saw it"})
+	}
+}
+
+// watcherStats reports a stopped reflector: a watcher, or (cache) a watch
+// cache's.
+func watcherStats(r *Reflector, st ReflectorStats, cache bool) report.WatcherStats {
+	ro := r.Options()
+	return report.WatcherStats{
+		ID: ro.ID, Resource: ro.Resource, Stream: ro.Stream.ID, Connection: ro.Stream.Conn, Events: st.Events,
+		Lists: st.Lists, Sessions: st.Sessions, ProgressNotifies: st.ProgressNotifies, LastRevision: r.LastRevision(),
+		CacheObjects: st.CacheObjects, HeldBack: st.HeldBack, Cache: cache,
 	}
 }
 

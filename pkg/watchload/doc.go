@@ -20,8 +20,11 @@
 //     (pods, configmaps and events on leases, with kube-apiserver's
 //     transactions) or RawWorkload (plain puts, as etcd's benchmark).
 //   - Recorder: the history every watch is validated against.
-//   - The consistent reader and progress requester (cacher.go, Run only):
-//     consistent LISTs served from watch caches (KEP-2340).
+//   - Watch caches (cacher.go, Run only): kube-apiserver's watch cache of
+//     one resource, filled by a Reflector and serving its watchers'
+//     LISTs and WATCHes in-process; its progress requester; the
+//     consistent reader, extra consistent LISTs served from the caches
+//     (KEP-2340).
 //   - Session: one load assembled from these parts against one Target
 //     (session.go): the epoch, the connections, the recorder, the Env, the
 //     watchers and the writers, with each phase a method; collect.go turns
@@ -51,15 +54,26 @@
 // cache.go (events applied, prevKV checked) and hold.go (the broken
 // connection that holds a watcher back).
 //
-// ProfileAPIServerCache is kube-apiserver's watch cache of one resource
-// (k8s.io/apiserver/pkg/storage/cacher): pages of 10,000 always read at
-// the latest revision (its listerWatcher drops the resourceVersion), one
-// watch with prevKV and progress notifications on a stream marked
-// source=cache, watch errors other than compaction retried by watching
-// again for up to 30 s, a fixed one-second pause before relisting, and
-// consistent LISTs that get etcd's current revision, wait until the cache
-// has seen it while a progress requester asks for progress notifications
-// every 100 ms, and fall back to etcd after 3 seconds.
+// ProfileAPIServerCache is kube-apiserver with its watch cache on
+// (k8s.io/apiserver/pkg/storage/cacher): the watchers are the same client
+// informers, and kube-apiserver keeps one watch cache per cached resource
+// (pods, configmaps; events have watch cache size 0 and are not cached),
+// each a Reflector of its own against etcd on the resource's stream
+// (kube-apiserver gives each resource's storage its own etcd client):
+// pages of 10,000 always read at the latest revision (its listerWatcher
+// drops the resourceVersion), one watch with prevKV that never times out,
+// watch errors other than compaction retried by watching again for up to
+// 30 s, a fixed one-second pause before relisting. The watchers of a
+// cached resource list and watch from its cache in-process; etcd sees for
+// each only a consistent read's current revision (one key, limit 1), the
+// progress requests (every 100 ms, on the cache's stream) while the read
+// waits for the cache, and a LIST from etcd if it waited 3 s in vain.
+// Watchers of events reach etcd as informers do. A watcher held back
+// across a compaction resumes from its cache's history (75 s of events),
+// so it does not relist, as a client of a real kube-apiserver with the
+// cache on. `--watchers` counts the informers; the caches follow them in
+// results (WatcherStats.Cache), validated and compared with etcd like
+// them.
 //
 // # Writes
 //

@@ -94,6 +94,11 @@ type Options struct {
 	// OnProgress, if set, is called about every ProgressInterval with a
 	// live view of the run; it must not block.
 	OnProgress func(Progress)
+	// OnPhase, if set, is called with the name of each phase of the run
+	// (seeding, syncing, writing, confirming) as the run enters it, on the
+	// run's goroutine, before the phase's first request: what etcd sees
+	// can be told apart by phase exactly. It must not block.
+	OnPhase func(phase string)
 	// ProgressInterval defaults to 500 ms.
 	ProgressInterval time.Duration
 	// Hooks are given to every reflector.

@@ -22,17 +22,24 @@ const (
 	// between iterations (client-go tools/cache/reflector.go,
 	// tools/pager/pager.go).
 	ProfileInformer Profile = "informer"
-	// ProfileAPIServerCache is kube-apiserver's watch cache of one
-	// resource (the cacher): its reflector LISTs in pages of 10,000 at the
-	// latest revision whatever resourceVersion it asks for (its
-	// listerWatcher drops it), keeps one WATCH per resource with prevKV
-	// and progress notifications on a stream of its own, watches again
-	// after watch errors other than compaction for up to 30 s
-	// (MaxInternalErrorRetryDuration), restarts one second after the
-	// watch ends otherwise, and serves consistent LISTs from the
-	// cache once a progress notification shows the cache is fresh
-	// (KEP-2340; k8s.io/apiserver/pkg/storage/cacher/cacher.go,
-	// lister_watcher.go, watch_cache.go, progress/watch_progress.go).
+	// ProfileAPIServerCache is kube-apiserver with its watch cache on
+	// (k8s.io/apiserver/pkg/storage/cacher). A run of this profile makes
+	// one watch cache per cached resource and serves the watchers
+	// (client-go informers, as ProfileInformer) from the caches
+	// in-process: etcd sees each cache's reflector (LIST in pages of
+	// 10,000 at the latest revision, whatever resourceVersion it asks for,
+	// since its listerWatcher drops it; one WATCH with prevKV that never
+	// times out, watched again after watch errors other than compaction
+	// for up to 30 s, relisted one second after it fails otherwise) and,
+	// for each watcher, only what the cache cannot serve: a consistent
+	// LIST's read of etcd's current revision, the progress requests while
+	// it waits for the cache, and a LIST from etcd when the wait times out
+	// (KEP-2340; cacher/cacher.go, delegator.go, lister_watcher.go,
+	// watch_cache.go, progress/watch_progress.go). Events are not cached
+	// (kube-apiserver gives them watch cache size 0,
+	// k8s.io/kubernetes/pkg/kubeapiserver/default_storage_factory_builder.go),
+	// so events watchers reach etcd as with ProfileInformer. A Reflector
+	// of this profile is one watch cache's reflector.
 	ProfileAPIServerCache Profile = "apiserver-cache"
 )
 
@@ -66,7 +73,14 @@ const (
 // its last revision without listing.
 const DefaultMinWatchTimeout = 5 * time.Minute
 
-// SourceCache is the gRPC "source" metadata of the cacher's watches.
+// SourceCache is the gRPC "source" metadata kube-apiserver gave its watch
+// caches' watches and progress requests while SeparateCacheWatchRPC was on
+// (1.28 to 1.32); the gate is off since 1.33 and locked off since 1.36
+// (k8s.io/apiserver/pkg/features/kube_features.go), so the caches of
+// ProfileAPIServerCache carry none: each resource's storage has an etcd
+// client of its own instead (storagebackend/factory/etcd3.go
+// newETCD3Storage), and a progress request reaches only that resource's
+// watches.
 const SourceCache = "cache"
 
 // profileSpec is what distinguishes the profiles' list/watch behaviour.
@@ -90,12 +104,18 @@ type profileSpec struct {
 	internalErrorRetry time.Duration
 	// delayer makes the pause between ListAndWatch iterations.
 	delayer func(clk clock.Clock, rnd func() float64) Delayer
+	// noWatchTimeout: the watch never ends on its own. The cacher's
+	// listerWatcher drops the reflector's timeoutSeconds and watches with
+	// context.Background() (cacher/lister_watcher.go Watch), so its etcd
+	// watch lives until it fails; a client's watch through kube-apiserver
+	// ends after 5 to 10 minutes (DefaultMinWatchTimeout).
+	noWatchTimeout bool
 }
 
 func (p Profile) spec() profileSpec {
 	if p == ProfileAPIServerCache {
 		return profileSpec{
-			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, source: SourceCache,
+			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, noWatchTimeout: true,
 			internalErrorRetry: 30 * time.Second,
 			delayer:            func(clock.Clock, func() float64) Delayer { return FixedDelay(cacherRestartPeriod) },
 		}
@@ -109,8 +129,15 @@ func (p Profile) spec() profileSpec {
 }
 
 // Source returns the gRPC "source" metadata of the profile's watch
-// streams: "cache" for the cacher, empty for informers.
+// streams: empty for both profiles since kube-apiserver 1.36 (see
+// SourceCache).
 func (p Profile) Source() string { return p.spec().source }
 
 // DefaultPageSize returns the profile's LIST page size.
 func (p Profile) DefaultPageSize() int64 { return p.spec().pageSize }
+
+// Cached reports whether kube-apiserver keeps a watch cache of resource,
+// one of Resources: pods and configmaps yes, events no (watch cache size 0:
+// k8s.io/kubernetes/pkg/kubeapiserver/default_storage_factory_builder.go
+// NewStorageFactoryConfig, so every events LIST and WATCH reaches etcd).
+func Cached(resource string) bool { return resource != ResourceEvents }

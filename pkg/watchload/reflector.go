@@ -109,6 +109,12 @@ type ReflectorOptions struct {
 	NoPrevKV, NoProgressNotify bool
 	// Hooks observe the reflector.
 	Hooks ReflectorHooks
+
+	// servedBy, if set, is the watch cache that serves the reflector's
+	// LISTs and WATCHes in-process, as kube-apiserver serves a client's
+	// from its watch cache (watchCache.getList and watch); Stream is then
+	// the cache's, for its consistent reads and progress requests.
+	servedBy *watchCache
 }
 
 // Reflector is one list/watch client of one resource, modelled on the
@@ -149,6 +155,13 @@ type Reflector struct {
 	conn    *holdClient // the stream's client, which Hold breaks
 	storage *store      // kube-apiserver's etcd3 store behind the lists
 	cache   *cache
+	// sink, if set, is the watch cache this reflector fills: a
+	// ProfileAPIServerCache reflector tells it of every list and every
+	// watch response it has applied (newWatchCache).
+	sink *watchCache
+	// untimed: the reflector times no deliveries (a watch cache's: its
+	// clients time theirs).
+	untimed bool
 
 	lastSync        watermark // lastSyncResourceVersion; 0 before the first list
 	unavailable     bool      // isLastSyncResourceVersionUnavailable
@@ -206,6 +219,9 @@ func NewReflector(env *Env, o ReflectorOptions) *Reflector {
 	if o.Stream != nil {
 		member, client = o.Stream.Member, o.Stream.Client
 	}
+	if o.servedBy != nil {
+		client = cacheClient{o.servedBy}
+	}
 	r.conn = newHoldClient(client, func() { r.setPhase(PhaseHeld) })
 	r.storage = &store{stream: o.Stream, client: r.conn, prefix: o.Prefix}
 	r.lat = newWatchTiming(env.timing, member)
@@ -231,6 +247,9 @@ func (r *Reflector) Run(ctx context.Context) {
 	var pause time.Duration
 	for ctx.Err() == nil {
 		r.setPhase(PhaseList)
+		if r.sink != nil {
+			r.sink.listing()
+		}
 		rec := r.list(ctx, reason, failed, pause)
 		if ctx.Err() != nil {
 			return
@@ -324,6 +343,9 @@ func (r *Reflector) list(ctx context.Context, reason string, failed *CompactedEr
 		rec.Revision, rec.Pages, rec.Objects, rec.Bytes = att.Revision, att.Pages, att.Objects, att.Bytes
 		r.cache.replace(res.items)
 		r.advance(att.Revision, true)
+		if r.sink != nil {
+			r.sink.replaced(res.items, att.Revision)
+		}
 	}
 	rec.Duration = r.env.Since() - rec.At
 	r.mu.Lock()
@@ -352,8 +374,12 @@ func (r *Reflector) listAt(ctx context.Context, rv string) pagedList {
 
 // listPage is the reflector's listerWatcher: the cacher's drops the
 // resourceVersion, so that it always lists the latest
-// (k8s.io/apiserver/pkg/storage/cacher/lister_watcher.go).
+// (k8s.io/apiserver/pkg/storage/cacher/lister_watcher.go); a client of a
+// watch cache lists from the cache.
 func (r *Reflector) listPage(ctx context.Context, opts listOptions) (listPage, error) {
+	if r.o.servedBy != nil {
+		return r.o.servedBy.getList(ctx, opts)
+	}
 	if r.spec.listIgnoresRV {
 		opts.resourceVersion = ""
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -220,27 +221,18 @@ func TestPagerFallsBackToFullList(t *testing.T) {
 
 // TestConsistentReadWaitsForProgress makes etcd's revision move without an
 // event for the cache's prefix: a consistent read is then served from the
-// cache only once a progress notification, requested by the stream's
+// cache only once a progress notification, requested by the cache's
 // progressRequester, shows the cache is fresh; without the requester it
 // falls back to etcd.
 func TestConsistentReadWaitsForProgress(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	c := etcdtest.NewClient(t, srv)
-	prefix := "/registry/pods/"
-	putKeys(t, c, prefix, 0, 3)
-	env := NewEnv(time.Now(), 1024, 1, nil)
-	stream := NewStream(0, 0, c, SourceCache)
-	cache := NewReflector(env, ReflectorOptions{Profile: ProfileAPIServerCache, Resource: "pods", Prefix: prefix, Stream: stream})
+	c, env, prefix := podsFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); cache.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	<-cache.Synced()
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wc := runWatchCache(ctx, &wg, env, ReflectorOptions{Prefix: prefix, Stream: NewStream(0, 0, c, "")}, true)
 	putKeys(t, c, "/registry/configmaps/", 0, 1) // etcd moves on, the pods cache sees nothing
 
-	req := newProgressRequester(stream, nil)
-	go req.Run(ctx)
-	cr := newConsistentReader(env, []*Reflector{cache}, map[*Stream]*progressRequester{stream: req}, DefaultPageSize)
+	cr := newConsistentReader(env, []*watchCache{wc})
 	cr.Run(ctx, 10, 50*time.Millisecond) // one request
 	got := cr.Result()
 	if got.Requests != 1 || got.ServedFromCache != 1 || got.Fallbacks != 0 || got.ProgressRequests < 1 {
@@ -249,12 +241,17 @@ func TestConsistentReadWaitsForProgress(t *testing.T) {
 	if got.ReadWait.MaxMs >= 3000 {
 		t.Errorf("read wait %.1f ms, want below the 3 s timeout", got.ReadWait.MaxMs)
 	}
+	if n := wc.currentReads.Load(); n != 1 {
+		t.Errorf("%d reads of the current revision, want 1", n)
+	}
 
-	putKeys(t, c, "/registry/configmaps/", 1, 2)
-	noReq := newConsistentReader(env, []*Reflector{cache}, nil, DefaultPageSize)
+	// A stream of its own: wc's requests do not reach it.
+	noReq := runWatchCache(ctx, &wg, env, ReflectorOptions{Prefix: prefix, Stream: NewStream(1, 0, c, "")}, false)
 	noReq.timeout = 300 * time.Millisecond
-	noReq.Run(ctx, 10, 50*time.Millisecond)
-	if got := noReq.Result(); got.Requests != 1 || got.Fallbacks != 1 || got.ServedFromCache != 0 {
+	putKeys(t, c, "/registry/configmaps/", 1, 2)
+	cr = newConsistentReader(env, []*watchCache{noReq})
+	cr.Run(ctx, 10, 50*time.Millisecond)
+	if got := cr.Result(); got.Requests != 1 || got.Fallbacks != 1 || got.ServedFromCache != 0 || got.ProgressRequests != 0 {
 		t.Errorf("without progress requests: %+v, want one fallback to etcd", got)
 	}
 }

@@ -41,7 +41,10 @@ func (r *Reflector) watch(ctx context.Context) (string, *CompactedError) {
 	retry := retryWithDeadline{maxRetryDuration: r.spec.internalErrorRetry, minResetPeriod: time.Minute, clock: r.clock}
 	for {
 		from := r.lastSync.Load() + 1
-		timeout := r.o.MinWatchTimeout + time.Duration(r.rand()*float64(r.o.MinWatchTimeout))
+		var timeout time.Duration // none: the cacher's watch
+		if !r.spec.noWatchTimeout {
+			timeout = r.o.MinWatchTimeout + time.Duration(r.rand()*float64(r.o.MinWatchTimeout))
+		}
 		err := r.handleWatch(ctx, from, timeout)
 		r.mu.Lock()
 		r.watchEnd = err
@@ -75,7 +78,7 @@ func (r *Reflector) watch(ctx context.Context) (string, *CompactedError) {
 }
 
 // handleWatch runs one watch from revision from, which ends after timeout
-// (client-go tools/cache/reflector.go handleWatch). While the connection
+// (0: never; client-go tools/cache/reflector.go handleWatch). While the connection
 // is held, the Watch call waits for Release.
 func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Duration) error {
 	wctx, cancel := context.WithCancel(r.o.Stream.Context(ctx))
@@ -108,17 +111,19 @@ func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Du
 	r.mu.Unlock()
 	r.sessions.Add(1)
 
-	timer := r.clock.NewTimer(timeout)
-	defer timer.Stop()
 	var timedOut atomic.Bool
-	go func() {
-		select {
-		case <-timer.C():
-			timedOut.Store(true)
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
+	if timeout > 0 {
+		timer := r.clock.NewTimer(timeout)
+		defer timer.Stop()
+		go func() {
+			select {
+			case <-timer.C():
+				timedOut.Store(true)
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
 	r.val.startSession(from)
 	for resp := range wch {
 		at := r.env.timing.now()
@@ -146,6 +151,9 @@ func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Du
 			r.progressNotifies.Add(1)
 			r.val.progress(resp.Header.Revision)
 			r.advance(resp.Header.Revision, false)
+			if r.sink != nil {
+				r.sink.progress(resp.Header.Revision)
+			}
 			continue
 		}
 		r.val.events(resp.Events)
@@ -155,12 +163,19 @@ func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Du
 		}
 		for _, ev := range resp.Events {
 			rev := ev.Kv.ModRevision
-			r.lat.event(rev, at)
+			if !r.untimed {
+				r.lat.event(rev, at)
+			}
 			last = max(last, rev)
 		}
-		r.lat.retry()
+		if !r.untimed {
+			r.lat.retry()
+		}
 		r.events.Add(int64(len(resp.Events)))
 		r.advance(last, false)
+		if r.sink != nil {
+			r.sink.events(resp.Events, last)
+		}
 	}
 	switch {
 	case r.conn.endWatch(wch):

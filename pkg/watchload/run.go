@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	s := NewSession(t, time.Now(), o.Logf)
+	s.onPhase = o.OnPhase
 	defer s.Close()
 	s.SampleSelf(ctx)
 	logf := s.logf
@@ -137,7 +139,49 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			}
 		}()
 	}
+	// The history recorder, the Env and the watchers' connections; with
+	// the watch cache, the caches too: they start before the seeding, as
+	// kube-apiserver's exist before any client writes, and so watch the
+	// seeding. The recorder starts at the next revision: every watch
+	// starts at or after it.
+	pinned := ""
+	if o.PinConnections {
+		pinned = ", each pinned to one member"
+	}
+	total := int64(o.WriteRate * o.Duration.Seconds())
+	var rec *Recorder
+	var env *Env
+	var watchTopo *Topology
+	var caches map[string]*watchCache
+	startWatching := func(from int64) error {
+		if rec, err = s.StartRecorder(dialCtx, wl.Prefixes(), o.Prefix+"/", from); err != nil {
+			return err
+		}
+		env = s.NewEnv(total+1024, o.WriterConcurrency)
+		if o.PinConnections {
+			env.timing.setMembers(len(t.Endpoints))
+		}
+		if watchTopo, err = s.ConnectWatchers(ctx, o.Connections, o.Streams, o.Profile.Source(), o.PinConnections); err != nil {
+			return err
+		}
+		if o.Profile != ProfileAPIServerCache {
+			return nil
+		}
+		logf("starting the watch caches of %s (LIST pages of %d, WATCH with prevKV) on %d streams over %d connections%s",
+			strings.Join(o.WatchResources, ", "), o.PageSize, o.Streams, o.Connections, pinned)
+		caches, err = s.StartCaches(ctx, o.WatchResources, func(k int, resource string) ReflectorOptions {
+			return ReflectorOptions{ID: o.Watchers + k, Profile: ProfileAPIServerCache, Resource: resource,
+				Prefix: ResourcePrefix(o.Prefix, resource), Stream: resourceStream(watchTopo, o.WatchResources, resource),
+				PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+		}, watchListClient, o.SyncTimeout)
+		return err
+	}
 	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
+	if o.Profile == ProfileAPIServerCache {
+		if err := startWatching(startRev + 1); err != nil {
+			return nil, err
+		}
+	}
 	logf("seeding %d pods, %d configmaps, %d events under %s/", o.Objects, o.ConfigMaps, o.Events, o.Prefix)
 	if err := s.Seed(ctx, wl, o.WriterConcurrency); err != nil {
 		if errors.Is(err, ErrObjectExists) {
@@ -145,45 +189,48 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		}
 		return nil, fmt.Errorf("seed objects: %w", err)
 	}
-
-	// The history recorder, from the next revision on: every watcher
-	// lists at or after it.
-	cur, err := currentRevision(ctx, admin, o.Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("read the current revision: %w", err)
-	}
-	rec, err := s.StartRecorder(dialCtx, wl.Prefixes(), o.Prefix+"/", cur+1)
-	if err != nil {
-		return nil, err
-	}
-	total := int64(o.WriteRate * o.Duration.Seconds())
-	env := s.NewEnv(total+1024, o.WriterConcurrency)
-	if o.PinConnections {
-		env.timing.setMembers(len(t.Endpoints))
+	if o.Profile != ProfileAPIServerCache {
+		cur, err := currentRevision(ctx, admin, o.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("read the current revision: %w", err)
+		}
+		if err := startWatching(cur + 1); err != nil {
+			return nil, err
+		}
 	}
 
-	watchTopo, err := s.ConnectWatchers(ctx, o.Connections, o.Streams, o.Profile.Source(), o.PinConnections)
-	if err != nil {
-		return nil, err
-	}
 	s.SetPhase("syncing")
-	pinned := ""
-	if o.PinConnections {
-		pinned = ", each pinned to one member"
+	if o.Profile == ProfileAPIServerCache {
+		logf("starting %d informers of %s, served by the watch caches of %d resources (events are not cached)",
+			o.Watchers, strings.Join(o.WatchResources, ", "), len(caches))
+	} else {
+		logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
+			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
 	}
-	logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
-		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
 	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
 		resource := o.WatchResources[i%len(o.WatchResources)]
-		return ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
+		ro := ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
 			Stream: stream, PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+		if o.Profile == ProfileAPIServerCache {
+			// Client informers through kube-apiserver: served by the
+			// resource's watch cache, or, for a resource it does not
+			// cache, from etcd on the resource's client.
+			ro.Profile, ro.PageSize = ProfileInformer, 0
+			ro.Stream = resourceStream(watchTopo, o.WatchResources, resource)
+			if wc := caches[resource]; wc != nil {
+				ro.servedBy = wc
+			}
+		}
+		return ro
 	}, o.StartConcurrency, o.SyncTimeout)
 	if err != nil {
 		return nil, err
 	}
 	if o.Profile == ProfileAPIServerCache {
-		wl.UseWatchCache(cacheRevisions(refls))
+		wl.UseWatchCache(cacheRevisions(caches))
 	}
+
+	chores := runChores(s.watchers.Context(), o, watchTopo, caches, logf)
 
 	// The faults' probe connection and a connection to each member,
 	// opened while every member is up.
@@ -219,12 +266,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	var cr *consistentReader
 	var crWG sync.WaitGroup
 	if o.Profile == ProfileAPIServerCache && o.ConsistentListRate > 0 {
-		reqs := map[*Stream]*progressRequester{}
-		for _, st := range watchTopo.Streams {
-			reqs[st] = newProgressRequester(st, o.Clock)
-			go reqs[st].Run(s.watchers.Context())
-		}
-		cr = newConsistentReader(env, refls, reqs, DefaultPageSize)
+		cr = newConsistentReader(env, s.wcs)
 		crWG.Add(1)
 		go func() {
 			defer crWG.Done()
@@ -274,6 +316,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	res.Final.Revision, res.Final.CompactRevision = finalRev, maint.compacted
 	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
 	unsynced := s.Confirm(ctx, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
+	logChores(chores, logf)
 	s.Validate(ctx, o.ProgressRequestPeriod)
 	if size, err := memberSize(ctx, admin, t.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
@@ -293,30 +336,18 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	return res, nil
 }
 
-// cacheRevisions returns the revision up to which the model's watch cache
-// of a resource has applied etcd's events, or false when no watcher
-// watches it. Upstream has one cacher per resource; the model's stand-in
-// is the first of refls (apiserver-cache watchers) of that resource that
-// is not held back (a hold is a fault the model injects on a client, not
-// on the cacher), or the first if all are. What it has seen when a write
-// starts stands for what kube-apiserver's cacher had seen
-// (KubernetesWorkload.UseWatchCache).
-func cacheRevisions(refls []*Reflector) func(resource string) (int64, bool) {
-	by := map[string][]*Reflector{}
-	for _, r := range refls {
-		by[r.Options().Resource] = append(by[r.Options().Resource], r)
-	}
+// cacheRevisions returns, for each resource, the revision its watch cache
+// has seen (its resourceVersion, moved by events and progress
+// notifications), or false when kube-apiserver keeps no cache of it: the
+// cache's object when a write starts is the one kube-apiserver's
+// GuaranteedUpdate and Delete start from (KubernetesWorkload.UseWatchCache).
+func cacheRevisions(caches map[string]*watchCache) func(resource string) (int64, bool) {
 	return func(resource string) (int64, bool) {
-		rs := by[resource]
-		if len(rs) == 0 {
+		wc := caches[resource]
+		if wc == nil {
 			return 0, false
 		}
-		for _, r := range rs {
-			if !r.isHeld() {
-				return r.LastRevision(), true
-			}
-		}
-		return rs[0].LastRevision(), true
+		return wc.rv.Load(), true
 	}
 }
 
@@ -347,4 +378,39 @@ func currentRevision(ctx context.Context, c *clientv3.Client, prefix string) (in
 		return 0, err
 	}
 	return resp.Header.Revision, nil
+}
+
+// watchListClient is client-go's WatchListClient as the watchers of
+// ProfileAPIServerCache have it: on, its default since Kubernetes 1.35
+// (k8s.io/client-go/features/known_features.go), so that each watcher's
+// first list is a consistent read of its watch cache.
+const watchListClient = true
+
+// resourceStream is the stream of resource's etcd client: kube-apiserver
+// gives each resource's storage a client of its own
+// (k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go
+// newETCD3Storage), whose watches share one stream; resource k of
+// resources (without repeats) uses stream k mod the topology's streams.
+func resourceStream(topo *Topology, resources []string, resource string) *Stream {
+	var seen []string
+	for _, r := range resources {
+		if !slices.Contains(seen, r) {
+			seen = append(seen, r)
+		}
+	}
+	return topo.StreamFor(slices.Index(seen, resource))
+}
+
+// logChores logs what kube-apiserver's chores did, if anything.
+func logChores(chores []*resourceChores, logf func(string, ...any)) {
+	var polls, checks, mismatches, errs int64
+	for _, c := range chores {
+		polls += c.countPolls.Load()
+		checks += c.checks.Load()
+		mismatches += c.checkMismatches.Load()
+		errs += c.checkErrors.Load()
+	}
+	if polls+checks > 0 {
+		logf("kube-apiserver's own reads: %d object count polls, %d cache consistency checks (%d failed, %d errors)", polls, checks, mismatches, errs)
+	}
 }

@@ -26,6 +26,7 @@ import (
 //	StartRecorder        the history, from a revision on
 //	NewEnv               the Env, joining writes, events and the history
 //	ConnectWatchers      the watchers' connections and streams
+//	StartCaches          (apiserver-cache) the watch caches, waiting until each has listed
 //	StartWatchers        the reflectors, waiting until each has listed
 //	Write                the writers, open loop on their schedule
 //	Confirm              wait until the recorder and every watcher reached a revision
@@ -46,6 +47,9 @@ type Session struct {
 	logf  func(string, ...any)
 	self  *selfSampler
 	live  *liveState
+	// onPhase, if set, hears each phase as the Session enters it
+	// (Options.OnPhase).
+	onPhase func(string)
 
 	admin    *clientv3.Client
 	writers  *Topology
@@ -55,7 +59,9 @@ type Session struct {
 	env      *Env
 	watch    *Topology
 	watchers *ReflectorSet
-	refls    []*Reflector // watchers.Reflectors
+	refls    []*Reflector  // watchers.Reflectors
+	caches   *ReflectorSet // the watch caches' reflectors (StartCaches)
+	wcs      []*watchCache // the watch caches, in the order of caches
 
 	stopProgress func()
 	stopRecorder context.CancelFunc
@@ -99,12 +105,18 @@ func (s *Session) reportTarget() report.Target {
 // begins; watchers is the number of watchers planned. It runs until Close.
 func (s *Session) ReportProgress(ctx context.Context, onProgress func(Progress), interval time.Duration, watchers int, phase string) {
 	s.live.watchers = watchers
-	s.live.setPhase(phase)
+	s.SetPhase(phase)
 	s.stopProgress = s.live.report(ctx, onProgress, interval)
 }
 
-// SetPhase names what the Session does from now on, for the live view.
-func (s *Session) SetPhase(phase string) { s.live.setPhase(phase) }
+// SetPhase names what the Session does from now on, for the live view
+// and its onPhase.
+func (s *Session) SetPhase(phase string) {
+	if s.onPhase != nil {
+		s.onPhase(phase)
+	}
+	s.live.setPhase(phase)
+}
 
 // DialAdmin opens the maintenance connection, to every member: status,
 // compaction, defragmentation, the final reads and the cleanup.
@@ -231,6 +243,36 @@ func (s *Session) ConnectWatchers(ctx context.Context, conns, streams int, sourc
 	return topo, nil
 }
 
+// StartCaches makes kube-apiserver's watch caches (ProfileAPIServerCache):
+// one for each resource of resources that kube-apiserver caches (Cached),
+// in that order, cache k filled by a reflector with the options opts(k,
+// resource) returns (its Stream the resource's own: kube-apiserver gives
+// each resource's storage an etcd client of its own). It runs them with
+// their progress requesters and waits until every one has listed; an
+// error if one has not within timeout or ctx ends. watchList makes the
+// clients' first lists consistent (client-go's WatchListClient). The
+// caches run until Validate or Close; it returns them by resource.
+func (s *Session) StartCaches(ctx context.Context, resources []string, opts func(k int, resource string) ReflectorOptions,
+	watchList bool, timeout time.Duration) (map[string]*watchCache, error) {
+	byResource := map[string]*watchCache{}
+	var refls []*Reflector
+	for _, r := range resources {
+		if !Cached(r) || byResource[r] != nil {
+			continue
+		}
+		wc := newWatchCache(s.env, opts(len(s.wcs), r), watchList)
+		byResource[r] = wc
+		s.wcs = append(s.wcs, wc)
+		refls = append(refls, wc.Reflector())
+	}
+	s.caches = &ReflectorSet{Reflectors: refls, topo: s.watch}
+	err := s.caches.Start(ctx, ctx, 0, timeout)
+	for _, wc := range s.wcs {
+		go wc.runRequester(s.caches.Context())
+	}
+	return byResource, err
+}
+
 // StartWatchers makes n reflectors on the Session's Env, reflector i with
 // the options opts(i, its stream) returns, runs them, at most concurrency
 // listing at once (0 or less: all), and waits until every one has listed.
@@ -305,7 +347,7 @@ func (s *Session) Write(ctx context.Context, wl Workload, o WriterOptions, phase
 	s.live.setWriters(writers, o.Total)
 	w := &Writing{Writers: writers, Start: s.env.Since()}
 	s.env.SetIntervalOrigin(w.Start)
-	s.live.setPhase(phase)
+	s.SetPhase(phase)
 	w.run(ctx)
 	s.writing = w
 	return w, nil
@@ -314,21 +356,29 @@ func (s *Session) Write(ctx context.Context, wl Workload, o WriterOptions, phase
 // Confirm waits until the recorder's history is complete to revision rev
 // (logging if it is not), then requests progress notifications every
 // period on the streams of the watchers behind until every watcher has
-// seen rev or timeout passes. It returns the number of watchers that have
-// not.
+// seen rev or timeout passes, the watch caches first. It returns the
+// number of watchers and caches that have not.
 func (s *Session) Confirm(ctx context.Context, rev int64, period, timeout time.Duration) (unsynced int) {
 	if err := s.rec.WaitFor(ctx, rev, period); err != nil && ctx.Err() == nil {
 		s.logf("history recorder did not reach revision %d: %v", rev, err)
 	}
-	return s.watchers.WaitSynced(ctx, rev, period, timeout)
+	if s.caches != nil {
+		unsynced += s.caches.WaitSynced(ctx, rev, period, timeout)
+	}
+	return unsynced + s.watchers.WaitSynced(ctx, rev, period, timeout)
 }
 
-// Validate stops the watchers and waits for them, waits (up to 30 s)
-// until the history covers every watcher's last revision, completes each
-// watcher's validation against it, and stops the recorder.
+// Validate stops the watchers, then the watch caches, and waits for them,
+// waits (up to 30 s) until the history covers every one's last revision,
+// completes each one's validation against it, and stops the recorder.
 func (s *Session) Validate(ctx context.Context, period time.Duration) {
 	s.watchers.Stop()
-	finishValidation(ctx, s.rec, s.refls, 0, period, s.logf)
+	refls := s.refls
+	if s.caches != nil {
+		s.caches.Stop()
+		refls = append(append([]*Reflector(nil), refls...), s.caches.Reflectors...)
+	}
+	finishValidation(ctx, s.rec, refls, 0, period, s.logf)
 	s.stopRecorder()
 	s.recWG.Wait()
 }
@@ -345,6 +395,9 @@ func (s *Session) stop() {
 	}
 	if s.watchers != nil && s.watchers.stop != nil {
 		s.watchers.stop()
+	}
+	if s.caches != nil && s.caches.stop != nil {
+		s.caches.stop()
 	}
 	if s.stopRecorder != nil {
 		s.stopRecorder()

@@ -254,3 +254,58 @@ func TestModelWriteShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheRequestShapes holds the apiserver-cache profile to what
+// kube-apiserver 1.37.2 with its watch cache on sends etcd for N client
+// informers (results/kube/README.md, watch cache on): one watch per cached
+// resource whatever the number of watchers, each watcher's first list a
+// consistent read of the cache (a read of the current revision, one key,
+// limit 1), and progress requests only while a read waits for its cache:
+// no more than the consistent reads while the writes run.
+func TestCacheRequestShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd; skipped under -short")
+	}
+	srv := etcdtest.RunEtcd(t)
+	p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	url := p.URL()
+	tg := watchload.Target{Endpoints: []string{url}, Embedded: true, Dial: func(ctx context.Context) (*clientv3.Client, error) {
+		return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	}}
+	o := smallRun(watchload.ProfileAPIServerCache)
+	o.HoldBack, o.Defragment, o.CompactionInterval = 0, false, -1
+	o.Watchers, o.WatchResources = 8, []string{watchload.ResourcePods, watchload.ResourceConfigMaps}
+	o.ConsistentListRate = 2
+	// Creates of pods only, which read nothing before they write: every
+	// read of a key is a consistent read's.
+	o.Mix, o.ResourceMix = watchload.Mix{CreatePercent: 100}, watchload.ResourceMix{PodsPercent: 100}
+	o.OnPhase = p.SetPhase
+	res, err := watchload.Run(t.Context(), tg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Validation.OK() {
+		t.Errorf("validation failed: %s", res.Validation.Summary())
+	}
+	all, writing := map[string]int64{}, map[string]int64{}
+	for _, r := range p.Counts() {
+		all[r.Method+" "+r.Kind] += r.Requests
+		if r.Phase == "writing" {
+			writing[r.Method+" "+r.Kind] += r.Requests
+		}
+	}
+	if n := all["Watch create prefix rev prev_kv"]; n != 2 {
+		t.Errorf("%d prefix watches for %d watchers of 2 resources, want 2: one per watch cache; sent %v", n, o.Watchers, all)
+	}
+	reads := res.ConsistentReads.Requests
+	if n := all["Range key limit"]; n != int64(o.Watchers)+reads {
+		t.Errorf("%d reads of the current revision, want %d: one per watcher's first list and per consistent LIST (%d)", n, int64(o.Watchers)+reads, reads)
+	}
+	if n, reads := writing["Watch progress"], writing["Range key limit"]; reads == 0 || n > 2*reads {
+		t.Errorf("%d progress requests while writing, with %d consistent reads: want some reads, at most two requests per read, none while nobody waits", n, reads)
+	}
+}

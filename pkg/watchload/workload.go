@@ -627,10 +627,10 @@ func (w *KubernetesWorkload) object(gen *keyspace.Generator, resource, ns, name 
 // revision up to which the watch cache of each resource has applied
 // etcd's events (rev; ok false when there is no cache of the resource),
 // from which it tells whether the object the cacher hands an update or a
-// delete is current or stale (registry.go). The model's watch caches are
-// its apiserver-cache watchers (Run passes their LastRevision); what they
-// have seen when a write starts stands for what kube-apiserver's cache
-// had seen, which the model cannot know. Without it, or for a resource
+// delete is current or stale (registry.go). Run passes each of its watch
+// caches' revision (apiserver-cache); what a cache has seen when a write
+// starts stands for what kube-apiserver's cache had seen, which the model
+// cannot know. Without it, or for a resource
 // rev knows nothing of, the cache is taken to be current. Call it before
 // the writers start; rev is called from the writers' goroutines.
 func (w *KubernetesWorkload) UseWatchCache(rev func(resource string) (int64, bool)) {

@@ -126,9 +126,8 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 
 // conformanceModel runs the load through the etcd-direct model with
 // profile on a fresh embedded etcd behind a counting proxy, and returns
-// what the proxy counted: phase "seed" until the model's live view leaves
-// its seeding phase (polled every 50 ms, so a few requests around the
-// switch may count in the wrong phase), "steady" after.
+// what the proxy counted: phase "seed" until the model leaves its seeding
+// phase (Options.OnPhase), "steady" after.
 func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, logf func(string, ...any)) ([]report.EtcdRequests, error) {
 	t, p, release, err := proxiedTarget(ctx, o, logf)
 	defer release()
@@ -137,10 +136,11 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 	}
 	lo := o.load
 	lo.Profile = profile
+	// The real load has no consistent readers besides its informers.
+	lo.ConsistentListRate = -1
 	p.SetPhase("seed")
-	lo.ProgressInterval = 50 * time.Millisecond
-	lo.OnProgress = func(pr watchload.Progress) {
-		if pr.Phase != "seeding" {
+	lo.OnPhase = func(phase string) {
+		if phase != "seeding" {
 			p.SetPhase("steady")
 		}
 	}
