@@ -149,6 +149,16 @@ func (s *InformerSet) Stop() {
 	}
 }
 
+// SelectLabels makes every informer list and watch only the objects
+// matching selector (a label selector, e.g. "lwbench-run=1a2b3c4d"), as
+// an informer made with a tweak of ListOptions.LabelSelector does. Call it
+// before Start.
+func (s *InformerSet) SelectLabels(selector string) {
+	for _, in := range s.Informers {
+		in.lw.selector = selector
+	}
+}
+
 // Requests returns every request the informers sent, in the order sent.
 func (s *InformerSet) Requests() []Request { return s.log.snapshot() }
 

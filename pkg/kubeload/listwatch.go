@@ -39,6 +39,7 @@ type listWatch struct {
 	id       int
 	resource string // e.g. pods
 	prefix   string // kube-apiserver's --etcd-prefix, e.g. /registry
+	selector string // label selector of every LIST and WATCH; "": none
 	client   rest.Interface
 	log      *requestLog
 	env      *watchload.Env
@@ -93,6 +94,9 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 	if err := lw.waitReleased(ctx); err != nil {
 		return nil, err
 	}
+	if lw.selector != "" {
+		opts.LabelSelector = lw.selector
+	}
 	r := lw.log.begin(Request{Informer: lw.id, Verb: VerbList, ResourceVersion: opts.ResourceVersion,
 		ResourceVersionMatch: string(opts.ResourceVersionMatch), Limit: opts.Limit, Continue: opts.Continue != "", Start: lw.now()})
 	obj, err := lw.client.Get().Resource(lw.resource).VersionedParams(&opts, scheme.ParameterCodec).Do(withRequest(ctx, r)).Get()
@@ -115,6 +119,9 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if err := lw.waitReleased(ctx); err != nil {
 		return nil, err
+	}
+	if lw.selector != "" {
+		opts.LabelSelector = lw.selector
 	}
 	verb := VerbWatch
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents

@@ -49,6 +49,15 @@ type Stack struct {
 	// APIServers are the apiservers whose own /metrics Run scrapes at
 	// every phase boundary and whose processes it samples; nil: none.
 	APIServers []APIServer
+	// Shared is true for a cluster lwbench does not own (`lwbench run
+	// --kubeconfig`): Run then writes only in namespaces of its own
+	// (lwbench-<random>-ns-N, refused if one exists), labels every object
+	// with RunLabel and has the informers select on it, records and
+	// compares only those namespaces' keys, never defragments (Etcd is
+	// only read), and at the end deletes exactly the namespaces it
+	// created, also when it fails or is interrupted after creating them
+	// (KubeRunResult.Cleanup).
+	Shared bool
 }
 
 // Options shape a load through kube-apiserver.
@@ -74,6 +83,10 @@ type Options struct {
 	// one tick before, so a revision is compacted one to two intervals
 	// after it was written.
 	HoldFor time.Duration
+	// NamespaceDeleteTimeout bounds the wait for a shared cluster's
+	// namespaces to be gone at the end; 0 means
+	// DefaultNamespaceDeleteTimeout.
+	NamespaceDeleteTimeout time.Duration
 }
 
 // Run seeds the load's objects through the API, starts the history
@@ -95,7 +108,8 @@ type Options struct {
 // apiserverMetrics per phase) and its CPU and resident memory reported.
 //
 // The objects are created in namespaces of their own (lwbench-<random>-),
-// which Run leaves in place. Errors are returned only when the load could
+// which Run leaves in place, except on a shared cluster (Stack.Shared),
+// where it deletes them at the end. Errors are returned only when the load could
 // not be carried out; broken guarantees are results, in Validation.
 func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err error) {
 	installGates()
@@ -113,6 +127,14 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	if o.HoldFor <= 0 {
 		interval := time.Duration(st.APIServer.EtcdCompactionIntervalMs * float64(time.Millisecond))
 		o.HoldFor = max(lo.Duration-o.HoldAt, interval*5/2)
+	}
+	if o.NamespaceDeleteTimeout <= 0 {
+		o.NamespaceDeleteTimeout = DefaultNamespaceDeleteTimeout
+	}
+	if st.Shared {
+		// Never defragment a cluster lwbench does not own; its
+		// compaction is its kube-apiservers' own, as always here.
+		lo.Defragment = false
 	}
 	if st.Counter != nil {
 		st.Counter.Reset()
@@ -146,15 +168,32 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		res.Target.EtcdVersion = stat.Version
 	}
 
+	id := fmt.Sprintf("%08x", rand.Uint32())
+	nsPrefix := "lwbench-" + id + "-"
+	if st.Shared {
+		nsPrefix = "lwbench-" + id + "-ns-" // as watchload's ReusePrefix
+	}
 	plan, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
 		Prefix: lo.Prefix, Namespaces: lo.Namespaces, Pods: lo.Objects, ConfigMaps: lo.ConfigMaps, Events: lo.Events,
 		Mix: lo.Mix, ResourceMix: lo.ResourceMix, EventTTL: lo.EventTTL, Workers: lo.WriterConcurrency, Seed: lo.Seed,
-		NamespacePrefix: fmt.Sprintf("lwbench-%08x-", rand.Uint32()),
+		NamespacePrefix: nsPrefix,
 	})
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.StartRecorder(ctx, plan.Prefixes(), "", head.Header.Revision+1)
+	var scope *sharedScope
+	if st.Shared {
+		sc := newSharedScope(id, lo.Prefix, plan)
+		scope = &sc
+		if err := refuseExisting(ctx, st.RESTConfig, plan.Namespaces()); err != nil {
+			return nil, err
+		}
+	}
+	var within []string
+	if scope != nil {
+		within = scope.keyScopes
+	}
+	rec, err := s.StartRecorderWithin(ctx, plan.Prefixes(), within, "", head.Header.Revision+1)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +216,19 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	if err != nil {
 		return nil, err
 	}
+	if scope != nil {
+		wl.OwnNamespaces(map[string]string{RunLabel: scope.id})
+		// Deferred before the informers' and writers' ends, so it runs
+		// after them, on success, failure and interruption alike.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.NamespaceDeleteTimeout+time.Minute)
+			defer cancel()
+			c := deleteNamespaces(cctx, st.RESTConfig, wl.CreatedNamespaces(), scope.selector, o.NamespaceDeleteTimeout, logf)
+			if res != nil {
+				res.Cleanup = c
+			}
+		}()
+	}
 	if _, err := wl.Seed(ctx, lo.WriterConcurrency); err != nil {
 		return nil, err
 	}
@@ -189,6 +241,9 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	set, err := NewInformerSet(st.RESTConfig, env, lo.Prefix, resources, o.WatchList)
 	if err != nil {
 		return nil, err
+	}
+	if scope != nil {
+		set.SelectLabels(scope.selector)
 	}
 	defer set.Stop()
 	logf("starting %d informers", lo.Watchers)
@@ -227,7 +282,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		// An interrupted run reports what it measured soon.
 		confirmTimeout = min(confirmTimeout, 5*time.Second)
 	}
-	unsynced := confirm(cctx, admin, set, lo.Prefix, finalRev, confirmTimeout, logf)
+	unsynced := confirm(cctx, admin, set, lo.Prefix, scope, finalRev, confirmTimeout, logf)
 	set.Stop()
 	if err := rec.WaitFor(cctx, finalRev, 100*time.Millisecond); err != nil {
 		logf("history recorder did not reach revision %d: %v", finalRev, err)
@@ -288,7 +343,11 @@ func holdAcrossCompaction(ctx context.Context, s *watchload.Session, admin *clie
 		holds[i].ReleasedAtMs = report.Ms(time.Since(s.Epoch()))
 		set.Release(i)
 	}
-	logf("released the held informers (etcd compacted past them: %v)", compacted)
+	if compacted {
+		logf("released the held informers: etcd was compacted past them")
+	} else {
+		logf("released the held informers: no compaction came within %v (kube-apiserver's --etcd-compaction-interval; 5m by default), so their next WATCH did not meet a 410", holdFor)
+	}
 	return holds
 }
 
@@ -322,21 +381,29 @@ func defragment(ctx context.Context, admin *clientv3.Client, endpoints []string,
 // resource at finalRev, polling, for at most timeout; it then reports the
 // differences of those that did not as cache violations and returns how
 // many did not.
-func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, prefix string, finalRev int64, timeout time.Duration, logf func(string, ...any)) int {
+func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, prefix string, scope *sharedScope, finalRev int64, timeout time.Duration, logf func(string, ...any)) int {
 	states := map[string]map[string]int64{}
 	for _, in := range set.Informers {
 		if states[in.Resource] != nil {
 			continue
 		}
-		p := watchload.ResourcePrefix(prefix, in.Resource)
-		resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(finalRev))
-		if err != nil {
-			logf("read %s at revision %d: %v", p, finalRev, err)
-			return len(set.Informers)
+		// On a shared cluster only the run's namespaces, which the
+		// informers' label selector covers exactly: every object the run
+		// writes there carries the label, and nothing else is there.
+		ps := []string{watchload.ResourcePrefix(prefix, in.Resource)}
+		if scope != nil {
+			ps = scope.within(ps[0])
 		}
 		m := map[string]int64{}
-		for _, kv := range resp.Kvs {
-			m[string(kv.Key)] = kv.ModRevision
+		for _, p := range ps {
+			resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(finalRev))
+			if err != nil {
+				logf("read %s at revision %d: %v", p, finalRev, err)
+				return len(set.Informers)
+			}
+			for _, kv := range resp.Kvs {
+				m[string(kv.Key)] = kv.ModRevision
+			}
 		}
 		states[in.Resource] = m
 	}

@@ -55,8 +55,12 @@ type APIWorkload struct {
 	seed     uint64
 	observer func(worker int, rev int64) // ObserveCommits'; nil: none
 
-	mu     sync.Mutex              // guards states during Seed
+	mu     sync.Mutex              // guards states and created during Seed
 	states []map[string]*apiObject // per worker, by key
+
+	labels  map[string]string // put on every object and namespace; nil: none
+	owned   bool              // a namespace that exists already is an error
+	created []string          // the namespaces Seed created, in order
 }
 
 // apiObject is a worker's last view of one object it owns.
@@ -95,6 +99,36 @@ func NewAPIWorkload(cfg *rest.Config, plan *watchload.KubernetesWorkload, worker
 	return w, nil
 }
 
+// OwnNamespaces makes the workload fit a cluster lwbench does not own:
+// every namespace and object it creates carries labels (an informer's
+// label selector then sees the run's objects only), and Seed fails if one
+// of the plan's namespaces exists already instead of writing into it.
+// Call it before Seed.
+func (w *APIWorkload) OwnNamespaces(labels map[string]string) {
+	w.labels, w.owned = labels, true
+}
+
+// CreatedNamespaces returns the namespaces Seed created, in order (also
+// after Seed failed part way): exactly those a cleanup may delete.
+func (w *APIWorkload) CreatedNamespaces() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.created...)
+}
+
+// label puts the workload's labels on m.
+func (w *APIWorkload) label(m *metav1.ObjectMeta) {
+	if len(w.labels) == 0 {
+		return
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	for k, v := range w.labels {
+		m.Labels[k] = v
+	}
+}
+
 // Next implements watchload.Workload: the plan's op i.
 func (w *APIWorkload) Next(i int64) watchload.Op { return w.plan.Next(i) }
 
@@ -104,8 +138,19 @@ func (w *APIWorkload) Next(i int64) watchload.Op { return w.plan.Next(i) }
 func (w *APIWorkload) Seed(ctx context.Context, concurrency int) (map[string]int, error) {
 	cs := w.clients[0]
 	for _, ns := range w.plan.Namespaces() {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		w.label(&obj.ObjectMeta)
+		_, err := cs.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
+		if err == nil {
+			w.mu.Lock()
+			w.created = append(w.created, ns)
+			w.mu.Unlock()
+			continue
+		}
+		if w.owned && apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create namespace %s: %w: %v", ns, ErrNamespaceExists, err)
+		}
+		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 		}
 	}
@@ -163,6 +208,7 @@ func (w *APIWorkload) writePod(ctx context.Context, worker int, pods podClient, 
 	case watchload.OpCreate:
 		p := gen.Pod(op.Namespace, op.Name, 0)
 		fresh(&p.ObjectMeta)
+		w.label(&p.ObjectMeta)
 		got, err := pods.Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
 			return 0, false, apiError(op, err)
@@ -242,6 +288,7 @@ func (w *APIWorkload) writeConfigMap(ctx context.Context, cms configMapClient, g
 	case watchload.OpCreate:
 		c := gen.ConfigMap(op.Namespace, op.Name, 0, size)
 		fresh(&c.ObjectMeta)
+		w.label(&c.ObjectMeta)
 		got, err := cms.Create(ctx, c, metav1.CreateOptions{})
 		if err != nil {
 			return 0, false, apiError(op, err)
@@ -290,6 +337,7 @@ func (w *APIWorkload) writeEvent(ctx context.Context, cs kubernetes.Interface, g
 	create := func() (int64, error) {
 		e := gen.Event(op.Namespace, op.Name, owner, 1)
 		fresh(&e.ObjectMeta)
+		w.label(&e.ObjectMeta)
 		got, err := events.Create(ctx, e, metav1.CreateOptions{})
 		if err != nil {
 			return 0, apiError(op, err)

@@ -61,6 +61,30 @@ type KubeRunResult struct {
 	Validation Validation `json:"validation"`
 	// Intervals is the one-second series from the start of the writes.
 	Intervals []Interval `json:"intervals"`
+	// Cleanup is the deletion of the run's namespaces on a cluster
+	// lwbench does not own (--kubeconfig); nil otherwise (a cluster
+	// lwbench started is thrown away whole).
+	Cleanup *NamespaceCleanup `json:"namespaceCleanup,omitempty"`
+}
+
+// NamespaceCleanup is the end of a run on a cluster lwbench does not own:
+// the run deletes the objects it wrote in the namespaces it created, then
+// those namespaces, and waits (bounded) until they are gone.
+type NamespaceCleanup struct {
+	// Namespaces are the namespaces the run created and deleted, in
+	// creation order; no other namespace is deleted.
+	Namespaces []string `json:"namespaces"`
+	// ObjectsDeleted counts the pods, configmaps and events the run
+	// deleted in them before deleting the namespaces.
+	ObjectsDeleted int `json:"objectsDeleted"`
+	// Left are the namespaces still present (Terminating) when the wait
+	// ended; the cluster's namespace controller removes them later.
+	Left []string `json:"left,omitempty"`
+	// DurationMs is how long the cleanup took, the wait included.
+	DurationMs float64 `json:"durationMs"`
+	// Error is the first failure, "" if none; namespaces left over
+	// after the wait are one.
+	Error string `json:"error,omitempty"`
 }
 
 // APIServerTarget describes the kube-apiservers of a KubeRunResult and
@@ -72,6 +96,9 @@ type APIServerTarget struct {
 	Servers int `json:"servers"`
 	// Managed is true when lwbench started them (false: --kubeconfig).
 	Managed bool `json:"managed"`
+	// URL is the server the clients talked to, as the kubeconfig names
+	// it; "" when lwbench started the apiservers.
+	URL string `json:"url,omitempty"`
 	// WatchCache is kube-apiserver's --watch-cache.
 	WatchCache bool `json:"watchCache"`
 	// EtcdCompactionIntervalMs is --etcd-compaction-interval (0: off).

@@ -91,6 +91,12 @@ type Recorder struct {
 	// whole key space when etcd denies the latter (permission denied). Set
 	// it before Run; it must cover every recorded prefix.
 	FallbackScope string
+	// Within, if set, narrows what is recorded to the keys under one of
+	// these prefixes (each also under a recorded prefix, e.g. one run's
+	// namespaces, "/registry/pods/lwbench-1a2b3c4d-ns-0/"), so that other
+	// clients' writes under the recorded prefixes of a cluster the run
+	// shares are neither history nor lost events. Set it before Run.
+	Within []string
 
 	stream   *Stream
 	prefixes []string
@@ -256,6 +262,9 @@ func (r *Recorder) record(ev *clientv3.Event, whole bool) error {
 		r.lastRev = rev
 	}
 	key := ev.Kv.Key
+	if len(r.Within) > 0 && !hasAnyPrefix(key, r.Within) {
+		return nil
+	}
 	for i, p := range r.prefixes {
 		if len(key) < len(p) || string(key[:len(p)]) != p {
 			continue
@@ -269,6 +278,16 @@ func (r *Recorder) record(ev *clientv3.Event, whole bool) error {
 		return r.hist[i].append(histEntry{rev: rev, key: k, put: ev.Type == mvccpb.PUT, create: ev.IsCreate()})
 	}
 	return nil
+}
+
+// hasAnyPrefix reports whether key starts with one of prefixes.
+func hasAnyPrefix(key []byte, prefixes []string) bool {
+	for _, p := range prefixes {
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Recorder) gap(from, to int64) {

@@ -207,6 +207,12 @@ func (s *Session) Seed(ctx context.Context, wl *KubernetesWorkload, workers int)
 // fallbackScope is its FallbackScope), on a connection of its own to every
 // member, from revision from on. It runs until Validate or Close.
 func (s *Session) StartRecorder(ctx context.Context, prefixes []string, fallbackScope string, from int64) (*Recorder, error) {
+	return s.StartRecorderWithin(ctx, prefixes, nil, fallbackScope, from)
+}
+
+// StartRecorderWithin is StartRecorder recording only the keys under one
+// of within (Recorder.Within; nil: every key under prefixes).
+func (s *Session) StartRecorderWithin(ctx context.Context, prefixes, within []string, fallbackScope string, from int64) (*Recorder, error) {
 	topo, err := s.connect(ctx, 1, 1, "", false)
 	if err != nil {
 		return nil, err
@@ -214,6 +220,7 @@ func (s *Session) StartRecorder(ctx context.Context, prefixes []string, fallback
 	s.recTopo = topo
 	s.rec = NewRecorder(topo.Streams[0], prefixes)
 	s.rec.FallbackScope = fallbackScope
+	s.rec.Within = within
 	rctx, stop := context.WithCancel(ctx)
 	s.stopRecorder = stop
 	s.recWG.Add(1)

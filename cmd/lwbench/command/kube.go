@@ -46,7 +46,7 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.watchCache, "watch-cache", false, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd); default: what --profile models, off for informer, on for apiserver-cache")
 	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)")
 	fs.BoolVar(&o.countEtcd, "count-etcd", true, "with --kube-apiserver: count every request the apiservers send etcd, by phase and shape, through a counting gRPC proxy in front of each member")
-	fs.StringVar(&o.clientGates, "client-feature-gates", "", "with --kube-apiserver: client-go feature gates of the informers; only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
+	fs.StringVar(&o.clientGates, "client-feature-gates", "", "with --kube-apiserver or --kubeconfig: client-go feature gates of the informers; only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
 	o.flags = fs
 }
 
@@ -58,11 +58,14 @@ func (o *kubeOptions) enabled() bool { return o.version != "" }
 func (o *kubeOptions) Validate() error {
 	if !o.enabled() {
 		for _, name := range []string{"apiservers", "watch-cache", "apiserver-feature-gates", "client-feature-gates", "count-etcd"} {
+			if name == "client-feature-gates" && o.flags != nil && o.flags.Lookup("kubeconfig") != nil && o.flags.Changed("kubeconfig") {
+				continue // the informers are client-go's with --kubeconfig too
+			}
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --kube-apiserver", name)
 			}
 		}
-		return nil
+		return o.parseClientGates()
 	}
 	v := strings.TrimPrefix(o.version, "v")
 	if full, ok := kubeVersions[v]; ok {
@@ -87,6 +90,11 @@ func (o *kubeOptions) Validate() error {
 	if o.servers < 1 {
 		return cli.FlagErrorf("--apiservers: Invalid value: %d: must be at least 1", o.servers)
 	}
+	return o.parseClientGates()
+}
+
+// parseClientGates parses --client-feature-gates into watchList.
+func (o *kubeOptions) parseClientGates() error {
 	o.watchList = nil
 	if o.clientGates != "" {
 		for _, kv := range strings.Split(o.clientGates, ",") {

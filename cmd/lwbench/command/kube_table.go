@@ -11,6 +11,18 @@ import (
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
+// kubeAPIServerRow describes the apiservers: those lwbench started, or
+// the existing cluster's (--kubeconfig), whose settings it does not know.
+func kubeAPIServerRow(a report.APIServerTarget, cache, compaction string) string {
+	if !a.Managed && a.URL != "" {
+		if a.EtcdCompactionIntervalMs <= 0 {
+			compaction = "the cluster's own"
+		}
+		return fmt.Sprintf("%s at %s (an existing cluster's: watch cache as its operator set it), compaction %s", a.Version, a.URL, compaction)
+	}
+	return fmt.Sprintf("%s x%d, watch cache %s, compaction %s, feature gates %q", a.Version, a.Servers, cache, compaction, a.FeatureGates)
+}
+
 // makeKubeRunTable lays a run through kube-apiserver out as metric/value
 // rows, the summary `lwbench run --kube-apiserver` prints.
 func makeKubeRunTable(r *report.KubeRunResult) output.Table {
@@ -63,7 +75,7 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 	v := r.Validation
 	rows := [][]string{
 		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetDescription(r.Target))},
-		{"kube-apiserver", fmt.Sprintf("%s x%d, watch cache %s, compaction %s, feature gates %q", a.Version, a.Servers, cache, compaction, a.FeatureGates)},
+		{"kube-apiserver", kubeAPIServerRow(a, cache, compaction)},
 		{"informers", fmt.Sprintf("%d client-go informers, WatchListClient %s", len(r.Informers), a.ClientWatchList)},
 		{"writes completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
 		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
@@ -153,6 +165,13 @@ func kubeStackRows(r *report.KubeRunResult) [][]string {
 		}
 	}
 	rows = append(rows, []string{"defragmentation", defrag})
+	if c := r.Cleanup; c != nil {
+		v := fmt.Sprintf("deleted %d objects and namespaces %v in %.1f s", c.ObjectsDeleted, c.Namespaces, c.DurationMs/1000)
+		if c.Error != "" {
+			v += ": " + c.Error
+		}
+		rows = append(rows, []string{"namespace cleanup", v})
+	}
 	for _, u := range r.APIServers {
 		var ps []string
 		for _, p := range u.Phases {

@@ -30,6 +30,7 @@ type runOptions struct {
 	out          outputOptions
 	target       targetOptions
 	kube         kubeOptions
+	kubeconfig   kubeconfigOptions
 	snapshotPath string
 
 	load           watchload.Options
@@ -58,6 +59,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	o.out.AddFlags(fs, true)
 	o.target.AddFlags(fs)
 	o.kube.AddFlags(fs)
+	o.kubeconfig.AddFlags(fs)
 	fs.StringVar(&o.snapshotPath, "snapshot", "", "save an etcd snapshot to this file at the end (for etcdinspect)")
 
 	d := watchload.Options{}.Defaults()
@@ -113,6 +115,9 @@ func faultNames() string {
 // explicit 0 that watchload's Defaults would replace is reported.
 func (o *runOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
+		return err
+	}
+	if err := o.kubeconfig.Validate(o); err != nil {
 		return err
 	}
 	if err := o.kube.Validate(); err != nil {
@@ -171,6 +176,11 @@ func (o *runOptions) changed(name string) bool {
 // under the prefix, and a cleanup of what the run wrote.
 func (o *runOptions) validateExternal() error {
 	if !o.target.external() {
+		return nil
+	}
+	if o.kubeconfig.enabled() {
+		// The cluster compacts itself; lwbench never defragments it.
+		o.load.Defragment = false
 		return nil
 	}
 	if !o.allowCompaction {
@@ -239,6 +249,9 @@ func onOff(on bool) string {
 func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if o.kube.enabled() {
 		return runKube(ctx, o, out, errOut)
+	}
+	if o.kubeconfig.enabled() {
+		return runKubeconfig(ctx, o, out, errOut)
 	}
 	if err := o.out.prepare(); err != nil {
 		return err

@@ -1,0 +1,190 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// kubeconfigOptions drive an existing cluster's kube-apiservers instead of
+// starting them (`lwbench run --kubeconfig PATH [--context NAME]`): the
+// writers and informers talk to the server the kubeconfig names, nothing
+// is started, and the cluster is treated as one lwbench does not own
+// (kubeload.Stack.Shared): namespaces of the run's own, refused if one
+// exists, deleted at the end; no compaction or defragmentation by lwbench.
+type kubeconfigOptions struct {
+	path          string
+	context       string
+	deleteTimeout time.Duration
+	flags         *pflag.FlagSet
+}
+
+func (o *kubeconfigOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.path, "kubeconfig", "", "run the load through the kube-apiservers of an existing cluster this kubeconfig names, starting nothing; needs --endpoints (and the etcd TLS flags) of the cluster's etcd and --prefix, its --etcd-prefix (default "+keyspace.DefaultPrefix+"), to validate against etcd's history. The run writes only in namespaces of its own (lwbench-<random>-ns-N, refused if one exists), never compacts or defragments, and deletes exactly those namespaces at the end, also on failure or interruption; --compaction-interval, if given, is the cluster's --etcd-compaction-interval and bounds how long --hold-back informers wait for a compaction (default: until the writes end)")
+	fs.StringVar(&o.context, "context", "", "with --kubeconfig: the kubeconfig context to use (default: its current-context)")
+	fs.DurationVar(&o.deleteTimeout, "namespace-delete-timeout", kubeload.DefaultNamespaceDeleteTimeout, "with --kubeconfig: how long to wait at the end for the run's namespaces to be gone (the cluster's namespace controller finalizes them)")
+	o.flags = fs
+}
+
+// enabled reports whether the load goes to an existing cluster.
+func (o *kubeconfigOptions) enabled() bool { return o.path != "" }
+
+// changed reports whether a flag was given on the command line.
+func (o *kubeconfigOptions) changed(name string) bool { return o.flags != nil && o.flags.Changed(name) }
+
+// kubeconfigConflicts are the flags --kubeconfig refuses, each with why.
+var kubeconfigConflicts = []struct{ flag, why string }{
+	{"kube-apiserver", "lwbench starts kube-apiservers with --kube-apiserver, and uses the cluster's with --kubeconfig"},
+	{"apiservers", "the cluster's kube-apiservers are its operator's"},
+	{"watch-cache", "the cluster's kube-apiservers are configured by its operator"},
+	{"apiserver-feature-gates", "the cluster's kube-apiservers are configured by its operator"},
+	{"count-etcd", "no counting proxy can be put between a cluster's kube-apiservers and its etcd"},
+	{"allow-compaction", "lwbench never compacts a cluster it does not own; the cluster's kube-apiservers compact it"},
+	{"allow-defrag", "lwbench never defragments a cluster it does not own"},
+	{"reuse-prefix", "the run writes through the API, in namespaces of its own, never raw keys"},
+}
+
+// Validate checks the flags of a run on an existing cluster and fills
+// the load options that follow from it (the prefix's default, no
+// defragmentation); it runs before the other validations of `lwbench run`.
+func (o *kubeconfigOptions) Validate(r *runOptions) error {
+	if !o.enabled() {
+		for _, name := range []string{"context", "namespace-delete-timeout"} {
+			if o.changed(name) {
+				return cli.FlagErrorf("--%s needs --kubeconfig", name)
+			}
+		}
+		return nil
+	}
+	for _, c := range kubeconfigConflicts {
+		if o.changed(c.flag) {
+			return cli.FlagErrorf("--kubeconfig and --%s cannot be used together: %s", c.flag, c.why)
+		}
+	}
+	if !r.target.external() {
+		return cli.FlagErrorf("--kubeconfig needs --endpoints of the cluster's etcd (and --prefix, its --etcd-prefix): the informers' events are validated against etcd's history")
+	}
+	if o.deleteTimeout <= 0 {
+		return cli.FlagErrorf("--namespace-delete-timeout: Invalid value: %v: must be positive", o.deleteTimeout)
+	}
+	if r.load.Prefix == "" {
+		r.load.Prefix = keyspace.DefaultPrefix
+	}
+	return nil
+}
+
+// restConfig loads the kubeconfig (clientcmd's loading rules, with the
+// explicit path and context) and returns the config of its context.
+func (o *kubeconfigOptions) restConfig() (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.path}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", o.path, err)
+	}
+	return cfg, nil
+}
+
+// checkSameCluster makes sure the etcd at --endpoints under prefix is the
+// one behind the cluster cfg reaches: namespace default's resourceVersion
+// through the API must be the mod_revision of its key in etcd (read after
+// it; a write in between makes it retry).
+func checkSameCluster(ctx context.Context, cfg *rest.Config, target watchload.Target, prefix string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	c, err := target.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	key := keyspace.Build(keyspace.Key{Prefix: prefix, Resource: "namespaces", Name: "default"})
+	var apiRV string
+	var etcdRev int64
+	for range 3 {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: read namespace default: %w", err)
+		}
+		resp, err := c.Get(ctx, key, clientv3.WithKeysOnly())
+		if err != nil {
+			return fmt.Errorf("--endpoints: read %s: %w", key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return fmt.Errorf("--prefix %s: etcd at --endpoints holds no %s; give the cluster's --etcd-prefix", prefix, key)
+		}
+		apiRV, etcdRev = ns.ResourceVersion, resp.Kvs[0].ModRevision
+		if apiRV == fmt.Sprint(etcdRev) {
+			return nil
+		}
+	}
+	return fmt.Errorf("--endpoints: namespace default has resourceVersion %s through the API but mod_revision %d in etcd: --endpoints and --prefix are not this cluster's etcd", apiRV, etcdRev)
+}
+
+// runKubeconfig runs `lwbench run --kubeconfig`: it opens the cluster's
+// etcd (read only: its keys are never deleted, as openGuarded's cleanup
+// would), checks that it is the cluster's, runs kubeload.Run on the shared
+// cluster and prints the result. A cleanup that did not leave the cluster
+// as it found it is an error.
+func runKubeconfig(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
+	con := newConsole(errOut)
+	defer con.Done()
+	o.load.Logf = con.Logf
+	kc := &o.kubeconfig
+	cfg, err := kc.restConfig()
+	if err != nil {
+		return err
+	}
+	target, release, err := o.target.open(ctx, con.Logf)
+	defer release()
+	if err != nil {
+		return err
+	}
+	if err := checkSameCluster(ctx, cfg, target, o.load.Prefix); err != nil {
+		return err
+	}
+	api := report.APIServerTarget{Managed: false, URL: cfg.Host, ClientWatchList: o.kube.clientWatchList()}
+	if o.changed("compaction-interval") && o.load.CompactionInterval > 0 {
+		api.EtcdCompactionIntervalMs = report.Ms(o.load.CompactionInterval)
+	}
+	con.Logf("running through the cluster at %s (etcd %s under %s); lwbench starts, compacts and defragments nothing there", cfg.Host, target.Endpoints, o.load.Prefix)
+	st := kubeload.Stack{Etcd: target, RESTConfig: cfg, EtcdPrefix: o.load.Prefix, APIServer: api, Shared: true}
+	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout})
+	con.Done()
+	if err != nil && (res == nil || !res.Interrupted) {
+		return err
+	}
+	interrupted := err
+	if err := o.out.write(out, errOut, makeKubeRunTable(res), res, res.Intervals, nil); err != nil {
+		return errors.Join(interrupted, err)
+	}
+	if interrupted != nil {
+		return interrupted
+	}
+	if res.Cleanup != nil && res.Cleanup.Error != "" {
+		return fmt.Errorf("cleanup of the run's namespaces: %s", res.Cleanup.Error)
+	}
+	if !res.Validation.OK() {
+		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
+	}
+	return nil
+}
