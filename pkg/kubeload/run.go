@@ -87,6 +87,9 @@ type Options struct {
 	// namespaces to be gone at the end; 0 means
 	// DefaultNamespaceDeleteTimeout.
 	NamespaceDeleteTimeout time.Duration
+	// RunID names the run's namespaces (lwbench-<RunID>-...) and is
+	// RunLabel's value on a shared cluster; "" means 8 random hex digits.
+	RunID string
 }
 
 // Run seeds the load's objects through the API, starts the history
@@ -168,7 +171,10 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		res.Target.EtcdVersion = stat.Version
 	}
 
-	id := fmt.Sprintf("%08x", rand.Uint32())
+	id := o.RunID
+	if id == "" {
+		id = fmt.Sprintf("%08x", rand.Uint32())
+	}
 	nsPrefix := "lwbench-" + id + "-"
 	if st.Shared {
 		nsPrefix = "lwbench-" + id + "-ns-" // as watchload's ReusePrefix

@@ -35,9 +35,7 @@ import (
 // resourceVersions, and delete its own namespaces and every key it wrote.
 //
 // No kube-controller-manager is built here, so the test plays the one
-// part of it a namespace deletion needs: the namespace controller's
-// finalize once a deleted namespace is empty
-// (k8s.io/kubernetes/pkg/controller/namespace/deletion).
+// part of it a namespace deletion needs (apiservertest.FinalizeNamespaces).
 func TestRunThroughKubeconfig(t *testing.T) {
 	bin := apiservertest.Binaries(t)
 	srv := etcdtest.RunEtcd(t)
@@ -95,7 +93,7 @@ func TestRunThroughKubeconfig(t *testing.T) {
 	}()
 	go func() { // the namespace controller's finalize
 		defer wg.Done()
-		finalizeEmptyNamespaces(ctx, cs)
+		apiservertest.FinalizeNamespaces(ctx, cs)
 	}()
 
 	var out, errOut bytes.Buffer
@@ -154,34 +152,6 @@ func TestRunThroughKubeconfig(t *testing.T) {
 	t.Log(errOut.String())
 	if !strings.Contains(errOut.String(), "lwbench starts, compacts and defragments nothing there") {
 		t.Errorf("log %q does not say lwbench leaves the cluster's maintenance alone", errOut.String())
-	}
-}
-
-// finalizeEmptyNamespaces does, until ctx ends, what the namespace
-// controller does last: it finalizes every deleted namespace that holds
-// no pod, configmap or event.
-func finalizeEmptyNamespaces(ctx context.Context, cs kubernetes.Interface) {
-	for ctx.Err() == nil {
-		l, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for _, ns := range l.Items {
-				if ns.DeletionTimestamp == nil || len(ns.Spec.Finalizers) == 0 {
-					continue
-				}
-				p, _ := cs.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{})
-				c, _ := cs.CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
-				e, _ := cs.CoreV1().Events(ns.Name).List(ctx, metav1.ListOptions{})
-				if p == nil || c == nil || e == nil || len(p.Items)+len(c.Items)+len(e.Items) > 0 {
-					continue
-				}
-				ns.Spec.Finalizers = nil
-				_, _ = cs.CoreV1().Namespaces().Finalize(ctx, &ns, metav1.UpdateOptions{})
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(300 * time.Millisecond):
-		}
 	}
 }
 
