@@ -196,10 +196,12 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		}
 	}
 	var within []string
+	fallback := ""
 	if scope != nil {
-		within = scope.keyScopes
+		// A shared cluster's etcd user may not watch the whole key space.
+		within, fallback = scope.keyScopes, lo.Prefix+"/"
 	}
-	rec, err := s.StartRecorderWithin(ctx, plan.Prefixes(), within, "", head.Header.Revision+1)
+	rec, err := s.StartRecorderWithin(ctx, plan.Prefixes(), within, fallback, head.Header.Revision+1)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,9 @@ counting gRPC proxy in front of each etcd counts every request by method and sha
 counts side by side, with their ratio, and says whether each row is within 10 %.`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.kubeconfig.enabled() {
+				return cli.FlagErrorf("conformance starts kube-apiservers of its own: --kubeconfig cannot be used")
+			}
 			if !o.kube.enabled() {
 				o.kube.version = "1.37"
 			}

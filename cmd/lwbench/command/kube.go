@@ -196,6 +196,14 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 		APIServers: kubeload.APIServersOf(cluster)}
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: k.watchList})
 	con.Done()
+	return writeKubeResult(o, out, errOut, res, err)
+}
+
+// writeKubeResult prints the result of kubeload.Run (res, err) and returns
+// the command's error: Run's, unless it only reports an interruption
+// after which res was printed; a cleanup that did not leave a shared
+// cluster as it found it; or the broken guarantees.
+func writeKubeResult(o *runOptions, out, errOut io.Writer, res *report.KubeRunResult, err error) error {
 	if err != nil && (res == nil || !res.Interrupted) {
 		return err
 	}
@@ -205,6 +213,9 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	}
 	if interrupted != nil {
 		return interrupted
+	}
+	if res.Cleanup != nil && res.Cleanup.Error != "" {
+		return fmt.Errorf("cleanup of the run's namespaces: %s", res.Cleanup.Error)
 	}
 	if !res.Validation.OK() {
 		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -170,21 +169,5 @@ func runKubeconfig(ctx context.Context, o *runOptions, out, errOut io.Writer) er
 	st := kubeload.Stack{Etcd: target, RESTConfig: cfg, EtcdPrefix: o.load.Prefix, APIServer: api, Shared: true}
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout})
 	con.Done()
-	if err != nil && (res == nil || !res.Interrupted) {
-		return err
-	}
-	interrupted := err
-	if err := o.out.write(out, errOut, makeKubeRunTable(res), res, res.Intervals, nil); err != nil {
-		return errors.Join(interrupted, err)
-	}
-	if interrupted != nil {
-		return interrupted
-	}
-	if res.Cleanup != nil && res.Cleanup.Error != "" {
-		return fmt.Errorf("cleanup of the run's namespaces: %s", res.Cleanup.Error)
-	}
-	if !res.Validation.OK() {
-		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
-	}
-	return nil
+	return writeKubeResult(o, out, errOut, res, err)
 }

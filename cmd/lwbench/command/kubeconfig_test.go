@@ -173,6 +173,7 @@ func TestKubeconfigFlagErrors(t *testing.T) {
 		{"allow-defrag", append(kc, "--allow-defrag"), "lwbench: --kubeconfig and --allow-defrag cannot be used together: lwbench never defragments a cluster it does not own\n"},
 		{"reuse-prefix", append(kc, "--reuse-prefix"), "lwbench: --kubeconfig and --reuse-prefix cannot be used together: the run writes through the API, in namespaces of its own, never raw keys\n"},
 		{"no endpoints", []string{"run", "--kubeconfig", "/nonexistent/kubeconfig"}, "lwbench: --kubeconfig needs --endpoints of the cluster's etcd (and --prefix, its --etcd-prefix): the informers' events are validated against etcd's history\n"},
+		{"conformance", []string{"conformance", "--kubeconfig", "/nonexistent/kubeconfig"}, "lwbench: conformance starts kube-apiservers of its own: --kubeconfig cannot be used\n"},
 		{"context alone", []string{"run", "--context", "test"}, "lwbench: --context needs --kubeconfig\n"},
 		{"client gate", append(kc, "--client-feature-gates", "WatchList=true"), `lwbench: --client-feature-gates: Invalid value: "WatchList=true": give WatchListClient=true or WatchListClient=false` + "\n"},
 	}
