@@ -120,13 +120,9 @@ func (s *Session) OnPhase(onPhase func(phase string)) { s.live.onPhase = onPhase
 // every member: status, sizes, counts, defragmentation, the final reads
 // and the cleanup.
 func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
-	c, err := s.h.Dial(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, err
-	}
-	s.closers = append(s.closers, func() { c.Close() })
+	c, err := s.dial(ctx, s.h.Dial)
 	s.admin = c
-	return c, nil
+	return c, err
 }
 
 // DialCompactor opens the compactor's connection, to every member. It is
@@ -135,7 +131,12 @@ func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
 // own etcd client (k8s.io/apiserver/pkg/storage/etcd3/compact.go
 // StartCompactorPerEndpoint), so they are requests of the load.
 func (s *Session) DialCompactor(ctx context.Context) (*clientv3.Client, error) {
-	c, err := s.t.Dial(context.WithoutCancel(ctx))
+	return s.dial(ctx, s.t.Dial)
+}
+
+// dial opens a connection with dial that outlives ctx, closed by Close.
+func (s *Session) dial(ctx context.Context, dial Dialer) (*clientv3.Client, error) {
+	c, err := dial(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
 	}
