@@ -17,9 +17,9 @@ import (
 
 // Target is the etcd a run drives.
 type Target struct {
-	// Endpoints are the members' client URLs, one per member; each is
-	// defragmented in turn (the leader last), and the first is queried
-	// for sizes and metrics.
+	// Endpoints are the members' client URLs, one per member, as the load
+	// reaches them; without a Harness, each is defragmented in turn (the
+	// leader last), and the first is queried for sizes and metrics.
 	Endpoints []string
 	// Embedded is true when the member runs in this process.
 	Embedded bool
@@ -29,7 +29,9 @@ type Target struct {
 	// Dial opens a new connection to every endpoint for the load: a run
 	// opens Connections + WriterConnections + 1 (the compactor's: like
 	// kube-apiserver's, it is a client of etcd, not of the harness) with
-	// it, and closes them.
+	// it, and closes them; without a Harness, also the harness's (the
+	// maintenance connection, the recorder's and, with faults, the
+	// probe's).
 	Dial Dialer
 	// DialEndpoint opens a connection to one endpoint only, for
 	// Options.PinConnections.
