@@ -84,6 +84,42 @@ func TestCompareProgressNote(t *testing.T) {
 	}
 }
 
+// TestCompareNotes: the note of a row outside 10 % names its known cause
+// by the row's method and kind, and the "stop" phase (the harness
+// stopping its watchers) is not compared.
+func TestCompareNotes(t *testing.T) {
+	tests := []struct {
+		name        string
+		method      string
+		kind        string
+		model, real int64
+		wantNote    string // prefix
+	}{
+		{"peer endpoint lease", "LeaseGrant", "grant ttl=15s", 0, 3, "kube-apiserver's own: its peer endpoint lease"},
+		{"events' lease", "LeaseGrant", "grant ttl=3660s", 2, 5, ""},
+		{"compactor's first tick before the load", "Txn", "if version=0 then put else range", 1, 0, "timing: the compactor ticks"},
+		{"compactions", "Compact", "compact", 2, 3, "timing: the compactor ticks"},
+		{"create with an Else branch", "Txn", "if mod_revision=0 then put else range", 5, 0, "model: a txn shape kube-apiserver does not send"},
+		{"count polling", "Range", "prefix count_only", 0, 64, "kube-apiserver's own: it counts every resource's objects"},
+		{"not modelled", "Range", "key limit", 0, 40, "not modelled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model := []report.EtcdRequests{{Phase: "steady", Method: tt.method, Kind: tt.kind, Requests: tt.model},
+				{Phase: "stop", Method: "Watch", Kind: "cancel", Requests: 9}}
+			real := []report.EtcdRequests{{Phase: "steady", Method: tt.method, Kind: tt.kind, Requests: tt.real},
+				{Phase: "stop", Method: "Watch", Kind: "cancel", Requests: 1}}
+			rows := Compare(model, real)
+			if len(rows) != 1 {
+				t.Fatalf("got rows %+v; want one, the stop phase left out", rows)
+			}
+			if got := rows[0].Note; !strings.HasPrefix(got, tt.wantNote) || (tt.wantNote == "" && got != "") {
+				t.Errorf("got note %q, want one starting %q", got, tt.wantNote)
+			}
+		})
+	}
+}
+
 func TestSelectSettings(t *testing.T) {
 	all, err := SelectSettings(nil)
 	if err != nil || len(all) != 4 {

@@ -22,7 +22,11 @@ import (
 // (results/kube/README.md): creates without an Else branch, updates and
 // deletes reading the key back in one; watches without progress_notify in
 // both profiles (a client's watch through kube-apiserver with the cache
-// off, and the cacher's own watch, which asks for progress explicitly).
+// off, and the cacher's own watch, which asks for progress explicitly);
+// the compactor's compare-and-swap on compact_rev_key's version, first
+// on a missing key, and its Compact without waiting for the deletion
+// (k8s.io/apiserver/pkg/storage/etcd3/compact.go). The harness reaches
+// etcd directly (Target.Harness), so the proxy sees the model alone.
 func TestModelRequestShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd; skipped under -short")
@@ -35,12 +39,15 @@ func TestModelRequestShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(p.Close)
-			url := p.URL()
-			tg := watchload.Target{Endpoints: []string{url}, Embedded: true, Dial: func(ctx context.Context) (*clientv3.Client, error) {
-				return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-			}}
+			dialer := func(url string) watchload.Dialer {
+				return func(ctx context.Context) (*clientv3.Client, error) {
+					return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+				}
+			}
+			tg := watchload.Target{Endpoints: []string{p.URL()}, Embedded: true, Dial: dialer(p.URL()),
+				Harness: &watchload.Harness{Endpoints: srv.Endpoints, Dial: dialer(srv.Endpoints[0])}}
 			o := smallRun(profile)
-			o.HoldBack, o.Defragment = 0, false
+			o.HoldBack, o.Defragment, o.PhysicalCompaction = 0, false, false
 			if _, err := watchload.Run(t.Context(), tg, o); err != nil {
 				t.Fatal(err)
 			}
@@ -68,6 +75,13 @@ func TestModelRequestShapes(t *testing.T) {
 			}
 			if notify != 0 || plain == 0 {
 				t.Errorf("%s profile: %d watches with progress_notify, %d without; want none with", profile, notify, plain)
+			}
+			if n := kinds["Txn if version=0 then put else range"]; n != 1 {
+				t.Errorf("%d compactor transactions on a missing compact_rev_key, want 1", n)
+			}
+			if kinds["Txn if version=? then put else range"] == 0 || kinds["Compact compact"] == 0 || kinds["Compact compact physical"] != 0 {
+				t.Errorf("compactor: %d transactions on compact_rev_key's version, %d logical and %d physical Compacts; want some, some and none",
+					kinds["Txn if version=? then put else range"], kinds["Compact compact"], kinds["Compact compact physical"])
 			}
 			if profile == watchload.ProfileAPIServerCache && kinds["Watch progress"] == 0 {
 				t.Errorf("apiserver-cache profile: no progress request; the cacher asks for progress explicitly")

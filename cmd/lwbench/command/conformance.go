@@ -60,7 +60,10 @@ counts side by side, with their ratio, and says whether each row is within 10 %.
 }
 
 // proxiedTarget opens a fresh embedded etcd and a counting proxy in front
-// of it, and returns the target as seen through the proxy.
+// of it, and returns the target whose load goes through the proxy and
+// whose harness (watchload.Harness: the maintenance connection, the
+// history recorder) reaches the member directly, so that the proxy counts
+// what models kube-apiserver's requests and nothing else.
 func proxiedTarget(ctx context.Context, o *runOptions, logf func(string, ...any)) (watchload.Target, *etcdproxy.Proxy, func(), error) {
 	t, release, err := o.target.open(ctx, logf)
 	if err != nil {
@@ -75,7 +78,8 @@ func proxiedTarget(ctx context.Context, o *runOptions, logf func(string, ...any)
 		return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Context: ctx, Logger: zap.NewNop()})
 	}
 	pt := watchload.Target{Endpoints: []string{url}, Embedded: t.Embedded, Managed: true, Dial: dial,
-		DialEndpoint: func(ctx context.Context, _ string) (*clientv3.Client, error) { return dial(ctx) }}
+		DialEndpoint: func(ctx context.Context, _ string) (*clientv3.Client, error) { return dial(ctx) },
+		Harness:      &watchload.Harness{Endpoints: t.Endpoints, Dial: t.Dial, DialEndpoint: t.DialEndpoint}}
 	return pt, p, func() { p.Close(); release() }, nil
 }
 
@@ -126,8 +130,10 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 
 // conformanceModel runs the load through the etcd-direct model with
 // profile on a fresh embedded etcd behind a counting proxy, and returns
-// what the proxy counted: phase "seed" until the model leaves its seeding
-// phase (Options.OnPhase), "steady" after.
+// what the proxy counted, by the model's phase (modelPhases). The model
+// compacts as kube-apiserver does, without waiting for the deletion
+// (k8s.io/apiserver/pkg/storage/etcd3/compact.go Compact: no
+// WithCompactPhysical); `lwbench run` waits by default, for its sizes.
 func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, logf func(string, ...any)) ([]report.EtcdRequests, error) {
 	t, p, release, err := proxiedTarget(ctx, o, logf)
 	defer release()
@@ -138,10 +144,11 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 	lo.Profile = profile
 	// The real load has no consistent readers besides its informers.
 	lo.ConsistentListRate = -1
-	p.SetPhase("seed")
+	lo.PhysicalCompaction = false
+	p.SetPhase("before")
 	lo.OnPhase = func(phase string) {
-		if phase != "seeding" {
-			p.SetPhase("steady")
+		if pp, ok := modelPhases[phase]; ok {
+			p.SetPhase(pp)
 		}
 	}
 	if _, err := watchload.Run(ctx, t, lo); err != nil {
@@ -149,6 +156,13 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 	}
 	return kubeload.CounterOf(p.Counter()).Requests(), nil
 }
+
+// modelPhases names the model's phases (watchload.Options.OnPhase) as
+// kubeload.Run names the real stack's, so that kubeload.Compare leaves out
+// the same ones: seeding is "seed", the watchers' first lists "sync", the
+// writes "steady", the wait for the final revision "drain", and stopping
+// the watchers "stop".
+var modelPhases = map[string]string{"seeding": "seed", "syncing": "sync", "writing": "steady", "confirming": "drain", "validating": "stop"}
 
 // conformanceReal runs the load through one kube-apiserver with setting s
 // on a fresh embedded etcd behind a counting proxy.
