@@ -170,12 +170,17 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if o.PinConnections {
 		pinned = ", each pinned to one member"
 	}
-	logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
-		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
+	loading := fmt.Sprintf("LIST pages of %d", o.PageSize)
+	if o.Profile == ProfileInformer && o.informerWatchList() {
+		loading = "WatchList: WATCH with sendInitialEvents"
+	}
+	logf("starting %d %s watchers of %s on %d streams over %d connections%s (%s, WATCH with prevKV)",
+		o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, loading)
 	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
 		resource := o.WatchResources[i%len(o.WatchResources)]
 		return ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
-			Stream: stream, PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+			Stream: stream, PageSize: o.PageSize, WatchList: o.Profile == ProfileInformer && o.informerWatchList(),
+			Clock: o.Clock, Hooks: o.Hooks}
 	}, o.StartConcurrency, o.SyncTimeout)
 	if err != nil {
 		return nil, err
