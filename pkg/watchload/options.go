@@ -105,6 +105,10 @@ type Options struct {
 	OnProgress func(Progress)
 	// ProgressInterval defaults to 500 ms.
 	ProgressInterval time.Duration
+	// OnPhase, if set, is called on Run's goroutine as each phase begins
+	// (seeding, syncing: the watchers' first lists, writing, confirming),
+	// before its first request; it must not block.
+	OnPhase func(phase string)
 	// Hooks are given to every reflector.
 	Hooks ReflectorHooks
 

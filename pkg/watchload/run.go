@@ -63,6 +63,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}
 	s := NewSession(t, time.Now(), o.Logf)
 	defer s.Close()
+	s.onPhase = o.OnPhase
 	s.SampleSelf(ctx)
 	logf := s.logf
 	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion, StartedAt: s.epoch.UTC(),

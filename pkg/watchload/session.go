@@ -46,6 +46,8 @@ type Session struct {
 	logf  func(string, ...any)
 	self  *selfSampler
 	live  *liveState
+	// onPhase, if set, is told every phase as it begins (Options.OnPhase).
+	onPhase func(string)
 
 	admin    *clientv3.Client
 	writers  *Topology
@@ -99,12 +101,18 @@ func (s *Session) reportTarget() report.Target {
 // begins; watchers is the number of watchers planned. It runs until Close.
 func (s *Session) ReportProgress(ctx context.Context, onProgress func(Progress), interval time.Duration, watchers int, phase string) {
 	s.live.watchers = watchers
-	s.live.setPhase(phase)
+	s.SetPhase(phase)
 	s.stopProgress = s.live.report(ctx, onProgress, interval)
 }
 
-// SetPhase names what the Session does from now on, for the live view.
-func (s *Session) SetPhase(phase string) { s.live.setPhase(phase) }
+// SetPhase names what the Session does from now on, for the live view
+// and the phase hook.
+func (s *Session) SetPhase(phase string) {
+	s.live.setPhase(phase)
+	if s.onPhase != nil {
+		s.onPhase(phase)
+	}
+}
 
 // DialAdmin opens the maintenance connection, to every member: status,
 // compaction, defragmentation, the final reads and the cleanup.
@@ -305,7 +313,7 @@ func (s *Session) Write(ctx context.Context, wl Workload, o WriterOptions, phase
 	s.live.setWriters(writers, o.Total)
 	w := &Writing{Writers: writers, Start: s.env.Since()}
 	s.env.SetIntervalOrigin(w.Start)
-	s.live.setPhase(phase)
+	s.SetPhase(phase)
 	w.run(ctx)
 	s.writing = w
 	return w, nil
