@@ -21,12 +21,28 @@ import (
 // deletes reading the key back in one; watches without progress_notify in
 // both profiles (a client's watch through kube-apiserver with the cache
 // off, and the cacher's own watch, which asks for progress explicitly).
+//
+// The informers' lists, etcd being 3.7: with WatchList, one RangeStream
+// of the whole prefix per watcher, without revision or limit, and no
+// paged read (measured: "RangeStream prefix"); without, RangeStream pages
+// with a limit, the first at the latest ("RangeStream prefix limit"),
+// the others pinned to its revision, and no Range list at all.
 func TestModelRequestShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd; skipped under -short")
 	}
-	for _, profile := range []watchload.Profile{watchload.ProfileInformer, watchload.ProfileAPIServerCache} {
-		t.Run(string(profile), func(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		name      string
+		profile   watchload.Profile
+		watchList *bool
+	}{
+		{"informer/watchlist-on", watchload.ProfileInformer, &on},
+		{"informer/watchlist-off", watchload.ProfileInformer, &off},
+		{"apiserver-cache", watchload.ProfileAPIServerCache, nil},
+	} {
+		profile := tc.profile
+		t.Run(tc.name, func(t *testing.T) {
 			srv := etcdtest.RunEtcd(t)
 			p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0]})
 			if err != nil {
@@ -38,7 +54,7 @@ func TestModelRequestShapes(t *testing.T) {
 				return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 			}}
 			o := smallRun(profile)
-			o.HoldBack, o.Defragment = 0, false
+			o.HoldBack, o.Defragment, o.WatchList = 0, false, tc.watchList
 			if _, err := watchload.Run(t.Context(), tg, o); err != nil {
 				t.Fatal(err)
 			}
@@ -70,6 +86,46 @@ func TestModelRequestShapes(t *testing.T) {
 			if profile == watchload.ProfileAPIServerCache && kinds["Watch progress"] == 0 {
 				t.Errorf("apiserver-cache profile: no progress request; the cacher asks for progress explicitly")
 			}
+			if profile == watchload.ProfileInformer {
+				checkInformerLists(t, *tc.watchList, int64(o.Watchers), kinds)
+			}
 		})
+	}
+}
+
+// checkInformerLists checks the list requests of watchers informers,
+// pods paginated at the page size, against etcd 3.7 (kinds: requests by
+// "method kind", as the proxy classifies them).
+func checkInformerLists(t *testing.T, watchList bool, watchers int64, kinds map[string]int64) {
+	t.Helper()
+	var paged, rangeLists int64
+	for k, n := range kinds {
+		if strings.HasPrefix(k, "RangeStream ") && strings.Contains(k, " limit") {
+			paged += n
+		}
+		if strings.HasPrefix(k, "Range prefix limit") || strings.HasPrefix(k, "Range range") {
+			rangeLists += n
+		}
+	}
+	if rangeLists != 0 {
+		t.Errorf("%d list pages read with Range; kube-apiserver 1.37 streams them from etcd 3.7: %v", rangeLists, kinds)
+	}
+	if watchList {
+		if n := kinds["RangeStream prefix"]; n < watchers {
+			t.Errorf("WatchList on: %d unlimited RangeStreams of a prefix, want one per watcher (%d): %v", n, watchers, kinds)
+		}
+		if paged != 0 {
+			t.Errorf("WatchList on: %d RangeStreams with a limit, want none (a watch-list reads the whole prefix): %v", paged, kinds)
+		}
+		return
+	}
+	if n := kinds["RangeStream prefix limit"]; n < watchers {
+		t.Errorf("WatchList off: %d first pages (RangeStream prefix limit), want one per watcher (%d): %v", n, watchers, kinds)
+	}
+	if n := kinds["RangeStream range limit rev"]; n == 0 {
+		t.Errorf("WatchList off: no continuation page (RangeStream range limit rev) though pods take several pages: %v", kinds)
+	}
+	if n := kinds["RangeStream prefix"]; n != 0 {
+		t.Errorf("WatchList off: %d unlimited RangeStreams, want none (no relist): %v", n, kinds)
 	}
 }
