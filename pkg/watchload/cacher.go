@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
@@ -223,26 +222,17 @@ func (c *consistentReader) read(ctx context.Context, cache *Reflector, due time.
 	c.mu.Unlock()
 }
 
-// fallback lists the resource from etcd at the latest revision in pages.
+// fallback is the delegator's fallback (cacher/delegator.go GetList: the
+// cache did not catch up in time, so the LIST goes to etcd with the
+// request's own options): the consistent LIST, resourceVersion "" with a
+// limit of pageSize, and then its continuations, each served by
+// kube-apiserver's etcd3 store (store.getList): a RangeStream (etcd 3.7)
+// or Range of one page, the first at the latest revision, the others
+// pinned to it.
 func (c *consistentReader) fallback(ctx context.Context, o ReflectorOptions) error {
-	end := clientv3.GetPrefixRangeEnd(o.Prefix)
-	key := o.Prefix
-	var rev int64
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(c.pageSize)}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := o.Stream.Client.Get(ctx, key, opts...)
-		if err != nil {
-			return err
-		}
-		rev = resp.Header.Revision
-		if !resp.More || len(resp.Kvs) == 0 {
-			return nil
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-	}
+	st := &store{stream: o.Stream, client: o.Stream.Client, prefix: o.Prefix, streams: c.env.rangeStream}
+	p := listPager{pageSize: c.pageSize, pageFn: st.getList}
+	return p.list(ctx, listOptions{}).attempt.Err
 }
 
 // Result returns the counts and latencies so far.
