@@ -103,12 +103,13 @@ type Options struct {
 	// OnProgress, if set, is called about every ProgressInterval with a
 	// live view of the run; it must not block.
 	OnProgress func(Progress)
+	// OnPhase, if set, is called with the name of each phase of the run
+	// (seeding, syncing, writing, confirming) as the run enters it, on the
+	// run's goroutine, before the phase's first request: what etcd sees
+	// can be told apart by phase exactly. It must not block.
+	OnPhase func(phase string)
 	// ProgressInterval defaults to 500 ms.
 	ProgressInterval time.Duration
-	// OnPhase, if set, is called on Run's goroutine as each phase begins
-	// (seeding, syncing: the watchers' first lists, writing, confirming),
-	// before its first request; it must not block.
-	OnPhase func(phase string)
 	// Hooks are given to every reflector.
 	Hooks ReflectorHooks
 

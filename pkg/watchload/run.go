@@ -62,8 +62,8 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	s := NewSession(t, time.Now(), o.Logf)
-	defer s.Close()
 	s.onPhase = o.OnPhase
+	defer s.Close()
 	s.SampleSelf(ctx)
 	logf := s.logf
 	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion, StartedAt: s.epoch.UTC(),

@@ -46,7 +46,8 @@ type Session struct {
 	logf  func(string, ...any)
 	self  *selfSampler
 	live  *liveState
-	// onPhase, if set, is told every phase as it begins (Options.OnPhase).
+	// onPhase, if set, hears each phase as the Session enters it
+	// (Options.OnPhase).
 	onPhase func(string)
 
 	admin    *clientv3.Client
@@ -106,12 +107,12 @@ func (s *Session) ReportProgress(ctx context.Context, onProgress func(Progress),
 }
 
 // SetPhase names what the Session does from now on, for the live view
-// and the phase hook.
+// and its onPhase.
 func (s *Session) SetPhase(phase string) {
-	s.live.setPhase(phase)
 	if s.onPhase != nil {
 		s.onPhase(phase)
 	}
+	s.live.setPhase(phase)
 }
 
 // DialAdmin opens the maintenance connection, to every member: status,
