@@ -39,15 +39,21 @@ import (
 //
 // Updates conflicting with another writer are retried on a fresh read with
 // client-go's retry.RetryOnConflict. Do's revision is the resourceVersion
-// kube-apiserver returned (the write's mod_revision); a pod's delete
-// returns the revision of its graceful-deletion update, since a DELETE
-// response carries no revision of the removal. Do ignores its etcd
-// connection: pass NewWriters any one-element slice.
+// kube-apiserver returned (the write's mod_revision). A pod's delete
+// commits three revisions (pkg/registry/core/pod/strategy.go,
+// k8s.io/apiserver/pkg/registry/generic/registry/store.go Delete): the
+// first DELETE's update setting deletionTimestamp, which goes to the commit
+// observer (watchload.CommitObserver), the second DELETE's update to grace
+// period 0, whose revision is the deleted pod's resourceVersion in its
+// response and is Do's, and the removal, whose revision no API response
+// carries (its event goes untimed). Do ignores its etcd connection: pass
+// NewWriters any one-element slice.
 type APIWorkload struct {
-	plan    *watchload.KubernetesWorkload
-	clients []kubernetes.Interface // per worker
-	gens    []*keyspace.Generator  // per worker
-	seed    uint64
+	plan     *watchload.KubernetesWorkload
+	clients  []kubernetes.Interface // per worker
+	gens     []*keyspace.Generator  // per worker
+	seed     uint64
+	observer func(worker int, rev int64) // ObserveCommits'; nil: none
 
 	mu     sync.Mutex              // guards states during Seed
 	states []map[string]*apiObject // per worker, by key
@@ -62,7 +68,15 @@ type apiObject struct {
 	cm         *corev1.ConfigMap
 }
 
-var _ watchload.Workload = (*APIWorkload)(nil)
+var (
+	_ watchload.Workload       = (*APIWorkload)(nil)
+	_ watchload.CommitObserver = (*APIWorkload)(nil)
+)
+
+// ObserveCommits implements watchload.CommitObserver: f gets the revision
+// of a pod delete's first update (deletionTimestamp set) as soon as it
+// has committed. Call it before the writers start.
+func (w *APIWorkload) ObserveCommits(f func(worker int, rev int64)) { w.observer = f }
 
 // NewAPIWorkload returns the workload of plan (made with Workers workers
 // and a Prefix equal to kube-apiserver's --etcd-prefix) on workers clients
@@ -130,7 +144,7 @@ func (w *APIWorkload) write(ctx context.Context, worker int, op watchload.Op, st
 	cs, gen := w.clients[worker], w.gens[worker]
 	switch op.Resource {
 	case watchload.ResourcePods:
-		return w.writePod(ctx, cs.CoreV1().Pods(op.Namespace), cs.CoreV1().RESTClient(), gen, op, st)
+		return w.writePod(ctx, worker, cs.CoreV1().Pods(op.Namespace), cs.CoreV1().RESTClient(), gen, op, st)
 	case watchload.ResourceConfigMaps:
 		return w.writeConfigMap(ctx, cs.CoreV1().ConfigMaps(op.Namespace), gen, op, st)
 	case watchload.ResourceEvents:
@@ -144,7 +158,7 @@ func fresh(m *metav1.ObjectMeta) {
 	m.UID, m.ResourceVersion, m.CreationTimestamp, m.ManagedFields, m.GenerateName = "", "", metav1.Time{}, nil, ""
 }
 
-func (w *APIWorkload) writePod(ctx context.Context, pods podClient, rc rest.Interface, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
+func (w *APIWorkload) writePod(ctx context.Context, worker int, pods podClient, rc rest.Interface, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
 	switch op.Kind {
 	case watchload.OpCreate:
 		p := gen.Pod(op.Namespace, op.Name, 0)
@@ -196,13 +210,25 @@ func (w *APIWorkload) writePod(ctx context.Context, pods podClient, rc rest.Inte
 			return 0, false, apiError(op, err)
 		}
 		rev := revisionOf(cur.ResourceVersion)
+		if w.observer != nil && worker >= 0 {
+			w.observer(worker, rev)
+		}
 		if cur.UID != "" {
 			uid := cur.UID
 			pre = &metav1.Preconditions{UID: &uid}
 		}
+		// The DELETE with grace period 0 updates the pod once more, then
+		// removes it; the response is the removed pod, whose
+		// resourceVersion is that last update's revision.
 		zero := int64(0)
-		if err := pods.Delete(ctx, op.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: pre}); err != nil && !apierrors.IsNotFound(err) {
+		gone := &corev1.Pod{}
+		err = rc.Delete().Namespace(op.Namespace).Resource("pods").Name(op.Name).
+			Body(&metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: pre}).Do(ctx).Into(gone)
+		if err != nil && !apierrors.IsNotFound(err) {
 			return rev, false, apiError(op, err)
+		}
+		if r := revisionOf(gone.ResourceVersion); err == nil && r > rev {
+			rev = r
 		}
 		st.pod = nil
 		return rev, false, nil
@@ -301,7 +327,6 @@ type podClient interface {
 	Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error)
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error)
 	UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error)
-	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 type configMapClient interface {

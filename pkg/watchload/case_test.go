@@ -1,6 +1,8 @@
 package watchload_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,19 +75,23 @@ func TestSessionCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Write(ctx, wl, watchload.WriterOptions{Rate: 400, Total: writes, Workers: 4, Timeout: 10 * time.Second}); err != nil {
+			counted := &countingWorkload{Workload: wl}
+			if err := c.Write(ctx, counted, watchload.WriterOptions{Rate: 400, Total: writes, Workers: 4, Timeout: 10 * time.Second}); err != nil {
 				t.Fatal(err)
 			}
-			// The writes are done once the store has moved on by all of them.
-			var final int64
-			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); clockwait.SleepReal(ctx, 20*time.Millisecond) {
-				resp, err := admin.Get(ctx, podsPrefix, clientv3.WithCountOnly())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if final = resp.Header.Revision; final >= start.Header.Revision+writes {
-					break
-				}
+			// The writes are done once every op has returned (a pod's
+			// delete commits three revisions, so the store's revision
+			// does not count them).
+			for deadline := time.Now().Add(30 * time.Second); counted.done.Load() < writes && time.Now().Before(deadline); {
+				clockwait.SleepReal(ctx, 20*time.Millisecond)
+			}
+			resp, err := admin.Get(ctx, podsPrefix, clientv3.WithCountOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			final := resp.Header.Revision
+			if final < start.Header.Revision+writes {
+				t.Errorf("the store moved from revision %d to %d, fewer than the %d writes", start.Header.Revision, final, writes)
 			}
 			ws := c.StopWrites()
 			if ws.Completed != writes {
@@ -108,4 +114,15 @@ func TestSessionCases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingWorkload counts the ops a workload has performed.
+type countingWorkload struct {
+	watchload.Workload
+	done atomic.Int64
+}
+
+func (w *countingWorkload) Do(ctx context.Context, worker int, kv watchload.KV, op watchload.Op) (int64, bool, error) {
+	defer w.done.Add(1)
+	return w.Workload.Do(ctx, worker, kv, op)
 }

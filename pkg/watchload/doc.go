@@ -71,6 +71,16 @@
 // worker knows its keys' mod_revisions for kube-apiserver's
 // compare-and-swap transactions.
 //
+// A KubernetesWorkload op sends etcd what kube-apiserver sends for the
+// API request of the real writers (registry.go): with the watch cache off
+// (the informer profile) a read before every update and delete; a pod's
+// graceful delete is two DELETE requests making two updates and then the
+// delete; with the cache on (apiserver-cache) updates and deletes start
+// from the watch cache's object, current or stale as the model's own
+// watch cache of the resource has seen its last write, and a stale one
+// costs a read or a failed transaction. The revisions an op commits
+// before its last are published as they commit (CommitObserver).
+//
 // # Delivery latency
 //
 // Writers publish each committed revision with its send and response

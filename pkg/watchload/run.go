@@ -100,6 +100,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	wo := KubernetesWorkloadOptions{
 		Prefix: o.Prefix, Namespaces: o.Namespaces, Pods: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
 		Mix: o.Mix, ResourceMix: o.ResourceMix, EventTTL: o.EventTTL, Workers: o.WriterConcurrency, Seed: o.Seed,
+		NoWatchCache: o.Profile != ProfileAPIServerCache,
 	}
 	if o.ReusePrefix {
 		wo.NamespacePrefix = fmt.Sprintf("lwbench-%08x-ns-", rand.Uint32())
@@ -185,6 +186,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}, o.StartConcurrency, o.SyncTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if o.Profile == ProfileAPIServerCache {
+		wl.UseWatchCache(cacheRevisions(refls))
 	}
 
 	// The faults' probe connection and a connection to each member,
@@ -293,6 +297,33 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return res, fmt.Errorf("run %w after %s of writes: the result holds what was measured until then", interrupted, time.Duration(interruptedAfter).Round(time.Millisecond))
 	}
 	return res, nil
+}
+
+// cacheRevisions returns the revision up to which the model's watch cache
+// of a resource has applied etcd's events, or false when no watcher
+// watches it. Upstream has one cacher per resource; the model's stand-in
+// is the first of refls (apiserver-cache watchers) of that resource that
+// is not held back (a hold is a fault the model injects on a client, not
+// on the cacher), or the first if all are. What it has seen when a write
+// starts stands for what kube-apiserver's cacher had seen
+// (KubernetesWorkload.UseWatchCache).
+func cacheRevisions(refls []*Reflector) func(resource string) (int64, bool) {
+	by := map[string][]*Reflector{}
+	for _, r := range refls {
+		by[r.Options().Resource] = append(by[r.Options().Resource], r)
+	}
+	return func(resource string) (int64, bool) {
+		rs := by[resource]
+		if len(rs) == 0 {
+			return 0, false
+		}
+		for _, r := range rs {
+			if !r.isHeld() {
+				return r.LastRevision(), true
+			}
+		}
+		return rs[0].LastRevision(), true
+	}
 }
 
 // checkTarget checks what the options need from the target.

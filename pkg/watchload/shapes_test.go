@@ -2,6 +2,8 @@ package watchload_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +90,185 @@ func TestModelRequestShapes(t *testing.T) {
 			}
 			if profile == watchload.ProfileInformer {
 				checkInformerLists(t, *tc.watchList, int64(o.Watchers), kinds)
+			}
+			// Reads before writes: with the cache off every update and
+			// delete reads the object first (and a pod's delete reads it
+			// twice more); with it on, only deletes (the registry's
+			// read) and event patches (events are never cached) do.
+			reads := kinds["Range key limit"]
+			txns := kinds["Txn if mod_revision=? then put else range"] + kinds["Txn if mod_revision=? then delete else range"]
+			switch profile {
+			case watchload.ProfileInformer:
+				if reads < txns {
+					t.Errorf("informer profile: %d reads for %d update and delete txns; want a read before each", reads, txns)
+				}
+			case watchload.ProfileAPIServerCache:
+				if reads == 0 || reads >= txns {
+					t.Errorf("apiserver-cache profile: %d reads for %d update and delete txns; want some (deletes, event patches), fewer than the txns", reads, txns)
+				}
+			}
+		})
+	}
+}
+
+// TestModelWriteShapes performs single ops of the model's Kubernetes
+// workload through a counting proxy and checks exactly what each sends
+// etcd, as kube-apiserver 1.37.2 does for the real writers' request
+// (pkg/watchload/registry.go): with the watch cache off a read before
+// every GuaranteedUpdate and delete; a pod's delete is two DELETE
+// requests, each with the registry's read, making two updates (graceful
+// deletion) and then the delete; with the cache on, the cached object
+// instead of the read, and a failed transaction and another when the
+// cached object is stale.
+func TestModelWriteShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd; skipped under -short")
+	}
+	const (
+		read   = "Range key limit"
+		create = "Txn if mod_revision=0 then put"
+		update = "Txn if mod_revision=? then put else range"
+		del    = "Txn if mod_revision=? then delete else range"
+	)
+	type counts map[string]int64
+	pods := watchload.ResourceMix{PodsPercent: 100}
+	cms := watchload.ResourceMix{ConfigMapsPercent: 100}
+	events := watchload.ResourceMix{EventsPercent: 100}
+	updates := watchload.Mix{UpdatePercent: 100}
+	deletes := watchload.Mix{DeletePercent: 100}
+	// Cache revisions: "off" (NoWatchCache), "current" (the cache has
+	// seen everything), "seed" (it saw the objects' creation, nothing
+	// after).
+	tests := []struct {
+		name      string
+		cache     string
+		resources watchload.ResourceMix
+		mix       watchload.Mix
+		ops       int  // ops performed, each counted alone
+		tamper    bool // another client writes the object before the last op
+		want      []counts
+		wantSteps int // intermediate revisions of the last op
+	}{
+		{name: "pod update, cache off", cache: "off", resources: pods, mix: updates, ops: 1,
+			want: []counts{{read: 1, update: 1}}},
+		{name: "configmap update, cache off", cache: "off", resources: cms, mix: updates, ops: 1,
+			want: []counts{{read: 1, update: 1}}},
+		// The client's resourceVersion is out of date: GuaranteedUpdate
+		// reads the object and returns 409 without a txn; client-go's
+		// RetryOnConflict GETs it and updates again.
+		{name: "pod update after another client's write, cache off", cache: "off", resources: pods, mix: updates, ops: 1, tamper: true,
+			want: []counts{{read: 3, update: 1}}},
+		{name: "event patch, cache off", cache: "off", resources: events, mix: updates, ops: 1,
+			want: []counts{{read: 1, update: 1}}},
+		{name: "pod delete, cache off", cache: "off", resources: pods, mix: deletes, ops: 1,
+			want: []counts{{read: 5, update: 2, del: 1}}, wantSteps: 2},
+		{name: "configmap delete, cache off", cache: "off", resources: cms, mix: deletes, ops: 1,
+			want: []counts{{read: 2, del: 1}}},
+		{name: "pod updates, cache current", cache: "current", resources: pods, mix: updates, ops: 2,
+			want: []counts{{update: 1}, {update: 1}}},
+		{name: "event patch, cache on", cache: "current", resources: events, mix: updates, ops: 1,
+			want: []counts{{read: 1, update: 1}}},
+		{name: "pod delete, cache current", cache: "current", resources: pods, mix: deletes, ops: 1,
+			want: []counts{{read: 2, update: 2, del: 1}}, wantSteps: 2},
+		{name: "configmap delete, cache current", cache: "current", resources: cms, mix: deletes, ops: 1,
+			want: []counts{{read: 1, del: 1}}},
+		// The second update's cached object is the seeded one, older than
+		// the client's resourceVersion: a conflict inside tryUpdate, a
+		// read, then the txn.
+		{name: "pod updates, cache stale", cache: "seed", resources: pods, mix: updates, ops: 2,
+			want: []counts{{update: 1}, {read: 1, update: 1}}},
+		// The grace-0 update and the delete start from the seeded object:
+		// each fails its comparison once and applies on the object the
+		// else branch returns.
+		{name: "pod delete, cache stale", cache: "seed", resources: pods, mix: deletes, ops: 1,
+			want: []counts{{read: 2, update: 3, del: 2}}, wantSteps: 2},
+	}
+	srv := etcdtest.RunEtcd(t)
+	p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{p.URL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wl, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
+				Prefix: fmt.Sprintf("/shapes%d", i), Namespaces: 1, Pods: 1, ConfigMaps: 1, Events: 1,
+				Mix: tt.mix, ResourceMix: tt.resources, Workers: 1, Seed: 1, NoWatchCache: tt.cache == "off",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := wl.Seed(t.Context(), []watchload.KV{c}, 1); err != nil {
+				t.Fatal(err)
+			}
+			seeded, err := c.Get(t.Context(), "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tt.cache {
+			case "current":
+				wl.UseWatchCache(func(string) (int64, bool) { return 1 << 62, true })
+			case "seed":
+				wl.UseWatchCache(func(string) (int64, bool) { return seeded.Header.Revision, true })
+			}
+			var steps []int64
+			wl.ObserveCommits(func(_ int, rev int64) { steps = append(steps, rev) })
+			kind := watchload.OpUpdate
+			if tt.mix.DeletePercent > 0 {
+				kind = watchload.OpDelete
+			}
+			var last, next int64
+			for op := range tt.ops {
+				// Events are created more often than patched, whatever the
+				// mix: perform the creates first, uncounted.
+				o := wl.Next(next)
+				for next++; o.Kind != kind; next++ {
+					p.SetPhase("setup")
+					if _, _, err := wl.Do(t.Context(), 0, c, o); err != nil {
+						t.Fatal(err)
+					}
+					o = wl.Next(next)
+				}
+				if tt.tamper && op == tt.ops-1 {
+					p.SetPhase("setup")
+					if _, err := c.Put(t.Context(), o.Key, "another client's"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				steps = nil
+				phase := fmt.Sprintf("%s/%d", tt.name, op)
+				p.SetPhase(phase)
+				rev, conflict, err := wl.Do(t.Context(), 0, c, o)
+				if err != nil {
+					t.Fatalf("op %d: %v", op, err)
+				}
+				if conflict != tt.tamper {
+					t.Errorf("op %d: conflict %v, want %v", op, conflict, tt.tamper)
+				}
+				last = rev
+				got := counts{}
+				for _, r := range p.Counts() {
+					if r.Phase == phase && (r.Method == "Range" || r.Method == "Txn") {
+						got[r.Method+" "+r.Kind] += r.Requests
+					}
+				}
+				want := tt.want[op]
+				if !maps.Equal(got, want) {
+					t.Errorf("op %d sent %v, want %v", op, got, want)
+				}
+			}
+			if len(steps) != tt.wantSteps {
+				t.Fatalf("last op committed %d intermediate revisions %v, want %d", len(steps), steps, tt.wantSteps)
+			}
+			for _, s := range steps {
+				if s <= 0 || s >= last {
+					t.Errorf("intermediate revision %d not before the op's revision %d", s, last)
+				}
 			}
 		})
 	}

@@ -24,6 +24,7 @@ import (
 // satisfies it.
 type KV interface {
 	Txn(ctx context.Context) clientv3.Txn
+	Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error)
 	Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error)
 	Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error)
 }
@@ -193,17 +194,27 @@ type KubernetesWorkloadOptions struct {
 	// number; empty means "ns-". A run that reuses a prefix gives its
 	// objects namespaces of their own this way.
 	NamespacePrefix string
+	// NoWatchCache models kube-apiserver with --watch-cache=false (the
+	// informer profile): every update and delete reads the object from
+	// etcd before its transaction. By default (the apiserver-cache
+	// profile, kube-apiserver's default) pods and configmaps start from
+	// the watch cache's object: see UseWatchCache. Events are never
+	// cached either way (registry.go).
+	NoWatchCache bool
 }
 
 // KubernetesWorkload writes pods, configmaps and events encoded with
-// Kubernetes' own protobuf serializer, with kube-apiserver's transactions:
-// create if the key does not exist; update and delete if its mod_revision
-// is the one last read, re-reading once on a conflict as GuaranteedUpdate
-// does; events attached to leases shared as kube-apiserver's lease manager
-// shares them, one lease manager per connection as each kube-apiserver has
-// its own (a grant stuck on one member then holds up only the writes of
-// that connection, as it holds up one apiserver). Ops on one key go to one
-// worker, so each worker knows its keys' mod_revisions.
+// Kubernetes' own protobuf serializer, sending etcd what kube-apiserver
+// sends for the real writers' API requests (registry.go): creates if the
+// key does not exist; reads and GuaranteedUpdate's transactions for
+// updates, event patches and a pod's graceful deletion (two updates, then
+// the delete), retried until they apply, with client-go's
+// RetryOnConflict around the updates; events attached to leases shared as
+// kube-apiserver's lease manager shares them, one lease manager per
+// connection as each kube-apiserver has its own (a grant stuck on one
+// member then holds up only the writes of that connection, as it holds up
+// one apiserver). Ops on one key go to one worker, so each worker knows
+// its keys' mod_revisions.
 type KubernetesWorkload struct {
 	o        KubernetesWorkloadOptions
 	codec    *keyspace.Codec
@@ -211,6 +222,10 @@ type KubernetesWorkload struct {
 	leases   map[KV]*leaseManager  // per connection
 	granted  []*leaseManager       // in the order first used
 	gens     []*keyspace.Generator // per worker
+
+	cacheMu  sync.RWMutex
+	cacheRev func(resource string) (int64, bool) // UseWatchCache's
+	observer func(worker int, rev int64)         // ObserveCommits'
 
 	// planner state (Next's goroutine)
 	rng     *rand.Rand
@@ -224,10 +239,64 @@ type plannedObject struct{ ns, name, owner string }
 
 // objectState is a worker's knowledge of one key it owns.
 type objectState struct {
-	modRevision int64
+	modRevision int64 // the object's mod_revision (the client's resourceVersion); 0: absent or unknown
 	generation  int
 	owner       string // the pod an event is about
 	create      bool   // generation counts from 1 (events)
+	// createRevision and revs are the key's creation revision and its
+	// last stateRevisions mod_revisions, oldest first, from which
+	// cachedAt tells what a watch cache at some revision holds.
+	createRevision int64
+	revs           [stateRevisions]int64
+}
+
+// stateRevisions is how many of a key's mod_revisions objectState keeps.
+const stateRevisions = 4
+
+// created records the object's creation at rev.
+func (s *objectState) created(rev int64) {
+	s.modRevision, s.generation, s.createRevision = rev, 0, rev
+	s.revs = [stateRevisions]int64{}
+	s.revs[stateRevisions-1] = rev
+}
+
+// updated records an update of the object the worker made at rev.
+func (s *objectState) updated(rev int64) {
+	s.adopt(rev)
+	s.generation++
+}
+
+// adopt records rev as the object's mod_revision, read from etcd.
+func (s *objectState) adopt(rev int64) {
+	if rev == s.modRevision {
+		return
+	}
+	s.modRevision = rev
+	copy(s.revs[:], s.revs[1:])
+	s.revs[stateRevisions-1] = rev
+}
+
+// cachedAt returns the mod_revision of the object as a watch cache that
+// has applied etcd's events up to revision seen holds it: the latest of
+// its known revisions at or below seen; if all are later, an earlier,
+// stale one (any revision but the current one makes the same requests).
+// ok is false when the cache does not hold it: created after seen, or
+// absent.
+func (s *objectState) cachedAt(seen int64) (rev int64, ok bool) {
+	if s.modRevision == 0 || seen < s.createRevision {
+		return 0, false
+	}
+	oldest := s.modRevision
+	for i := stateRevisions - 1; i >= 0 && s.revs[i] != 0; i-- {
+		if s.revs[i] <= seen {
+			return s.revs[i], true
+		}
+		oldest = s.revs[i]
+	}
+	if oldest == s.modRevision {
+		return s.modRevision - 1, true
+	}
+	return oldest, true
 }
 
 // NewKubernetesWorkload returns the workload; Seed must run before the
@@ -389,7 +458,7 @@ func (w *KubernetesWorkload) create(ctx context.Context, kvs []KV, concurrency i
 		j := objs[i]
 		key := w.key(j.resource, j.obj.ns, j.obj.name)
 		st := &objectState{owner: j.obj.owner}
-		if _, _, err := w.write(ctx, gens[c], kvs[c%len(kvs)], OpCreate, j.resource, j.obj.ns, j.obj.name, key, st); err != nil {
+		if _, _, err := w.write(ctx, -1, gens[c], kvs[c%len(kvs)], OpCreate, j.resource, j.obj.ns, j.obj.name, key, st); err != nil {
 			return fmt.Errorf("seed %s: %w", key, err)
 		}
 		mu.Lock()
@@ -509,7 +578,10 @@ func (w *KubernetesWorkload) Next(i int64) Op {
 	return op
 }
 
-// Do performs op with kube-apiserver's transactions.
+// Do performs op as kube-apiserver performs the real writers' request
+// (registry.go). Its revision is the op's last: a pod's delete commits
+// two updates first, which it hands to the commit observer
+// (ObserveCommits).
 func (w *KubernetesWorkload) Do(ctx context.Context, worker int, kv KV, op Op) (int64, bool, error) {
 	states := w.states[worker]
 	st := states[op.Key]
@@ -520,9 +592,27 @@ func (w *KubernetesWorkload) Do(ctx context.Context, worker int, kv KV, op Op) (
 		}
 		states[op.Key] = st
 	}
-	return w.write(ctx, w.gens[worker], kv, op.Kind, op.Resource, op.Namespace, op.Name, op.Key, st)
+	return w.write(ctx, worker, w.gens[worker], kv, op.Kind, op.Resource, op.Namespace, op.Name, op.Key, st)
 }
 
+// write performs one op on worker's behalf (-1 while seeding).
+func (w *KubernetesWorkload) write(ctx context.Context, worker int, gen *keyspace.Generator, kv KV, kind OpType, resource, ns, name, key string, st *objectState) (rev int64, conflict bool, err error) {
+	switch {
+	case kind == OpCreate:
+		return w.createObject(ctx, gen, kv, resource, ns, name, key, st)
+	case kind == OpUpdate && resource == ResourceEvents:
+		return w.patch(ctx, gen, kv, resource, ns, name, key, st)
+	case kind == OpUpdate:
+		return w.update(ctx, gen, kv, resource, ns, name, key, st)
+	case kind == OpDelete && resource == ResourcePods:
+		return w.deletePod(ctx, worker, gen, kv, ns, name, key, st)
+	case kind == OpDelete:
+		return w.deleteObject(ctx, kv, resource, key, st)
+	}
+	return 0, false, fmt.Errorf("%s: not a Kubernetes write", kind)
+}
+
+// object returns the object's content at a generation.
 func (w *KubernetesWorkload) object(gen *keyspace.Generator, resource, ns, name string, st *objectState, generation int) runtime.Object {
 	switch resource {
 	case ResourceConfigMaps:
@@ -533,106 +623,28 @@ func (w *KubernetesWorkload) object(gen *keyspace.Generator, resource, ns, name 
 	return gen.Pod(ns, name, generation)
 }
 
-// write performs one op: create if the key does not exist (no Else
-// branch, as kube-apiserver's create); update and delete if its
-// mod_revision is the one last seen, re-reading it once on a conflict
-// from the Else branch as GuaranteedUpdate retries. Events get a lease from the lease
-// manager on every write, as kube-apiserver's TTL-aware store does.
-func (w *KubernetesWorkload) write(ctx context.Context, gen *keyspace.Generator, kv KV, kind OpType, resource, ns, name, key string, st *objectState) (rev int64, conflict bool, err error) {
-	for attempt := 0; attempt < 2; attempt++ {
-		var cmp clientv3.Cmp
-		var then clientv3.Op
-		var putOpts []clientv3.OpOption
-		if resource == ResourceEvents && kind != OpDelete {
-			id, err := w.leaseManager(kv).get(ctx, kv, w.o.EventTTL)
-			if err != nil {
-				return 0, conflict, fmt.Errorf("lease for %s: %w", key, err)
-			}
-			putOpts = append(putOpts, clientv3.WithLease(id))
-		}
-		switch kind {
-		case OpCreate:
-			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", 0)
-			val, err := w.codec.Encode(w.object(gen, resource, ns, name, st, 0))
-			if err != nil {
-				return 0, conflict, err
-			}
-			then = clientv3.OpPut(key, string(val), putOpts...)
-		case OpUpdate:
-			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", st.modRevision)
-			val, err := w.codec.Encode(w.object(gen, resource, ns, name, st, st.generation+1))
-			if err != nil {
-				return 0, conflict, err
-			}
-			then = clientv3.OpPut(key, string(val), putOpts...)
-		case OpDelete:
-			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", st.modRevision)
-			then = clientv3.OpDelete(key)
-		default:
-			return 0, conflict, fmt.Errorf("%s: not a Kubernetes write", kind)
-		}
-		// kube-apiserver's create has no Else branch; its update and
-		// delete read the key back in one (store.go Create,
-		// GuaranteedUpdate, Delete; the shapes lwbench conformance saw
-		// kube-apiserver 1.37.2 send).
-		txn := kv.Txn(ctx).If(cmp).Then(then)
-		if kind != OpCreate {
-			txn = txn.Else(clientv3.OpGet(key))
-		}
-		resp, err := txn.Commit()
-		if err != nil {
-			return 0, conflict, err
-		}
-		if !resp.Succeeded && kind == OpCreate {
-			// The key exists (an earlier create whose response was
-			// lost): its mod_revision is read back by the next update
-			// or delete, whose Else branch returns it.
-			return 0, true, fmt.Errorf("create %s: %w", key, ErrObjectExists)
-		}
-		if resp.Succeeded && kind == OpDelete && resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
-			// The comparison held for an absent key (mod_revision 0: a
-			// create whose response was lost, and which never
-			// committed): nothing was deleted, no revision was written.
-			st.modRevision = 0
-			return 0, conflict, fmt.Errorf("delete %s: %w", key, ErrObjectNotFound)
-		}
-		if resp.Succeeded {
-			switch kind {
-			case OpCreate:
-				st.modRevision, st.generation = resp.Header.Revision, 0
-			case OpUpdate:
-				st.modRevision = resp.Header.Revision
-				st.generation++
-			case OpDelete:
-				st.modRevision = 0
-			}
-			return resp.Header.Revision, conflict, nil
-		}
-		// Someone else (an expired lease, or an earlier write whose
-		// response was lost) moved the key: adopt what etcd holds and try
-		// once more.
-		conflict = true
-		kvs := resp.Responses[0].GetResponseRange().GetKvs()
-		if len(kvs) == 0 {
-			st.modRevision = 0
-			if kind == OpUpdate && resource == ResourceEvents {
-				// The event's lease expired: client-go's recorder creates
-				// it again when its patch finds it gone
-				// (tools/record/event.go recordEvent).
-				kind, st.generation = OpCreate, 0
-				continue
-			}
-			if kind != OpCreate {
-				return 0, conflict, fmt.Errorf("%s %s: %w", kind, key, ErrObjectNotFound)
-			}
-			continue
-		}
-		st.modRevision = kvs[0].ModRevision
-		if kind == OpCreate {
-			return 0, conflict, fmt.Errorf("create %s: %w", key, ErrObjectExists)
-		}
-	}
-	return 0, conflict, fmt.Errorf("%s %s: conflict persisted", kind, key)
+// UseWatchCache gives the workload, unless NoWatchCache is set, the
+// revision up to which the watch cache of each resource has applied
+// etcd's events (rev; ok false when there is no cache of the resource),
+// from which it tells whether the object the cacher hands an update or a
+// delete is current or stale (registry.go). The model's watch caches are
+// its apiserver-cache watchers (Run passes their LastRevision); what they
+// have seen when a write starts stands for what kube-apiserver's cache
+// had seen, which the model cannot know. Without it, or for a resource
+// rev knows nothing of, the cache is taken to be current. Call it before
+// the writers start; rev is called from the writers' goroutines.
+func (w *KubernetesWorkload) UseWatchCache(rev func(resource string) (int64, bool)) {
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
+	w.cacheRev = rev
+}
+
+// ObserveCommits implements CommitObserver: f gets the revisions of a
+// pod delete's two updates as they commit.
+func (w *KubernetesWorkload) ObserveCommits(f func(worker int, rev int64)) {
+	w.cacheMu.Lock()
+	defer w.cacheMu.Unlock()
+	w.observer = f
 }
 
 // RawWorkload writes values of a fixed size to a key space with plain

@@ -74,7 +74,34 @@ func NewWriters(env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writers, err
 	if o.QueueDepth <= 0 {
 		o.QueueDepth = 4096
 	}
-	return &Writers{env: env, kvs: kvs, wl: wl, o: o, samples: map[string]int{}, lastDone: make([]int64, o.Workers)}, nil
+	w := &Writers{env: env, kvs: kvs, wl: wl, o: o, samples: map[string]int{}, lastDone: make([]int64, o.Workers)}
+	if co, ok := wl.(CommitObserver); ok {
+		co.ObserveCommits(w.publishStep)
+	}
+	return w, nil
+}
+
+// CommitObserver is implemented by a Workload whose op may commit more
+// than one revision (a pod's graceful deletion: two updates, then the
+// delete). NewWriters calls ObserveCommits with a function Do calls for
+// each revision but the last it returns, as soon as it has committed, on
+// behalf of the worker running the op; the Writers time the watchers'
+// events of those revisions from the op's send as they do the op's own.
+// The function is safe for concurrent use by different workers.
+type CommitObserver interface {
+	ObserveCommits(f func(worker int, rev int64))
+}
+
+// publishStep records a revision an op of worker committed before its
+// last, sent when the op was sent and answered now.
+func (w *Writers) publishStep(worker int, rev int64) {
+	t := w.env.timing
+	if worker < 0 || worker >= len(t.inflight.sent) || rev == 0 {
+		return
+	}
+	if sent := t.inflight.sent[worker].Load(); sent != 0 {
+		t.ring.publish(rev, sent-1, t.now())
+	}
 }
 
 // WriterProgress is a live view of the writers.
