@@ -185,6 +185,8 @@ func note(r *report.ConformanceRow) string {
 		return "model: its informers ask etcd for progress notifications; upstream only the watch cache does (k8s.io/apiserver/pkg/storage/cacher)"
 	case r.Method == "Watch" && strings.HasPrefix(r.Kind, "progress notify") && r.Real == 0:
 		return "model: answers to its progress requests"
+	case r.Method == "RangeStream" && r.Kind == "prefix" && r.Real > r.Model:
+		return "real: also ResourceQuota admission's live LIST of each namespace's resourcequotas (0 keys; no quota in its informer), once per namespace per 30 s of writes (k8s.io/apiserver/pkg/admission/plugin/resourcequota/resource_access.go GetQuotas, liveTTL)"
 	case r.Model == 0:
 		return "not modelled: only kube-apiserver sends it"
 	case r.Real == 0:

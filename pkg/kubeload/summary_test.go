@@ -56,11 +56,13 @@ func TestCompare(t *testing.T) {
 		{Phase: "steady after compaction 1", Method: "Watch", Kind: "events", Responses: 100},
 		{Phase: "steady after compaction 1", Method: "Range", Kind: "key limit", Requests: 40},
 		{Phase: "steady after compaction 1", Method: "Txn", Kind: "if mod_revision=? then delete else range", Requests: 10},
+		{Phase: "released after compaction 2", Method: "RangeStream", Kind: "prefix", Requests: 31},
 	}
 	model = append(model, report.EtcdRequests{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then delete else range", Requests: 8})
 	got := Compare(model, real)
 	want := []report.ConformanceRow{
 		{Method: "Range", Kind: "key limit", Model: 0, Real: 40, Ratio: 0, Note: "not modelled: only kube-apiserver sends it"},
+		{Method: "RangeStream", Kind: "prefix", Model: 0, Real: 31, Ratio: 0, Note: "real: also ResourceQuota admission's live LIST of each namespace's resourcequotas (0 keys; no quota in its informer), once per namespace per 30 s of writes (k8s.io/apiserver/pkg/admission/plugin/resourcequota/resource_access.go GetQuotas, liveTTL)"},
 		{Method: "Txn", Kind: "if mod_revision=? then delete else range", Model: 8, Real: 10, Ratio: 0.8, Note: "model: with the watch cache on, a delete starts from the cached object (k8s.io/apiserver/pkg/storage/cacher/delegator.go Delete), " +
 			"which is stale right after the grace-0 update and fails once (etcd3/store.go conditionalDelete); the model's cache catches up sooner than kube-apiserver's cacher, so fewer of its deletes fail"},
 		{Method: "Txn", Kind: "if mod_revision=? then put else range", Model: 105, Real: 100, Ratio: 1.05, Within10: true},

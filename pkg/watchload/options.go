@@ -50,6 +50,15 @@ type Options struct {
 	ResourceMix ResourceMix
 	// PageSize overrides the profile's LIST page size.
 	PageSize int64
+	// WatchList is client-go's WatchListClient gate of the informers
+	// (ProfileInformer): on, each loads its state with a WATCH carrying
+	// sendInitialEvents, which kube-apiserver with the watch cache off
+	// serves with one RangeStream of the prefix at the latest revision
+	// (ReflectorOptions.WatchList); off, with LISTs in pages of PageSize.
+	// nil means DefaultWatchList, set by Defaults. The apiserver-cache
+	// profile's caches list as kube-apiserver's own reflectors do,
+	// whatever it says.
+	WatchList *bool
 	// WriterConcurrency is the number of writer workers.
 	WriterConcurrency int
 	// CompactionInterval is the compactor's tick (kube-apiserver's
@@ -206,6 +215,10 @@ func (o Options) Defaults() Options {
 	if o.PageSize == 0 {
 		o.PageSize = o.Profile.DefaultPageSize()
 	}
+	if o.WatchList == nil {
+		on := DefaultWatchList
+		o.WatchList = &on
+	}
 	if o.WriterConcurrency == 0 {
 		o.WriterConcurrency = 16
 	}
@@ -240,6 +253,20 @@ func (o Options) Defaults() Options {
 		o.ProbeRate = 20
 	}
 	return o
+}
+
+// DefaultWatchList is client-go's default of its WatchListClient gate: on
+// since Kubernetes 1.35 (k8s.io/client-go/features/known_features.go),
+// so also in client-go 1.37.
+const DefaultWatchList = true
+
+// informerWatchList reports whether the informers watch-list: WatchList,
+// or DefaultWatchList when it is nil.
+func (o Options) informerWatchList() bool {
+	if o.WatchList == nil {
+		return DefaultWatchList
+	}
+	return *o.WatchList
 }
 
 // MaxWriterConcurrency bounds the writer workers: each holds a queue of

@@ -219,7 +219,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			return ReflectorOptions{ID: o.Watchers + k, Profile: ProfileAPIServerCache, Resource: resource,
 				Prefix: ResourcePrefix(o.Prefix, resource), Stream: resourceStream(watchTopo, o.WatchResources, resource),
 				PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
-		}, watchListClient, o.SyncTimeout)
+		}, o.informerWatchList(), o.SyncTimeout)
 		return err
 	}
 	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
@@ -250,13 +250,17 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		logf("starting %d informers of %s, served by the watch caches of %d resources (events are not cached)",
 			o.Watchers, strings.Join(o.WatchResources, ", "), len(caches))
 	} else {
-		logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
-			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
+		loading := fmt.Sprintf("LIST pages of %d", o.PageSize)
+		if o.informerWatchList() {
+			loading = "WatchList: WATCH with sendInitialEvents"
+		}
+		logf("starting %d %s watchers of %s on %d streams over %d connections%s (%s, WATCH with prevKV)",
+			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, loading)
 	}
 	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
 		resource := o.WatchResources[i%len(o.WatchResources)]
 		ro := ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
-			Stream: stream, PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+			Stream: stream, PageSize: o.PageSize, WatchList: o.informerWatchList(), Clock: o.Clock, Hooks: o.Hooks}
 		if o.Profile == ProfileAPIServerCache {
 			// Client informers through kube-apiserver: served by the
 			// resource's watch cache, or, for a resource it does not
@@ -264,7 +268,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			ro.Profile, ro.PageSize = ProfileInformer, 0
 			ro.Stream = resourceStream(watchTopo, o.WatchResources, resource)
 			if wc := caches[resource]; wc != nil {
-				ro.servedBy = wc
+				// The cache answers the first list as a consistent
+				// read, whatever the gate (servedBy).
+				ro.servedBy, ro.WatchList = wc, false
 			}
 		}
 		return ro
@@ -426,12 +432,6 @@ func currentRevision(ctx context.Context, c *clientv3.Client, prefix string) (in
 	}
 	return resp.Header.Revision, nil
 }
-
-// watchListClient is client-go's WatchListClient as the watchers of
-// ProfileAPIServerCache have it: on, its default since Kubernetes 1.35
-// (k8s.io/client-go/features/known_features.go), so that each watcher's
-// first list is a consistent read of its watch cache.
-const watchListClient = true
 
 // resourceStream is the stream of resource's etcd client: kube-apiserver
 // gives each resource's storage a client of its own

@@ -27,12 +27,30 @@ import (
 // on a missing key, and its Compact without waiting for the deletion
 // (k8s.io/apiserver/pkg/storage/etcd3/compact.go). The harness reaches
 // etcd directly (Target.Harness), so the proxy sees the model alone.
+//
+// off, and the cacher's own watch, which asks for progress explicitly).
+//
+// The informers' lists, etcd being 3.7: with WatchList, one RangeStream
+// of the whole prefix per watcher, without revision or limit, and no
+// paged read (measured: "RangeStream prefix"); without, RangeStream pages
+// with a limit, the first at the latest ("RangeStream prefix limit"),
+// the others pinned to its revision, and no Range list at all.
 func TestModelRequestShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd; skipped under -short")
 	}
-	for _, profile := range []watchload.Profile{watchload.ProfileInformer, watchload.ProfileAPIServerCache} {
-		t.Run(string(profile), func(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		name      string
+		profile   watchload.Profile
+		watchList *bool
+	}{
+		{"informer/watchlist-on", watchload.ProfileInformer, &on},
+		{"informer/watchlist-off", watchload.ProfileInformer, &off},
+		{"apiserver-cache", watchload.ProfileAPIServerCache, nil},
+	} {
+		profile := tc.profile
+		t.Run(tc.name, func(t *testing.T) {
 			srv := etcdtest.RunEtcd(t)
 			p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0]})
 			if err != nil {
@@ -47,7 +65,7 @@ func TestModelRequestShapes(t *testing.T) {
 			tg := watchload.Target{Endpoints: []string{p.URL()}, Embedded: true, Dial: dialer(p.URL()),
 				Harness: &watchload.Harness{Endpoints: srv.Endpoints, Dial: dialer(srv.Endpoints[0])}}
 			o := smallRun(profile)
-			o.HoldBack, o.Defragment, o.PhysicalCompaction = 0, false, false
+			o.HoldBack, o.Defragment, o.PhysicalCompaction, o.WatchList = 0, false, false, tc.watchList
 			if _, err := watchload.Run(t.Context(), tg, o); err != nil {
 				t.Fatal(err)
 			}
@@ -85,6 +103,9 @@ func TestModelRequestShapes(t *testing.T) {
 			}
 			if profile == watchload.ProfileAPIServerCache && kinds["Watch progress"] == 0 {
 				t.Errorf("apiserver-cache profile: no progress request; the cacher asks for progress explicitly")
+			}
+			if profile == watchload.ProfileInformer {
+				checkInformerLists(t, *tc.watchList, int64(o.Watchers), kinds)
 			}
 			// Reads before writes: with the cache off every update and
 			// delete reads the object first (and a pod's delete reads it
@@ -321,5 +342,42 @@ func TestCacheRequestShapes(t *testing.T) {
 	}
 	if n, reads := writing["Watch progress"], writing["Range key limit"]; reads == 0 || n > 2*reads {
 		t.Errorf("%d progress requests while writing, with %d consistent reads: want some reads, at most two requests per read, none while nobody waits", n, reads)
+	}
+}
+
+// checkInformerLists checks the list requests of watchers informers,
+// pods paginated at the page size, against etcd 3.7 (kinds: requests by
+// "method kind", as the proxy classifies them).
+func checkInformerLists(t *testing.T, watchList bool, watchers int64, kinds map[string]int64) {
+	t.Helper()
+	var paged, rangeLists int64
+	for k, n := range kinds {
+		if strings.HasPrefix(k, "RangeStream ") && strings.Contains(k, " limit") {
+			paged += n
+		}
+		if strings.HasPrefix(k, "Range prefix limit") || strings.HasPrefix(k, "Range range") {
+			rangeLists += n
+		}
+	}
+	if rangeLists != 0 {
+		t.Errorf("%d list pages read with Range; kube-apiserver 1.37 streams them from etcd 3.7: %v", rangeLists, kinds)
+	}
+	if watchList {
+		if n := kinds["RangeStream prefix"]; n < watchers {
+			t.Errorf("WatchList on: %d unlimited RangeStreams of a prefix, want one per watcher (%d): %v", n, watchers, kinds)
+		}
+		if paged != 0 {
+			t.Errorf("WatchList on: %d RangeStreams with a limit, want none (a watch-list reads the whole prefix): %v", paged, kinds)
+		}
+		return
+	}
+	if n := kinds["RangeStream prefix limit"]; n < watchers {
+		t.Errorf("WatchList off: %d first pages (RangeStream prefix limit), want one per watcher (%d): %v", n, watchers, kinds)
+	}
+	if n := kinds["RangeStream range limit rev"]; n == 0 {
+		t.Errorf("WatchList off: no continuation page (RangeStream range limit rev) though pods take several pages: %v", kinds)
+	}
+	if n := kinds["RangeStream prefix"]; n != 0 {
+		t.Errorf("WatchList off: %d unlimited RangeStreams, want none (no relist): %v", n, kinds)
 	}
 }
