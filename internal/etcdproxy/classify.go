@@ -2,6 +2,7 @@ package etcdproxy
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -42,6 +43,7 @@ type classifier struct {
 	txn   pb.TxnRequest
 	cmp   pb.CompactionRequest
 	watch pb.WatchRequest
+	grant pb.LeaseGrantRequest
 	ttl   pb.LeaseTimeToLiveRequest
 }
 
@@ -84,7 +86,15 @@ func (c *classifier) appendRequestKind(dst []byte, method string, b []byte) []by
 		}
 		return appendWatchRequestKind(dst, &c.watch)
 	case "LeaseGrant":
-		return append(dst, "grant"...)
+		// The TTL tells whose lease it is: kube-apiserver grants its
+		// events' leases for --event-ttl + min(5 %, 60 s), other objects'
+		// for their own TTL (k8s.io/apiserver/pkg/storage/etcd3/lease_manager.go).
+		if !unmarshal(&c.grant) {
+			break
+		}
+		dst = append(dst, "grant ttl="...)
+		dst = strconv.AppendInt(dst, c.grant.TTL, 10)
+		return append(dst, 's')
 	case "LeaseRevoke":
 		return append(dst, "revoke"...)
 	case "LeaseKeepAlive":

@@ -65,6 +65,7 @@ func TestRequestKinds(t *testing.T) {
 		{"watch cancel", "Watch", &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CancelRequest{CancelRequest: &pb.WatchCancelRequest{WatchId: 3}}}, "cancel"},
 		{"watch progress", "Watch", &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}, "progress"},
 		{"empty watch request", "Watch", &pb.WatchRequest{}, "undecodable"},
+		{"grant", "LeaseGrant", &pb.LeaseGrantRequest{TTL: 3660}, "grant ttl=3660s"},
 		{"keepalive", "LeaseKeepAlive", &pb.LeaseKeepAliveRequest{ID: 1}, "keepalive"},
 		{"ttl keys", "LeaseTimeToLive", &pb.LeaseTimeToLiveRequest{ID: 1, Keys: true}, "ttl keys"},
 		{"status", "Status", &pb.StatusRequest{}, "call"},

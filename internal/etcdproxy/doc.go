@@ -44,8 +44,8 @@
 //	                    "events fragment", "progress notify" (one watcher's),
 //	                    "progress notify all" (watch_id -1: answers a
 //	                    progress request)
-//	LeaseGrant ...      "grant", "revoke", "keepalive", "ttl", "ttl keys",
-//	                    "leases"
+//	LeaseGrant ...      "grant ttl=<seconds>s" (the TTL asked for), "revoke",
+//	                    "keepalive", "ttl", "ttl keys", "leases"
 //	Watch, LeaseKeepAlive  "stream": streams opened and failed
 //	anything else       "call" (Status, Defragment, MemberList, Auth ...)
 //

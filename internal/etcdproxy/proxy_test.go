@@ -217,7 +217,7 @@ func TestCountsPerKindAndPhase(t *testing.T) {
 		{"seed", "Range", "prefix rev serializable"}:               {1, 1, 2, 0},
 		{"steady", "Txn", "if mod_revision=0 then put"}:            {1, 1, 0, 0},
 		{"steady", "Txn", "if mod_revision=? then put else range"}: {1, 1, 0, 0},
-		{"steady", "LeaseGrant", "grant"}:                          {1, 1, 0, 0},
+		{"steady", "LeaseGrant", "grant ttl=60s"}:                  {1, 1, 0, 0},
 		{"steady", "LeaseKeepAlive", "stream"}:                     {1, 0, 0, 1},
 		{"steady", "LeaseKeepAlive", "keepalive"}:                  {1, 1, 0, 0},
 		{"steady", "Put", "put lease"}:                             {1, 1, 0, 0},

@@ -43,7 +43,7 @@ type Actor interface {
 }
 
 // SchedulerOptions shape a Scheduler's timeline. Offsets are from the
-// moment Run starts, on Clock.
+// schedule's start, on Clock: the moment Run starts, less Offset.
 type SchedulerOptions struct {
 	// Interval is the time between two compaction ticks
 	// (kube-apiserver's --etcd-compaction-interval); it must be positive.
@@ -54,6 +54,15 @@ type SchedulerOptions struct {
 	// a full interval before its first tick, so its first compaction comes
 	// at 2*Interval: FirstTick = Interval models that.
 	FirstTick time.Duration
+	// Offset is how far into the schedule Run starts: the schedule began
+	// Offset before Run (a load's compactor starts with the load, as
+	// kube-apiserver's starts with kube-apiserver, before the objects
+	// are seeded and the watchers list). Ticks due before Run are made as
+	// one tick when Run starts: it notes a revision and moves the
+	// version, as they would have, short of the compactions of revisions
+	// before Run that the second and later of them would have made; the
+	// next tick comes on the schedule. 0: the schedule starts with Run.
+	Offset time.Duration
 	// Duration ends the schedule: nothing is done at or after it, and Run
 	// returns when the next tick or hold would be.
 	Duration time.Duration
@@ -78,6 +87,8 @@ func (o SchedulerOptions) Validate() error {
 		return fmt.Errorf("%w: interval %v must be positive", ErrInvalidSchedule, o.Interval)
 	case o.FirstTick < 0:
 		return fmt.Errorf("%w: first tick %v must not be negative", ErrInvalidSchedule, o.FirstTick)
+	case o.Offset < 0:
+		return fmt.Errorf("%w: offset %v must not be negative", ErrInvalidSchedule, o.Offset)
 	case o.HoldAfter < 0:
 		return fmt.Errorf("%w: hold after %v must not be negative", ErrInvalidSchedule, o.HoldAfter)
 	case o.Duration < 0:
@@ -134,17 +145,23 @@ func NewScheduler(a Actor, o SchedulerOptions) (*Scheduler, error) {
 	return &Scheduler{a: a, o: o, clk: clk}, nil
 }
 
-// Run follows the schedule from now until Duration has passed, calling
-// the actor in this order: Compact at FirstTick and every Interval after
-// it (on the schedule: a late tick does not move the later ones), Hold
-// once at HoldAfter (before a tick due at the same moment), Release once
-// after the first compaction past the hold, Defragment right after it.
-// Run returns nil at the end of the schedule, ctx's error if ctx ends
-// first, and the first error of Hold, Compact or Defragment.
+// Run follows the schedule from now (Offset into it) until Duration has
+// passed, calling the actor in this order: Compact at FirstTick and every
+// Interval after it (on the schedule: a late tick does not move the later
+// ones; the ticks due before Run are one tick at once), Hold once at
+// HoldAfter (before a tick due at the same moment), Release once after
+// the first compaction past the hold, Defragment right after it. Run
+// returns nil at the end of the schedule, ctx's error if ctx ends first,
+// and the first error of Hold, Compact or Defragment.
 func (s *Scheduler) Run(ctx context.Context) error {
-	start := s.clk.Now()
+	now := s.clk.Now()
+	start := now.Add(-s.o.Offset)
 	end := start.Add(s.o.Duration)
 	next := start.Add(s.o.FirstTick)
+	if late := now.Sub(next); late > 0 {
+		// The last tick due before Run, made at once.
+		next = next.Add(late / s.o.Interval * s.o.Interval)
+	}
 	holdAt := start.Add(s.o.HoldAfter)
 	held, released := false, false
 	var heldRev int64

@@ -161,6 +161,20 @@ func TestSchedulerTimeline(t *testing.T) {
 		o:    compaction.SchedulerOptions{Interval: I, FirstTick: I, Duration: 4 * I, Defragment: true},
 		want: []schedEvent{ev(I, "compact", 0), ev(2*I, "compact", 1), ev(2*I, "release", 1), ev(2*I, "defragment", 0), ev(3*I, "compact", 2)},
 	}, {
+		// The schedule began I/2 before Run (a load's compactor starts
+		// with the load, before the seeding): the first tick is due I/2
+		// into Run.
+		name: "offset within the first interval: the first tick at FirstTick-Offset",
+		o:    compaction.SchedulerOptions{Interval: I, FirstTick: I, Offset: I / 2, Duration: 3 * I, Defragment: true},
+		want: []schedEvent{ev(I/2, "compact", 0), ev(3*I/2, "compact", 1), ev(3*I/2, "release", 1), ev(3*I/2, "defragment", 0)},
+	}, {
+		// The ticks due at I and 2I after the schedule's start came before
+		// Run (started at 5I/2): one tick at once, then on the schedule,
+		// at 3I (I/2 into Run) and 4I; the schedule ends at 5I.
+		name: "offset past two ticks: one tick at once, then on the schedule",
+		o:    compaction.SchedulerOptions{Interval: I, FirstTick: I, Offset: 5 * I / 2, Duration: 5 * I, Defragment: true},
+		want: []schedEvent{ev(0, "compact", 0), ev(I/2, "compact", 1), ev(I/2, "release", 1), ev(I/2, "defragment", 0), ev(3*I/2, "compact", 2)},
+	}, {
 		// The hold comes after the first tick (R0 = 1); a write while held
 		// makes the second tick see 3 > heldRev+1 = 2, so the compaction at
 		// 2I is the one the held watcher cannot resume across.
@@ -333,6 +347,7 @@ func TestSchedulerOptionsValidate(t *testing.T) {
 		{"zero interval", compaction.SchedulerOptions{Duration: time.Minute}, true},
 		{"negative interval", compaction.SchedulerOptions{Interval: -time.Second}, true},
 		{"negative first tick", compaction.SchedulerOptions{Interval: time.Second, FirstTick: -1}, true},
+		{"negative offset", compaction.SchedulerOptions{Interval: time.Second, Offset: -1}, true},
 		{"negative hold", compaction.SchedulerOptions{Interval: time.Second, Hold: true, HoldAfter: -1}, true},
 		{"negative duration", compaction.SchedulerOptions{Interval: time.Second, Duration: -1}, true},
 	}

@@ -291,6 +291,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		confirmTimeout = min(confirmTimeout, 5*time.Second)
 	}
 	unsynced := confirm(cctx, admin, set, lo.Prefix, scope, finalRev, confirmTimeout, logf)
+	phase("stop")
 	set.Stop()
 	if err := rec.WaitFor(cctx, finalRev, 100*time.Millisecond); err != nil {
 		logf("history recorder did not reach revision %d: %v", finalRev, err)

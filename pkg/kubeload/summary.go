@@ -26,6 +26,7 @@ func scenario(lo watchload.Options, api report.APIServerTarget) report.Scenario 
 	sc.CompactionIntervalMs = api.EtcdCompactionIntervalMs
 	sc.PhysicalCompaction, sc.Defragment = false, false
 	sc.ConsistentListRatePerSecond, sc.ProgressRequestPeriod, sc.StartConcurrency = 0, 0, 0
+	sc.WatchList = nil // the real informers' gate is apiServer.clientWatchList
 	return sc
 }
 

@@ -56,11 +56,13 @@ func TestCompare(t *testing.T) {
 		{Phase: "steady after compaction 1", Method: "Watch", Kind: "events", Responses: 100},
 		{Phase: "steady after compaction 1", Method: "Range", Kind: "key limit", Requests: 40},
 		{Phase: "steady after compaction 1", Method: "Txn", Kind: "if mod_revision=? then delete else range", Requests: 10},
+		{Phase: "released after compaction 2", Method: "RangeStream", Kind: "prefix", Requests: 31},
 	}
 	model = append(model, report.EtcdRequests{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then delete else range", Requests: 8})
 	got := Compare(model, real)
 	want := []report.ConformanceRow{
 		{Method: "Range", Kind: "key limit", Model: 0, Real: 40, Ratio: 0, Note: "not modelled: only kube-apiserver sends it"},
+		{Method: "RangeStream", Kind: "prefix", Model: 0, Real: 31, Ratio: 0, Note: "real: also ResourceQuota admission's live LIST of each namespace's resourcequotas (0 keys; no quota in its informer), once per namespace per 30 s of writes (k8s.io/apiserver/pkg/admission/plugin/resourcequota/resource_access.go GetQuotas, liveTTL)"},
 		{Method: "Txn", Kind: "if mod_revision=? then delete else range", Model: 8, Real: 10, Ratio: 0.8, Note: "model: with the watch cache on, a delete starts from the cached object (k8s.io/apiserver/pkg/storage/cacher/delegator.go Delete), " +
 			"which is stale right after the grace-0 update and fails once (etcd3/store.go conditionalDelete); the model's cache catches up sooner than kube-apiserver's cacher, so fewer of its deletes fail"},
 		{Method: "Txn", Kind: "if mod_revision=? then put else range", Model: 105, Real: 100, Ratio: 1.05, Within10: true},
@@ -81,6 +83,42 @@ func TestCompareProgressNote(t *testing.T) {
 	rows := Compare(model, real)
 	if len(rows) != 1 || !strings.Contains(rows[0].Note, "startObservingCount") {
 		t.Errorf("rows %+v: want the progress row explained by kube-apiserver's count polls", rows)
+	}
+}
+
+// TestCompareNotes: the note of a row outside 10 % names its known cause
+// by the row's method and kind, and the "stop" phase (the harness
+// stopping its watchers) is not compared.
+func TestCompareNotes(t *testing.T) {
+	tests := []struct {
+		name        string
+		method      string
+		kind        string
+		model, real int64
+		wantNote    string // prefix
+	}{
+		{"peer endpoint lease", "LeaseGrant", "grant ttl=15s", 0, 3, "kube-apiserver's own: its peer endpoint lease"},
+		{"events' lease", "LeaseGrant", "grant ttl=3660s", 2, 5, ""},
+		{"compactor's first tick before the load", "Txn", "if version=0 then put else range", 1, 0, "timing: the compactor ticks"},
+		{"compactions", "Compact", "compact", 2, 3, "timing: the compactor ticks"},
+		{"create with an Else branch", "Txn", "if mod_revision=0 then put else range", 5, 0, "model: a txn shape kube-apiserver does not send"},
+		{"count polling", "Range", "prefix count_only", 0, 64, "kube-apiserver's own: it counts every resource's objects"},
+		{"not modelled", "Range", "key limit", 0, 40, "not modelled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model := []report.EtcdRequests{{Phase: "steady", Method: tt.method, Kind: tt.kind, Requests: tt.model},
+				{Phase: "stop", Method: "Watch", Kind: "cancel", Requests: 9}}
+			real := []report.EtcdRequests{{Phase: "steady", Method: tt.method, Kind: tt.kind, Requests: tt.real},
+				{Phase: "stop", Method: "Watch", Kind: "cancel", Requests: 1}}
+			rows := Compare(model, real)
+			if len(rows) != 1 {
+				t.Fatalf("got rows %+v; want one, the stop phase left out", rows)
+			}
+			if got := rows[0].Note; !strings.HasPrefix(got, tt.wantNote) || (tt.wantNote == "" && got != "") {
+				t.Errorf("got note %q, want one starting %q", got, tt.wantNote)
+			}
+		})
 	}
 }
 

@@ -97,13 +97,19 @@ type Scenario struct {
 	WatchResources []string `json:"watchResources"`
 	// Connections and Streams carry the watchers; WriterConnections the
 	// writers.
-	Connections        int         `json:"connections"`
-	Streams            int         `json:"streams"`            // watch streams over Connections
-	WriterConnections  int         `json:"writerConnections"`  // connections the writers use
-	WriteRatePerSecond float64     `json:"writeRatePerSecond"` // scheduled writes per second
-	DurationMs         float64     `json:"durationMs"`         // length of the write phase, ms
-	PageSize           int64       `json:"pageSize"`           // LIST page size
-	ResourceMix        ResourceMix `json:"resourceMix"`        // share of writes per resource
+	Connections        int     `json:"connections"`
+	Streams            int     `json:"streams"`            // watch streams over Connections
+	WriterConnections  int     `json:"writerConnections"`  // connections the writers use
+	WriteRatePerSecond float64 `json:"writeRatePerSecond"` // scheduled writes per second
+	DurationMs         float64 `json:"durationMs"`         // length of the write phase, ms
+	PageSize           int64   `json:"pageSize"`           // LIST page size
+	// WatchList is client-go's WatchListClient gate of the modelled
+	// informers (on: they load their state with a WATCH carrying
+	// sendInitialEvents); absent from results written before the model
+	// had it (its informers then listed as with it off) and from runs
+	// through kube-apiserver, which report apiServer.clientWatchList.
+	WatchList   *bool       `json:"watchList,omitempty"`
+	ResourceMix ResourceMix `json:"resourceMix"` // share of writes per resource
 	// CompactionIntervalMs is negative when compaction was off.
 	CompactionIntervalMs  float64 `json:"compactionIntervalMs"`
 	CreatePercent         int     `json:"createPercent"`           // percent of pod and configmap writes that create
@@ -233,6 +239,8 @@ type ListAttempt struct {
 	Pages            int     `json:"pages"`                      // range requests
 	Objects          int64   `json:"objects"`                    // keys read
 	FullListFallback bool    `json:"fullListFallback,omitempty"` // the pager's unpaginated retry after a compacted continuation page
+	Streamed         bool    `json:"streamed,omitempty"`         // etcd served it with RangeStream (else Range)
+	WatchList        bool    `json:"watchList,omitempty"`        // a WATCH with sendInitialEvents (WatchListClient), not a LIST
 	Error            string  `json:"error,omitempty"`            // why it failed; empty on success
 	DurationMs       float64 `json:"durationMs"`                 // how long it took, ms
 }

@@ -224,7 +224,7 @@ func newWatchCache(env *Env, o ReflectorOptions, watchList bool) *watchCache {
 		ready: make(chan struct{}), items: map[string]*mvccpb.KeyValue{}, watches: map[*servedWatch]struct{}{}}
 	wc.refl = NewReflector(env, o)
 	wc.refl.sink, wc.refl.untimed = wc, true
-	wc.etcd = &store{stream: o.Stream, client: o.Stream.Client, prefix: o.Prefix}
+	wc.etcd = &store{stream: o.Stream, client: o.Stream.Client, prefix: o.Prefix, streams: env.rangeStream}
 	wc.requester = newProgressRequester(o.Stream, o.Clock)
 	return wc
 }
@@ -563,6 +563,11 @@ var _ Client = cacheClient{}
 
 // Get fails: a client of a watch cache lists through watchCache.getList.
 func (c cacheClient) Get(context.Context, string, ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	return nil, errors.New("a watch cache's client lists through the cache")
+}
+
+// GetStream fails as Get does.
+func (c cacheClient) GetStream(context.Context, string, ...clientv3.OpOption) (clientv3.GetStreamChan, error) {
 	return nil, errors.New("a watch cache's client lists through the cache")
 }
 

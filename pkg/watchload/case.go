@@ -115,16 +115,16 @@ func (c *Case) StopWrites() report.WriteStats {
 	return ws
 }
 
-// Confirm requests progress notifications every period on the streams of
-// the reflectors behind revision rev until every reflector has seen rev
-// or timeout passes, and returns the number that have not. Validate then
+// Confirm waits, looking every period, until every reflector has seen
+// revision rev (ReflectorSet.WaitSynced, against the Session's history) or
+// timeout passes, and returns the number that have not. Validate then
 // waits for the history to reach rev too.
 func (c *Case) Confirm(ctx context.Context, rev int64, period, timeout time.Duration) (unsynced int) {
 	c.final = rev
 	if len(c.set.Reflectors) == 0 {
 		return 0
 	}
-	return c.set.WaitSynced(ctx, rev, period, timeout)
+	return c.set.WaitSynced(ctx, c.s.rec, rev, period, timeout)
 }
 
 // Validate stops the writes and the reflectors, waits (up to 30 s) until

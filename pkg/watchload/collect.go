@@ -31,7 +31,7 @@ func scenario(o Options) report.Scenario {
 		Profile: string(o.Profile), Prefix: o.Prefix, Objects: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
 		Namespaces: o.Namespaces, Watchers: o.Watchers, WatchResources: o.WatchResources,
 		Connections: o.Connections, Streams: o.Streams, WriterConnections: o.WriterConnections,
-		WriteRatePerSecond: o.WriteRate, DurationMs: report.Ms(o.Duration), PageSize: o.PageSize,
+		WriteRatePerSecond: o.WriteRate, DurationMs: report.Ms(o.Duration), PageSize: o.PageSize, WatchList: o.WatchList,
 		ResourceMix: report.ResourceMix{PodsPercent: o.ResourceMix.PodsPercent, ConfigMapsPercent: o.ResourceMix.ConfigMapsPercent,
 			EventsPercent: o.ResourceMix.EventsPercent},
 		CompactionIntervalMs: report.Ms(o.CompactionInterval), CreatePercent: o.Mix.CreatePercent,
@@ -187,7 +187,8 @@ func relistReport(ro ReflectorOptions, l ListRecord) report.Relist {
 	}
 	for _, a := range l.Attempts {
 		ra := report.ListAttempt{ResourceVersion: a.ResourceVersion, Limit: a.Limit, ReadRevision: a.ReadRevision, Revision: a.Revision,
-			Pages: a.Pages, Objects: a.Objects, FullListFallback: a.FullListFallback, DurationMs: report.Ms(a.Duration)}
+			Pages: a.Pages, Objects: a.Objects, FullListFallback: a.FullListFallback, Streamed: a.Streamed, WatchList: a.WatchList,
+			DurationMs: report.Ms(a.Duration)}
 		if a.Err != nil {
 			ra.Error = listErrorName(a.Err)
 		}

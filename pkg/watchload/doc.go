@@ -38,6 +38,17 @@
 //   - Fault and MemberControl: faults injected into a cluster whose
 //     processes the run controls.
 //
+// The load and the harness reach etcd apart when the Target says so
+// (Target.Harness): the writers, the watchers with their reads and
+// progress requests, and the compactor (kube-apiserver's: its
+// compare-and-swap on compact_rev_key and a Compact that does not wait
+// for the deletion unless Options.PhysicalCompaction) are the load; the
+// maintenance connection (status, sizes, counts, final reads, cleanup,
+// defragmentation) and the recorder are the harness, and confirming the
+// final revision asks etcd for nothing (ReflectorSet.WaitSynced). Behind
+// a counting proxy (`lwbench conformance`) the proxy then counts what
+// models kube-apiserver's requests and nothing else.
+//
 // A fixed-rate probe of a member (through a defragmentation, say) is
 // Writers with a RawWorkload at a low rate: its one-second series shows
 // the stall, and its errors and timeouts count in the latency.

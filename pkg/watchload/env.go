@@ -20,6 +20,10 @@ type Env struct {
 	Violations *Violations
 
 	timing *timing
+	// rangeStream is the modelled kube-apiserver's memory of whether etcd
+	// serves RangeStream, which every store of the Env consults
+	// (rangestream.go).
+	rangeStream *rangeStreamSupport
 }
 
 // NewEnv returns an Env. ringCapacity bounds how many revisions back an
@@ -27,7 +31,8 @@ type Env struct {
 // two; each slot is 24 bytes); writers is the number of writer workers
 // that will publish into it.
 func NewEnv(epoch time.Time, ringCapacity int64, writers int, rec *Recorder) *Env {
-	return &Env{Epoch: epoch, Recorder: rec, Violations: &Violations{}, timing: newTiming(epoch, ringCapacity, writers)}
+	return &Env{Epoch: epoch, Recorder: rec, Violations: &Violations{}, timing: newTiming(epoch, ringCapacity, writers),
+		rangeStream: newRangeStreamSupport(nil)}
 }
 
 // Since returns the time elapsed since the epoch.

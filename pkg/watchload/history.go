@@ -106,7 +106,8 @@ type Recorder struct {
 	// watermark is the highest revision up to which the history is
 	// complete: every event at or below it has been recorded.
 	watermark watermark
-	lastRev   int64 // recorder goroutine only
+	from      atomic.Int64 // the first revision recorded; 0 before Run
+	lastRev   int64        // recorder goroutine only
 
 	intern map[string]string // recorder goroutine only
 	events atomic.Int64
@@ -185,6 +186,7 @@ func (r *Recorder) Run(ctx context.Context, from int64) error {
 	}
 	r.started = true
 	r.mu.Unlock()
+	r.from.Store(from)
 	r.lastRev = from - 1
 	r.setWatermark(from - 1)
 	for ctx.Err() == nil {
@@ -320,6 +322,20 @@ func (r *Recorder) WaitFor(ctx context.Context, rev int64, period time.Duration)
 			r.stream.RequestProgress(ctx) // best effort: etcd answers once synced
 		}
 	}
+}
+
+// Quiet reports whether the history of prefix holds no event at the
+// revisions after+1 to upTo: a watch of prefix that has seen everything up
+// to after has then seen everything up to upTo. It is false when prefix is
+// not recorded (NewRecorder), the history does not reach back to after+1
+// (the recorder started later) or is not complete to upTo yet (Watermark).
+func (r *Recorder) Quiet(prefix string, after, upTo int64) bool {
+	h := r.history(prefix)
+	if h == nil || r.from.Load() == 0 || after+1 < r.from.Load() || r.Watermark() < upTo {
+		return false
+	}
+	i := h.search(after + 1)
+	return i == h.len() || h.at(i).rev > upTo
 }
 
 // hasRevision reports whether the history holds an event at revision rev

@@ -13,11 +13,13 @@ import (
 // maintenance is a run's compaction.Actor: a compaction.Scheduler decides
 // when (compaction.Scheduler's documentation has the timeline), and
 // maintenance holds the first o.HoldBack watchers, ticks kube-apiserver's
-// compactor on the admin connection, releases the held watchers and
-// defragments every member, recording each step into the result. It
-// records failures and goes on, so the schedule ends only with the run.
+// compactor on the compactor's connection (the load's), releases the held
+// watchers and defragments every member, recording each step into the
+// result; the sizes and the defragmentation go on the admin connection
+// (the harness's: Harness). It records failures and goes on, so the
+// schedule ends only with the run.
 type maintenance struct {
-	t     Target
+	t     Target // as the harness reaches it
 	admin *clientv3.Client
 	o     Options
 	env   *Env
@@ -35,31 +37,43 @@ type maintenance struct {
 
 var _ compaction.Actor = (*maintenance)(nil)
 
-func newMaintenance(t Target, admin *clientv3.Client, o Options, env *Env, refls []*Reflector, logf func(string, ...any), res *report.RunResult) *maintenance {
-	c := compaction.NewCompactor(compactKV(admin, o))
+// newMaintenance returns the maintenance of a run on t (as the harness
+// reaches it), with the admin connection and the compactor's connection
+// compactConn.
+func newMaintenance(t Target, admin, compactConn *clientv3.Client, o Options, env *Env, refls []*Reflector, logf func(string, ...any), res *report.RunResult) *maintenance {
+	c := compaction.NewCompactor(compactKV(compactConn, o))
 	c.Physical = o.PhysicalCompaction
 	return &maintenance{t: t, admin: admin, o: o, env: env, refls: refls, logf: logf, res: res, c: c}
 }
 
-// schedule is the run's schedule for the d that is left of the writes:
-// a tick every o.CompactionInterval from now (the first at once, so the
-// first compaction comes one interval in), the hold at half an interval
-// or a sixth of the writes, whichever is sooner, and one defragmentation.
-func (m *maintenance) schedule(d time.Duration) compaction.SchedulerOptions {
+// schedule is the run's schedule, whose writes began at writesStart and
+// which is elapsed into it now (both since the Env's epoch). The
+// compactor started with the load, as kube-apiserver's starts with
+// kube-apiserver, and, like it, waits a full interval before its first
+// tick (k8s.io/apiserver/pkg/storage/etcd3/compact.go runCompactLoop:
+// clock.After(interval) before each Compact), so its ticks come at the
+// epoch + k x o.CompactionInterval, k >= 1, the first only noting a
+// revision, and the first compaction at two intervals (compaction.
+// SchedulerOptions.Offset: ticks due during the seeding are one tick at
+// the writes' start). The hold comes half an interval or a sixth of the
+// writes, whichever is sooner, into the writes; one defragmentation; the
+// schedule ends with the writes.
+func (m *maintenance) schedule(writesStart, elapsed time.Duration) compaction.SchedulerOptions {
 	return compaction.SchedulerOptions{
-		Interval: m.o.CompactionInterval, Duration: max(d, 0),
-		Hold: m.o.HoldBack > 0, HoldAfter: min(m.o.CompactionInterval/2, m.o.Duration/6),
+		Interval: m.o.CompactionInterval, FirstTick: m.o.CompactionInterval, Offset: max(elapsed, 0),
+		Duration: writesStart + m.o.Duration,
+		Hold:     m.o.HoldBack > 0, HoldAfter: writesStart + min(m.o.CompactionInterval/2, m.o.Duration/6),
 		Defragment: m.o.Defragment, Clock: m.o.Clock,
 	}
 }
 
-// run follows the schedule for d, unless o.CompactionInterval is negative
-// (never compact).
-func (m *maintenance) run(ctx context.Context, d time.Duration) {
+// run follows the schedule of writes that began at writesStart (since the
+// Env's epoch), unless o.CompactionInterval is negative (never compact).
+func (m *maintenance) run(ctx context.Context, writesStart time.Duration) {
 	if m.o.CompactionInterval < 0 {
 		return
 	}
-	s, err := compaction.NewScheduler(m, m.schedule(d))
+	s, err := compaction.NewScheduler(m, m.schedule(writesStart, m.env.Since()))
 	if err != nil {
 		m.logf("no compaction: %v", err)
 		return

@@ -50,13 +50,34 @@ type Options struct {
 	ResourceMix ResourceMix
 	// PageSize overrides the profile's LIST page size.
 	PageSize int64
+	// WatchList is client-go's WatchListClient gate of the informers
+	// (ProfileInformer): on, each loads its state with a WATCH carrying
+	// sendInitialEvents, which kube-apiserver with the watch cache off
+	// serves with one RangeStream of the prefix at the latest revision
+	// (ReflectorOptions.WatchList); off, with LISTs in pages of PageSize.
+	// nil means DefaultWatchList, set by Defaults. The apiserver-cache
+	// profile's caches list as kube-apiserver's own reflectors do,
+	// whatever it says.
+	WatchList *bool
 	// WriterConcurrency is the number of writer workers.
 	WriterConcurrency int
 	// CompactionInterval is the compactor's tick (kube-apiserver's
-	// --etcd-compaction-interval); 0 means Duration/3, so that a run
-	// compacts twice. Negative disables compaction.
+	// --etcd-compaction-interval); 0 means Duration/3. The compactor
+	// starts with the run and, as kube-apiserver's, ticks first one
+	// interval later, noting a revision, and compacts from the second tick
+	// on: a run whose seeding is shorter than an interval compacts at
+	// two and three intervals from its start, twice in its writes.
+	// Negative disables compaction.
 	CompactionInterval time.Duration
-	// PhysicalCompaction waits for each compaction to finish deleting.
+	// PhysicalCompaction makes each Compact wait until etcd has deleted
+	// the compacted revisions (clientv3.WithCompactPhysical), so that the
+	// sizes after a compaction (DBSize) are what it freed and a
+	// defragmentation never overlaps the deletion. kube-apiserver does not
+	// wait (k8s.io/apiserver/pkg/storage/etcd3/compact.go Compact:
+	// client.Compact(ctx, rev), no option), and the request etcd sees
+	// differs by that flag alone; `lwbench run` waits unless
+	// --logical-compaction, `lwbench conformance` does not, to send what
+	// kube-apiserver sends.
 	PhysicalCompaction bool
 	// HoldBack is the number of watchers (the first ones) held back across
 	// a compaction to force a relist.
@@ -94,13 +115,14 @@ type Options struct {
 	// OnProgress, if set, is called about every ProgressInterval with a
 	// live view of the run; it must not block.
 	OnProgress func(Progress)
-	// OnPhase, if set, is called with the name of each phase of the run
-	// (seeding, syncing, writing, confirming) as the run enters it, on the
-	// run's goroutine, before the phase's first request: what etcd sees
-	// can be told apart by phase exactly. It must not block.
-	OnPhase func(phase string)
 	// ProgressInterval defaults to 500 ms.
 	ProgressInterval time.Duration
+	// OnPhase, if set, is called with each phase Run enters, in order
+	// ("seeding", "syncing", "writing", "confirming", "validating"),
+	// synchronously, before the phase's first request to etcd: for what
+	// must attribute requests to phases exactly (a counting proxy), which
+	// OnProgress, behind by up to ProgressInterval, cannot.
+	OnPhase func(phase string)
 	// Hooks are given to every reflector.
 	Hooks ReflectorHooks
 
@@ -193,6 +215,10 @@ func (o Options) Defaults() Options {
 	if o.PageSize == 0 {
 		o.PageSize = o.Profile.DefaultPageSize()
 	}
+	if o.WatchList == nil {
+		on := DefaultWatchList
+		o.WatchList = &on
+	}
 	if o.WriterConcurrency == 0 {
 		o.WriterConcurrency = 16
 	}
@@ -227,6 +253,20 @@ func (o Options) Defaults() Options {
 		o.ProbeRate = 20
 	}
 	return o
+}
+
+// DefaultWatchList is client-go's default of its WatchListClient gate: on
+// since Kubernetes 1.35 (k8s.io/client-go/features/known_features.go),
+// so also in client-go 1.37.
+const DefaultWatchList = true
+
+// informerWatchList reports whether the informers watch-list: WatchList,
+// or DefaultWatchList when it is nil.
+func (o Options) informerWatchList() bool {
+	if o.WatchList == nil {
+		return DefaultWatchList
+	}
+	return *o.WatchList
 }
 
 // MaxWriterConcurrency bounds the writer workers: each holds a queue of

@@ -24,8 +24,19 @@ type ListAttempt struct {
 	ReadRevision int64
 	// Revision is the revision the list was served at; 0 if it failed.
 	Revision int64
-	// Pages counts the etcd range requests, including a fallback.
+	// Pages counts the etcd range requests (Range or RangeStream; a
+	// stream counts once, however many chunks etcd sent), including a
+	// fallback.
 	Pages int
+	// Streamed is true when etcd served the pages with RangeStream
+	// (kube-apiserver 1.37's EtcdRangeStream on etcd 3.7), false when
+	// with Range.
+	Streamed bool
+	// WatchList is true when the list was a WATCH with sendInitialEvents
+	// (client-go's WatchListClient): ResourceVersion is then the watch's,
+	// Limit 0, and kube-apiserver read the latest state whatever
+	// ResourceVersion asked (store.go syncInitialEvents).
+	WatchList bool
 	// Objects counts the keys read.
 	Objects int64
 	// Bytes counts the key and value bytes read.
@@ -82,6 +93,14 @@ type pagedList struct {
 	attempt ListAttempt
 }
 
+// count counts the requests of one page etcd answered.
+func (a *ListAttempt) count(page listPage) {
+	if page.answered {
+		a.Pages += page.requests
+		a.Streamed = a.Streamed || page.streamed
+	}
+}
+
 // add appends one page's keys and counts them.
 func (l *pagedList) add(kvs []*mvccpb.KeyValue) {
 	l.items = append(l.items, kvs...)
@@ -99,9 +118,7 @@ func (p *listPager) list(ctx context.Context, opts listOptions) pagedList {
 	res := pagedList{attempt: ListAttempt{ResourceVersion: opts.resourceVersion, Limit: opts.limit}}
 	for {
 		page, err := p.pageFn(ctx, opts)
-		if page.answered {
-			res.attempt.Pages++
-		}
+		res.attempt.count(page)
 		if opts.continueFrom == nil {
 			res.attempt.ReadRevision = page.readRevision
 		}
@@ -132,9 +149,7 @@ func (p *listPager) fullList(ctx context.Context, requested listOptions, res pag
 	res.attempt.FullListFallback = true
 	res.items, res.attempt.Objects, res.attempt.Bytes = nil, 0, 0
 	page, err := p.pageFn(ctx, listOptions{resourceVersion: requested.resourceVersion})
-	if page.answered {
-		res.attempt.Pages++
-	}
+	res.attempt.count(page)
 	if err != nil {
 		res.attempt.Err = err
 		return res

@@ -14,13 +14,19 @@ type Profile string
 const (
 	// ProfileInformer is client-go's reflector reading etcd through a
 	// kube-apiserver whose watch cache is off (--watch-cache=false), so
-	// that every LIST and WATCH reaches etcd: LIST in pages of 500 (the
-	// pager's default) pinned to the first page's revision, WATCH from
-	// that revision with prevKV and progress notifications, relist on
-	// "too old resource version" first at the last revision seen and, if
-	// that is compacted too, at the latest, with client-go's backoff
-	// between iterations (client-go tools/cache/reflector.go,
-	// tools/pager/pager.go).
+	// that every LIST and WATCH reaches etcd. With WatchListClient
+	// (Options.WatchList, on by default since client-go 1.35) it loads its
+	// state with a WATCH carrying sendInitialEvents, which kube-apiserver
+	// serves with one read of the whole prefix at the latest revision,
+	// also when relisting at its last revision; without, it LISTs in pages
+	// of 500 (the pager's default) pinned to the first page's revision
+	// and relists on "too old resource version" first at the last
+	// revision seen and, if that is compacted too, at the latest. Either
+	// way it then WATCHes from the revision read with prevKV, and pauses
+	// with client-go's backoff between iterations; etcd 3.7 serves every
+	// read as a RangeStream (client-go tools/cache/reflector.go,
+	// tools/pager/pager.go; k8s.io/apiserver/pkg/storage/etcd3/store.go,
+	// watcher.go).
 	ProfileInformer Profile = "informer"
 	// ProfileAPIServerCache is kube-apiserver with its watch cache on
 	// (k8s.io/apiserver/pkg/storage/cacher). A run of this profile makes

@@ -26,6 +26,7 @@ type Progress struct {
 type liveState struct {
 	start    time.Time
 	watchers int // the watchers planned, reported as Progress.Watchers
+	onPhase  func(string)
 	mu       sync.Mutex
 	phase    string
 	refls    []*Reflector
@@ -36,8 +37,11 @@ type liveState struct {
 
 func (l *liveState) setPhase(p string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.phase = p
+	l.mu.Unlock()
+	if l.onPhase != nil {
+		l.onPhase(p)
+	}
 }
 
 func (l *liveState) setWatchers(r []*Reflector, rec *Recorder) {

@@ -43,7 +43,10 @@ type ListRecord struct {
 	// that ended the previous iteration (0 otherwise).
 	FailedWatchFrom, CompactRevision int64
 	// Attempts are the LIST requests, in order: one, or two when the
-	// first was answered 410 and the reflector retried at the latest.
+	// first was answered 410 and the reflector retried at the latest;
+	// with WatchList, first the watch-list requests (WatchList set: one,
+	// or two after a "too large resource version"), then, if the last
+	// failed, the LIST requests of the fallback.
 	Attempts []ListAttempt
 	// Revision, Pages, Objects and Bytes are those of the successful
 	// attempt (Revision 0 if none succeeded).
@@ -86,6 +89,15 @@ type ReflectorOptions struct {
 	// Unpaginated makes every LIST one unpaginated request (limit 0), as
 	// a client whose pager page size is 0 lists; it overrides PageSize.
 	Unpaginated bool
+	// WatchList makes the reflector load its state as client-go's
+	// WatchListClient does (on by default since client-go 1.35): a WATCH
+	// with sendInitialEvents at rewatchResourceVersion instead of a LIST,
+	// which kube-apiserver with the watch cache off serves by reading the
+	// latest state (store.syncInitialEvents); after a 410 or "too large
+	// resource version" it retries at "" at once, and after any other
+	// error it falls back to the LIST of the same iteration
+	// (tools/cache/reflector.go ListAndWatchWithContext, watchList).
+	WatchList bool
 	// Clock times backoffs and watch timeouts; nil is the real clock.
 	// Latencies always use the real monotonic clock.
 	Clock clock.WithTicker
@@ -142,7 +154,17 @@ type ReflectorOptions struct {
 // A reflector whose first list fit in one page lists unpaginated with
 // rv="R" instead, which etcd serves at the latest ("not older than"), so
 // it relists in one request. Watches end after a random 5 to 10 minutes
-// and resume from the last revision without a list.
+// and resume from the last revision without a list. Every range above is
+// one RangeStream with the same options when etcd serves it (rangestream.go).
+//
+// With WatchList, the same timeline reads (the watch cache off):
+//
+//	WATCH rv="" sendInitialEvents -> RangeStream of the prefix at latest: revision L
+//	WATCH from L+1 prevKV         (the same request, upstream)
+//	... held at R, compacted to C > R+1, released: 410 Gone, pause ...
+//	WATCH rv="R" sendInitialEvents -> Range of the prefix key, limit 1 (R <= latest?)
+//	                               -> RangeStream at the latest: revision L', no 410
+//	WATCH from L'+1
 type Reflector struct {
 	o       ReflectorOptions
 	spec    profileSpec
@@ -223,7 +245,7 @@ func NewReflector(env *Env, o ReflectorOptions) *Reflector {
 		client = cacheClient{o.servedBy}
 	}
 	r.conn = newHoldClient(client, func() { r.setPhase(PhaseHeld) })
-	r.storage = &store{stream: o.Stream, client: r.conn, prefix: o.Prefix}
+	r.storage = &store{stream: o.Stream, client: r.conn, prefix: o.Prefix, streams: env.rangeStream}
 	r.lat = newWatchTiming(env.timing, member)
 	return r
 }
@@ -304,6 +326,17 @@ func (r *Reflector) relistResourceVersion() string {
 	return revision.ListResourceVersion(r.lastSync.Load())
 }
 
+// rewatchResourceVersion is client-go's choice of a watch-list's
+// resourceVersion (tools/cache/reflector.go rewatchResourceVersion): ""
+// (the latest, consistent) before the first list and after a 410 Expired
+// or "too large resource version", the last revision seen otherwise.
+func (r *Reflector) rewatchResourceVersion() string {
+	if r.unavailable || r.lastSync.Load() == 0 {
+		return ""
+	}
+	return revision.ListResourceVersion(r.lastSync.Load())
+}
+
 // isExpired reports whether err is kube-apiserver's 410 Expired: etcd's
 // ErrCompacted (tools/cache/reflector.go isExpiredError).
 func isExpired(err error) bool {
@@ -317,28 +350,37 @@ func isTooLarge(err error) bool {
 }
 
 // list runs the LIST phase of one ListAndWatch iteration, as
-// Reflector.list does: a paginated list at relistResourceVersion, and if
-// etcd answers that the revision is compacted (410 Expired) or in the
-// future, one immediate retry at "" (the latest).
+// ListAndWatchWithContext does: with WatchList, a watch-list (watchList),
+// and, if that failed for another reason than the end of ctx, the LIST of
+// Reflector.list; without, that LIST alone: a paginated list at
+// relistResourceVersion, and if etcd answers that the revision is
+// compacted (410 Expired) or in the future, one immediate retry at ""
+// (the latest).
 func (r *Reflector) list(ctx context.Context, reason string, failed *CompactedError, pause time.Duration) ListRecord {
 	rec := ListRecord{Reason: reason, At: r.env.Since(), Backoff: pause}
 	if failed != nil {
 		rec.FailedWatchFrom, rec.CompactRevision = failed.From, failed.CompactRevision
 	}
-	rv := r.relistResourceVersion()
-	res := r.listAt(ctx, rv)
-	rec.Attempts = append(rec.Attempts, res.attempt)
-	if err := res.attempt.Err; err != nil && (isExpired(err) || isTooLarge(err)) && ctx.Err() == nil {
-		r.unavailable = true
-		res = r.listAt(ctx, r.relistResourceVersion())
+	var res pagedList
+	if r.o.WatchList {
+		res = r.watchList(ctx, &rec)
+	}
+	if !r.o.WatchList || (res.attempt.Err != nil && ctx.Err() == nil) {
+		rv := r.relistResourceVersion()
+		res = r.listAt(ctx, rv)
 		rec.Attempts = append(rec.Attempts, res.attempt)
+		if err := res.attempt.Err; err != nil && (isExpired(err) || isTooLarge(err)) && ctx.Err() == nil {
+			r.unavailable = true
+			res = r.listAt(ctx, r.relistResourceVersion())
+			rec.Attempts = append(rec.Attempts, res.attempt)
+		}
+		if res.attempt.Err == nil && rv == "0" && res.paginated {
+			r.paginatedResult = true
+		}
 	}
 	att := res.attempt
 	rec.Err = att.Err
 	if att.Err == nil {
-		if rv == "0" && res.paginated {
-			r.paginatedResult = true
-		}
 		r.unavailable = false
 		rec.Revision, rec.Pages, rec.Objects, rec.Bytes = att.Revision, att.Pages, att.Objects, att.Bytes
 		r.cache.replace(res.items)
@@ -355,6 +397,26 @@ func (r *Reflector) list(ctx context.Context, reason string, failed *CompactedEr
 		r.o.Hooks.OnList(rec)
 	}
 	return rec
+}
+
+// watchList is client-go's watchList (tools/cache/reflector.go) against
+// kube-apiserver with the watch cache off: a watch with sendInitialEvents
+// at rewatchResourceVersion, served by store.syncInitialEvents; a 410
+// Expired or "too large resource version" marks the last revision
+// unavailable and retries at once at "", at most once more. Each request
+// is appended to rec.Attempts; the result's Err is the last one's.
+func (r *Reflector) watchList(ctx context.Context, rec *ListRecord) pagedList {
+	for {
+		start := r.env.Since()
+		res := r.storage.syncInitialEvents(ctx, r.rewatchResourceVersion())
+		res.attempt.Duration = r.env.Since() - start
+		rec.Attempts = append(rec.Attempts, res.attempt)
+		err := res.attempt.Err
+		if err == nil || r.unavailable || ctx.Err() != nil || !(isExpired(err) || isTooLarge(err)) {
+			return res
+		}
+		r.unavailable = true
+	}
 }
 
 // listAt is one pager.List at resourceVersion rv with the page size

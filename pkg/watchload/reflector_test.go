@@ -36,14 +36,26 @@ type attempt struct {
 	readRevision int64
 	compacted    bool
 	fallback     bool
+	watchList    bool
 }
 
 func attempts(as []ListAttempt) []attempt {
 	var out []attempt
 	for _, a := range as {
-		out = append(out, attempt{a.ResourceVersion, a.Limit, a.ReadRevision, errors.Is(a.Err, rpctypes.ErrCompacted), a.FullListFallback})
+		out = append(out, attempt{a.ResourceVersion, a.Limit, a.ReadRevision, errors.Is(a.Err, rpctypes.ErrCompacted), a.FullListFallback, a.WatchList})
 	}
 	return out
+}
+
+// checkStreamed fails for every successful attempt etcd (3.7, which
+// serves RangeStream) did not serve with a stream.
+func checkStreamed(t *testing.T, what string, as []ListAttempt) {
+	t.Helper()
+	for i, a := range as {
+		if a.Err == nil && !a.Streamed {
+			t.Errorf("%s: attempt %d %+v read with Range; kube-apiserver 1.37 streams every unfiltered list from etcd 3.7", what, i, a)
+		}
+	}
 }
 
 func putKeys(t *testing.T, c *clientv3.Client, prefix string, from, to int) int64 {
@@ -68,15 +80,22 @@ func putKeys(t *testing.T, c *clientv3.Client, prefix string, from, to int) int6
 // "" (client-go's two-step policy). One whose first list fit in a page
 // relists unpaginated, "not older than", which etcd serves at the latest.
 // The cacher always lists the latest in pages and restarts after 1 s.
+// With WatchList, an informer's watch-list at its last revision is served
+// at the latest (the watch cache off): no 410, one request. Every
+// successful request is a RangeStream (etcd 3.7).
 func TestRelistPolicy(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
 	c := etcdtest.NewClient(t, srv)
 	tests := []struct {
 		name      string
 		profile   Profile
+		watchList bool
 		pageSize  int64
 		objects   int
 		wantPause func(time.Duration) bool
+		// wantFirst is the first list's attempts; nil means one LIST
+		// at "0" with the page size.
+		wantFirst []attempt
 		// want returns the expected attempts given the revision the
 		// reflector was held at.
 		want func(held int64) []attempt
@@ -96,6 +115,14 @@ func TestRelistPolicy(t *testing.T) {
 			},
 		},
 		{
+			name: "informer, watch-list", profile: ProfileInformer, watchList: true, pageSize: 3, objects: 7,
+			wantPause: func(d time.Duration) bool { return d == time.Second },
+			wantFirst: []attempt{{rv: "", watchList: true}},
+			want: func(held int64) []attempt {
+				return []attempt{{rv: strconv.FormatInt(held, 10), watchList: true}}
+			},
+		},
+		{
 			name: "apiserver cache", profile: ProfileAPIServerCache, pageSize: 3, objects: 7,
 			wantPause: func(d time.Duration) bool { return d == cacherRestartPeriod },
 			want: func(held int64) []attempt {
@@ -111,7 +138,7 @@ func TestRelistPolicy(t *testing.T) {
 			env := NewEnv(time.Now(), 1024, 1, nil)
 			r := NewReflector(env, ReflectorOptions{
 				Profile: tt.profile, Prefix: prefix, Stream: NewStream(0, 0, c, tt.profile.Source()),
-				PageSize: tt.pageSize, Clock: clk, Rand: func() float64 { return 0.25 },
+				PageSize: tt.pageSize, WatchList: tt.watchList, Clock: clk, Rand: func() float64 { return 0.25 },
 			})
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan struct{})
@@ -120,7 +147,11 @@ func TestRelistPolicy(t *testing.T) {
 			<-r.Synced()
 
 			first := r.Lists()[0]
-			wantFirst := []attempt{{rv: "0", limit: tt.pageSize}}
+			wantFirst := tt.wantFirst
+			if wantFirst == nil {
+				wantFirst = []attempt{{rv: "0", limit: tt.pageSize}}
+			}
+			checkStreamed(t, "first list", first.Attempts)
 			if got := attempts(first.Attempts); fmt.Sprint(got) != fmt.Sprint(wantFirst) || first.Revision != listed || first.Objects != int64(tt.objects) {
 				t.Fatalf("first list %+v at revision %d with %d objects; want %+v at %d with %d", got, first.Revision, first.Objects, wantFirst, listed, tt.objects)
 			}
@@ -155,6 +186,7 @@ func TestRelistPolicy(t *testing.T) {
 			if got, want := attempts(rl.Attempts), tt.want(held); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("relist attempts %+v, want %+v", got, want)
 			}
+			checkStreamed(t, "relist", rl.Attempts)
 			if rl.Reason != ListAfterCompaction || rl.FailedWatchFrom != held+1 || rl.CompactRevision != last || rl.Backoff != pause {
 				t.Errorf("relist %+v: want reason compacted after the watch from %d, compact revision %d, backoff %v", rl, held+1, last, pause)
 			}
@@ -169,27 +201,53 @@ func TestRelistPolicy(t *testing.T) {
 }
 
 // compactingClient is the real client, plus one compaction injected after
-// a chosen Get, so that the next page of a list finds its revision gone.
+// a chosen read (Get, or a RangeStream once it has ended), so that the
+// next page of a list finds its revision gone.
 type compactingClient struct {
 	*clientv3.Client
 	t       *testing.T
 	prefix  string
-	compact atomic.Int32 // compact after this many more Gets; 0: never
+	compact atomic.Int32 // compact after this many more reads; 0: never
 }
 
 func (c *compactingClient) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	resp, err := c.Client.Get(ctx, key, opts...)
+	c.afterRead()
+	return resp, err
+}
+
+func (c *compactingClient) GetStream(ctx context.Context, key string, opts ...clientv3.OpOption) (clientv3.GetStreamChan, error) {
+	ch, err := c.Client.GetStream(ctx, key, opts...)
+	if err != nil {
+		c.afterRead()
+		return ch, err
+	}
+	out := make(chan clientv3.RangeStreamResponse)
+	go func() {
+		defer close(out)
+		var chunks []clientv3.RangeStreamResponse
+		for resp := range ch {
+			chunks = append(chunks, resp)
+		}
+		c.afterRead()
+		for _, resp := range chunks {
+			out <- resp
+		}
+	}()
+	return out, nil
+}
+
+func (c *compactingClient) afterRead() {
 	if c.compact.Load() > 0 && c.compact.Add(-1) == 0 {
 		put, perr := c.Client.Put(context.Background(), c.prefix+"ns/late", "v")
 		if perr != nil {
 			c.t.Error(perr)
-			return resp, err
+			return
 		}
 		if _, cerr := c.Client.Compact(context.Background(), put.Header.Revision, clientv3.WithCompactPhysical()); cerr != nil {
 			c.t.Error(cerr)
 		}
 	}
-	return resp, err
 }
 
 // TestPagerFallsBackToFullList compacts between the first and second page

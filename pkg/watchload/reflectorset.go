@@ -58,12 +58,20 @@ func (s *ReflectorSet) Stop() {
 	s.wg.Wait()
 }
 
-// WaitSynced requests a progress notification every period on each stream
-// that carries a reflector behind revision rev, until every reflector has
-// seen rev (an event or a progress notification) or timeout passes, and
-// returns how many have not.
-func (s *ReflectorSet) WaitSynced(ctx context.Context, rev int64, period, timeout time.Duration) int {
-	return waitSynced(ctx, s.topo.Streams, s.Reflectors, rev, period, timeout)
+// WaitSynced waits, looking every period, until every reflector has seen
+// revision rev or timeout passes, and returns how many have not. A
+// reflector has seen rev when its last revision reached it (an event, or
+// a progress notification the load itself asked for), or when it is
+// watching and rec's history, complete to rev, holds no event of its
+// prefix after its last revision (Recorder.Quiet): nothing etcd could
+// still send it is at or below rev. It asks etcd for nothing: a progress
+// request on the reflectors' streams would be a request of the harness
+// on the load's streams, which moves the reflectors' revisions and which
+// kube-apiserver never sends for a client's watch with the watch cache
+// off (k8s.io/apiserver/pkg/storage/etcd3/watcher.go: no progress_notify,
+// no progress requests); rec may be nil (then only the first way counts).
+func (s *ReflectorSet) WaitSynced(ctx context.Context, rec *Recorder, rev int64, period, timeout time.Duration) int {
+	return waitSynced(ctx, rec, s.Reflectors, rev, period, timeout)
 }
 
 // CompareCaches reports into vs, as ViolationCache, every key whose
@@ -158,28 +166,37 @@ func startReflectors(ctx, wctx context.Context, refls []*Reflector, concurrency 
 	return nil
 }
 
-// waitSynced requests progress notifications on every stream until every
-// reflector has seen revision rev or the timeout passes, and returns how
-// many did not.
-func waitSynced(ctx context.Context, streams []*Stream, refls []*Reflector, rev int64, period, timeout time.Duration) int {
+// waitSynced is ReflectorSet.WaitSynced over refls.
+func waitSynced(ctx context.Context, rec *Recorder, refls []*Reflector, rev int64, period, timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
+	pending := refls
 	for {
-		behind := map[int]bool{}
-		n := 0
-		for _, r := range refls {
-			if r.LastRevision() < rev {
-				behind[r.Options().Stream.ID] = true
-				n++
+		behind := pending[:0:0]
+		for _, r := range pending {
+			if !seen(r, rec, rev) {
+				behind = append(behind, r)
 			}
 		}
-		if n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return n
-		}
-		for _, s := range streams {
-			if behind[s.ID] {
-				s.RequestProgress(ctx) // one request reaches every watch on the stream
-			}
+		pending = behind
+		if len(pending) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return len(pending)
 		}
 		clockwait.SleepReal(ctx, period)
 	}
+}
+
+// seen reports whether reflector r has seen revision rev: its last
+// revision reached rev, or it is watching and rec's history of its prefix
+// holds nothing after its last revision up to rev.
+func seen(r *Reflector, rec *Recorder, rev int64) bool {
+	last := r.LastRevision()
+	if last >= rev {
+		return true
+	}
+	if rec == nil || r.State().Phase != PhaseWatch {
+		return false
+	}
+	// The phase is read after the revision: a relist that began in
+	// between is caught by the phase, and one that ended by a second look.
+	return rec.Quiet(r.Options().Prefix, last, rev) && r.LastRevision() == last
 }

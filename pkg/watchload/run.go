@@ -18,19 +18,21 @@ import (
 
 // Target is the etcd a run drives.
 type Target struct {
-	// Endpoints are the members' client URLs, one per member; each is
-	// defragmented in turn (the leader last), and the first is queried
-	// for sizes and metrics.
+	// Endpoints are the members' client URLs, one per member, as the load
+	// reaches them; without a Harness, each is defragmented in turn (the
+	// leader last), and the first is queried for sizes and metrics.
 	Endpoints []string
 	// Embedded is true when the member runs in this process.
 	Embedded bool
 	// Managed is true when lwbench started the members (embedded or
 	// processes) and stops them afterwards.
 	Managed bool
-	// Dial opens a new connection to every endpoint; a run opens
-	// Connections + WriterConnections + 2 (the history recorder and the
-	// maintenance connection), and with faults one more for the probe
-	// and one to each endpoint (DialEndpoint), and closes them.
+	// Dial opens a new connection to every endpoint for the load: a run
+	// opens Connections + WriterConnections + 1 (the compactor's: like
+	// kube-apiserver's, it is a client of etcd, not of the harness) with
+	// it, and closes them; without a Harness, also the harness's (the
+	// maintenance connection, the recorder's and, with faults, the
+	// probe's).
 	Dial Dialer
 	// DialEndpoint opens a connection to one endpoint only, for
 	// Options.PinConnections.
@@ -38,6 +40,45 @@ type Target struct {
 	// Members control the member processes, one per endpoint in the same
 	// order, when the run may inject faults; nil otherwise.
 	Members []MemberControl
+	// Harness, if set, is how lwbench's own measuring reaches the same
+	// members; nil: as the load does, through Endpoints, Dial and
+	// DialEndpoint. See Harness.
+	Harness *Harness
+}
+
+// Harness is how lwbench's own measuring reaches a Target's members, for
+// a target whose load goes through something that must see the load alone:
+// `lwbench conformance` puts a counting proxy in front of etcd, and what
+// the proxy counts must be what kube-apiserver would send (the writers,
+// the reflectors and caches with their reads and progress requests, the
+// compactor's transaction and Compact), not the harness's requests, which
+// kube-apiserver never sends. The harness is: the maintenance connection
+// (Status, MemberList, the sizes, the prefix counts, the revision reads,
+// the final counts and cache comparisons, defragmentation, the cleanup),
+// the history recorder with its progress requests, and, with faults, the
+// probe and the connections that see writes succeed again after a fault.
+// Confirming the final revision asks etcd for nothing (Session.Confirm).
+type Harness struct {
+	// Endpoints are the members' client URLs as the harness reaches them,
+	// in Target.Endpoints' order (member i is Endpoints[i] in both).
+	Endpoints []string
+	// Dial opens a new connection to every endpoint: the maintenance
+	// connection, the history recorder's and, with faults, the probe's.
+	Dial Dialer
+	// DialEndpoint opens a connection to one endpoint only: with faults,
+	// one to each member; nil when the target has no faults.
+	DialEndpoint EndpointDialer
+}
+
+// harness returns the target as the harness reaches it: t with its
+// Harness's endpoints and dialers, if it has one.
+func (t Target) harness() Target {
+	if t.Harness == nil {
+		return t
+	}
+	h := t
+	h.Endpoints, h.Dial, h.DialEndpoint, h.Harness = t.Harness.Endpoints, t.Harness.Dial, t.Harness.DialEndpoint, nil
+	return h
 }
 
 // Run seeds objects, starts the history recorder and the watchers, waits
@@ -63,8 +104,8 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	s := NewSession(t, time.Now(), o.Logf)
-	s.onPhase = o.OnPhase
 	defer s.Close()
+	s.OnPhase(o.OnPhase)
 	s.SampleSelf(ctx)
 	logf := s.logf
 	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion, StartedAt: s.epoch.UTC(),
@@ -77,7 +118,8 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if err != nil {
 		return nil, err
 	}
-	if res.Members, err = describeMembers(ctx, admin, t.Endpoints); err != nil {
+	h := t.harness() // the members as the harness reaches them
+	if res.Members, err = describeMembers(ctx, admin, h.Endpoints); err != nil {
 		return nil, err
 	}
 	res.Target.EtcdVersion = res.Members[0].Version
@@ -95,6 +137,10 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	startRev := head.Header.Revision
 
 	writerTopo, err := s.ConnectWriters(ctx, o.WriterConnections, o.PinConnections)
+	if err != nil {
+		return nil, err
+	}
+	compactConn, err := s.DialCompactor(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +219,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			return ReflectorOptions{ID: o.Watchers + k, Profile: ProfileAPIServerCache, Resource: resource,
 				Prefix: ResourcePrefix(o.Prefix, resource), Stream: resourceStream(watchTopo, o.WatchResources, resource),
 				PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
-		}, watchListClient, o.SyncTimeout)
+		}, o.informerWatchList(), o.SyncTimeout)
 		return err
 	}
 	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
@@ -204,13 +250,17 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		logf("starting %d informers of %s, served by the watch caches of %d resources (events are not cached)",
 			o.Watchers, strings.Join(o.WatchResources, ", "), len(caches))
 	} else {
-		logf("starting %d %s watchers of %s on %d streams over %d connections%s (LIST pages of %d, WATCH with prevKV)",
-			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, o.PageSize)
+		loading := fmt.Sprintf("LIST pages of %d", o.PageSize)
+		if o.informerWatchList() {
+			loading = "WatchList: WATCH with sendInitialEvents"
+		}
+		logf("starting %d %s watchers of %s on %d streams over %d connections%s (%s, WATCH with prevKV)",
+			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, pinned, loading)
 	}
 	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
 		resource := o.WatchResources[i%len(o.WatchResources)]
 		ro := ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
-			Stream: stream, PageSize: o.PageSize, Clock: o.Clock, Hooks: o.Hooks}
+			Stream: stream, PageSize: o.PageSize, WatchList: o.informerWatchList(), Clock: o.Clock, Hooks: o.Hooks}
 		if o.Profile == ProfileAPIServerCache {
 			// Client informers through kube-apiserver: served by the
 			// resource's watch cache, or, for a resource it does not
@@ -218,7 +268,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			ro.Profile, ro.PageSize = ProfileInformer, 0
 			ro.Stream = resourceStream(watchTopo, o.WatchResources, resource)
 			if wc := caches[resource]; wc != nil {
-				ro.servedBy = wc
+				// The cache answers the first list as a consistent
+				// read, whatever the gate (servedBy).
+				ro.servedBy, ro.WatchList = wc, false
 			}
 		}
 		return ro
@@ -233,19 +285,19 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	chores := runChores(s.watchers.Context(), o, watchTopo, caches, logf)
 
 	// The faults' probe connection and a connection to each member,
-	// opened while every member is up.
+	// opened while every member is up: the harness's.
 	var probeConn *clientv3.Client
 	var memberConns []*clientv3.Client
 	if len(o.Faults) > 0 {
-		if probeConn, err = t.Dial(dialCtx); err != nil {
+		if probeConn, err = h.Dial(dialCtx); err != nil {
 			return nil, err
 		}
 		defer probeConn.Close()
-		for _, ep := range t.Endpoints {
-			if t.DialEndpoint == nil {
+		for _, ep := range h.Endpoints {
+			if h.DialEndpoint == nil {
 				break
 			}
-			c, err := t.DialEndpoint(dialCtx, ep)
+			c, err := h.DialEndpoint(dialCtx, ep)
 			if err != nil {
 				return nil, err
 			}
@@ -273,13 +325,13 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			cr.Run(ctx, o.ConsistentListRate, o.Duration)
 		}()
 	}
-	maint := newMaintenance(t, admin, o, env, refls, logf, res)
+	maint := newMaintenance(h, admin, compactConn, o, env, refls, logf, res)
 	maintDone := make(chan struct{})
 	go func() {
 		defer close(maintDone)
-		maint.run(ctx, writing.Start+o.Duration-env.Since())
+		maint.run(ctx, writing.Start)
 	}()
-	faults := &faultRunner{t: t, admin: admin, probeConn: probeConn, memberConns: memberConns, o: o, env: env, refls: refls, rec: rec,
+	faults := &faultRunner{t: h, admin: admin, probeConn: probeConn, memberConns: memberConns, o: o, env: env, refls: refls, rec: rec,
 		streams: append(append([]*Stream(nil), watchTopo.Streams...), s.recTopo.Streams[0]), writers: writing.Writers,
 		writersDone: writing.Done(), members: res.Members, logf: logf}
 	faultsDone := make(chan struct{})
@@ -317,11 +369,12 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
 	unsynced := s.Confirm(ctx, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
 	logChores(chores, logf)
+	s.SetPhase("validating")
 	s.Validate(ctx, o.ProgressRequestPeriod)
-	if size, err := memberSize(ctx, admin, t.Endpoints[0]); err == nil {
+	if size, err := memberSize(ctx, admin, h.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
 	}
-	memberSizes(ctx, admin, t.Endpoints, res.Members)
+	memberSizes(ctx, admin, h.Endpoints, res.Members)
 	if cr != nil {
 		res.ConsistentReads = cr.Result()
 	}
@@ -379,12 +432,6 @@ func currentRevision(ctx context.Context, c *clientv3.Client, prefix string) (in
 	}
 	return resp.Header.Revision, nil
 }
-
-// watchListClient is client-go's WatchListClient as the watchers of
-// ProfileAPIServerCache have it: on, its default since Kubernetes 1.35
-// (k8s.io/client-go/features/known_features.go), so that each watcher's
-// first list is a consistent read of its watch cache.
-const watchListClient = true
 
 // resourceStream is the stream of resource's etcd client: kube-apiserver
 // gives each resource's storage a client of its own

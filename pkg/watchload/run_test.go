@@ -84,28 +84,54 @@ func checkCommon(t *testing.T, res *report.RunResult, wantPageSize int64) {
 	}
 }
 
+// TestRunInformer runs the informer profile with client-go's
+// WatchListClient off and on (the default) and checks the held-back
+// informer's relist after the compaction: off, at its last revision, 410,
+// then at the latest, paginated because its first list was; on, one
+// watch-list at its last revision, which kube-apiserver with the watch
+// cache off serves at the latest in one RangeStream.
 func TestRunInformer(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	res, err := watchload.Run(ctx, target(srv), smallRun(watchload.ProfileInformer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCommon(t, res, 50)
-	// The held-back informer's first relist: at its last revision, 410,
-	// then at the latest; paginated because its first list was.
-	rl := res.Relists[0]
-	if rl.Reason != "compacted" || rl.CompactRevision <= rl.FromRevision || len(rl.Attempts) != 2 ||
-		rl.Attempts[0].ResourceVersion != strconv.FormatInt(rl.FromRevision-1, 10) || rl.Attempts[0].Error == "" ||
-		rl.Attempts[1].ResourceVersion != "" || rl.Attempts[1].Error != "" || rl.Pages < 2 {
-		t.Errorf("relist %+v: want reason compacted, a 410 at revision %d then a paginated list at the latest", rl, rl.FromRevision-1)
-	}
-	if rl.BackoffMs < 800 || rl.BackoffMs >= 1600 {
-		t.Errorf("relist after %.0f ms of backoff, want client-go's first step, in [800, 1600)", rl.BackoffMs)
-	}
-	if res.Defrag == nil || res.Defrag.Error != "" || res.DBSize.AfterDefragBytes == 0 || res.DBSize.AfterDefragBytes > res.DBSize.AfterCompactionBytes {
-		t.Errorf("defrag %+v, sizes %+v: want a defrag that did not grow the file", res.Defrag, res.DBSize)
+	off := false
+	for _, tc := range []struct {
+		name      string
+		watchList *bool
+		check     func(rl report.Relist) bool
+	}{
+		{"watchlist-off", &off, func(rl report.Relist) bool {
+			return len(rl.Attempts) == 2 && rl.Attempts[0].ResourceVersion == strconv.FormatInt(rl.FromRevision-1, 10) && rl.Attempts[0].Error != "" &&
+				rl.Attempts[1].ResourceVersion == "" && rl.Attempts[1].Error == "" && rl.Pages >= 2 && !rl.Attempts[1].WatchList
+		}},
+		{"watchlist-default", nil, func(rl report.Relist) bool {
+			a := rl.Attempts
+			return len(a) == 1 && a[0].WatchList && a[0].Streamed && a[0].ResourceVersion == strconv.FormatInt(rl.FromRevision-1, 10) &&
+				a[0].Error == "" && a[0].Limit == 0 && rl.Pages == 1 && rl.ListRevision >= rl.CompactRevision
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := etcdtest.RunEtcd(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			o := smallRun(watchload.ProfileInformer)
+			o.WatchList = tc.watchList
+			res, err := watchload.Run(ctx, target(srv), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCommon(t, res, 50)
+			if wl := res.Scenario.WatchList; wl == nil || *wl != (tc.watchList == nil || *tc.watchList) {
+				t.Errorf("scenario watchList %v, want %v", wl, tc.watchList)
+			}
+			rl := res.Relists[0]
+			if rl.Reason != "compacted" || rl.CompactRevision <= rl.FromRevision || !tc.check(rl) {
+				t.Errorf("relist %+v: want reason compacted and the requests of WatchList %s", rl, tc.name)
+			}
+			if rl.BackoffMs < 800 || rl.BackoffMs >= 1600 {
+				t.Errorf("relist after %.0f ms of backoff, want client-go's first step, in [800, 1600)", rl.BackoffMs)
+			}
+			if res.Defrag == nil || res.Defrag.Error != "" || res.DBSize.AfterDefragBytes == 0 || res.DBSize.AfterDefragBytes > res.DBSize.AfterCompactionBytes {
+				t.Errorf("defrag %+v, sizes %+v: want a defrag that did not grow the file", res.Defrag, res.DBSize)
+			}
+		})
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 // Session is one load against one Target, assembled once: the epoch every
 // time is measured from, the maintenance (admin) connection, the writers'
 // and the watchers' connections and streams, the history recorder, the
-// Env the parts share, the watchers and the writers. Run, Watch and Put
+// Env the parts share, the watchers and the writers. The maintenance
+// connection and the recorder are the harness's: they reach the members
+// as the Target's Harness says, the rest as the load does (Harness). Run, Watch and Put
 // are scripts over one Session; each phase is a method, called in this
 // order (a script skips the phases it does not need):
 //
@@ -42,7 +44,8 @@ import (
 // A Session is used by one goroutine; the parts it starts run on their
 // own until Validate or Close.
 type Session struct {
-	t     Target
+	t     Target // as the load reaches it
+	h     Target // as the harness reaches it (Target.harness)
 	epoch time.Time
 	logf  func(string, ...any)
 	self  *selfSampler
@@ -77,14 +80,14 @@ func NewSession(t Target, epoch time.Time, logf func(string, ...any)) *Session {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Session{t: t, epoch: epoch, logf: logf, live: &liveState{start: epoch}}
+	return &Session{t: t, h: t.harness(), epoch: epoch, logf: logf, live: &liveState{start: epoch}}
 }
 
 // SampleSelf starts sampling this process's CPU and memory (and, for a
 // member not embedded, the member's process metrics) until the result is
 // collected or the Session closes.
 func (s *Session) SampleSelf(ctx context.Context) {
-	s.self = startSelfSampler(ctx, s.t.Embedded, s.t.Endpoints[0])
+	s.self = startSelfSampler(ctx, s.h.Embedded, s.h.Endpoints[0])
 }
 
 // selfStats stops the self sampler and returns its figures.
@@ -110,23 +113,40 @@ func (s *Session) ReportProgress(ctx context.Context, onProgress func(Progress),
 }
 
 // SetPhase names what the Session does from now on, for the live view
-// and its onPhase.
-func (s *Session) SetPhase(phase string) {
-	if s.onPhase != nil {
-		s.onPhase(phase)
-	}
-	s.live.setPhase(phase)
+// and OnPhase.
+func (s *Session) SetPhase(phase string) { s.live.setPhase(phase) }
+
+// OnPhase makes every phase the Session enters from now on (SetPhase,
+// ReportProgress, Write) call onPhase (nil: nothing) with its name,
+// synchronously, before the phase's first request. Call it before the
+// Session's parts start.
+func (s *Session) OnPhase(onPhase func(phase string)) { s.live.onPhase = onPhase }
+
+// DialAdmin opens the maintenance connection, the harness's (Harness), to
+// every member: status, sizes, counts, defragmentation, the final reads
+// and the cleanup.
+func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
+	c, err := s.dial(ctx, s.h.Dial)
+	s.admin = c
+	return c, err
 }
 
-// DialAdmin opens the maintenance connection, to every member: status,
-// compaction, defragmentation, the final reads and the cleanup.
-func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
-	c, err := s.t.Dial(context.WithoutCancel(ctx))
+// DialCompactor opens the compactor's connection, to every member. It is
+// the load's (Target.Dial), not the harness's: kube-apiserver's compactor
+// sends its compare-and-swap transaction and Compact on kube-apiserver's
+// own etcd client (k8s.io/apiserver/pkg/storage/etcd3/compact.go
+// StartCompactorPerEndpoint), so they are requests of the load.
+func (s *Session) DialCompactor(ctx context.Context) (*clientv3.Client, error) {
+	return s.dial(ctx, s.t.Dial)
+}
+
+// dial opens a connection with dial that outlives ctx, closed by Close.
+func (s *Session) dial(ctx context.Context, dial Dialer) (*clientv3.Client, error) {
+	c, err := dial(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, func() { c.Close() })
-	s.admin = c
 	return c, nil
 }
 
@@ -136,7 +156,7 @@ func (s *Session) DialAdmin(ctx context.Context) (*clientv3.Client, error) {
 // closes what it opened, not s's maintenance connection. Call it after
 // DialAdmin.
 func (s *Session) Child() *Session {
-	return &Session{t: s.t, epoch: s.epoch, logf: s.logf, live: &liveState{start: s.epoch}, admin: s.admin}
+	return &Session{t: s.t, h: s.h, epoch: s.epoch, logf: s.logf, live: &liveState{start: s.epoch}, admin: s.admin}
 }
 
 // writersAsAdmin opens the writers' conns connections (ConnectWriters,
@@ -156,9 +176,9 @@ func (s *Session) writersAsAdmin(ctx context.Context, conns int) (*clientv3.Clie
 // on the maintenance connection (DialAdmin, or the first writer's
 // connection for a load that opens none of its own).
 func (s *Session) EtcdVersion(ctx context.Context) (string, error) {
-	st, err := s.admin.Status(ctx, s.t.Endpoints[0])
+	st, err := s.admin.Status(ctx, s.h.Endpoints[0])
 	if err != nil {
-		return "", fmt.Errorf("status of %s: %w", s.t.Endpoints[0], err)
+		return "", fmt.Errorf("status of %s: %w", s.h.Endpoints[0], err)
 	}
 	return st.Version, nil
 }
@@ -205,7 +225,8 @@ func (s *Session) Seed(ctx context.Context, wl *KubernetesWorkload, workers int)
 
 // StartRecorder starts the history recorder of prefixes (NewRecorder;
 // fallbackScope is its FallbackScope), on a connection of its own to every
-// member, from revision from on. It runs until Validate or Close.
+// member, the harness's (Harness), from revision from on. It runs until
+// Validate or Close.
 func (s *Session) StartRecorder(ctx context.Context, prefixes []string, fallbackScope string, from int64) (*Recorder, error) {
 	return s.StartRecorderWithin(ctx, prefixes, nil, fallbackScope, from)
 }
@@ -213,10 +234,11 @@ func (s *Session) StartRecorder(ctx context.Context, prefixes []string, fallback
 // StartRecorderWithin is StartRecorder recording only the keys under one
 // of within (Recorder.Within; nil: every key under prefixes).
 func (s *Session) StartRecorderWithin(ctx context.Context, prefixes, within []string, fallbackScope string, from int64) (*Recorder, error) {
-	topo, err := s.connect(ctx, 1, 1, "", false)
+	topo, err := Connect(context.WithoutCancel(ctx), s.h.Dial, 1, 1, "")
 	if err != nil {
 		return nil, err
 	}
+	s.closers = append(s.closers, topo.Close)
 	s.recTopo = topo
 	s.rec = NewRecorder(topo.Streams[0], prefixes)
 	s.rec.FallbackScope = fallbackScope
@@ -361,18 +383,18 @@ func (s *Session) Write(ctx context.Context, wl Workload, o WriterOptions, phase
 }
 
 // Confirm waits until the recorder's history is complete to revision rev
-// (logging if it is not), then requests progress notifications every
-// period on the streams of the watchers behind until every watcher has
-// seen rev or timeout passes, the watch caches first. It returns the
-// number of watchers and caches that have not.
+// (logging if it is not), then, looking every period, until every watch
+// cache and every watcher has seen rev (ReflectorSet.WaitSynced: from the
+// history, asking etcd for nothing) or timeout passes, the watch caches
+// first. It returns the number of watchers and caches that have not.
 func (s *Session) Confirm(ctx context.Context, rev int64, period, timeout time.Duration) (unsynced int) {
 	if err := s.rec.WaitFor(ctx, rev, period); err != nil && ctx.Err() == nil {
 		s.logf("history recorder did not reach revision %d: %v", rev, err)
 	}
 	if s.caches != nil {
-		unsynced += s.caches.WaitSynced(ctx, rev, period, timeout)
+		unsynced += s.caches.WaitSynced(ctx, s.rec, rev, period, timeout)
 	}
-	return unsynced + s.watchers.WaitSynced(ctx, rev, period, timeout)
+	return unsynced + s.watchers.WaitSynced(ctx, s.rec, rev, period, timeout)
 }
 
 // Validate stops the watchers, then the watch caches, and waits for them,

@@ -22,25 +22,50 @@ import (
 // (results/kube/README.md): creates without an Else branch, updates and
 // deletes reading the key back in one; watches without progress_notify in
 // both profiles (a client's watch through kube-apiserver with the cache
+// off, and the cacher's own watch, which asks for progress explicitly);
+// the compactor's compare-and-swap on compact_rev_key's version, first
+// on a missing key, and its Compact without waiting for the deletion
+// (k8s.io/apiserver/pkg/storage/etcd3/compact.go). The harness reaches
+// etcd directly (Target.Harness), so the proxy sees the model alone.
+//
 // off, and the cacher's own watch, which asks for progress explicitly).
+//
+// The informers' lists, etcd being 3.7: with WatchList, one RangeStream
+// of the whole prefix per watcher, without revision or limit, and no
+// paged read (measured: "RangeStream prefix"); without, RangeStream pages
+// with a limit, the first at the latest ("RangeStream prefix limit"),
+// the others pinned to its revision, and no Range list at all.
 func TestModelRequestShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd; skipped under -short")
 	}
-	for _, profile := range []watchload.Profile{watchload.ProfileInformer, watchload.ProfileAPIServerCache} {
-		t.Run(string(profile), func(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		name      string
+		profile   watchload.Profile
+		watchList *bool
+	}{
+		{"informer/watchlist-on", watchload.ProfileInformer, &on},
+		{"informer/watchlist-off", watchload.ProfileInformer, &off},
+		{"apiserver-cache", watchload.ProfileAPIServerCache, nil},
+	} {
+		profile := tc.profile
+		t.Run(tc.name, func(t *testing.T) {
 			srv := etcdtest.RunEtcd(t)
 			p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0]})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(p.Close)
-			url := p.URL()
-			tg := watchload.Target{Endpoints: []string{url}, Embedded: true, Dial: func(ctx context.Context) (*clientv3.Client, error) {
-				return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-			}}
+			dialer := func(url string) watchload.Dialer {
+				return func(ctx context.Context) (*clientv3.Client, error) {
+					return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+				}
+			}
+			tg := watchload.Target{Endpoints: []string{p.URL()}, Embedded: true, Dial: dialer(p.URL()),
+				Harness: &watchload.Harness{Endpoints: srv.Endpoints, Dial: dialer(srv.Endpoints[0])}}
 			o := smallRun(profile)
-			o.HoldBack, o.Defragment = 0, false
+			o.HoldBack, o.Defragment, o.PhysicalCompaction, o.WatchList = 0, false, false, tc.watchList
 			if _, err := watchload.Run(t.Context(), tg, o); err != nil {
 				t.Fatal(err)
 			}
@@ -69,8 +94,18 @@ func TestModelRequestShapes(t *testing.T) {
 			if notify != 0 || plain == 0 {
 				t.Errorf("%s profile: %d watches with progress_notify, %d without; want none with", profile, notify, plain)
 			}
+			if n := kinds["Txn if version=0 then put else range"]; n != 1 {
+				t.Errorf("%d compactor transactions on a missing compact_rev_key, want 1", n)
+			}
+			if kinds["Txn if version=? then put else range"] == 0 || kinds["Compact compact"] == 0 || kinds["Compact compact physical"] != 0 {
+				t.Errorf("compactor: %d transactions on compact_rev_key's version, %d logical and %d physical Compacts; want some, some and none",
+					kinds["Txn if version=? then put else range"], kinds["Compact compact"], kinds["Compact compact physical"])
+			}
 			if profile == watchload.ProfileAPIServerCache && kinds["Watch progress"] == 0 {
 				t.Errorf("apiserver-cache profile: no progress request; the cacher asks for progress explicitly")
+			}
+			if profile == watchload.ProfileInformer {
+				checkInformerLists(t, *tc.watchList, int64(o.Watchers), kinds)
 			}
 			// Reads before writes: with the cache off every update and
 			// delete reads the object first (and a pod's delete reads it
@@ -307,5 +342,42 @@ func TestCacheRequestShapes(t *testing.T) {
 	}
 	if n, reads := writing["Watch progress"], writing["Range key limit"]; reads == 0 || n > 2*reads {
 		t.Errorf("%d progress requests while writing, with %d consistent reads: want some reads, at most two requests per read, none while nobody waits", n, reads)
+	}
+}
+
+// checkInformerLists checks the list requests of watchers informers,
+// pods paginated at the page size, against etcd 3.7 (kinds: requests by
+// "method kind", as the proxy classifies them).
+func checkInformerLists(t *testing.T, watchList bool, watchers int64, kinds map[string]int64) {
+	t.Helper()
+	var paged, rangeLists int64
+	for k, n := range kinds {
+		if strings.HasPrefix(k, "RangeStream ") && strings.Contains(k, " limit") {
+			paged += n
+		}
+		if strings.HasPrefix(k, "Range prefix limit") || strings.HasPrefix(k, "Range range") {
+			rangeLists += n
+		}
+	}
+	if rangeLists != 0 {
+		t.Errorf("%d list pages read with Range; kube-apiserver 1.37 streams them from etcd 3.7: %v", rangeLists, kinds)
+	}
+	if watchList {
+		if n := kinds["RangeStream prefix"]; n < watchers {
+			t.Errorf("WatchList on: %d unlimited RangeStreams of a prefix, want one per watcher (%d): %v", n, watchers, kinds)
+		}
+		if paged != 0 {
+			t.Errorf("WatchList on: %d RangeStreams with a limit, want none (a watch-list reads the whole prefix): %v", paged, kinds)
+		}
+		return
+	}
+	if n := kinds["RangeStream prefix limit"]; n < watchers {
+		t.Errorf("WatchList off: %d first pages (RangeStream prefix limit), want one per watcher (%d): %v", n, watchers, kinds)
+	}
+	if n := kinds["RangeStream range limit rev"]; n == 0 {
+		t.Errorf("WatchList off: no continuation page (RangeStream range limit rev) though pods take several pages: %v", kinds)
+	}
+	if n := kinds["RangeStream prefix"]; n != 0 {
+		t.Errorf("WatchList off: %d unlimited RangeStreams, want none (no relist): %v", n, kinds)
 	}
 }

@@ -45,6 +45,12 @@ type listPage struct {
 	// answered is true when etcd answered the range request, even if the
 	// store then refused the result (errTooLargeRV).
 	answered bool
+	// streamed is true when the page was read with one RangeStream
+	// instead of a Range.
+	streamed bool
+	// requests counts the etcd requests the page took: 1, or 2 for a
+	// RangeStream etcd answered Unimplemented followed by its Range.
+	requests int
 	// readRevision is the revision the store asked etcd to read at; 0 for
 	// the latest.
 	readRevision int64
@@ -57,13 +63,13 @@ type listPage struct {
 
 // store is kube-apiserver's etcd3 storage of one resource as a LIST with
 // the watch cache off reaches it: it turns the LIST's resourceVersion,
-// limit and continue token into one etcd range request over the
-// resource's prefix (k8s.io/apiserver/pkg/storage/etcd3/store.go GetList;
-// with no resourceVersionMatch, the legacy rules of
+// limit and continue token into one etcd read over the resource's prefix
+// (k8s.io/apiserver/pkg/storage/etcd3/store.go GetList; with no
+// resourceVersionMatch, the legacy rules of
 // k8s.io/apiserver/pkg/storage/interfaces.go ValidateListOptions). For a
 // resourceVersion parsed to R and etcd at revision L, compacted at C:
 //
-//	rv        limit  continue  etcd range                       served at
+//	rv        limit  continue  etcd read                        served at
 //	"" or "0" any    -         latest, limit if any             L
 //	"R"       0      -         latest, no limit                 L; R > L: too large resource version
 //	"R"       > 0    -         exactly at R, limit ("exact")    R; R < C: ErrCompacted (410 Expired),
@@ -73,6 +79,16 @@ type listPage struct {
 // Every page after the first continues from the last key + "\x00" at the
 // first page's revision, so a list reads one consistent snapshot unless a
 // compaction removes it between pages.
+//
+// The read is one RangeStream with the same key, range end, revision and
+// limit while streams says etcd serves it (kube-apiserver 1.37's
+// EtcdRangeStream gate, on by default, and etcd 3.7: every LIST of the
+// model is unfiltered, so shouldStream holds; one stream per page, its
+// chunks merged), else one Range; a stream answered Unimplemented marks
+// RangeStream unsupported and the page is read with Range (store.go
+// GetList, shouldStream, streamChunks, pagedChunks). The model's LISTs
+// select nothing, so a page is never refilled with doubled limits as a
+// filtered one is (pagedChunks).
 type store struct {
 	// stream is the watch stream whose metadata every request carries.
 	stream *Stream
@@ -80,6 +96,8 @@ type store struct {
 	client Client
 	// prefix is the resource's key prefix, ending in "/".
 	prefix string
+	// streams says whether to read with RangeStream; nil never does.
+	streams *rangeStreamSupport
 }
 
 // getList serves one page (store.go GetList). It returns the page even
@@ -106,13 +124,34 @@ func (s *store) getList(ctx context.Context, opts listOptions) (listPage, error)
 	if withRev > 0 {
 		rangeOpts = append(rangeOpts, clientv3.WithRev(withRev))
 	}
-	resp, err := s.client.Get(s.stream.Context(ctx), key, rangeOpts...)
-	if err != nil {
-		return page, err
+	ctx = s.stream.Context(ctx)
+	var headerRev int64
+	var more bool
+	if s.streams.supported() {
+		page.requests++
+		sr, ok, err := rangeStream(ctx, s.client, key, rangeOpts...)
+		if ok {
+			page.streamed = true
+			if err != nil {
+				return page, err
+			}
+			page.answered, page.kvs, headerRev, more = true, sr.kvs, sr.headerRevision, sr.more
+		} else {
+			s.streams.markUnsupported()
+		}
 	}
-	page.answered, page.kvs = true, resp.Kvs
+	if !page.streamed {
+		page.requests++
+		resp, err := s.client.Get(ctx, key, rangeOpts...)
+		if err != nil {
+			return page, err
+		}
+		page.answered, page.kvs, headerRev, more = true, resp.Kvs, resp.Header.Revision, resp.More
+	}
+	// A pinned stream's header holds etcd's latest revision, not the one
+	// it read at: the list's revision is the pinned one.
 	if withRev == 0 {
-		withRev = resp.Header.Revision
+		withRev = headerRev
 	}
 	page.revision = withRev
 	if page.readRevision == 0 {
@@ -120,8 +159,8 @@ func (s *store) getList(ctx context.Context, opts listOptions) (listPage, error)
 			return page, err
 		}
 	}
-	if resp.More && len(resp.Kvs) > 0 {
-		page.next = &continueToken{key: string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00", revision: withRev}
+	if more && len(page.kvs) > 0 {
+		page.next = &continueToken{key: string(page.kvs[len(page.kvs)-1].Key) + "\x00", revision: withRev}
 	}
 	return page, nil
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // Client is what a watcher needs from one etcd connection;
-// *clientv3.Client satisfies it.
+// *clientv3.Client satisfies it. GetStream is etcd 3.7's RangeStream
+// (client/v3 kv.go), which kube-apiserver 1.37 lists with.
 type Client interface {
 	Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error)
+	GetStream(ctx context.Context, key string, opts ...clientv3.OpOption) (clientv3.GetStreamChan, error)
 	Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan
 	RequestProgress(ctx context.Context) error
 }

@@ -169,3 +169,39 @@ func TestExternalPrefixDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestRunClientWatchList: --client-feature-gates WatchListClient= sets
+// the model's informers' gate too, without --kube-apiserver; unset, the
+// load keeps nil (watchload's default, on).
+func TestRunClientWatchList(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		args []string
+		want *bool
+	}{
+		{nil, nil},
+		{[]string{"--client-feature-gates", "WatchListClient=false"}, &off},
+		{[]string{"--client-feature-gates", "WatchListClient=true"}, &on},
+	}
+	for _, tt := range tests {
+		var got *bool
+		called := false
+		code, errOut := parse(t, newRunCommand(func(_ *cobra.Command, o *runOptions) error {
+			called, got = true, o.load.WatchList
+			return nil
+		}), tt.args...)
+		if code != 0 || !called {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, errOut)
+		}
+		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+			t.Errorf("%v: load WatchList %v, want %v", tt.args, ptrString(got), ptrString(tt.want))
+		}
+	}
+}
+
+func ptrString(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return onOff(*b)
+}

@@ -31,8 +31,9 @@ func newConformanceCommand() *cobra.Command {
 		Use:   "conformance",
 		Short: "Hold the etcd-direct model against real kube-apiserver and client-go: etcd's requests by kind, side by side",
 		Long: `conformance runs one load four times through real kube-apiservers (watch cache on and off, client-go's
-WatchListClient on and off), each on a fresh embedded etcd, and twice through lwbench's etcd-direct model
-(profile informer for the watch cache off, apiserver-cache for on), each on a fresh embedded etcd too. A
+WatchListClient on and off), each on a fresh embedded etcd, and as many times through lwbench's etcd-direct
+model (profile informer for the watch cache off, apiserver-cache for on, with the setting's WatchListClient),
+each on a fresh embedded etcd too. A
 counting gRPC proxy in front of each etcd counts every request by method and shape. The table lays the
 counts side by side, with their ratio, and says whether each row is within 10 %.`,
 		Args: cli.NoArgs,
@@ -63,7 +64,10 @@ counts side by side, with their ratio, and says whether each row is within 10 %.
 }
 
 // proxiedTarget opens a fresh embedded etcd and a counting proxy in front
-// of it, and returns the target as seen through the proxy.
+// of it, and returns the target whose load goes through the proxy and
+// whose harness (watchload.Harness: the maintenance connection, the
+// history recorder) reaches the member directly, so that the proxy counts
+// what models kube-apiserver's requests and nothing else.
 func proxiedTarget(ctx context.Context, o *runOptions, logf func(string, ...any)) (watchload.Target, *etcdproxy.Proxy, func(), error) {
 	t, release, err := o.target.open(ctx, logf)
 	if err != nil {
@@ -78,7 +82,8 @@ func proxiedTarget(ctx context.Context, o *runOptions, logf func(string, ...any)
 		return clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Context: ctx, Logger: zap.NewNop()})
 	}
 	pt := watchload.Target{Endpoints: []string{url}, Embedded: t.Embedded, Managed: true, Dial: dial,
-		DialEndpoint: func(ctx context.Context, _ string) (*clientv3.Client, error) { return dial(ctx) }}
+		DialEndpoint: func(ctx context.Context, _ string) (*clientv3.Client, error) { return dial(ctx) },
+		Harness:      &watchload.Harness{Endpoints: t.Endpoints, Dial: t.Dial, DialEndpoint: t.DialEndpoint}}
 	return pt, p, func() { p.Close(); release() }, nil
 }
 
@@ -93,19 +98,15 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 		return err
 	}
 	res := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion, StartedAt: time.Now().UTC()}
-	models := map[watchload.Profile][]report.EtcdRequests{}
 	for _, s := range settings {
 		profile := watchload.ProfileInformer
 		if s.WatchCache {
 			profile = watchload.ProfileAPIServerCache
 		}
-		if _, ok := models[profile]; !ok {
-			con.Logf("model, profile %s", profile)
-			counts, err := conformanceModel(ctx, o, profile, con.Logf)
-			if err != nil {
-				return fmt.Errorf("model, profile %s: %w", profile, err)
-			}
-			models[profile] = counts
+		con.Logf("model, profile %s, %s", profile, s.Name())
+		model, err := conformanceModel(ctx, o, profile, s.WatchList, con.Logf)
+		if err != nil {
+			return fmt.Errorf("model, profile %s, %s: %w", profile, s.Name(), err)
 		}
 		con.Logf("real: kube-apiserver %s, %s", k.resolvedVersion, s.Name())
 		kr, err := conformanceReal(ctx, o, bin, s, con.Logf)
@@ -118,7 +119,7 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 			wl = onOff(*s.WatchList)
 		}
 		res.Cases = append(res.Cases, report.ConformanceCase{Name: s.Name(), WatchCache: s.WatchCache, ClientWatchList: wl,
-			ModelProfile: string(profile), Rows: kubeload.Compare(models[profile], kr.Etcd), Model: models[profile], Real: kr.Etcd})
+			ModelProfile: string(profile), Rows: kubeload.Compare(model, kr.Etcd), Model: model, Real: kr.Etcd})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -128,23 +129,29 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 }
 
 // conformanceModel runs the load through the etcd-direct model with
-// profile on a fresh embedded etcd behind a counting proxy, and returns
-// what the proxy counted: phase "seed" until the model leaves its seeding
-// phase (Options.OnPhase), "steady" after.
-func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, logf func(string, ...any)) ([]report.EtcdRequests, error) {
+// profile and the informers' WatchListClient gate watchList (nil:
+// client-go's default) on a fresh embedded etcd behind a counting proxy,
+// and returns what the proxy counted, by the model's phase (modelPhases),
+// switched on the model's own goroutine before the phase's first request
+// (Options.OnPhase). The model compacts as kube-apiserver does, without
+// waiting for the deletion (k8s.io/apiserver/pkg/storage/etcd3/compact.go
+// Compact: no WithCompactPhysical); `lwbench run` waits by default, for
+// its sizes.
+func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, watchList *bool, logf func(string, ...any)) ([]report.EtcdRequests, error) {
 	t, p, release, err := proxiedTarget(ctx, o, logf)
 	defer release()
 	if err != nil {
 		return nil, err
 	}
 	lo := o.load
-	lo.Profile = profile
+	lo.Profile, lo.WatchList = profile, watchList
 	// The real load has no consistent readers besides its informers.
 	lo.ConsistentListRate = -1
-	p.SetPhase("seed")
+	lo.PhysicalCompaction = false
+	p.SetPhase("before")
 	lo.OnPhase = func(phase string) {
-		if phase != "seeding" {
-			p.SetPhase("steady")
+		if pp, ok := modelPhases[phase]; ok {
+			p.SetPhase(pp)
 		}
 	}
 	if _, err := watchload.Run(ctx, t, lo); err != nil {
@@ -152,6 +159,13 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 	}
 	return kubeload.CounterOf(p.Counter()).Requests(), nil
 }
+
+// modelPhases names the model's phases (watchload.Options.OnPhase) as
+// kubeload.Run names the real stack's, so that kubeload.Compare leaves out
+// the same ones: seeding is "seed", the watchers' first lists "sync", the
+// writes "steady", the wait for the final revision "drain", and stopping
+// the watchers "stop".
+var modelPhases = map[string]string{"seeding": "seed", "syncing": "sync", "writing": "steady", "confirming": "drain", "validating": "stop"}
 
 // conformanceReal runs the load through one kube-apiserver with setting s
 // on a fresh embedded etcd behind a counting proxy.

@@ -46,21 +46,21 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.watchCache, "watch-cache", false, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd); default: what --profile models, off for informer, on for apiserver-cache")
 	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)")
 	fs.BoolVar(&o.countEtcd, "count-etcd", true, "with --kube-apiserver: count every request the apiservers send etcd, by phase and shape, through a counting gRPC proxy in front of each member")
-	fs.StringVar(&o.clientGates, "client-feature-gates", "", "with --kube-apiserver or --kubeconfig: client-go feature gates of the informers; only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
+	fs.StringVar(&o.clientGates, "client-feature-gates", "", "client-go feature gates of the informers: real client-go's with --kube-apiserver or --kubeconfig, the model's without (its informer profile); only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
 	o.flags = fs
 }
 
 // enabled reports whether the load goes through kube-apiserver.
 func (o *kubeOptions) enabled() bool { return o.version != "" }
 
-// Validate checks the flags: they need --kube-apiserver, whose version
-// must be one lwbench can build.
+// Validate checks the flags: all but --client-feature-gates need
+// --kube-apiserver, whose version must be one lwbench can build.
 func (o *kubeOptions) Validate() error {
+	if err := o.parseClientGates(); err != nil {
+		return err
+	}
 	if !o.enabled() {
-		for _, name := range []string{"apiservers", "watch-cache", "apiserver-feature-gates", "client-feature-gates", "count-etcd"} {
-			if name == "client-feature-gates" && o.flags != nil && o.flags.Lookup("kubeconfig") != nil && o.flags.Changed("kubeconfig") {
-				continue // the informers are client-go's with --kubeconfig too
-			}
+		for _, name := range []string{"apiservers", "watch-cache", "apiserver-feature-gates", "count-etcd"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --kube-apiserver", name)
 			}
@@ -90,21 +90,24 @@ func (o *kubeOptions) Validate() error {
 	if o.servers < 1 {
 		return cli.FlagErrorf("--apiservers: Invalid value: %d: must be at least 1", o.servers)
 	}
-	return o.parseClientGates()
+	return nil
 }
 
-// parseClientGates parses --client-feature-gates into watchList.
+// parseClientGates sets watchList from --client-feature-gates: the
+// WatchListClient gate of the real informers (--kube-apiserver) and of the
+// model's (watchload.Options.WatchList).
 func (o *kubeOptions) parseClientGates() error {
 	o.watchList = nil
-	if o.clientGates != "" {
-		for _, kv := range strings.Split(o.clientGates, ",") {
-			name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			b, err := strconv.ParseBool(val)
-			if !ok || err != nil || name != "WatchListClient" {
-				return cli.FlagErrorf("--client-feature-gates: Invalid value: %q: give WatchListClient=true or WatchListClient=false", kv)
-			}
-			o.watchList = &b
+	if o.clientGates == "" {
+		return nil
+	}
+	for _, kv := range strings.Split(o.clientGates, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		b, err := strconv.ParseBool(val)
+		if !ok || err != nil || name != "WatchListClient" {
+			return cli.FlagErrorf("--client-feature-gates: Invalid value: %q: give WatchListClient=true or WatchListClient=false", kv)
 		}
+		o.watchList = &b
 	}
 	return nil
 }

@@ -124,6 +124,7 @@ func (o *runOptions) Validate() error {
 		return err
 	}
 	o.load.Profile = watchload.Profile(o.profile)
+	o.load.WatchList = o.kube.watchList
 	if o.load.Prefix == "" {
 		o.load.Prefix = keyspace.DefaultPrefix
 		if len(o.target.endpoints) > 0 {

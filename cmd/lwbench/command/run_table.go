@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 func lat(l report.Latency) string {
@@ -39,7 +40,11 @@ func makeRunTable(r *report.RunResult) output.Table {
 			if a.Error != "" {
 				res = a.Error
 			}
-			rvs = append(rvs, fmt.Sprintf("RV=%s limit %d: %s", rv, a.Limit, res))
+			req := fmt.Sprintf("RV=%s limit %d", rv, a.Limit)
+			if a.WatchList {
+				req = fmt.Sprintf("watch-list RV=%s", rv)
+			}
+			rvs = append(rvs, fmt.Sprintf("%s: %s", req, res))
 		}
 		relistRVs = strings.Join(rvs, "; ")
 	} else {
@@ -77,7 +82,7 @@ func makeRunTable(r *report.RunResult) output.Table {
 	v := r.Validation
 	rows := [][]string{
 		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetDescription(r.Target))},
-		{"profile", fmt.Sprintf("%s: %d watchers on %d streams over %d connections", r.Scenario.Profile, r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)},
+		{"profile", fmt.Sprintf("%s%s: %d watchers on %d streams over %d connections", r.Scenario.Profile, watchListNote(r.Scenario), r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)},
 		{"writes completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
 		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
 		{"write latency (from schedule)", lat(r.Writes.Latency)},
@@ -288,6 +293,15 @@ func (f *figures) self(s report.SelfStats) {
 	f.float("lwbench_cpu_cores", s.CPUCores)
 	f.int("lwbench_max_rss_bytes", s.MaxRSSBytes)
 	f.int("lwbench_peak_heap_bytes", s.PeakHeapBytes)
+}
+
+// watchListNote names the informers' WatchListClient gate of an informer
+// run, "" for other profiles and results that do not say.
+func watchListNote(sc report.Scenario) string {
+	if sc.WatchList == nil || sc.Profile != string(watchload.ProfileInformer) {
+		return ""
+	}
+	return ", WatchList " + onOff(*sc.WatchList)
 }
 
 // makeRunCSVTable lays a run result out as one row of figures, what

@@ -41,6 +41,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"run kube-apiserver release", []string{"run", "--kube-apiserver", "1.34"}, `lwbench: --kube-apiserver: Unsupported value: "1.34": lwbench builds kube-apiserver 1.35, 1.36 and 1.37` + "\n"},
 		{"run no apiserver", []string{"run", "--kube-apiserver", "1.37", "--apiservers", "0"}, "lwbench: --apiservers: Invalid value: 0: must be at least 1\n"},
 		{"run client gate", []string{"run", "--kube-apiserver", "1.37", "--client-feature-gates", "WatchList=true"}, `lwbench: --client-feature-gates: Invalid value: "WatchList=true": give WatchListClient=true or WatchListClient=false` + "\n"},
+		{"run model client gate", []string{"run", "--client-feature-gates", "WatchListClient=maybe"}, `lwbench: --client-feature-gates: Invalid value: "WatchListClient=maybe": give WatchListClient=true or WatchListClient=false` + "\n"},
 		{"run empty endpoints", []string{"run", "--endpoints", ""}, "lwbench: --endpoints: Required value: give etcd client URLs, or leave --endpoints out for an embedded member\n"},
 		{"put empty endpoint", []string{"put", "--endpoints", "http://127.0.0.1:1,"}, `lwbench: --endpoints: Invalid value: "http://127.0.0.1:1,": endpoint 2 is empty` + "\n"},
 		{"put NaN rate", []string{"put", "--write-rate", "NaN"}, "lwbench: --write-rate: Invalid value: NaN: must be finite and positive\n"},
