@@ -92,16 +92,20 @@ type NamespaceCleanup struct {
 type APIServerTarget struct {
 	// Version is kube-apiserver's version as /version reports it.
 	Version string `json:"version"`
-	// Servers is the number of kube-apiservers.
+	// Servers is the number of kube-apiservers; 0 with --kubeconfig
+	// (unknown to lwbench).
 	Servers int `json:"servers"`
 	// Managed is true when lwbench started them (false: --kubeconfig).
 	Managed bool `json:"managed"`
 	// URL is the server the clients talked to, as the kubeconfig names
 	// it; "" when lwbench started the apiservers.
 	URL string `json:"url,omitempty"`
-	// WatchCache is kube-apiserver's --watch-cache.
+	// WatchCache is kube-apiserver's --watch-cache; false with
+	// --kubeconfig (unknown to lwbench).
 	WatchCache bool `json:"watchCache"`
-	// EtcdCompactionIntervalMs is --etcd-compaction-interval (0: off).
+	// EtcdCompactionIntervalMs is --etcd-compaction-interval (0: off);
+	// with --kubeconfig the cluster's as --compaction-interval gave it
+	// (0: unknown).
 	EtcdCompactionIntervalMs float64 `json:"etcdCompactionIntervalMs"`
 	// FeatureGates is --feature-gates as passed ("" none).
 	FeatureGates string `json:"featureGates,omitempty"`
