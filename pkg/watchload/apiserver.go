@@ -170,3 +170,65 @@ func runChores(ctx context.Context, o Options, topo *Topology, caches map[string
 	}
 	return out
 }
+
+// ownInformer is an informer kube-apiserver runs on its own, through its
+// loopback client, for an admission plugin: the PodSecurity plugin's
+// informer of every pod (k8s.io/kubernetes/plugin/pkg/admission/security/
+// podsecurity/admission.go SetExternalKubeInformerFactory: the pod lister
+// registers the pods informer of kube-apiserver's shared informer
+// factory, which kube-apiserver starts with itself). With the watch cache
+// off its LIST and WATCH reach etcd like any client's: the initial events
+// of a watch-list (client-go's WatchListClient, on by default since 1.35)
+// read with one unpaginated RangeStream of the prefix at the latest
+// revision (etcd3/watcher.go sync, store.go shouldStream), then one watch
+// from the next revision with prev_kv; after a compaction it lists again.
+// With the watch cache on, the cache serves it and etcd sees nothing of
+// it, so the model runs it only in ProfileInformer. Its events are read and
+// counted, not validated: it is load on etcd, not a measured client.
+type ownInformer struct {
+	prefix  string
+	stream  *Stream
+	streams *rangeStreamSupport
+	clock   clock.WithTicker
+
+	lists, events atomic.Int64
+}
+
+// startOwnInformer starts kube-apiserver's own informer of the pods
+// under prefix (PodSecurity's) on stream, until ctx ends, and returns it.
+func startOwnInformer(ctx context.Context, prefix string, stream *Stream, clk clock.WithTicker) *ownInformer {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	in := &ownInformer{prefix: ResourcePrefix(prefix, ResourcePods), stream: stream, streams: newRangeStreamSupport(clk), clock: clk}
+	go in.run(ctx)
+	return in
+}
+
+// run lists and watches until ctx ends, listing again one second after a
+// list fails or the watch ends (client-go's reflector backoff, its first
+// step).
+func (in *ownInformer) run(ctx context.Context) {
+	st := &store{stream: in.stream, client: in.stream.Client, prefix: in.prefix, streams: in.streams}
+	for ctx.Err() == nil {
+		if page, err := st.getList(in.stream.Context(ctx), listOptions{}); err == nil {
+			in.lists.Add(1)
+			in.watch(ctx, page.revision+1)
+		}
+		clockwait.Sleep(ctx, in.clock, time.Second)
+	}
+}
+
+// watch watches from revision from until the watch fails or ctx ends.
+func (in *ownInformer) watch(ctx context.Context, from int64) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := in.stream.Client.Watch(in.stream.Context(wctx), in.prefix,
+		clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
+	for resp := range wch {
+		in.events.Add(int64(len(resp.Events)))
+		if resp.Err() != nil {
+			return
+		}
+	}
+}

@@ -26,7 +26,9 @@ const (
 	// with client-go's backoff between iterations; etcd 3.7 serves every
 	// read as a RangeStream (client-go tools/cache/reflector.go,
 	// tools/pager/pager.go; k8s.io/apiserver/pkg/storage/etcd3/store.go,
-	// watcher.go).
+	// watcher.go). A run of this profile also runs kube-apiserver's own
+	// informer of pods (PodSecurity admission's), which with the watch
+	// cache off watches etcd too (ownInformer).
 	ProfileInformer Profile = "informer"
 	// ProfileAPIServerCache is kube-apiserver with its watch cache on
 	// (k8s.io/apiserver/pkg/storage/cacher). A run of this profile makes

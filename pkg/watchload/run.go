@@ -222,6 +222,14 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		}, o.informerWatchList(), o.SyncTimeout)
 		return err
 	}
+	// kube-apiserver's own informers (PodSecurity's of pods) exist before
+	// any client writes; with the watch cache off they reach etcd.
+	var own *ownInformer
+	if o.Profile == ProfileInformer {
+		octx, stopOwn := context.WithCancel(ctx)
+		defer stopOwn()
+		own = startOwnInformer(octx, o.Prefix, writerTopo.Streams[0], o.Clock)
+	}
 	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
 	if o.Profile == ProfileAPIServerCache {
 		if err := startWatching(startRev + 1); err != nil {
@@ -369,6 +377,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
 	unsynced := s.Confirm(ctx, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
 	logChores(chores, logf)
+	if own != nil {
+		logf("kube-apiserver's own informer of %s (PodSecurity admission): %d lists, %d events", own.prefix, own.lists.Load(), own.events.Load())
+	}
 	s.SetPhase("validating")
 	s.Validate(ctx, o.ProgressRequestPeriod)
 	if size, err := memberSize(ctx, admin, h.Endpoints[0]); err == nil {
