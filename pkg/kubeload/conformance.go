@@ -187,6 +187,10 @@ func note(r *report.ConformanceRow) string {
 		return "model: answers to its progress requests"
 	case r.Method == "RangeStream" && r.Kind == "prefix" && r.Real > r.Model:
 		return "real: also ResourceQuota admission's live LIST of each namespace's resourcequotas (0 keys; no quota in its informer), once per namespace per 30 s of writes (k8s.io/apiserver/pkg/admission/plugin/resourcequota/resource_access.go GetQuotas, liveTTL)"
+	case r.Method == "Watch" && r.Kind == "stream":
+		return "gRPC watch streams: kube-apiserver opened one while the informers started (phase sync) in every setting; which watches share a stream follows kube-apiserver's etcd clients and their context metadata (go.etcd.io/etcd/client/v3 watch.go streamKeyFromCtx), which the model does not follow: its streams open with their first watch, with the watch cache on before the load (its caches start first); why kube-apiserver's opens then is not established"
+	case r.Method == "Watch" && (r.Kind == "cancel" || r.Kind == "canceled") && max(r.Model, r.Real) <= 5:
+		return "watch cancels: the harness breaking the held informer's watch off, its compacted watch, and client-go ending a watch it no longer needs; one or two more or fewer follow when client-go's next request comes relative to the hold's release (not established further)"
 	case r.Model == 0:
 		return "not modelled: only kube-apiserver sends it"
 	case r.Real == 0:

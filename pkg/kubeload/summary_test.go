@@ -104,6 +104,9 @@ func TestCompareNotes(t *testing.T) {
 		{"create with an Else branch", "Txn", "if mod_revision=0 then put else range", 5, 0, "model: a txn shape kube-apiserver does not send"},
 		{"count polling", "Range", "prefix count_only", 0, 64, "kube-apiserver's own: it counts every resource's objects"},
 		{"not modelled", "Range", "key limit", 0, 40, "not modelled"},
+		{"watch streams", "Watch", "stream", 0, 1, "gRPC watch streams"},
+		{"a cancel more", "Watch", "cancel", 2, 3, "watch cancels"},
+		{"many cancels more", "Watch", "cancel", 2, 30, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
