@@ -3,7 +3,6 @@ package compaction
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +36,6 @@ func TestOverlap(t *testing.T) {
 type stallKV struct {
 	start              time.Time
 	stallFrom, stallTo time.Duration
-	mu                 sync.Mutex
 }
 
 func (s *stallKV) wait(ctx context.Context) error {

@@ -19,35 +19,33 @@ type Setting struct {
 
 // Name names the setting, e.g. "watch cache off, WatchList on".
 func (s Setting) Name() string {
-	wl := "default"
-	if s.WatchList != nil {
-		wl = "off"
-		if *s.WatchList {
-			wl = "on"
-		}
-	}
-	c := "off"
-	if s.WatchCache {
-		c = "on"
-	}
-	return "watch cache " + c + ", WatchList " + wl
+	return "watch cache " + s.watchCache() + ", WatchList " + s.ClientWatchList()
 }
 
 // Key is the setting's short name, e.g. "cache-off/watchlist-on" (WatchList
 // "default" when nil).
 func (s Setting) Key() string {
-	wl := "default"
-	if s.WatchList != nil {
-		wl = "off"
-		if *s.WatchList {
-			wl = "on"
-		}
+	return "cache-" + s.watchCache() + "/watchlist-" + s.ClientWatchList()
+}
+
+// ClientWatchList is the informers' WatchListClient: "on", "off", or
+// "default" when WatchList is nil.
+func (s Setting) ClientWatchList() string {
+	switch {
+	case s.WatchList == nil:
+		return "default"
+	case *s.WatchList:
+		return "on"
 	}
-	c := "off"
+	return "off"
+}
+
+// watchCache is "on" or "off".
+func (s Setting) watchCache() string {
 	if s.WatchCache {
-		c = "on"
+		return "on"
 	}
-	return "cache-" + c + "/watchlist-" + wl
+	return "off"
 }
 
 // SelectSettings returns the Settings whose Key is in keys, in Settings'

@@ -65,8 +65,6 @@ type APIWorkload struct {
 
 // apiObject is a worker's last view of one object it owns.
 type apiObject struct {
-	uid        types.UID
-	rv         string
 	generation int
 	pod        *corev1.Pod
 	cm         *corev1.ConfigMap

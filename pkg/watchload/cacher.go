@@ -136,10 +136,6 @@ const (
 	historyMaxEvents = 100 * 1024
 )
 
-// errCacheStopped ends a served watch whose cache stopped serving it: the
-// cache is relisting (cacher.go startCaching terminates every watcher).
-var errCacheStopped = errors.New("watch cache reinitializing")
-
 // watchCache is kube-apiserver's watch cache of one resource (the Cacher
 // and its watchCache, k8s.io/apiserver/pkg/storage/cacher): a
 // ProfileAPIServerCache Reflector fills it from etcd, and it serves its

@@ -355,13 +355,3 @@ func isPermissionDenied(err error) bool {
 	return errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) ||
 		(err != nil && strings.Contains(err.Error(), rpctypes.ErrGRPCPermissionDenied.Error()))
 }
-
-// resourceOf returns the resource of an etcd key under prefix, e.g. "pods"
-// for /registry/pods/ns/name.
-func resourceOf(prefix, key string) string {
-	rest := strings.TrimPrefix(key, prefix+"/")
-	if i := strings.IndexByte(rest, '/'); i > 0 {
-		return rest[:i]
-	}
-	return rest
-}

@@ -32,8 +32,6 @@ func (h histogram) record(d time.Duration) {
 	h.h.RecordValue(us) // cannot fail inside the range
 }
 
-func (h histogram) merge(o histogram) { h.h.Merge(o.h) }
-
 func (h histogram) count() int64 { return h.h.TotalCount() }
 
 func (h histogram) summary() report.Latency {

@@ -27,7 +27,6 @@ type leaseManager struct {
 	prevID     clientv3.LeaseID
 	prevExpiry time.Time
 	attached   int64
-	granted    int64
 	all        []clientv3.LeaseID
 }
 
@@ -56,7 +55,6 @@ func (l *leaseManager) get(ctx context.Context, kv KV, ttl time.Duration) (clien
 	l.prevID = resp.ID
 	l.prevExpiry = now.Add(time.Duration(grant) * time.Second)
 	l.attached = 1
-	l.granted++
 	l.all = append(l.all, resp.ID)
 	return resp.ID, nil
 }
@@ -66,11 +64,4 @@ func (l *leaseManager) ids() []clientv3.LeaseID {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]clientv3.LeaseID(nil), l.all...)
-}
-
-// grants returns the number of leases granted.
-func (l *leaseManager) grants() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.granted
 }

@@ -50,9 +50,6 @@ type Session struct {
 	logf  func(string, ...any)
 	self  *selfSampler
 	live  *liveState
-	// onPhase, if set, hears each phase as the Session enters it
-	// (Options.OnPhase).
-	onPhase func(string)
 
 	admin    *clientv3.Client
 	writers  *Topology

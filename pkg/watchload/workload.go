@@ -242,7 +242,6 @@ type objectState struct {
 	modRevision int64 // the object's mod_revision (the client's resourceVersion); 0: absent or unknown
 	generation  int
 	owner       string // the pod an event is about
-	create      bool   // generation counts from 1 (events)
 	// createRevision and revs are the key's creation revision and its
 	// last stateRevisions mod_revisions, oldest first, from which
 	// cachedAt tells what a watch cache at some revision holds.

@@ -114,11 +114,7 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 			return fmt.Errorf("kube-apiserver, %s: %w", s.Name(), err)
 		}
 		res.EtcdVersion, res.APIServerVersion, res.Scenario = kr.Target.EtcdVersion, kr.APIServer.Version, kr.Scenario
-		wl := "default"
-		if s.WatchList != nil {
-			wl = onOff(*s.WatchList)
-		}
-		res.Cases = append(res.Cases, report.ConformanceCase{Name: s.Name(), WatchCache: s.WatchCache, ClientWatchList: wl,
+		res.Cases = append(res.Cases, report.ConformanceCase{Name: s.Name(), WatchCache: s.WatchCache, ClientWatchList: s.ClientWatchList(),
 			ModelProfile: string(profile), Rows: kubeload.Compare(model, kr.Etcd), Model: model, Real: kr.Etcd})
 		if ctx.Err() != nil {
 			return ctx.Err()
