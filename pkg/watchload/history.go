@@ -116,6 +116,8 @@ type Recorder struct {
 	gaps    []RevisionGap
 	err     error
 	started bool
+	// stopped is closed when Run returns.
+	stopped chan struct{}
 }
 
 // RevisionGap is a range of revisions the recorder's watch skipped.
@@ -127,7 +129,7 @@ type RevisionGap struct {
 // NewRecorder returns a recorder of the events under prefixes (each ending
 // in "/", none a prefix of another) watching on stream.
 func NewRecorder(stream *Stream, prefixes []string) *Recorder {
-	r := &Recorder{stream: stream, prefixes: prefixes, intern: map[string]string{}}
+	r := &Recorder{stream: stream, prefixes: prefixes, intern: map[string]string{}, stopped: make(chan struct{})}
 	for range prefixes {
 		r.hist = append(r.hist, &history{})
 	}
@@ -186,6 +188,7 @@ func (r *Recorder) Run(ctx context.Context, from int64) error {
 	}
 	r.started = true
 	r.mu.Unlock()
+	defer close(r.stopped)
 	r.from.Store(from)
 	r.lastRev = from - 1
 	r.setWatermark(from - 1)
@@ -302,8 +305,9 @@ func (r *Recorder) setWatermark(rev int64) { r.watermark.Store(rev) }
 
 // WaitFor blocks until the history is complete up to rev, requesting
 // progress notifications on the recorder's stream every period while it
-// waits. It returns ctx's error if ctx ends first and the recorder's error
-// if it stopped.
+// waits. It returns ctx's error if ctx ends first, the recorder's error if
+// it failed, and errRecorderStopped if it stopped (its Run's ctx ended)
+// short of rev.
 func (r *Recorder) WaitFor(ctx context.Context, rev int64, period time.Duration) error {
 	ch, withdraw := r.watermark.wait(rev)
 	defer withdraw()
@@ -318,11 +322,25 @@ func (r *Recorder) WaitFor(ctx context.Context, rev int64, period time.Duration)
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-r.stopped:
+			select {
+			case <-ch:
+				return nil
+			default:
+			}
+			if err := r.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w at revision %d, short of %d", errRecorderStopped, r.watermark.Load(), rev)
 		case <-t.C:
 			r.stream.RequestProgress(ctx) // best effort: etcd answers once synced
 		}
 	}
 }
+
+// errRecorderStopped is WaitFor's error when the recorder stopped before
+// reaching the revision waited for.
+var errRecorderStopped = errors.New("history recorder stopped")
 
 // Quiet reports whether the history of prefix holds no event at the
 // revisions after+1 to upTo: a watch of prefix that has seen everything up
