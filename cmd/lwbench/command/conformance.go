@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/output"
@@ -171,28 +169,14 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 	if err != nil {
 		return nil, err
 	}
-	p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: t.Endpoints[0]})
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	dir, err := os.MkdirTemp("", "lwbench-apiserver-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	interval := o.load.Defaults().CompactionInterval
-	c, err := apiserverproc.Start(ctx, apiserverproc.Config{BinDir: bin, Dir: dir, EtcdServers: []string{p.URL()},
-		EtcdPrefix: o.load.Prefix, EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL, DisableWatchCache: !s.WatchCache})
+	st, stop, err := kubeload.StartStack(ctx, t, kubeload.StackConfig{BinDir: bin, EtcdPrefix: o.load.Prefix,
+		EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL, WatchCache: s.WatchCache,
+		ClientWatchList: s.ClientWatchList(), CountEtcd: true})
+	defer stop()
 	if err != nil {
 		return nil, err
 	}
-	defer c.Stop()
-	api := report.APIServerTarget{Servers: 1, Managed: true, WatchCache: s.WatchCache}
-	if interval > 0 {
-		api.EtcdCompactionIntervalMs = report.Ms(interval)
-	}
-	st := kubeload.Stack{Etcd: t, RESTConfig: c.RESTConfig(), EtcdPrefix: o.load.Prefix, APIServer: api, Counter: kubeload.CounterOf(p.Counter())}
 	return kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: s.WatchList})
 }
 

@@ -2,19 +2,20 @@ package command
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdclient"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
-	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -130,6 +131,17 @@ func (o *kubeOptions) binaries(logf func(string, ...any)) (string, error) {
 	return apiserverproc.Binaries(o.resolvedVersion, etcdproc.LogWriter(logf))
 }
 
+// stackConfig is the kube-apiservers these flags start (kubeload.StartStack)
+// from the binaries in bin, with --etcd-prefix prefix, kube-apiserver's
+// own compactor every interval (0: its 5m default; negative: off) and
+// --event-ttl eventTTL, in front of members reached with tlsCfg (the
+// counting proxies) or conn's files (kube-apiserver itself).
+func (o *kubeOptions) stackConfig(bin, prefix string, interval, eventTTL time.Duration, tlsCfg *tls.Config, conn etcdclient.Flags) kubeload.StackConfig {
+	return kubeload.StackConfig{BinDir: bin, Servers: o.servers, EtcdPrefix: prefix, EtcdCompactionInterval: interval, EventTTL: eventTTL,
+		WatchCache: o.watchCache, FeatureGates: o.apiserverGates, ClientWatchList: o.clientWatchList(), CountEtcd: o.countEtcd,
+		EtcdTLS: tlsCfg, EtcdCAFile: conn.CACert, EtcdCertFile: conn.Cert, EtcdKeyFile: conn.Key}
+}
+
 // runKube runs `lwbench run --kube-apiserver`: it opens the etcd target,
 // starts the apiservers in front of it (building kube-apiserver if it is
 // not cached), runs kubeload.Run through them and prints the result.
@@ -147,56 +159,23 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	}
 	// An --endpoints cluster's prefix must be empty, and what the
 	// apiservers wrote under it is deleted after they have stopped (the
-	// deferred cluster.Stop below runs first).
+	// deferred stop below runs first).
 	target, release, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
 	defer release()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "lwbench-apiserver-")
+	ccfg, err := o.target.clientConfig(target.Endpoints)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
 	interval := o.load.Defaults().CompactionInterval
-	cfg := apiserverproc.Config{BinDir: bin, Servers: k.servers, Dir: dir, EtcdServers: target.Endpoints,
-		EtcdCAFile: o.target.conn.CACert, EtcdCertFile: o.target.conn.Cert, EtcdKeyFile: o.target.conn.Key,
-		EtcdPrefix: o.load.Prefix, EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL,
-		DisableWatchCache: !k.watchCache, FeatureGates: k.apiserverGates}
-	var counter kubeload.EtcdCounter
-	if k.countEtcd {
-		// The apiservers talk plain gRPC to the proxies on loopback; the
-		// proxies dial the members with the target's TLS.
-		ccfg, err := o.target.clientConfig(target.Endpoints)
-		if err != nil {
-			return err
-		}
-		shared := etcdproxy.NewCounter()
-		var urls []string
-		for _, ep := range target.Endpoints {
-			p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: ep, TLS: ccfg.TLS, Counter: shared})
-			if err != nil {
-				return fmt.Errorf("counting proxy in front of %s: %w", ep, err)
-			}
-			defer p.Close()
-			urls = append(urls, p.URL())
-		}
-		cfg.EtcdServers, cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile = urls, "", "", ""
-		counter = kubeload.CounterOf(shared)
-	}
 	con.Logf("starting %d kube-apiserver %s in front of %s", k.servers, k.resolvedVersion, strings.Join(target.Endpoints, ","))
-	cluster, err := apiserverproc.Start(ctx, cfg)
+	st, stop, err := kubeload.StartStack(ctx, target, k.stackConfig(bin, o.load.Prefix, interval, o.load.Defaults().EventTTL, ccfg.TLS, o.target.conn))
+	defer stop()
 	if err != nil {
 		return err
 	}
-	defer cluster.Stop()
-	api := report.APIServerTarget{Servers: k.servers, Managed: true, WatchCache: k.watchCache,
-		FeatureGates: k.apiserverGates, ClientWatchList: k.clientWatchList()}
-	if interval > 0 {
-		api.EtcdCompactionIntervalMs = report.Ms(interval)
-	}
-	st := kubeload.Stack{Etcd: target, RESTConfig: cluster.RESTConfig(), EtcdPrefix: o.load.Prefix, APIServer: api, Counter: counter,
-		APIServers: kubeload.APIServersOf(cluster)}
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: k.watchList})
 	con.Done()
 	return writeKubeResult(o, out, errOut, res, err)

@@ -1,0 +1,111 @@
+package kubeload
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
+	"github.com/kubestore/etcdkit/internal/etcdproxy"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// StackConfig describes the kube-apiservers StartStack runs in front of
+// an etcd target.
+type StackConfig struct {
+	// BinDir holds the kube-apiserver binary (apiserverproc.Binaries);
+	// required.
+	BinDir string
+	// Servers is how many kube-apiservers to start, all in front of the
+	// same etcd; 0 means 1.
+	Servers int
+	// EtcdPrefix is their --etcd-prefix; "" means /registry.
+	EtcdPrefix string
+	// EtcdCompactionInterval is kube-apiserver's own compactor
+	// (--etcd-compaction-interval); 0 keeps kube-apiserver's 5m, a
+	// negative value turns it off (passes 0): an experiment that compacts
+	// etcd itself, with kube-apiserver's algorithm, at moments of its
+	// choosing.
+	EtcdCompactionInterval time.Duration
+	// EventTTL is --event-ttl; 0 keeps kube-apiserver's 1h.
+	EventTTL time.Duration
+	// WatchCache is --watch-cache.
+	WatchCache bool
+	// FeatureGates is passed as --feature-gates as is ("" none).
+	FeatureGates string
+	// ClientWatchList names the informers' WatchListClient gate for the
+	// result ("on", "off", "default").
+	ClientWatchList string
+	// CountEtcd puts a counting gRPC proxy (internal/etcdproxy) in front
+	// of every member; the apiservers talk plain gRPC to the proxies on
+	// loopback, the proxies dial the members with EtcdTLS. Stack.Counter
+	// then counts what the apiservers send etcd.
+	CountEtcd bool
+	// EtcdTLS is how the proxies dial the members (nil: plain).
+	EtcdTLS *tls.Config
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are how kube-apiserver
+	// dials the members itself when CountEtcd is false (--etcd-cafile,
+	// --etcd-certfile, --etcd-keyfile; "" plain).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+}
+
+// StartStack starts cfg.Servers kube-apiservers (apiserverproc.Start, in
+// a temporary directory of their own) in front of t's members, through a
+// counting proxy per member when cfg.CountEtcd, and returns the Stack a
+// load runs through and a function that stops the apiservers, closes the
+// proxies and removes the directory, in that order; call it once, also
+// when StartStack failed (it is then a no-op). Stack.APIServer echoes
+// cfg; its Version is filled by Run from /version.
+func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack, func(), error) {
+	var undo []func()
+	stop := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	servers := max(cfg.Servers, 1)
+	acfg := apiserverproc.Config{BinDir: cfg.BinDir, Servers: servers, EtcdServers: t.Endpoints,
+		EtcdCAFile: cfg.EtcdCAFile, EtcdCertFile: cfg.EtcdCertFile, EtcdKeyFile: cfg.EtcdKeyFile,
+		EtcdPrefix: cfg.EtcdPrefix, EtcdCompactionInterval: cfg.EtcdCompactionInterval, EventTTL: cfg.EventTTL,
+		DisableWatchCache: !cfg.WatchCache, FeatureGates: cfg.FeatureGates}
+	var counter EtcdCounter
+	if cfg.CountEtcd {
+		shared := etcdproxy.NewCounter()
+		var urls []string
+		for _, ep := range t.Endpoints {
+			p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: ep, TLS: cfg.EtcdTLS, Counter: shared})
+			if err != nil {
+				stop()
+				return Stack{}, func() {}, fmt.Errorf("counting proxy in front of %s: %w", ep, err)
+			}
+			undo = append(undo, p.Close)
+			urls = append(urls, p.URL())
+		}
+		acfg.EtcdServers, acfg.EtcdCAFile, acfg.EtcdCertFile, acfg.EtcdKeyFile = urls, "", "", ""
+		counter = CounterOf(shared)
+	}
+	dir, err := os.MkdirTemp("", "lwbench-apiserver-")
+	if err != nil {
+		stop()
+		return Stack{}, func() {}, err
+	}
+	undo = append(undo, func() { os.RemoveAll(dir) })
+	acfg.Dir = dir
+	cluster, err := apiserverproc.Start(ctx, acfg)
+	if err != nil {
+		stop()
+		return Stack{}, func() {}, err
+	}
+	undo = append(undo, cluster.Stop)
+	api := report.APIServerTarget{Servers: servers, Managed: true, WatchCache: cfg.WatchCache,
+		FeatureGates: cfg.FeatureGates, ClientWatchList: cfg.ClientWatchList}
+	if cfg.EtcdCompactionInterval > 0 {
+		api.EtcdCompactionIntervalMs = report.Ms(cfg.EtcdCompactionInterval)
+	}
+	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
+		APIServers: APIServersOf(cluster)}
+	return st, stop, nil
+}
