@@ -115,18 +115,26 @@ type CatchupCase struct {
 	// CatchupMs is from the Watch call to the last update's event;
 	// Events and Responses what arrived, EventBytes their keys, values and
 	// prevKVs; RevisionsPerSecond the store revisions covered per second.
+	// Through kube-apiserver the watch is client-go's: Responses counts
+	// its bookmarks, EventBytes is its response bytes.
 	CatchupMs          float64 `json:"catchupMs"`
 	Events             int64   `json:"events"`             // events received
 	Responses          int64   `json:"responses"`          // watch responses received
 	EventBytes         int64   `json:"eventBytes"`         // keys, values and prevKVs of the events
 	RevisionsPerSecond float64 `json:"revisionsPerSecond"` // Revisions over the catch-up time
+	// Expired is true when kube-apiserver answered the watch 410: the
+	// revision is older than its watch cache holds, and the watcher must
+	// relist instead (through kube-apiserver with its watch cache on).
+	Expired bool `json:"expired,omitempty"`
 	// Missing and Unexpected compare the events with the updates'
 	// revisions: both must be 0 (no event lost, none invented).
 	Missing    int64 `json:"missing"`
 	Unexpected int64 `json:"unexpected"` // events not caused by an update, or repeated
 	// RelistMs and RelistBytes: a paginated LIST of the objects at the
 	// latest revision (what a watcher whose revision was compacted must
-	// do instead); RelistUnpaginatedMs the same in one request.
+	// do instead); RelistUnpaginatedMs the same in one request. Through
+	// kube-apiserver they are LISTs of the API (resourceVersion "",
+	// limit and continue), their bytes the response bytes.
 	RelistMs            float64 `json:"relistMs"`
 	RelistPages         int     `json:"relistPages"`         // range requests of the relist
 	RelistObjects       int64   `json:"relistObjects"`       // objects it read
@@ -177,6 +185,9 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 }
 
 func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs []*mvccpb.KeyValue, behind int64) (CatchupCase, error) {
+	if l.api != nil {
+		return catchupCaseAPI(ctx, s, l, o, behind)
+	}
 	c := CatchupCase{Behind: behind}
 	from, err := s.revision(ctx)
 	if err != nil {
@@ -260,6 +271,63 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs
 		return c, fmt.Errorf("unpaginated list: %w", err)
 	}
 	c.RelistUnpaginatedMs = report.Ms(time.Since(ustart))
+	return c, nil
+}
+
+// catchupCaseAPI is a catch-up through kube-apiserver: the pods' status
+// patched behind times by client-go, then a client-go WATCH of the pods
+// from the revision before (kube-apiserver reads etcd's history, or its
+// watch cache, which may no longer hold it: 410), then a LIST of the
+// API, paginated and not.
+func catchupCaseAPI(ctx context.Context, s *session, l *load, o CatchupOptions, behind int64) (CatchupCase, error) {
+	c := CatchupCase{Behind: behind}
+	from, err := s.revision(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.FromRevision = from + 1
+	start := time.Now()
+	revs, err := l.api.UpdatePods(ctx, int(behind), o.Concurrency)
+	if err != nil {
+		return c, err
+	}
+	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
+	c.ToRevision = revs[len(revs)-1]
+	c.Revisions = c.ToRevision - from
+	s.mark(MarkPhase, fmt.Sprintf("%d updates while the watcher is away", behind), start, time.Now(), 0)
+
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	wstart := time.Now()
+	w, err := l.api.WatchFrom(wctx, from, c.ToRevision)
+	wend := time.Now()
+	if err != nil {
+		return c, err
+	}
+	c.CatchupMs = report.Ms(wend.Sub(wstart))
+	c.Expired = w.Expired
+	c.Events, c.Responses, c.EventBytes = int64(len(w.Revisions)), w.Bookmarks, w.Bytes
+	if !w.Expired {
+		c.RevisionsPerSecond = float64(c.Revisions) / wend.Sub(wstart).Seconds()
+		c.Missing, c.Unexpected = compareRevisions(revs, w.Revisions)
+		s.mark(MarkPhase, fmt.Sprintf("catch up %d revisions", c.Revisions), wstart, wend, 0)
+	} else {
+		s.mark(MarkPhase, fmt.Sprintf("watch from %d: 410", from), wstart, wend, 0)
+	}
+	c.Probe = s.window(wstart, wend)
+
+	rstart := time.Now()
+	lr, err := l.api.ListPods(ctx, o.PageSize)
+	if err != nil {
+		return c, err
+	}
+	c.RelistMs, c.RelistPages, c.RelistObjects, c.RelistBytes = report.Ms(lr.Duration), lr.Pages, lr.Objects, lr.Bytes
+	s.mark(MarkPhase, "relist", rstart, time.Now(), 0)
+	ur, err := l.api.ListPods(ctx, 0)
+	if err != nil {
+		return c, err
+	}
+	c.RelistUnpaginatedMs = report.Ms(ur.Duration)
 	return c, nil
 }
 

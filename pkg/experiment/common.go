@@ -18,6 +18,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/quantile"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -45,6 +46,17 @@ type Common struct {
 	Probe compaction.ProbeOptions
 	// SizeInterval is how often the db size is sampled; 0 means 500 ms.
 	SizeInterval time.Duration
+	// Stack, when set, runs the experiment's Kubernetes clients through
+	// real kube-apiservers it starts in front of the member: pods are
+	// seeded and written by client-go, and the informers are client-go's
+	// (kubeload), instead of lwbench's etcd-direct model. Each experiment
+	// says what else changes.
+	Stack StackFactory
+	// WatchList is client-go's WatchListClient gate of the informers
+	// through kube-apiserver (nil: client-go's default, on since 1.35).
+	// The model's informers in the experiments list in pages whatever it
+	// is.
+	WatchList *bool
 	// Logf, if set, receives one line per phase.
 	Logf func(format string, args ...any)
 }
@@ -118,9 +130,18 @@ type session struct {
 	logf    func(string, ...any)
 	version string
 
+	stacks    StackFactory // nil: the etcd-direct model
+	watchList *bool        // WatchListClient of client-go's informers
+
 	probe     *compaction.Probe
 	stopProbe context.CancelFunc
 	probeDone chan struct{}
+
+	apiProbe       *compaction.Probe // through kube-apiserver; nil: none
+	stopAPIProbe   context.CancelFunc
+	apiProbeDone   chan struct{}
+	apiProbeResult *compaction.ProbeResult // once endAPIProbe ran
+	probeOptions   compaction.ProbeOptions
 
 	stopSizes context.CancelFunc
 	sizesDone chan struct{}
@@ -128,6 +149,7 @@ type session struct {
 	mu    sync.Mutex
 	marks []Mark
 	sizes []SizeSample
+	api   *report.APIServerTarget // the first stack started, nil: none
 }
 
 // openSession gets a target, opens its maintenance connection, and
@@ -141,7 +163,8 @@ func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*
 		release()
 		return nil, errors.New("target needs endpoints and a dialer")
 	}
-	s := &session{name: name, t: t, release: release, ws: watchload.NewSession(t, epoch, c.Logf), epoch: epoch, logf: c.Logf}
+	s := &session{name: name, t: t, release: release, ws: watchload.NewSession(t, epoch, c.Logf), epoch: epoch, logf: c.Logf,
+		stacks: c.Stack, watchList: c.WatchList}
 	if s.admin, err = s.ws.DialAdmin(ctx); err == nil {
 		s.version, err = s.ws.EtcdVersion(ctx)
 	}
@@ -152,6 +175,7 @@ func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*
 	}
 	po := c.Probe
 	po.Epoch = epoch
+	s.probeOptions = po
 	s.probe = compaction.NewProbe(s.admin, po)
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopProbe, s.probeDone = stop, make(chan struct{})
@@ -176,6 +200,24 @@ func (s *session) target() report.Target {
 func (s *session) since() time.Duration { return time.Since(s.epoch) }
 
 func (s *session) offset(t time.Time) float64 { return report.Ms(t.Sub(s.epoch)) }
+
+// apiServer notes the kube-apiservers of a stack the session started, the
+// first for the result.
+func (s *session) apiServer(a report.APIServerTarget) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.api == nil {
+		s.api = &a
+	}
+}
+
+// apiServerTarget returns the kube-apiservers the session's clients went
+// through, nil for the etcd-direct model.
+func (s *session) apiServerTarget() *report.APIServerTarget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.api
+}
 
 // mark records an event from start to end.
 func (s *session) mark(kind, label string, start, end time.Time, rev int64) {
@@ -228,9 +270,53 @@ func (s *session) revision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
-// close stops the probe and the sampler, releases the target and returns
+// startAPIProbe starts a twin of the session's probe through st's
+// kube-apiservers (kubeload.APIProbe, the configmap lwbench-probe in
+// namespace lwbench-probe) at the same rate and epoch, until endAPIProbe
+// or close; its windows are apiWindow's.
+func (s *session) startAPIProbe(ctx context.Context, st kubeload.Stack) error {
+	kv, err := kubeload.NewAPIProbe(ctx, st.RESTConfig, "lwbench-probe", "lwbench-probe")
+	if err != nil {
+		return err
+	}
+	s.apiProbe = compaction.NewProbe(kv, s.probeOptions)
+	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopAPIProbe, s.apiProbeDone = stop, make(chan struct{})
+	go func() {
+		defer close(s.apiProbeDone)
+		s.apiProbe.Run(pctx)
+	}()
+	return nil
+}
+
+// apiWindow is window's twin for the probe through kube-apiserver; nil
+// without one.
+func (s *session) apiWindow(from, to time.Time) *compaction.ProbeWindow {
+	if s.apiProbe == nil {
+		return nil
+	}
+	s.apiProbe.Settle(context.Background(), to.Sub(s.epoch))
+	w := s.apiProbe.Window(from.Sub(s.epoch), to.Sub(s.epoch))
+	return &w
+}
+
+// endAPIProbe stops the probe through kube-apiserver, if one runs, and
+// keeps its result for the timeline; call it before the kube-apiservers
+// stop. It may be called more than once.
+func (s *session) endAPIProbe() {
+	if s.apiProbe == nil || s.apiProbeResult != nil {
+		return
+	}
+	s.stopAPIProbe()
+	<-s.apiProbeDone
+	r := s.apiProbe.Result()
+	s.apiProbeResult = &r
+}
+
+// close stops the probes and the sampler, releases the target and returns
 // the timeline.
 func (s *session) close() Timeline {
+	s.endAPIProbe()
 	s.stopProbe()
 	<-s.probeDone
 	s.stopSizes()
@@ -248,7 +334,7 @@ func (s *session) close() Timeline {
 	if sizes == nil {
 		sizes = []SizeSample{}
 	}
-	return Timeline{Name: s.name, Probe: s.probe.Result(), Marks: marks, DBSize: sizes}
+	return Timeline{Name: s.name, Probe: s.probe.Result(), APIProbe: s.apiProbeResult, Marks: marks, DBSize: sizes}
 }
 
 // window summarises the probe's operations due between two moments,
@@ -298,6 +384,7 @@ func onOneMember(ctx context.Context, c Common, res *Result, epoch time.Time, bo
 	}
 	res.Target = s.target()
 	err = body(s)
+	res.APIServer = s.apiServerTarget()
 	res.Timelines = append(res.Timelines, s.close())
 	if err != nil {
 		return nil, err

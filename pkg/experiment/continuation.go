@@ -101,6 +101,9 @@ func (o ContinuationOptions) Defaults() ContinuationOptions {
 // wrapping a field.ErrorList. Call it after Defaults.
 func (o ContinuationOptions) Validate() error {
 	errs := o.Common.validate()
+	if o.Stack != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("stack"), "continuation reads etcd's pages itself, as kube-apiserver's etcd3 store does: it does not run through kube-apiserver"))
+	}
 	for i, p := range o.PageSizes {
 		if p < 1 {
 			errs = append(errs, field.Invalid(field.NewPath("pageSizes").Index(i), p, "must be greater than 0: a continuation needs pages"))
@@ -266,8 +269,8 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	if err != nil {
 		return cc, err
 	}
-	defer run.Close()
-	if err := l.write(ctx, run, o.WriteRate, int64(o.WriteRate*600)); err != nil {
+	defer run.close()
+	if err := run.write(ctx, o.WriteRate, int64(o.WriteRate*600)); err != nil {
 		return cc, err
 	}
 	// The compactor ticks every 10 ms for the whole case.
@@ -340,7 +343,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	if compactErr != nil {
 		return cc, compactErr
 	}
-	cc.Writes = run.StopWrites()
+	cc.Writes = run.stopWrites()
 	end := time.Now()
 	label := fmt.Sprintf("page size %d: %s", pageSize, cc.name())
 	s.mark(MarkPhase, label, start, end, 0)

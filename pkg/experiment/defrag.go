@@ -127,6 +127,10 @@ type DefragStallCase struct {
 	// Probe covers the operations due from the start of the
 	// defragmentation (or of the overlapping compaction) to its end.
 	Probe compaction.ProbeWindow `json:"probe"`
+	// APIProbe is the same window of the probe through kube-apiserver
+	// (Common.Stack): what a client of the API saw while etcd stalled;
+	// nil without kube-apiservers.
+	APIProbe *compaction.ProbeWindow `json:"apiProbe,omitempty"`
 }
 
 // DefragMember is one member's defragmentation.
@@ -162,6 +166,20 @@ func DefragStall(ctx context.Context, o DefragStallOptions) (*Result, error) {
 		OverlapDelayMs: report.Ms(o.OverlapDelay), ProbeRate: o.Probe.RatePerSecond}}
 	res.DefragStall = ds
 	return onOneMember(ctx, o.Common, res, epoch, func(s *session) error {
+		if s.stacks != nil {
+			// kube-apiservers in front of the member, their compactor
+			// off, and the probe's twin through them.
+			st, stop, err := s.stacks(ctx, s.t, o.Prefix, -1)
+			defer stop()
+			if err != nil {
+				return err
+			}
+			s.apiServer(st.APIServer)
+			if err := s.startAPIProbe(ctx, st); err != nil {
+				return err
+			}
+			defer s.endAPIProbe()
+		}
 		g := &grower{s: s, prefix: o.Prefix + "/defrag/", valueSize: o.ValueSize, concurrency: o.Concurrency}
 		defer g.close()
 		for _, target := range o.Sizes {
@@ -238,6 +256,7 @@ func defragCase(ctx context.Context, s *session, g *grower, o DefragStallOptions
 	}
 	c.DefragMs = report.Ms(dend.Sub(dstart))
 	c.Probe = s.window(dstart, dend)
+	c.APIProbe = s.apiWindow(dstart, dend)
 	clockwait.SleepReal(ctx, 500*time.Millisecond)
 	return c, nil
 }
@@ -272,6 +291,7 @@ func overlapCase(ctx context.Context, s *session, g *grower, o DefragStallOption
 		end = r.Compaction.End
 	}
 	c.Probe = s.window(r.Compaction.Start, end)
+	c.APIProbe = s.apiWindow(r.Compaction.Start, end)
 	clockwait.SleepReal(ctx, 500*time.Millisecond)
 	return c, nil
 }

@@ -127,6 +127,10 @@ type RelistStormScenario struct {
 type RelistStormCase struct {
 	Objects  int   `json:"objects"`  // pods listed
 	PageSize int64 `json:"pageSize"` // 0: unpaginated
+	// WatchList is true when the informers (client-go through
+	// kube-apiserver, WatchListClient on) loaded their state with a
+	// WATCHLIST: PageSize does not apply.
+	WatchList bool `json:"watchList,omitempty"`
 	// Compacted is false for the control case.
 	Compacted bool `json:"compacted"`
 	// HeldRevision is the newest revision a held informer had seen;
@@ -139,7 +143,8 @@ type RelistStormCase struct {
 	// Relists counts LIST phases after the first, over all informers;
 	// RelistRequests the LIST requests they made (a 410 then a list at
 	// the latest is two); Pages, Objects and Bytes what the successful
-	// ones read (key and value bytes).
+	// ones read (key and value bytes from etcd; through kube-apiserver,
+	// objects and response bytes).
 	Relists        int   `json:"relists"`
 	RelistRequests int   `json:"relistRequests"` // LIST requests of the relists
 	RelistPages    int64 `json:"relistPages"`    // range requests of the successful ones
@@ -158,6 +163,13 @@ type RelistStormCase struct {
 	BackoffP50Ms float64 `json:"backoffP50Ms"` // median pause before a relist
 	// Probe is the probe from the release until every informer resynced.
 	Probe compaction.ProbeWindow `json:"probe"`
+	// EtcdRanges and EtcdRangeBytes are, through kube-apiserver with a
+	// counting proxy, the LISTs etcd received (Range and RangeStream over
+	// a prefix) from the release until every informer resynced and their
+	// response bytes: what the relists cost etcd (none when
+	// kube-apiserver's watch cache served them).
+	EtcdRanges     int64 `json:"etcdRanges,omitempty"`
+	EtcdRangeBytes int64 `json:"etcdRangeBytes,omitempty"`
 	// Writes are the pod updates during the case.
 	Writes     report.WriteStats `json:"writes"`
 	Validation Validation        `json:"validation"` // the case's watch checks
@@ -192,15 +204,21 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 			if err != nil {
 				return err
 			}
-			cases := append([]int64(nil), o.PageSizes...)
+			pageSizes := o.PageSizes
+			if l.api != nil && watchListOn(o.WatchList) {
+				// client-go's informers load their state with a
+				// WATCHLIST: no page size applies.
+				pageSizes = []int64{-1}
+			}
+			cases := append([]int64(nil), pageSizes...)
 			if !o.NoControl {
-				cases = append(cases, -1)
+				cases = append(cases, -2)
 			}
 			for _, ps := range cases {
-				compact := ps >= 0
+				compact := ps >= -1
 				pageSize := ps
 				if !compact {
-					pageSize = o.PageSizes[0]
+					pageSize = pageSizes[0]
 				}
 				c, err := relistCase(ctx, s, l, compactor, o, n, pageSize, compact)
 				if err != nil {
@@ -210,8 +228,8 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 				rs.Cases = append(rs.Cases, c)
 				rs.Validation = rs.Validation.add(c.Validation)
 				res.Cases = append(res.Cases, c.summary())
-				o.Logf("relist storm: %d pods, page size %s%s: %d relists, resync p50 %.0f ms, max %.0f ms, probe p99 %.1f ms",
-					n, PageSizeName(pageSize), controlName(compact), c.Relists, c.ResyncP50Ms, c.ResyncMaxMs, c.Probe.P99Ms)
+				o.Logf("relist storm: %d pods, lists %s%s: %d relists, resync p50 %.0f ms, max %.0f ms, probe p99 %.1f ms",
+					n, c.Listing(), controlName(compact), c.Relists, c.ResyncP50Ms, c.ResyncMaxMs, c.Probe.P99Ms)
 			}
 			l.close()
 		}
@@ -235,9 +253,25 @@ func controlName(compacted bool) string {
 	return " (control, not compacted)"
 }
 
+// watchListOn reports whether client-go's informers use WatchListClient
+// with gate wl (nil: client-go's default, on).
+func watchListOn(wl *bool) bool { return wl == nil || *wl }
+
+// Listing names how the case's informers listed: the page size
+// (PageSizeName), or watchlist.
+func (c RelistStormCase) Listing() string {
+	if c.WatchList {
+		return "watchlist"
+	}
+	return PageSizeName(c.PageSize)
+}
+
 func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.Compactor, o RelistStormOptions, n int, pageSize int64, compact bool) (RelistStormCase, error) {
-	rc := RelistStormCase{Objects: n, PageSize: pageSize, Compacted: compact, Watchers: o.Watchers}
+	rc := RelistStormCase{Objects: n, PageSize: max(pageSize, 0), WatchList: pageSize < 0, Compacted: compact, Watchers: o.Watchers}
 	label := fmt.Sprintf("n=%d ps=%s", n, PageSizeName(pageSize))
+	if rc.WatchList {
+		label = fmt.Sprintf("n=%d watchlist", n)
+	}
 	if !compact {
 		label += " control"
 	}
@@ -247,16 +281,18 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	if err != nil {
 		return rc, err
 	}
-	defer c.Close()
+	defer c.close()
 	s.mark(MarkPhase, label+": initial lists", phase, time.Now(), 0)
-	if err := l.write(ctx, c, o.WriteRate, maxWrites); err != nil {
+	if err := c.write(ctx, o.WriteRate, maxWrites); err != nil {
 		return rc, err
 	}
 	// Let events flow, then hold every informer back and, on the
 	// scheduler, compact past them; the control holds them as long
 	// without a compaction.
 	clockwait.SleepReal(ctx, o.Hold/2)
-	h := &stormHold{s: s, refls: c.Reflectors(), compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now()}
+	counter := l.counter()
+	h := &stormHold{s: s, clients: c, compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now(),
+		onRelease: func() { counter.SetPhase(label + ": released") }}
 	if compact {
 		// Ticks at once and Hold/2 later (the hold first): the first notes
 		// a revision above heldRev+1, the second compacts to it, and the
@@ -285,28 +321,23 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	release, releaseRev := h.release, h.releaseRev
 	s.mark(MarkHold, label+": informers held back", h.holdAt, release, 0)
 	rc.ReleaseAtMs = s.offset(release)
-	// Wait until every informer has relisted (or, without a compaction,
-	// caught up with the revision of the release).
-	resync := make([]float64, len(c.Reflectors()))
+	// Wait until every informer has relisted after the release, or has
+	// seen the revision of the release (no relist: a control, or a watch
+	// kube-apiserver's watch cache resumed).
+	informers := c.informers()
+	resync := make([]float64, len(informers))
 	deadline := time.Now().Add(o.ResyncTimeout)
-	for i, r := range c.Reflectors() {
+	for i, r := range informers {
 		for {
-			if compact {
-				if d, ok := resyncedAfter(r, release, s); ok {
-					resync[i] = d
-					break
-				}
-			} else if r.LastRevision() >= releaseRev {
-				resync[i] = report.Ms(time.Since(release))
+			if d, ok := resyncedAfter(r, release, releaseRev, s); ok {
+				resync[i] = d
 				break
 			}
 			if time.Now().After(deadline) {
-				return rc, fmt.Errorf("%s: watcher %d did not resync within %v (released at revision %d; watcher: %v)", label, r.ID(), o.ResyncTimeout, releaseRev, r.State())
+				return rc, fmt.Errorf("%s: watcher %d did not resync within %v (released at revision %d; last revision seen %d)", label, r.ID(), o.ResyncTimeout, releaseRev, r.LastRevision())
 			}
 			if !compact {
-				for _, st := range c.Streams() {
-					st.RequestProgress(ctx)
-				}
+				c.nudge(ctx)
 			}
 			if !clockwait.SleepReal(ctx, 10*time.Millisecond) {
 				return rc, ctx.Err()
@@ -314,32 +345,27 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 		}
 	}
 	resynced := time.Now()
+	counter.SetPhase(label + ": resynced")
 	s.mark(MarkRelease, label+": released until resynced", release, resynced, 0)
 	rc.Probe = s.window(release, resynced)
 	rc.ResyncP50Ms, rc.ResyncMaxMs = percentile(append([]float64(nil), resync...), 0.5), maxOf(resync)
+	rc.EtcdRanges, rc.EtcdRangeBytes = counter.ranges(label + ": released")
 	ws, v, err := l.finish(ctx, c)
 	if err != nil {
 		return rc, err
 	}
 	rc.Writes, rc.Validation = ws, v
 	var lists, backoffs []float64
-	for _, r := range c.Reflectors() {
-		for i, lr := range r.Lists() {
-			if i == 0 {
-				continue
-			}
+	for _, r := range informers {
+		for _, lr := range r.relists() {
 			rc.Relists++
-			rc.RelistRequests += len(lr.Attempts)
-			rc.RelistPages += int64(lr.Pages)
-			rc.RelistObjects += lr.Objects
-			rc.RelistBytes += lr.Bytes
-			lists = append(lists, report.Ms(lr.Duration))
-			backoffs = append(backoffs, report.Ms(lr.Backoff))
-			for _, a := range lr.Attempts {
-				if a.Err != nil && a.Revision == 0 {
-					rc.Expired++
-				}
-			}
+			rc.RelistRequests += lr.requests
+			rc.RelistPages += lr.pages
+			rc.RelistObjects += lr.objects
+			rc.RelistBytes += lr.bytes
+			rc.Expired += lr.expired
+			lists = append(lists, report.Ms(lr.duration))
+			backoffs = append(backoffs, report.Ms(lr.backoff))
 		}
 	}
 	rc.ListP50Ms, rc.ListMaxMs = percentile(lists, 0.5), maxOf(lists)
@@ -353,11 +379,12 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 // itself, without a compaction in between.
 type stormHold struct {
 	s         *session
-	refls     []*watchload.Reflector
+	clients   clients
 	compactor *compaction.Compactor
 	compact   bool          // a compaction follows the hold
 	timeout   time.Duration // bounds the wait for the revision to move past the hold
 	holdAt    time.Time     // when the informers were held
+	onRelease func()        // called just before the release
 
 	heldRev    int64     // the highest revision a held informer resumes after
 	compacted  int64     // the last revision compacted to
@@ -373,7 +400,7 @@ var _ compaction.Actor = (*stormHold)(nil)
 // that the next tick notes a revision above heldRev+1.
 func (h *stormHold) Hold(ctx context.Context) (int64, error) {
 	var err error
-	if h.heldRev, err = watchload.HoldAll(ctx, h.refls); err != nil {
+	if h.heldRev, err = h.clients.holdAll(ctx); err != nil {
 		return 0, err
 	}
 	if h.compact {
@@ -401,7 +428,10 @@ func (h *stormHold) Release(ctx context.Context, _ int64) {
 	if h.releaseRev, h.err = h.s.revision(ctx); h.err != nil {
 		return
 	}
-	for _, r := range h.refls {
+	if h.onRelease != nil {
+		h.onRelease()
+	}
+	for _, r := range h.clients.informers() {
 		r.Release()
 	}
 }
@@ -409,19 +439,25 @@ func (h *stormHold) Release(ctx context.Context, _ int64) {
 // Defragment does nothing: the storm plans no defragmentation.
 func (h *stormHold) Defragment(context.Context) error { return nil }
 
-// resyncedAfter returns, once r has finished a relist that started after
-// release, the time from release to that relist's end in ms.
-func resyncedAfter(r *watchload.Reflector, release time.Time, s *session) (float64, bool) {
-	lists := r.Lists()
-	if len(lists) < 2 {
-		return 0, false
+// resyncedAfter returns, once r is current again after its release, the
+// time from release to that moment in ms: the end of a relist that began
+// after the release, or, if none did, the moment r has seen releaseRev
+// (its resumed watch caught up: a control case, or kube-apiserver's watch
+// cache serving the watch).
+func resyncedAfter(r informer, release time.Time, releaseRev int64, s *session) (float64, bool) {
+	if rs := r.relists(); len(rs) > 0 {
+		last := rs[len(rs)-1]
+		if s.epoch.Add(last.at).After(release) {
+			if !last.ok {
+				return 0, false
+			}
+			return report.Ms(s.epoch.Add(last.at + last.duration).Sub(release)), true
+		}
 	}
-	last := lists[len(lists)-1]
-	if last.Err != nil || last.Revision == 0 {
-		return 0, false
+	if r.LastRevision() >= releaseRev {
+		return report.Ms(time.Since(release)), true
 	}
-	end := s.epoch.Add(last.At + last.Duration)
-	return report.Ms(end.Sub(release)), true
+	return 0, false
 }
 
 // waitRevision waits until the store's revision reaches rev, or timeout.
@@ -446,6 +482,9 @@ func waitRevision(ctx context.Context, s *session, rev int64, timeout time.Durat
 
 func (c RelistStormCase) summary() CaseSummary {
 	name := fmt.Sprintf("objects=%d pageSize=%s", c.Objects, PageSizeName(c.PageSize))
+	if c.WatchList {
+		name = fmt.Sprintf("objects=%d watchlist", c.Objects)
+	}
 	if !c.Compacted {
 		name += " control"
 	}

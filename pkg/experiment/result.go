@@ -46,6 +46,10 @@ type Result struct {
 	Label       string        `json:"label,omitempty"`
 	Environment Environment   `json:"environment"` // where it ran
 	Target      report.Target `json:"target"`      // the etcd driven (the first, when several)
+	// APIServer describes the kube-apiservers the Kubernetes clients went
+	// through (Common.Stack: their release, watch cache, the informers'
+	// WatchListClient); nil when they were lwbench's etcd-direct model.
+	APIServer *report.APIServerTarget `json:"apiServer,omitempty"`
 	// Cases summarise each case in the same columns, in the order run.
 	Cases []CaseSummary `json:"cases"`
 	// Timelines are the probe's series with the compactions and
@@ -122,6 +126,11 @@ type Timeline struct {
 	// Probe is the probe's result, its Series from the experiment's
 	// epoch.
 	Probe compaction.ProbeResult `json:"probe"`
+	// APIProbe is the probe's twin through kube-apiserver
+	// (kubeload.APIProbe: a configmap patched and read at the same rate),
+	// when the experiment ran one (defrag-stall through kube-apiserver);
+	// nil otherwise.
+	APIProbe *compaction.ProbeResult `json:"apiProbe,omitempty"`
 	// Marks are the compactions, defragmentations and other events, by
 	// start.
 	Marks []Mark `json:"marks"`

@@ -40,6 +40,9 @@ type listWatch struct {
 	resource string // e.g. pods
 	prefix   string // kube-apiserver's --etcd-prefix, e.g. /registry
 	selector string // label selector of every LIST and WATCH; "": none
+	// pageSize, when set, is the limit of every LIST (0: unpaginated), as
+	// the reflector's WatchListPageSize would set it.
+	pageSize *int64
 	client   rest.Interface
 	log      *requestLog
 	env      *watchload.Env
@@ -96,6 +99,9 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 	}
 	if lw.selector != "" {
 		opts.LabelSelector = lw.selector
+	}
+	if lw.pageSize != nil {
+		opts.Limit = *lw.pageSize
 	}
 	r := lw.log.begin(Request{Informer: lw.id, Verb: VerbList, ResourceVersion: opts.ResourceVersion,
 		ResourceVersionMatch: string(opts.ResourceVersionMatch), Limit: opts.Limit, Continue: opts.Continue != "", Start: lw.now()})
@@ -275,7 +281,7 @@ func (w *instrumentedWatch) run() {
 			if inInitial && m.GetAnnotations()[initialEventsEnd] == "true" {
 				inInitial = false
 				end := lw.now()
-				lw.log.update(func() { r.InitialEventsEnd = end })
+				lw.log.update(func() { r.InitialEventsEnd, r.InitialEventsBytes = end, r.bytes.Load() })
 				if perr == nil {
 					lw.obs.StartWatch(rev + 1)
 				}
@@ -352,4 +358,12 @@ func isTooLargeRV(err error) bool {
 		}
 	}
 	return false
+}
+
+// watching reports whether a watch of the informer is still open (its
+// forwarding goroutine has not ended).
+func (lw *listWatch) watching() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.current != nil
 }

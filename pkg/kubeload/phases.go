@@ -84,19 +84,41 @@ func (p *phases) applyLocked(ctx context.Context) {
 	}
 }
 
-// watchCompactions watches compact_rev_key from revision from and, for
-// every put that announces a compaction (the first put of each compactor,
-// at its bootstrap, holds 0 and compacts nothing), begins a new phase
-// (p.compacted) and records it, until ctx ends. kube-apiserver's
+// watchCompactions watches compact_rev_key from revision from
+// (WatchCompactions) and, for every compaction announced, begins a new
+// phase (p.compacted) and records it, until ctx ends. kube-apiserver's
 // compactor puts the key, then calls Compact: the requests between the
 // two (none but the Compact itself, usually) may count in either phase.
 // It returns the compactions seen, in order, once ctx has ended.
 func watchCompactions(ctx context.Context, admin *clientv3.Client, from int64, p *phases, epoch time.Time, logf func(string, ...any)) <-chan []report.KubeCompaction {
 	out := make(chan []report.KubeCompaction, 1)
+	var seen []report.KubeCompaction
+	done := WatchCompactions(ctx, admin, from, func(rev int64) {
+		n := p.compacted(ctx)
+		seen = append(seen, report.KubeCompaction{N: n, AtMs: report.Ms(time.Since(epoch)), Revision: rev})
+		logf("kube-apiserver compacts etcd to revision %d (compaction %d)", rev, n)
+	}, logf)
+	go func() {
+		<-done
+		out <- seen
+	}()
+	return out
+}
+
+// WatchCompactions watches compact_rev_key, kube-apiserver's compactor's
+// logical clock (outside --etcd-prefix), from revision from on, and calls
+// f with the revision of every compaction a put of it announces, as soon
+// as it is seen: the compactor puts the revision it compacts to, then
+// calls Compact (k8s.io/apiserver/pkg/storage/etcd3/compact.go Compact;
+// the first put of each compactor, at its bootstrap, holds 0 and compacts
+// nothing). f runs on the watch's goroutine, one call at a time. It
+// returns a channel closed once ctx has ended or the watch failed (logged
+// with logf unless ctx had ended), after f's last call.
+func WatchCompactions(ctx context.Context, admin *clientv3.Client, from int64, f func(rev int64), logf func(string, ...any)) <-chan struct{} {
+	done := make(chan struct{})
 	wch := admin.Watch(clientv3.WithRequireLeader(ctx), compactRevKey, clientv3.WithRev(from))
 	go func() {
-		var seen []report.KubeCompaction
-		defer func() { out <- seen }()
+		defer close(done)
 		for resp := range wch {
 			if err := resp.Err(); err != nil {
 				if ctx.Err() == nil {
@@ -112,11 +134,9 @@ func watchCompactions(ctx context.Context, admin *clientv3.Client, from int64, p
 				if err != nil || rev == 0 {
 					continue
 				}
-				n := p.compacted(ctx)
-				seen = append(seen, report.KubeCompaction{N: n, AtMs: report.Ms(time.Since(epoch)), Revision: rev})
-				logf("kube-apiserver compacts etcd to revision %d (compaction %d)", rev, n)
+				f(rev)
 			}
 		}
 	}()
-	return out
+	return done
 }

@@ -92,6 +92,9 @@ type Request struct {
 	// InitialEventsEnd is when a WATCHLIST's initial events ended (the
 	// bookmark that says so arrived); 0 if they did not.
 	InitialEventsEnd time.Duration
+	// InitialEventsBytes are the response bytes received until then: what
+	// the WATCHLIST's state cost, the watch's events after it apart.
+	InitialEventsBytes int64
 }
 
 // openRequest is a Request being recorded: the log's copy, whose counters

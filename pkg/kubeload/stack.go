@@ -58,8 +58,9 @@ type StackConfig struct {
 // load runs through and a function that stops the apiservers, closes the
 // proxies and removes the directory, in that order; call it once, also
 // when StartStack failed (it is then a no-op). Stack.APIServer echoes
-// cfg; its Version is filled by Run from /version.
+// cfg, with the Version kube-apiserver's /version reports.
 func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack, func(), error) {
+	installGates() // before the first client reads client-go's gates
 	var undo []func()
 	stop := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -104,6 +105,9 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 		FeatureGates: cfg.FeatureGates, ClientWatchList: cfg.ClientWatchList}
 	if cfg.EtcdCompactionInterval > 0 {
 		api.EtcdCompactionIntervalMs = report.Ms(cfg.EtcdCompactionInterval)
+	}
+	if v, err := serverVersion(cluster.RESTConfig()); err == nil {
+		api.Version = v
 	}
 	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
 		APIServers: APIServersOf(cluster)}

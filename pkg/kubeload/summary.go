@@ -115,14 +115,22 @@ func summarize(res *report.KubeRunResult, set *InformerSet, epoch time.Time) {
 
 // relistsOf returns the LIST phases of one informer's requests (in the
 // order sent) after its first: a LIST without a continue token and the
-// pages that continue it, or a WATCHLIST. Each one's cause is the outcome
-// of the last request before it that failed.
+// pages that continue it, or a WATCHLIST, with the LIST and WATCHLIST
+// attempts that failed before it since the previous phase (a LIST at a
+// compacted resourceVersion answered 410, then one at the latest, is one
+// phase of two requests). Each one's cause is the outcome of the last
+// request before it that failed; it runs from its first attempt to its
+// last page (or the end of a WATCHLIST's initial events); its backoff runs
+// from the end of the first request that failed since the previous phase
+// to its first attempt.
 func relistsOf(informer int, rs []Request) []report.KubeRelist {
 	var out []report.KubeRelist
 	phases := 0
 	cause := ""
+	failed, expired := 0, 0
+	const none = time.Duration(-1)
+	causeEnd, firstAttempt := none, none // since the previous phase
 	var cur *report.KubeRelist
-	var curEnd time.Duration
 	flush := func() {
 		if cur != nil {
 			if phases > 1 {
@@ -131,39 +139,56 @@ func relistsOf(informer int, rs []Request) []report.KubeRelist {
 			cur = nil
 		}
 	}
+	fail := func(r Request) {
+		cause = string(r.Outcome)
+		if causeEnd == none {
+			causeEnd = r.Start + r.Duration
+		}
+	}
 	for _, r := range rs {
 		switch {
 		case r.Verb == VerbList && r.Continue && cur != nil:
 			cur.Requests++
 			cur.Objects += r.Objects
 			cur.Bytes += r.ResponseBytes
-			curEnd = r.Start + r.Duration
-			cur.DurationMs = report.Ms(curEnd) - cur.AtMs
+			cur.DurationMs = report.Ms(r.Start+r.Duration) - cur.AtMs
 		case r.Verb == VerbList || r.Verb == VerbWatchList:
+			if firstAttempt == none {
+				firstAttempt = r.Start
+			}
 			if (r.Verb == VerbList && r.Outcome != OutcomeOK) || (r.Verb == VerbWatchList && r.InitialEventsEnd == 0) {
 				// A failed attempt (a WATCHLIST that ended before its
 				// initial events did) is no phase; its outcome is the
 				// next one's cause.
 				if r.Outcome != OutcomeStopped && r.Outcome != OutcomeClosed {
-					cause = string(r.Outcome)
+					fail(r)
+					failed++
+					if r.Outcome == OutcomeExpired {
+						expired++
+					}
+				} else {
+					firstAttempt = none
 				}
 				continue
 			}
 			flush()
 			phases++
-			end := r.Start + r.Duration
+			end, bytes := r.Start+r.Duration, r.ResponseBytes
 			if r.Verb == VerbWatchList {
-				end = r.InitialEventsEnd
+				end, bytes = r.InitialEventsEnd, r.InitialEventsBytes
 			}
-			cur = &report.KubeRelist{Informer: informer, AtMs: report.Ms(r.Start), Cause: cause, Verb: string(r.Verb),
-				ResourceVersion: r.ResourceVersion, Requests: 1, Objects: r.Objects, Bytes: r.ResponseBytes,
-				DurationMs: report.Ms(end - r.Start)}
-			cause = ""
+			cur = &report.KubeRelist{Informer: informer, AtMs: report.Ms(firstAttempt), Cause: cause, Verb: string(r.Verb),
+				ResourceVersion: r.ResourceVersion, Requests: 1, Objects: r.Objects, Bytes: bytes,
+				DurationMs: report.Ms(end - firstAttempt), FailedRequests: failed, Expired: expired}
+			if causeEnd != none && causeEnd <= firstAttempt {
+				cur.BackoffMs = report.Ms(firstAttempt - causeEnd)
+			}
+			cause, failed, expired, causeEnd, firstAttempt = "", 0, 0, none, none
 		default:
 			flush()
 			switch r.Outcome {
 			case OutcomeExpired, OutcomeTooLargeRV, OutcomeThrottled, OutcomeError:
-				cause = string(r.Outcome)
+				fail(r)
 			}
 		}
 	}

@@ -11,8 +11,9 @@ import (
 
 // TestRelistsOf: an informer's requests, in the order sent, make LIST
 // phases: its first is the initial list, a LIST's continued pages belong
-// to it, a failed LIST is no phase but the cause of the next, and a
-// WATCHLIST is a phase once its initial events ended.
+// to it, a failed LIST is no phase but the cause and the first attempt of
+// the next, a WATCHLIST is a phase once its initial events ended, and the
+// backoff runs from the end of the failed watch to the first attempt.
 func TestRelistsOf(t *testing.T) {
 	ms := time.Millisecond
 	reqs := []Request{
@@ -23,13 +24,34 @@ func TestRelistsOf(t *testing.T) {
 		{Verb: VerbList, ResourceVersion: "95", Limit: 500, Start: 140 * ms, Duration: 8 * ms, Outcome: OutcomeOK, Objects: 300, ResponseBytes: 600},
 		{Verb: VerbWatch, ResourceVersion: "150", Start: 150 * ms, Duration: 50 * ms, Outcome: OutcomeClosed},
 		{Verb: VerbList, ResourceVersion: "", Limit: 500, Start: 210 * ms, Duration: ms, Outcome: OutcomeThrottled},
-		{Verb: VerbWatchList, ResourceVersion: "", Start: 220 * ms, Duration: time.Second, InitialEventsEnd: 250 * ms, Outcome: OutcomeStopped, Objects: 310, ResponseBytes: 700},
+		{Verb: VerbWatchList, ResourceVersion: "", Start: 220 * ms, Duration: time.Second, InitialEventsEnd: 250 * ms, Outcome: OutcomeStopped, Objects: 310, ResponseBytes: 900, InitialEventsBytes: 700},
 	}
 	got := relistsOf(3, reqs)
 	want := []report.KubeRelist{
-		{Informer: 3, AtMs: 140, Cause: "expired", Verb: "list", ResourceVersion: "95", Requests: 1, Objects: 300, Bytes: 600, DurationMs: 8},
-		{Informer: 3, AtMs: 220, Cause: "throttled", Verb: "watchlist", ResourceVersion: "", Requests: 1, Objects: 310, Bytes: 700, DurationMs: 30},
+		{Informer: 3, AtMs: 140, Cause: "expired", Verb: "list", ResourceVersion: "95", Requests: 1, Objects: 300, Bytes: 600, DurationMs: 8, BackoffMs: 9},
+		{Informer: 3, AtMs: 210, Cause: "throttled", Verb: "watchlist", ResourceVersion: "", Requests: 1, Objects: 310, Bytes: 700, DurationMs: 40,
+			FailedRequests: 1},
 	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got relists\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestRelistsOfCompactedList: with the watch cache off, client-go's
+// relist after a compacted watch first lists at its resourceVersion (410
+// too), then at the latest: one phase from the first LIST to the last,
+// with one failed, expired request, its backoff from the watch's 410.
+func TestRelistsOfCompactedList(t *testing.T) {
+	ms := time.Millisecond
+	reqs := []Request{
+		{Verb: VerbList, ResourceVersion: "0", Limit: 500, Start: 0, Duration: 10 * ms, Outcome: OutcomeOK, Objects: 100},
+		{Verb: VerbWatch, ResourceVersion: "90", Start: 20 * ms, Duration: 100 * ms, Outcome: OutcomeExpired},
+		{Verb: VerbList, ResourceVersion: "90", Limit: 500, Start: 900 * ms, Duration: 2 * ms, Outcome: OutcomeExpired},
+		{Verb: VerbList, ResourceVersion: "", Limit: 500, Start: 1000 * ms, Duration: 20 * ms, Outcome: OutcomeOK, Objects: 100, ResponseBytes: 5000},
+	}
+	got := relistsOf(0, reqs)
+	want := []report.KubeRelist{{Informer: 0, AtMs: 900, Cause: "expired", Verb: "list", ResourceVersion: "", Requests: 1, Objects: 100,
+		Bytes: 5000, DurationMs: 120, FailedRequests: 1, Expired: 1, BackoffMs: 780}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got relists\n%+v\nwant\n%+v", got, want)
 	}

@@ -58,6 +58,7 @@ type APIWorkload struct {
 	mu     sync.Mutex              // guards states and created during Seed
 	states []map[string]*apiObject // per worker, by key
 
+	seeded  []watchload.Op    // the creates Seed performed, in order
 	labels  map[string]string // put on every object and namespace; nil: none
 	owned   bool              // a namespace that exists already is an error
 	created []string          // the namespaces Seed created, in order
@@ -153,6 +154,7 @@ func (w *APIWorkload) Seed(ctx context.Context, concurrency int) (map[string]int
 		}
 	}
 	ops := w.plan.PlanSeed()
+	w.seeded = ops
 	counts := map[string]int{}
 	for _, op := range ops {
 		counts[op.Resource]++

@@ -162,10 +162,21 @@ type KubeRelist struct {
 	// ResourceVersion is the first request's.
 	ResourceVersion string `json:"resourceVersion"`
 	// Requests counts the pages (1 for a watchlist).
-	Requests   int     `json:"requests"`
+	Requests int `json:"requests"`
+	// Objects and Bytes are what it read: the pages' items and response
+	// bytes, or a WATCHLIST's initial events and its response bytes until
+	// their bookmark.
 	Objects    int64   `json:"objects"`
 	Bytes      int64   `json:"bytes"`
 	DurationMs float64 `json:"durationMs"` // until the last page, or the initial events' bookmark
+	// FailedRequests counts the LIST and WATCHLIST requests that failed
+	// since the informer's previous LIST phase (a LIST at a compacted
+	// resourceVersion answered 410, say); Expired those answered 410.
+	FailedRequests int `json:"failedRequests"`
+	Expired        int `json:"expired"` // failed requests answered 410 Gone
+	// BackoffMs runs from the end of the last request that failed before
+	// it to its first request: client-go's backoff (0 when none failed).
+	BackoffMs float64 `json:"backoffMs"`
 }
 
 // Hold is one informer held back across a compaction: its watch was

@@ -17,10 +17,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/plot"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -36,6 +38,7 @@ type experimentOptions struct {
 	prefix           string
 	probeRate        float64
 	allowMaintenance bool
+	kube             kubeOptions
 	flags            *pflag.FlagSet
 }
 
@@ -49,12 +52,21 @@ func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.prefix, "prefix", "", fmt.Sprintf("Kubernetes etcd prefix to write under (default %s embedded, %s/<experiment>-<time> with --endpoints)", keyspace.DefaultPrefix, externalDefaultPrefix))
 	fs.Float64Var(&o.probeRate, "probe-rate", 0, "probe operations per second, reads and writes alternating (default 20; defrag-stall 50)")
 	fs.BoolVar(&o.allowMaintenance, "allow-maintenance", false, "with --endpoints: allow the experiment to compact (losing every key's history) and defragment that cluster")
+	o.kube.AddFlags(fs)
+	fs.Lookup("kube-apiserver").Usage = "run the experiment's Kubernetes clients through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the member: client-go writers and informers instead of lwbench's model; built from the Go module proxy into " + etcdproc.CacheDir() + " on first use (10-30 minutes on 2 cores)"
+	fs.Lookup("watch-cache").Usage = "with --kube-apiserver: kube-apiserver's --watch-cache (default off: every LIST and WATCH reaches etcd, as the model's informers do)"
 	o.flags = fs
 }
 
 func (o *experimentOptions) Validate(name string) error {
 	if err := o.target.Validate(); err != nil {
 		return err
+	}
+	if err := o.kube.Validate(); err != nil {
+		return err
+	}
+	if !o.kube.enabled() && o.flags != nil && o.flags.Changed("client-feature-gates") {
+		return cli.FlagErrorf("--client-feature-gates needs --kube-apiserver: the experiments' modelled informers list in pages")
 	}
 	if len(o.target.endpoints) > 0 && !o.allowMaintenance {
 		return cli.FlagErrorf("--endpoints: %s compacts the cluster (every key's history below the compacted revision is lost) and may defragment it; pass --allow-maintenance to do so", name)
@@ -81,7 +93,35 @@ func (o *experimentOptions) common(logf func(string, ...any)) experiment.Common 
 		}
 		return t.open(ctx, logf)
 	}
+	if o.kube.enabled() {
+		c.Stack, c.WatchList = o.stackFactory(logf), o.kube.watchList
+	}
 	return c
+}
+
+// stackFactory starts the kube-apiservers of --kube-apiserver and its
+// flags in front of a timeline's member (kubeload.StartStack), building
+// kube-apiserver first if it is not cached, once per experiment.
+func (o *experimentOptions) stackFactory(logf func(string, ...any)) experiment.StackFactory {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	var bin string
+	return func(ctx context.Context, t watchload.Target, prefix string, compactionInterval time.Duration) (kubeload.Stack, func(), error) {
+		if bin == "" {
+			b, err := o.kube.binaries(logf)
+			if err != nil {
+				return kubeload.Stack{}, func() {}, err
+			}
+			bin = b
+		}
+		ccfg, err := o.target.clientConfig(t.Endpoints)
+		if err != nil {
+			return kubeload.Stack{}, func() {}, err
+		}
+		logf("starting %d kube-apiserver %s in front of %s (--etcd-prefix %s)", max(o.kube.servers, 1), o.kube.resolvedVersion, strings.Join(t.Endpoints, ","), prefix)
+		return kubeload.StartStack(ctx, t, o.kube.stackConfig(bin, prefix, compactionInterval, 0, ccfg.TLS, o.target.conn))
+	}
 }
 
 // fileName makes a timeline's name usable as a directory name.
@@ -375,6 +415,9 @@ Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 					var err error
 					if eo.PageSizes, err = parsePageSizes("--page-sizes", pageSizes, true); err != nil {
 						return err
+					}
+					if o.kube.enabled() && o.flags.Changed("page-sizes") && (o.kube.watchList == nil || *o.kube.watchList) {
+						return cli.FlagErrorf("--page-sizes: client-go's informers load their state with a WATCHLIST (WatchListClient, on by default): give --client-feature-gates WatchListClient=false for LISTs in pages")
 					}
 					eo.Common = o.common(nil)
 					return flagErrors(o.flags, eo.Defaults().Validate())

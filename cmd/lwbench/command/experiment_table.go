@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 )
 
@@ -45,11 +46,19 @@ func relistStormTable(r *experiment.Result) (output.Table, bool) {
 	t := output.Table{Header: []string{"objects", "page size", "compacted", "watchers", "relists", "LIST requests", "410 expired",
 		"relist objects", "relist MB", "resync p50 ms", "resync max ms", "relist p50 ms", "backoff p50 ms",
 		"probe p99 ms", "probe max ms", "probe errors", "lost events"}}
+	if r.APIServer != nil {
+		// What the relists cost etcd behind kube-apiserver.
+		t.Header = append(t.Header, "etcd ranges", "etcd range MB")
+	}
 	t.Numeric = numeric(len(t.Header), 2)
 	for _, c := range rs.Cases {
-		t.Rows = append(t.Rows, []string{n(c.Objects), experiment.PageSizeName(c.PageSize), fmt.Sprint(c.Compacted), n(c.Watchers), n(c.Relists),
+		row := []string{n(c.Objects), c.Listing(), fmt.Sprint(c.Compacted), n(c.Watchers), n(c.Relists),
 			n(c.RelistRequests), n(c.Expired), n(c.RelistObjects), mb(c.RelistBytes), ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs),
-			ms(c.ListP50Ms), ms0(c.BackoffP50Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Probe.Errors), n(c.Validation.Lost)})
+			ms(c.ListP50Ms), ms0(c.BackoffP50Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Probe.Errors), n(c.Validation.Lost)}
+		if r.APIServer != nil {
+			row = append(row, n(c.EtcdRanges), mb(c.EtcdRangeBytes))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t, true
 }
@@ -87,7 +96,11 @@ func sweepTable(r *experiment.Result) (output.Table, bool) {
 		"db start MB", "db peak MB", "db end MB", "in use end MB", "writes/s", "write p99 ms", "probe p99 ms", "probe max ms", "lost events"}}
 	t.Numeric = numeric(len(t.Header), 0)
 	for _, c := range cs.Cases {
-		t.Rows = append(t.Rows, []string{sweepInterval(c.IntervalMs), n(c.Compactions), ms(c.CompactionP50Ms), n(c.Disconnections),
+		compactMs := ms(c.CompactionP50Ms)
+		if r.APIServer != nil {
+			compactMs = "-" // kube-apiserver's compactor's own calls
+		}
+		t.Rows = append(t.Rows, []string{sweepInterval(c.IntervalMs), n(c.Compactions), compactMs, n(c.Disconnections),
 			n(c.Relists), n(c.RelistObjects), mb(c.DBSizeStartBytes), mb(c.DBSizePeakBytes), mb(c.DBSizeEndBytes),
 			mb(c.DBSizeEndInUseBytes), fmt.Sprintf("%.0f", c.Writes.ThroughputPerSecond), ms(c.Writes.Latency.P99Ms),
 			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Validation.Lost)})
@@ -103,11 +116,23 @@ func defragTable(r *experiment.Result) (output.Table, bool) {
 	t := output.Table{Header: []string{"size", "overlapping compaction", "keys", "db before MB", "in use before MB", "compaction ms",
 		"overlap ms", "defrag ms", "db after MB", "in use after MB", "probe p99 ms", "probe max ms", "longest stall ms",
 		"probe errors", "probe timeouts"}}
+	if r.APIServer != nil {
+		// The probe's twin through kube-apiserver.
+		t.Header = append(t.Header, "API probe p99 ms", "API probe max ms", "API longest stall ms", "API probe errors", "API probe timeouts")
+	}
 	t.Numeric = numeric(len(t.Header), 0, 1)
 	for _, c := range ds.Cases {
-		t.Rows = append(t.Rows, []string{fmt.Sprintf("%d MB", c.TargetBytes/1e6), fmt.Sprint(c.Overlapping), n(c.Keys), mb(c.BeforeBytes),
+		row := []string{fmt.Sprintf("%d MB", c.TargetBytes/1e6), fmt.Sprint(c.Overlapping), n(c.Keys), mb(c.BeforeBytes),
 			mb(c.BeforeInUseBytes), ms0(c.CompactionMs), ms0(c.OverlapMs), ms0(c.DefragMs), mb(c.AfterBytes), mb(c.AfterInUseBytes),
-			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), ms0(c.Probe.LongestStallMs), n(c.Probe.Errors), n(c.Probe.Timeouts)})
+			ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), ms0(c.Probe.LongestStallMs), n(c.Probe.Errors), n(c.Probe.Timeouts)}
+		if r.APIServer != nil {
+			a := c.APIProbe
+			if a == nil {
+				a = &compaction.ProbeWindow{}
+			}
+			row = append(row, ms(a.P99Ms), ms(a.MaxMs), ms0(a.LongestStallMs), n(a.Errors), n(a.Timeouts))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t, true
 }
@@ -119,11 +144,21 @@ func catchupTable(r *experiment.Result) (output.Table, bool) {
 	}
 	t := output.Table{Header: []string{"updates behind", "revisions", "catch-up ms", "revisions/s", "responses", "events", "event MB",
 		"missing", "unexpected", "relist ms", "relist pages", "relist objects", "relist MB", "unpaginated relist ms", "probe p99 ms"}}
+	if r.APIServer != nil {
+		// Through kube-apiserver: "responses" are bookmarks; a watch
+		// older than the watch cache is answered 410.
+		t.Header[4] = "bookmarks"
+		t.Header = append(t.Header, "410 expired")
+	}
 	t.Numeric = numeric(len(t.Header))
 	for _, c := range cr.Cases {
-		t.Rows = append(t.Rows, []string{n(c.Behind), n(c.Revisions), ms0(c.CatchupMs), fmt.Sprintf("%.0f", c.RevisionsPerSecond),
+		row := []string{n(c.Behind), n(c.Revisions), ms0(c.CatchupMs), fmt.Sprintf("%.0f", c.RevisionsPerSecond),
 			n(c.Responses), n(c.Events), mb(c.EventBytes), n(c.Missing), n(c.Unexpected), ms(c.RelistMs), n(c.RelistPages),
-			n(c.RelistObjects), mb(c.RelistBytes), ms(c.RelistUnpaginatedMs), ms(c.Probe.P99Ms)})
+			n(c.RelistObjects), mb(c.RelistBytes), ms(c.RelistUnpaginatedMs), ms(c.Probe.P99Ms)}
+		if r.APIServer != nil {
+			row = append(row, fmt.Sprint(c.Expired))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t, true
 }

@@ -1,0 +1,463 @@
+package kubeload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubestore/etcdkit/internal/clockwait"
+	"github.com/kubestore/etcdkit/internal/parallel"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// LoadOptions shape a Load.
+type LoadOptions struct {
+	// Pods are seeded, spread across Namespaces namespaces (10).
+	Pods, Namespaces int
+	// Mix is the writes' mix (watchload.DefaultMix's kinds by default);
+	// every write goes to a pod.
+	Mix watchload.Mix
+	// Workers are the API writers, each a client of its own (16); the
+	// seeding uses them all.
+	Workers int
+	// Seed makes the objects and writes reproducible (1).
+	Seed uint64
+	// RunID names the namespaces (lwbench-<RunID>-N); "" means 8 random
+	// hex digits.
+	RunID string
+	// Logf, if set, receives what the load could not do but went on
+	// without.
+	Logf func(format string, args ...any)
+}
+
+func (o LoadOptions) defaults() LoadOptions {
+	if o.Namespaces <= 0 {
+		o.Namespaces = 10
+	}
+	if o.Mix == (watchload.Mix{}) {
+		o.Mix = watchload.DefaultMix
+	}
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.RunID == "" {
+		o.RunID = fmt.Sprintf("%08x", rand.Uint32())
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Load is pods seeded through kube-apiserver with etcd's history of them
+// recorded from the end of the seeding on: the part of an experiment's
+// load through the real stack that its cases share, as an experiment's
+// load of the etcd-direct model is. Each case (StartCase) has client-go
+// informers and writers of its own, validated against the one history.
+// A Load is used by one goroutine.
+type Load struct {
+	st         Stack
+	s          *watchload.Session
+	admin      *clientv3.Client // s's maintenance connection
+	rec        *watchload.Recorder
+	logf       func(string, ...any)
+	wl         *APIWorkload
+	workers    int
+	podsPrefix string
+	seededAt   int64
+}
+
+// NewLoad seeds o.Pods pods through st's apiservers with client-go (in
+// namespaces lwbench-<RunID>-N, which it creates), then starts s's history
+// recorder of st's pods prefix from the revision after the seeding. s is
+// the experiment's Session on st.Etcd, of which the Load opens a
+// maintenance connection and the recorder; closing s closes them.
+func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions) (*Load, error) {
+	installGates()
+	o = o.defaults()
+	if st.EtcdPrefix == "" {
+		st.EtcdPrefix = "/registry"
+	}
+	plan, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
+		Prefix: st.EtcdPrefix, Namespaces: o.Namespaces, Pods: o.Pods, Mix: o.Mix,
+		ResourceMix: watchload.ResourceMix{PodsPercent: 100}, Workers: o.Workers, Seed: o.Seed,
+		NamespacePrefix: "lwbench-" + o.RunID + "-",
+	})
+	if err != nil {
+		return nil, err
+	}
+	wl, err := NewAPIWorkload(st.RESTConfig, plan, o.Workers, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := wl.Seed(ctx, o.Workers); err != nil {
+		return nil, fmt.Errorf("seed %d pods through kube-apiserver: %w", o.Pods, err)
+	}
+	l := &Load{st: st, s: s, wl: wl, workers: o.Workers, podsPrefix: watchload.ResourcePrefix(st.EtcdPrefix, watchload.ResourcePods), logf: o.Logf}
+	if l.admin, err = s.DialAdmin(ctx); err != nil {
+		return nil, err
+	}
+	head, err := l.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, fmt.Errorf("read etcd's revision: %w", err)
+	}
+	l.seededAt = head.Header.Revision
+	// The recorder outlives ctx's cancellation until the Session closes.
+	if l.rec, err = s.StartRecorder(context.WithoutCancel(ctx), []string{l.podsPrefix}, "", l.seededAt+1); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// SeededAt is etcd's revision once the seeding was done.
+func (l *Load) SeededAt() int64 { return l.seededAt }
+
+// Stack is the stack the load runs through.
+func (l *Load) Stack() Stack { return l.st }
+
+// CaseOptions shape one Case of a Load.
+type CaseOptions struct {
+	// Informers are client-go informers of the pods in every namespace,
+	// each on a client (and connection) of its own.
+	Informers int
+	// WatchList is client-go's WatchListClient gate of the informers
+	// (nil: client-go's default, on since 1.35).
+	WatchList *bool
+	// PageSize, when set, is the limit of every LIST page the informers
+	// send, as client-go's Reflector.WatchListPageSize sets it (0:
+	// unpaginated); nil leaves the pages to client-go (500, or none where
+	// the reflector chooses to read the watch cache,
+	// k8s.io/client-go/tools/cache/reflector.go list). It does not apply
+	// to a WATCHLIST.
+	PageSize *int64
+	// SyncTimeout bounds the wait until every informer has synced.
+	SyncTimeout time.Duration
+	// RingCapacity is how many revisions back an event can be joined
+	// with its write (watchload.Session.NewEnv).
+	RingCapacity int64
+}
+
+// Case is one case of a Load: client-go informers and API writers of its
+// own on an Env of its own, over the Load's history recorder. The phases
+// are methods, in this order, as watchload.Case's:
+//
+//	Load.StartCase   the Env, the informers synced
+//	Write            the writers, open loop, through kube-apiserver
+//	StopWrites       end the writes and count them
+//	Confirm          wait until every informer's cache equals etcd at a revision
+//	Validate         stop the informers, complete their validation
+//	Close            stop what runs
+//
+// Hold, Release and HoldAll hold informers back at any time in between.
+// A Case is used by one goroutine; its informers and writers run on their
+// own until Validate or Close.
+type Case struct {
+	l       *Load
+	env     *watchload.Env
+	set     *InformerSet
+	writing *watchload.Writing // nil when no writes run
+	final   int64              // the revision Confirm waited for
+}
+
+// StartCase starts o.Informers informers of the Load's pods and waits
+// until every one has synced. They run under a context of their own,
+// outliving ctx's cancellation until Validate or Close. It returns an
+// error if one has not synced within o.SyncTimeout or ctx ends; the case
+// is then closed.
+func (l *Load) StartCase(ctx context.Context, o CaseOptions) (*Case, error) {
+	c := &Case{l: l, env: l.s.NewEnv(o.RingCapacity, l.workers)}
+	resources := make([]string, o.Informers)
+	for i := range resources {
+		resources[i] = watchload.ResourcePods
+	}
+	var err error
+	c.set, err = NewInformerSet(l.st.RESTConfig, c.env, l.st.EtcdPrefix, resources, o.WatchList)
+	if err != nil {
+		return nil, err
+	}
+	if o.PageSize != nil {
+		for _, in := range c.set.Informers {
+			ps := *o.PageSize
+			in.lw.pageSize = &ps
+		}
+	}
+	if err := c.set.Start(ctx, o.SyncTimeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Env returns the case's Env.
+func (c *Case) Env() *watchload.Env { return c.env }
+
+// Informers returns the case's informers; informer i has ID i.
+func (c *Case) Informers() *InformerSet { return c.set }
+
+// Write starts the Load's writers on the case's Env (watchload.StartWriting
+// with o; o.Workers 0 means the Load's), under a context derived from
+// parent, until their schedule is done, parent ends, or StopWrites,
+// Validate or Close.
+func (c *Case) Write(parent context.Context, o watchload.WriterOptions) error {
+	if o.Workers <= 0 {
+		o.Workers = c.l.workers
+	}
+	w, err := watchload.StartWriting(parent, c.env, []watchload.KV{nil}, c.l.wl, o)
+	if err != nil {
+		return err
+	}
+	c.writing = w
+	return nil
+}
+
+// StopWrites ends the writes at once and returns what the writers did,
+// with the latency of every write the Env recorded; zero if none ran or
+// they were stopped before.
+func (c *Case) StopWrites() report.WriteStats {
+	if c.writing == nil {
+		return report.WriteStats{}
+	}
+	ws := c.writing.Stop()
+	ws.Latency = c.env.WriteLatency()
+	c.writing = nil
+	return ws
+}
+
+// HoldAll holds every informer (InformerSet.Hold), all at once, waits
+// until each one's watch has ended, and returns the highest revision any
+// of them will resume after: a compaction above it + 1 makes every resumed
+// watch that reaches etcd fail. It returns ctx's error if ctx ends first;
+// the informers stay held until Release either way.
+func (c *Case) HoldAll(ctx context.Context) (int64, error) {
+	for i := range c.set.Informers {
+		c.set.Hold(i)
+	}
+	var held int64
+	for i, in := range c.set.Informers {
+		for in.lw.watching() {
+			if !clockwait.SleepReal(ctx, 5*time.Millisecond) {
+				return 0, ctx.Err()
+			}
+		}
+		held = max(held, c.set.LastRevision(i))
+	}
+	return held, nil
+}
+
+// Relists returns every informer's LIST phases after its first, by
+// informer then time (relistsOf over the informer's requests).
+func (c *Case) Relists() [][]report.KubeRelist {
+	byInformer := make([][]Request, len(c.set.Informers))
+	for _, r := range c.set.Requests() {
+		byInformer[r.Informer] = append(byInformer[r.Informer], r)
+	}
+	out := make([][]report.KubeRelist, len(byInformer))
+	for i, rs := range byInformer {
+		out[i] = relistsOf(i, rs)
+	}
+	return out
+}
+
+// Confirm waits until every informer's cache equals etcd's pods at
+// revision rev (their keys and mod_revisions) or timeout passes, reports
+// the differences of those that did not as cache violations, and returns
+// how many did not.
+func (c *Case) Confirm(ctx context.Context, rev int64, timeout time.Duration) (unsynced int) {
+	c.final = rev
+	return confirm(ctx, c.l.admin, c.set, c.l.st.EtcdPrefix, nil, rev, timeout, c.l.logf)
+}
+
+// Validate stops the writes and the informers, waits (up to 30 s) until
+// the Load's history covers the confirmed revision, completes every
+// informer's validation against it and counts the violations
+// (watchload.ValidationOf; unsynced is what Confirm returned).
+func (c *Case) Validate(ctx context.Context, unsynced int) report.Validation {
+	c.StopWrites()
+	c.set.Stop()
+	if c.final > 0 {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := c.l.rec.WaitFor(wctx, c.final, 100*time.Millisecond); err != nil {
+			c.l.logf("history recorder did not reach revision %d: %v", c.final, err)
+		}
+		cancel()
+	}
+	var unverified int64
+	for _, in := range c.set.Informers {
+		unverified += in.lw.obs.Finish()
+	}
+	return watchload.ValidationOf(c.env, unsynced, unverified, 0)
+}
+
+// Close ends the writes and the informers and waits for the informers. It
+// may be called more than once.
+func (c *Case) Close() {
+	c.StopWrites()
+	if c.set != nil {
+		c.set.Stop()
+	}
+}
+
+// UpdatePods patches the status of the Load's seeded pods n times in all,
+// round robin, with concurrency patches in flight, each a change (the
+// status message carries the update's number) and so one revision, and
+// returns the revisions (the resourceVersions kube-apiserver returned),
+// in no particular order. Pods a case deleted are not seeded pods' names
+// any more; call it before any case writes.
+func (l *Load) UpdatePods(ctx context.Context, n, concurrency int) ([]int64, error) {
+	var pods []watchload.Op
+	for _, op := range l.wl.seeded {
+		if op.Resource == watchload.ResourcePods {
+			pods = append(pods, op)
+		}
+	}
+	if len(pods) == 0 {
+		return nil, errors.New("no seeded pods to update")
+	}
+	concurrency = max(min(concurrency, len(l.wl.clients)), 1)
+	revs := make([]int64, n)
+	err := parallel.Each(ctx, concurrency, n, func(ctx context.Context, w, i int) error {
+		p := pods[i%len(pods)]
+		patch := fmt.Sprintf(`{"status":{"message":"lwbench update %d"}}`, i)
+		got, err := l.wl.clients[w].CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+		if err != nil {
+			return fmt.Errorf("patch the status of pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		revs[i] = revisionOf(got.ResourceVersion)
+		return nil
+	})
+	return revs, err
+}
+
+// WatchResult is what a WATCH of the Load's pods from a resourceVersion
+// delivered (WatchFrom).
+type WatchResult struct {
+	// Revisions are the resourceVersions of its events, in order
+	// (bookmarks apart).
+	Revisions []int64
+	// Bookmarks counts its bookmarks; Bytes its response bytes.
+	Bookmarks int64
+	Bytes     int64
+	// Expired is true when kube-apiserver answered 410: the
+	// resourceVersion is compacted in etcd or older than its watch cache
+	// holds ("too old resource version"); the watch delivered nothing.
+	Expired bool
+}
+
+// WatchFrom watches the Load's pods in every namespace from
+// resourceVersion rv (events after it, with bookmarks allowed), as a
+// reflector resumes its watch, until an event at or past until arrives,
+// kube-apiserver answers 410, or ctx ends (an error).
+func (l *Load) WatchFrom(ctx context.Context, rv, until int64) (WatchResult, error) {
+	var res WatchResult
+	cs, err := kubernetes.NewForConfig(clientConfig(l.st.RESTConfig))
+	if err != nil {
+		return res, err
+	}
+	r := &openRequest{}
+	wctx, cancel := context.WithCancel(withRequest(ctx, r))
+	defer cancel()
+	w, err := cs.CoreV1().Pods("").Watch(wctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(rv, 10), AllowWatchBookmarks: true})
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		res.Expired = true
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("watch pods from resourceVersion %d: %w", rv, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return res, fmt.Errorf("watch pods from resourceVersion %d ended at %v, before %d", rv, res.last(), until)
+			}
+			res.Bytes = r.bytes.Load()
+			switch ev.Type {
+			case watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					res.Expired = true
+					return res, nil
+				}
+				return res, fmt.Errorf("watch pods from resourceVersion %d: %w", rv, err)
+			case watch.Bookmark:
+				res.Bookmarks++
+			default:
+				m, err := meta.Accessor(ev.Object)
+				if err != nil {
+					continue
+				}
+				rev := revisionOf(m.GetResourceVersion())
+				res.Revisions = append(res.Revisions, rev)
+				if rev >= until {
+					return res, nil
+				}
+			}
+		}
+	}
+}
+
+// last is the newest revision delivered, 0 if none.
+func (r WatchResult) last() int64 {
+	if len(r.Revisions) == 0 {
+		return 0
+	}
+	return r.Revisions[len(r.Revisions)-1]
+}
+
+// ListResult is one LIST of the Load's pods (ListPods).
+type ListResult struct {
+	// Pages are its requests, Objects the pods listed, Bytes the response
+	// bytes, Duration from the first request to the last page.
+	Pages    int
+	Objects  int64
+	Bytes    int64
+	Duration time.Duration
+}
+
+// ListPods lists the Load's pods in every namespace at the latest
+// revision (resourceVersion "", a consistent read), in pages of limit
+// with their continue tokens as client-go's pager sends them (0:
+// unpaginated).
+func (l *Load) ListPods(ctx context.Context, limit int64) (ListResult, error) {
+	var res ListResult
+	cs, err := kubernetes.NewForConfig(clientConfig(l.st.RESTConfig))
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	cont := ""
+	for {
+		r := &openRequest{}
+		list, err := cs.CoreV1().Pods("").List(withRequest(ctx, r), metav1.ListOptions{Limit: limit, Continue: cont})
+		if err != nil {
+			return res, fmt.Errorf("list pods (page %d): %w", res.Pages+1, err)
+		}
+		res.Pages++
+		res.Objects += int64(len(list.Items))
+		res.Bytes += r.bytes.Load()
+		cont = list.Continue
+		if cont == "" {
+			break
+		}
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
