@@ -91,6 +91,7 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 	o.load.Logf = con.Logf
 	o.load.Defragment, o.load.Faults = false, nil
 	k := &o.kube
+	routeClientGoLogs(con.Logf)
 	bin, err := k.binaries(con.Logf)
 	if err != nil {
 		return err

@@ -106,6 +106,7 @@ func (o *experimentOptions) stackFactory(logf func(string, ...any)) experiment.S
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	routeClientGoLogs(logf)
 	var bin string
 	return func(ctx context.Context, t watchload.Target, prefix string, compactionInterval time.Duration) (kubeload.Stack, func(), error) {
 		if bin == "" {

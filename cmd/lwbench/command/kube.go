@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/cli"
@@ -131,6 +133,20 @@ func (o *kubeOptions) binaries(logf func(string, ...any)) (string, error) {
 	return apiserverproc.Binaries(o.resolvedVersion, etcdproc.LogWriter(logf))
 }
 
+// routeClientGoLogs sends what client-go logs through klog (its
+// reflectors' warnings, "Unexpected error when reading response body" when
+// a hold breaks a watch off, ...) to logf as lines of their own, prefixed
+// "client-go:", instead of klog's own lines on stderr among the console's.
+// klog is one per process: the last call wins.
+func routeClientGoLogs(logf func(string, ...any)) {
+	klog.SetLogger(funcr.New(func(prefix, args string) {
+		if prefix != "" {
+			args = prefix + ": " + args
+		}
+		logf("client-go: %s", args)
+	}, funcr.Options{}))
+}
+
 // stackConfig is the kube-apiservers these flags start (kubeload.StartStack)
 // from the binaries in bin, with --etcd-prefix prefix, kube-apiserver's
 // own compactor every interval (0: its 5m default; negative: off) and
@@ -153,6 +169,7 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	defer con.Done()
 	o.load.Logf = con.Logf
 	k := &o.kube
+	routeClientGoLogs(con.Logf)
 	bin, err := k.binaries(con.Logf)
 	if err != nil {
 		return err

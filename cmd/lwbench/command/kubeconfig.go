@@ -148,6 +148,7 @@ func runKubeconfig(ctx context.Context, o *runOptions, out, errOut io.Writer) er
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
+	routeClientGoLogs(con.Logf)
 	kc := &o.kubeconfig
 	cfg, err := kc.restConfig()
 	if err != nil {
