@@ -6,11 +6,14 @@
 # builds) and writes results/kube/: per release, `lwbench conformance`
 # (the etcd-direct model against the real stack, watch cache on/off x
 # client-go WatchListClient on/off) and `lwbench run --kube-apiserver` for
-# each profile x WatchListClient, as JSON, with README.md holding the
-# tables, machine, versions, date, commit and the exact commands
-# (scripts/kubematrix). A release not built yet is built first by
+# each profile x WatchListClient, and the experiments through kube-apiserver
+# at --quick sizes (relist-storm per watch cache x WatchListClient,
+# compaction-sweep per WatchListClient, catchup per watch cache,
+# defrag-stall) into results/kube/experiments/, as JSON, with README.md
+# holding the tables, machine, versions, date, commit and the exact
+# commands (scripts/kubematrix). A release not built yet is built first by
 # scripts/build-kube-apiserver.sh (10-30 minutes on 2 cores). Each release
-# takes about 8 minutes.
+# takes about 13 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # etcd reads every ETCD_* variable as a flag: keep them away from etcd.

@@ -1,10 +1,13 @@
 // Command kubematrix runs lwbench through real kube-apiservers and writes
 // results/kube/: for each Kubernetes release given, `lwbench conformance`
 // (the etcd-direct model against the real stack, watch cache on and off ×
-// WatchListClient on and off) and `lwbench run --kube-apiserver` with
-// client-go's WatchListClient on and off, as JSON, plus README.md with the
-// tables, the machine, the versions, the date, the commit and the exact
-// commands. scripts/kube-matrix.sh runs it.
+// WatchListClient on and off), `lwbench run --kube-apiserver` with
+// client-go's WatchListClient on and off, and the experiments through
+// kube-apiserver (--quick sizes: relist-storm per watch cache ×
+// WatchListClient, compaction-sweep per WatchListClient, catchup per watch
+// cache, defrag-stall), as JSON, plus README.md with the tables, the
+// machine, the versions, the date, the commit and the exact commands.
+// scripts/kube-matrix.sh runs it.
 package main
 
 import (
@@ -45,10 +48,88 @@ type entry struct {
 	Version string   `json:"version"`
 	Args    []string `json:"args"`
 	File    string   `json:"file"`
+	// Table is the experiment's own markdown table (lwbench --out's
+	// NAME.md), beside File; "" for runs and conformance.
+	Table string `json:"table,omitempty"`
+}
+
+// experimentDir is where the experiments' results go, under -out.
+const experimentDir = "experiments"
+
+// experimentRuns are the experiments through kube-apiserver version, at
+// --quick sizes: each writes its JSON (and, through --out, its markdown
+// table) as experiments/NAME.json.
+func experimentRuns(version string) []entry {
+	var runs []entry
+	add := func(name string, args ...string) {
+		label := name + "-" + version
+		for i := 0; i+1 < len(args); i += 2 {
+			label += "-" + strings.TrimPrefix(args[i], "--") + "-" + strings.ReplaceAll(args[i+1], "WatchListClient=", "")
+		}
+		label = strings.ReplaceAll(label, "client-feature-gates", "watchlist")
+		a := append([]string{name, "--quick", "--kube-apiserver", version}, args...)
+		a = append(a, "--label", label, "-w", "json")
+		runs = append(runs, entry{Version: version, Args: a, File: filepath.Join(experimentDir, label+".json"), Table: filepath.Join(experimentDir, label+".md")})
+	}
+	for _, cache := range []string{"false", "true"} {
+		for _, wl := range []string{"true", "false"} {
+			add("relist-storm", "--watch-cache", cache, "--client-feature-gates", "WatchListClient="+wl)
+		}
+	}
+	for _, wl := range []string{"true", "false"} {
+		add("compaction-sweep", "--client-feature-gates", "WatchListClient="+wl)
+	}
+	for _, cache := range []string{"false", "true"} {
+		add("catchup", "--watch-cache", cache)
+	}
+	add("defrag-stall")
+	return runs
+}
+
+// runOne runs lwbench with e's arguments and writes its stdout to e.File
+// under out; an experiment also writes its table (and plots, which are
+// not kept: results/experiments holds the model's) through --out.
+func runOne(bin, out string, e *entry) error {
+	args := e.Args
+	var tmp string
+	if e.Table != "" {
+		var err error
+		if tmp, err = os.MkdirTemp("", "kubematrix-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		args = append(append([]string(nil), args...), "--out", tmp)
+	}
+	fmt.Fprintf(os.Stderr, "kubematrix: lwbench %s\n", strings.Join(e.Args, " "))
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	b, err := cmd.Output()
+	if err != nil && len(b) == 0 {
+		return fmt.Errorf("lwbench %s: %w", strings.Join(e.Args, " "), err)
+	}
+	path := filepath.Join(out, e.File)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	if e.Table == "" {
+		return nil
+	}
+	md, err := os.ReadFile(filepath.Join(tmp, strings.TrimSuffix(filepath.Base(e.File), ".json")+".md"))
+	if err != nil {
+		return fmt.Errorf("lwbench %s: its table: %w", strings.Join(e.Args, " "), err)
+	}
+	return os.WriteFile(filepath.Join(out, e.Table), md, 0o644)
 }
 
 func run(out string, versions []string, duration, objects string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	// What this run writes replaces the previous run's experiments.
+	if err := os.RemoveAll(filepath.Join(out, experimentDir)); err != nil {
 		return err
 	}
 	bin := filepath.Join(os.TempDir(), fmt.Sprintf("lwbench-kubematrix-%d", os.Getpid()))
@@ -70,15 +151,9 @@ func run(out string, versions []string, duration, objects string) error {
 					Args: append([]string{"run", "--kube-apiserver", v, "--profile", profile, "--client-feature-gates", "WatchListClient=" + wl}, load...)})
 			}
 		}
+		runs = append(runs, experimentRuns(v)...)
 		for _, e := range runs {
-			fmt.Fprintf(os.Stderr, "kubematrix: lwbench %s\n", strings.Join(e.Args, " "))
-			cmd := exec.Command(bin, e.Args...)
-			cmd.Stderr = os.Stderr
-			b, err := cmd.Output()
-			if err != nil && len(b) == 0 {
-				return fmt.Errorf("lwbench %s: %w", strings.Join(e.Args, " "), err)
-			}
-			if err := os.WriteFile(filepath.Join(out, e.File), b, 0o644); err != nil {
+			if err := runOne(bin, out, &e); err != nil {
 				return err
 			}
 			entries = append(entries, e)
@@ -91,6 +166,16 @@ func run(out string, versions []string, duration, objects string) error {
 	fmt.Fprintf(&md, "Machine: %d cores, %s, %.1f GiB, %s; load average %s at the start, %s at the end (the machine is shared: figures vary from run to run). Every load: `--duration %s --objects %s` on an embedded etcd; each conformance case and each run starts its own etcd and kube-apiserver.\n\n",
 		runtime.NumCPU(), machine.CPUModel(), float64(mem)/(1<<30), machine.Kernel(), loadStart, loadAvg(), duration, objects)
 	for _, e := range entries {
+		if e.Table != "" {
+			// An experiment: its own table, with the machine and
+			// versions on its first line.
+			md2, err := os.ReadFile(filepath.Join(out, e.Table))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&md, "## `lwbench %s`\n\n[%s](%s)\n\n%s\n", strings.Join(e.Args, " "), e.File, e.File, md2)
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(out, e.File))
 		if err != nil {
 			return err

@@ -118,7 +118,7 @@ func main() {
 	}
 	fmt.Fprintf(&sb, "| [%sREADME.md](%sREADME.md) | `scripts/run-suite.sh` (the report below) |\n", rel+"/", rel+"/")
 	if _, err := os.Stat(filepath.Join(filepath.Dir(*index), "kube", "README.md")); err == nil {
-		sb.WriteString("| [kube/README.md](kube/README.md) | `scripts/kube-matrix.sh`: lwbench through real kube-apiservers, and the conformance of the etcd-direct model |\n")
+		sb.WriteString("| [kube/README.md](kube/README.md) | `scripts/kube-matrix.sh`: lwbench and the experiments through real kube-apiservers, and the conformance of the etcd-direct model |\n")
 	}
 	sb.WriteString("\n")
 	// One heading level down: the report is a section of the index.

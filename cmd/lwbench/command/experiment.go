@@ -164,8 +164,12 @@ func writeResultFiles(dir string, res *experiment.Result) error {
 	}
 	var md strings.Builder
 	env := res.Environment
-	fmt.Fprintf(&md, "etcd %s (%s), %s; %s, %d cores, %.1f GiB, %s; %s; %s; %.0f s\n\n", res.Target.EtcdVersion, targetKind(res.Target.Embedded),
-		res.Experiment, env.CPUModel, env.Cores, float64(env.MemoryBytes)/(1<<30), env.Kernel, env.GoVersion,
+	through := ""
+	if a := res.APIServer; a != nil {
+		through = fmt.Sprintf(" through kube-apiserver %s (watch cache %s, client-go WatchListClient %s)", a.Version, onOff(a.WatchCache), a.ClientWatchList)
+	}
+	fmt.Fprintf(&md, "etcd %s (%s)%s, %s; %s, %d cores, %.1f GiB, %s; %s; %s; %.0f s\n\n", res.Target.EtcdVersion, targetKind(res.Target.Embedded),
+		through, res.Experiment, env.CPUModel, env.Cores, float64(env.MemoryBytes)/(1<<30), env.Kernel, env.GoVersion,
 		res.StartedAt.Format(time.RFC3339), res.DurationMs/1000)
 	if err := output.Write(&md, output.FormatMarkdown, makeExperimentTable(res), nil); err != nil {
 		return err
