@@ -18,6 +18,13 @@
 //     (internal/etcdproxy) adds what etcd was asked, by phase.
 //   - Compare lays the etcd-direct model's etcd requests beside the real
 //     stack's (`lwbench conformance`).
+//   - StartStack starts the kube-apiservers (and counting proxies) a load
+//     runs through, for Run and for pkg/experiment.
+//   - Load and Case are an experiment's load through the real stack (pods
+//     seeded by client-go, history recorded) and its cases (informers and
+//     writers of their own, held back and validated as a watchload.Case's);
+//     APIProbe is the experiments' probe through the API; WatchCompactions
+//     follows kube-apiserver's compactor.
 //
 // # Facts it relies on
 //
