@@ -26,7 +26,8 @@ func scenario(lo watchload.Options, api report.APIServerTarget) report.Scenario 
 	sc.CompactionIntervalMs = api.EtcdCompactionIntervalMs
 	sc.PhysicalCompaction, sc.Defragment = false, false
 	sc.ConsistentListRatePerSecond, sc.ProgressRequestPeriod, sc.StartConcurrency = 0, 0, 0
-	sc.WatchList = nil // the real informers' gate is apiServer.clientWatchList
+	sc.WatchList = nil   // the real informers' gate is apiServer.clientWatchList
+	sc.RangeStream = nil // kube-apiserver's gates are apiServer.featureGates
 	return sc
 }
 

@@ -108,7 +108,14 @@ type Scenario struct {
 	// sendInitialEvents); absent from results written before the model
 	// had it (its informers then listed as with it off) and from runs
 	// through kube-apiserver, which report apiServer.clientWatchList.
-	WatchList   *bool       `json:"watchList,omitempty"`
+	WatchList *bool `json:"watchList,omitempty"`
+	// RangeStream is kube-apiserver's EtcdRangeStream gate in the model
+	// (on: its lists and watch-list syncs read with etcd's RangeStream,
+	// as kube-apiserver 1.37 does; off: with Range, as 1.35 and 1.36
+	// do); absent from results written before lwbench recorded it and
+	// from runs through kube-apiserver, which report
+	// apiServer.featureGates.
+	RangeStream *bool       `json:"rangeStream,omitempty"`
 	ResourceMix ResourceMix `json:"resourceMix"` // share of writes per resource
 	// CompactionIntervalMs is negative when compaction was off.
 	CompactionIntervalMs  float64 `json:"compactionIntervalMs"`

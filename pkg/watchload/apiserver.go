@@ -179,28 +179,34 @@ func runChores(ctx context.Context, o Options, topo *Topology, caches map[string
 // factory, which kube-apiserver starts with itself). With the watch cache
 // off its LIST and WATCH reach etcd like any client's: the initial events
 // of a watch-list (client-go's WatchListClient, on by default since 1.35)
-// read with one unpaginated RangeStream of the prefix at the latest
-// revision (etcd3/watcher.go sync, store.go shouldStream), then one watch
-// from the next revision with prev_kv; after a compaction it lists again.
+// read at the latest revision, with one unpaginated RangeStream of the
+// prefix when the EtcdRangeStream gate is on (1.37), else with Range
+// pages of WatcherSyncPageSize (1.35, 1.36) (etcd3/watcher.go sync,
+// store.go shouldStream; store.syncInitialEvents), then one watch from
+// the next revision with prev_kv; after a compaction it lists again.
 // With the watch cache on, the cache serves it and etcd sees nothing of
 // it, so the model runs it only in ProfileInformer. Its events are read and
 // counted, not validated: it is load on etcd, not a measured client.
 type ownInformer struct {
 	prefix  string
 	stream  *Stream
-	streams *rangeStreamSupport
+	streams *rangeStreamSupport // nil: EtcdRangeStream off
 	clock   clock.WithTicker
 
 	lists, events atomic.Int64
 }
 
 // startOwnInformer starts kube-apiserver's own informer of the pods
-// under prefix (PodSecurity's) on stream, until ctx ends, and returns it.
-func startOwnInformer(ctx context.Context, prefix string, stream *Stream, clk clock.WithTicker) *ownInformer {
+// under prefix (PodSecurity's) on stream, until ctx ends, and returns it;
+// rangeStream is the EtcdRangeStream gate (Options.RangeStream).
+func startOwnInformer(ctx context.Context, prefix string, stream *Stream, clk clock.WithTicker, rangeStream bool) *ownInformer {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	in := &ownInformer{prefix: ResourcePrefix(prefix, ResourcePods), stream: stream, streams: newRangeStreamSupport(clk), clock: clk}
+	in := &ownInformer{prefix: ResourcePrefix(prefix, ResourcePods), stream: stream, clock: clk}
+	if rangeStream {
+		in.streams = newRangeStreamSupport(clk)
+	}
 	go in.run(ctx)
 	return in
 }
@@ -211,9 +217,9 @@ func startOwnInformer(ctx context.Context, prefix string, stream *Stream, clk cl
 func (in *ownInformer) run(ctx context.Context) {
 	st := &store{stream: in.stream, client: in.stream.Client, prefix: in.prefix, streams: in.streams}
 	for ctx.Err() == nil {
-		if page, err := st.getList(in.stream.Context(ctx), listOptions{}); err == nil {
+		if l := st.syncInitialEvents(ctx, ""); l.attempt.Err == nil {
 			in.lists.Add(1)
-			in.watch(ctx, page.revision+1)
+			in.watch(ctx, l.attempt.Revision+1)
 		}
 		clockwait.Sleep(ctx, in.clock, time.Second)
 	}

@@ -31,7 +31,7 @@ func scenario(o Options) report.Scenario {
 		Profile: string(o.Profile), Prefix: o.Prefix, Objects: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
 		Namespaces: o.Namespaces, Watchers: o.Watchers, WatchResources: o.WatchResources,
 		Connections: o.Connections, Streams: o.Streams, WriterConnections: o.WriterConnections,
-		WriteRatePerSecond: o.WriteRate, DurationMs: report.Ms(o.Duration), PageSize: o.PageSize, WatchList: o.WatchList,
+		WriteRatePerSecond: o.WriteRate, DurationMs: report.Ms(o.Duration), PageSize: o.PageSize, WatchList: o.WatchList, RangeStream: o.RangeStream,
 		ResourceMix: report.ResourceMix{PodsPercent: o.ResourceMix.PodsPercent, ConfigMapsPercent: o.ResourceMix.ConfigMapsPercent,
 			EventsPercent: o.ResourceMix.EventsPercent},
 		CompactionIntervalMs: report.Ms(o.CompactionInterval), CreatePercent: o.Mix.CreatePercent,

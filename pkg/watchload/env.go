@@ -22,7 +22,8 @@ type Env struct {
 	timing *timing
 	// rangeStream is the modelled kube-apiserver's memory of whether etcd
 	// serves RangeStream, which every store of the Env consults
-	// (rangestream.go).
+	// (rangestream.go); nil is the EtcdRangeStream gate off
+	// (Options.RangeStream).
 	rangeStream *rangeStreamSupport
 }
 
@@ -33,6 +34,17 @@ type Env struct {
 func NewEnv(epoch time.Time, ringCapacity int64, writers int, rec *Recorder) *Env {
 	return &Env{Epoch: epoch, Recorder: rec, Violations: &Violations{}, timing: newTiming(epoch, ringCapacity, writers),
 		rangeStream: newRangeStreamSupport(nil)}
+}
+
+// setRangeStream sets the EtcdRangeStream gate of the Env's stores
+// (Options.RangeStream): off, they never stream; on, they stream while
+// etcd serves it. Call it before any store of the Env reads.
+func (e *Env) setRangeStream(on bool) {
+	if !on {
+		e.rangeStream = nil
+	} else if e.rangeStream == nil {
+		e.rangeStream = newRangeStreamSupport(nil)
+	}
 }
 
 // Since returns the time elapsed since the epoch.

@@ -59,6 +59,19 @@ type Options struct {
 	// profile's caches list as kube-apiserver's own reflectors do,
 	// whatever it says.
 	WatchList *bool
+	// RangeStream is kube-apiserver's EtcdRangeStream feature gate: on,
+	// every unfiltered LIST and every watch-list's initial-events sync of
+	// the modelled kube-apiserver reads with etcd 3.7's RangeStream (one
+	// stream per page, or per sync, chunks merged) while etcd serves it,
+	// and with Range after etcd answered Unimplemented (rangestream.go);
+	// off, always with Range: the sync in pages of WatcherSyncPageSize.
+	// The gate is beta and on by default since Kubernetes 1.37 and does
+	// not exist in 1.35 and 1.36, whose kube-apiservers always read with
+	// Range (k8s.io/apiserver/pkg/features/kube_features.go
+	// EtcdRangeStream; storage/etcd3/store.go shouldStream,
+	// storage/etcd3/watcher.go sync). nil means DefaultRangeStream, set
+	// by Defaults.
+	RangeStream *bool
 	// WriterConcurrency is the number of writer workers.
 	WriterConcurrency int
 	// CompactionInterval is the compactor's tick (kube-apiserver's
@@ -219,6 +232,10 @@ func (o Options) Defaults() Options {
 		on := DefaultWatchList
 		o.WatchList = &on
 	}
+	if o.RangeStream == nil {
+		on := DefaultRangeStream
+		o.RangeStream = &on
+	}
 	if o.WriterConcurrency == 0 {
 		o.WriterConcurrency = 16
 	}
@@ -267,6 +284,21 @@ func (o Options) informerWatchList() bool {
 		return DefaultWatchList
 	}
 	return *o.WatchList
+}
+
+// DefaultRangeStream is kube-apiserver 1.37's default of its
+// EtcdRangeStream gate: on (beta since 1.37,
+// k8s.io/apiserver/pkg/features/kube_features.go). Kubernetes 1.35 and 1.36
+// have no such gate and never stream.
+const DefaultRangeStream = true
+
+// rangeStream reports whether the modelled kube-apiserver reads with
+// RangeStream: RangeStream, or DefaultRangeStream when it is nil.
+func (o Options) rangeStream() bool {
+	if o.RangeStream == nil {
+		return DefaultRangeStream
+	}
+	return *o.RangeStream
 }
 
 // MaxWriterConcurrency bounds the writer workers: each holds a queue of

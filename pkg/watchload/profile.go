@@ -23,8 +23,10 @@ const (
 	// and relists on "too old resource version" first at the last
 	// revision seen and, if that is compacted too, at the latest. Either
 	// way it then WATCHes from the revision read with prevKV, and pauses
-	// with client-go's backoff between iterations; etcd 3.7 serves every
-	// read as a RangeStream (client-go tools/cache/reflector.go,
+	// with client-go's backoff between iterations; with the
+	// EtcdRangeStream gate on (Options.RangeStream, kube-apiserver 1.37),
+	// etcd 3.7 serves every read as a RangeStream, else each is a Range
+	// (client-go tools/cache/reflector.go,
 	// tools/pager/pager.go; k8s.io/apiserver/pkg/storage/etcd3/store.go,
 	// watcher.go). A run of this profile also runs kube-apiserver's own
 	// informer of pods (PodSecurity admission's), which with the watch

@@ -155,7 +155,10 @@ type ReflectorOptions struct {
 // rv="R" instead, which etcd serves at the latest ("not older than"), so
 // it relists in one request. Watches end after a random 5 to 10 minutes
 // and resume from the last revision without a list. Every range above is
-// one RangeStream with the same options when etcd serves it (rangestream.go).
+// one RangeStream with the same options when etcd serves it and the
+// EtcdRangeStream gate is on (Options.RangeStream; rangestream.go); with
+// the gate off, a watch-list's RangeStream below is Range pages of
+// WatcherSyncPageSize.
 //
 // With WatchList, the same timeline reads (the watch cache off):
 //

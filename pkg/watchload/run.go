@@ -204,6 +204,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			return err
 		}
 		env = s.NewEnv(total+1024, o.WriterConcurrency)
+		env.setRangeStream(o.rangeStream())
 		if o.PinConnections {
 			env.timing.setMembers(len(t.Endpoints))
 		}
@@ -228,7 +229,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if o.Profile == ProfileInformer {
 		octx, stopOwn := context.WithCancel(ctx)
 		defer stopOwn()
-		own = startOwnInformer(octx, o.Prefix, writerTopo.Streams[0], o.Clock)
+		own = startOwnInformer(octx, o.Prefix, writerTopo.Streams[0], o.Clock, o.rangeStream())
 	}
 	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
 	if o.Profile == ProfileAPIServerCache {

@@ -30,24 +30,32 @@ import (
 //
 // off, and the cacher's own watch, which asks for progress explicitly).
 //
-// The informers' lists, etcd being 3.7: with WatchList, one RangeStream
-// of the whole prefix per watcher, without revision or limit, and no
-// paged read (measured: "RangeStream prefix"); without, RangeStream pages
-// with a limit, the first at the latest ("RangeStream prefix limit"),
-// the others pinned to its revision, and no Range list at all.
+// The informers' lists, etcd being 3.7 and the EtcdRangeStream gate on
+// (kube-apiserver 1.37): with WatchList, one RangeStream of the whole
+// prefix per watcher, without revision or limit, and no paged read
+// (measured: "RangeStream prefix"); without, RangeStream pages with a
+// limit, the first at the latest ("RangeStream prefix limit"), the others
+// pinned to its revision, and no Range list at all. With the gate off
+// (kube-apiserver 1.35 and 1.36, which have none), no RangeStream at all:
+// with WatchList, one Range of WatcherSyncPageSize per watcher (measured
+// on 1.36.3: "Range prefix limit"); without, Range pages.
 func TestModelRequestShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd; skipped under -short")
 	}
 	on, off := true, false
 	for _, tc := range []struct {
-		name      string
-		profile   watchload.Profile
-		watchList *bool
+		name        string
+		profile     watchload.Profile
+		watchList   *bool
+		rangeStream *bool // nil: watchload's default, on
 	}{
-		{"informer/watchlist-on", watchload.ProfileInformer, &on},
-		{"informer/watchlist-off", watchload.ProfileInformer, &off},
-		{"apiserver-cache", watchload.ProfileAPIServerCache, nil},
+		{"informer/watchlist-on", watchload.ProfileInformer, &on, nil},
+		{"informer/watchlist-off", watchload.ProfileInformer, &off, nil},
+		{"apiserver-cache", watchload.ProfileAPIServerCache, nil, nil},
+		{"informer/watchlist-on/rangestream-off", watchload.ProfileInformer, &on, &off},
+		{"informer/watchlist-off/rangestream-off", watchload.ProfileInformer, &off, &off},
+		{"apiserver-cache/rangestream-off", watchload.ProfileAPIServerCache, nil, &off},
 	} {
 		profile := tc.profile
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,9 +74,15 @@ func TestModelRequestShapes(t *testing.T) {
 				Harness: &watchload.Harness{Endpoints: srv.Endpoints, Dial: dialer(srv.Endpoints[0])}}
 			o := smallRun(profile)
 			o.HoldBack, o.Defragment, o.PhysicalCompaction, o.WatchList = 0, false, false, tc.watchList
+			o.RangeStream = tc.rangeStream
 			o.OnPhase = p.SetPhase
-			if _, err := watchload.Run(t.Context(), tg, o); err != nil {
+			res, err := watchload.Run(t.Context(), tg, o)
+			if err != nil {
 				t.Fatal(err)
+			}
+			rangeStream := tc.rangeStream == nil || *tc.rangeStream
+			if got := res.Scenario.RangeStream; got == nil || *got != rangeStream {
+				t.Errorf("scenario rangeStream %v, want %v", got, rangeStream)
 			}
 			kinds := map[string]int64{}
 			var creates, seedCreates int64
@@ -120,8 +134,14 @@ func TestModelRequestShapes(t *testing.T) {
 			if profile == watchload.ProfileAPIServerCache && kinds["Watch progress"] == 0 {
 				t.Errorf("apiserver-cache profile: no progress request; the cacher asks for progress explicitly")
 			}
-			if profile == watchload.ProfileInformer {
+			if !rangeStream {
+				checkNoRangeStream(t, kinds)
+			}
+			switch {
+			case profile == watchload.ProfileInformer && rangeStream:
 				checkInformerLists(t, *tc.watchList, int64(o.Watchers), kinds)
+			case profile == watchload.ProfileInformer:
+				checkInformerRangeLists(t, *tc.watchList, int64(o.Watchers), kinds)
 			}
 			// Reads before writes: with the cache off every update and
 			// delete reads the object first (and a pod's delete reads it
@@ -395,5 +415,44 @@ func checkInformerLists(t *testing.T, watchList bool, watchers int64, kinds map[
 	}
 	if n := kinds["RangeStream prefix"]; n != 1 {
 		t.Errorf("WatchList off: %d unlimited RangeStreams, want one, kube-apiserver's own pods informer's (no relist): %v", n, kinds)
+	}
+}
+
+// checkNoRangeStream checks that a run with the EtcdRangeStream gate off
+// sent no RangeStream at all (kinds: requests by "method kind"), as
+// kube-apiserver 1.35 and 1.36 never do.
+func checkNoRangeStream(t *testing.T, kinds map[string]int64) {
+	t.Helper()
+	for k, n := range kinds {
+		if strings.HasPrefix(k, "RangeStream ") {
+			t.Errorf("EtcdRangeStream off: %d %q sent; want every list read with Range: %v", n, k, kinds)
+		}
+	}
+}
+
+// checkInformerRangeLists checks the list requests of watchers informers
+// with the EtcdRangeStream gate off (kube-apiserver 1.35, 1.36), pods
+// paginated at the page size: with WatchList, each watcher's sync and
+// kube-apiserver's own pods informer's (PodSecurity's, also a watch-list)
+// one Range page of WatcherSyncPageSize at the latest revision ("Range
+// prefix limit", measured on 1.36.3) and no unlimited Range; without,
+// first pages with the page size, continuation pages pinned to the
+// first's revision, and still the own informer's watch-list page.
+func checkInformerRangeLists(t *testing.T, watchList bool, watchers int64, kinds map[string]int64) {
+	t.Helper()
+	if n := kinds["Range prefix"]; n != 0 {
+		t.Errorf("EtcdRangeStream off: %d unlimited Ranges of a prefix; a watch-list's sync reads pages of %d: %v", n, watchload.WatcherSyncPageSize, kinds)
+	}
+	first, next := kinds["Range prefix limit"], kinds["Range range limit rev"]
+	if watchList {
+		if first != watchers+1 || next != 0 {
+			t.Errorf("WatchList on: %d first pages (Range prefix limit), %d continuations; want %d, one per watcher and kube-apiserver's own informer, and none (%d keys fit one page): %v",
+				first, next, watchers+1, watchload.WatcherSyncPageSize, kinds)
+		}
+		return
+	}
+	if first < watchers+1 || next == 0 {
+		t.Errorf("WatchList off: %d first pages (Range prefix limit), %d continuations (Range range limit rev); want at least %d, one per watcher and kube-apiserver's own informer, and some, pods taking several pages: %v",
+			first, next, watchers+1, kinds)
 	}
 }
