@@ -297,6 +297,10 @@ type Conformance struct {
 	APIServerVersion string `json:"apiserverVersion"`
 	// Scenario is the load both sides ran.
 	Scenario Scenario `json:"scenario"`
+	// FeatureGates is --apiserver-feature-gates as given ("" none): the
+	// real kube-apiservers' --feature-gates, and the model's gates of
+	// those it follows.
+	FeatureGates string `json:"featureGates,omitempty"`
 	// Cases are the real-stack settings compared, in order.
 	Cases []ConformanceCase `json:"cases"`
 }
@@ -311,6 +315,12 @@ type ConformanceCase struct {
 	// ModelProfile is the etcd-direct model's profile it is compared with
 	// (informer for the watch cache off, apiserver-cache for on).
 	ModelProfile string `json:"modelProfile"`
+	// ModelRangeStream is the model's EtcdRangeStream gate
+	// (Scenario.RangeStream): --apiserver-feature-gates', else the
+	// release's default, off in 1.35 and 1.36, which have no such gate;
+	// absent from results written before lwbench recorded it (the model
+	// then streamed).
+	ModelRangeStream *bool `json:"modelRangeStream,omitempty"`
 	// Rows are etcd's requests by method and kind over the whole load
 	// (seeding apart), sorted by method and kind.
 	Rows []ConformanceRow `json:"rows"`

@@ -199,6 +199,74 @@ func TestRunClientWatchList(t *testing.T) {
 	}
 }
 
+// TestRunAPIServerGates: without --kube-apiserver,
+// --apiserver-feature-gates sets the model's gates: EtcdRangeStream its
+// RangeStream, and WatchList=false its informers' WatchList off (the
+// server refuses every watch-list, whatever client-go's gate); unset, the
+// load keeps nil (watchload's defaults, kube-apiserver 1.37's).
+func TestRunAPIServerGates(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		args            []string
+		wantRangeStream *bool
+		wantWatchList   *bool
+	}{
+		{nil, nil, nil},
+		{[]string{"--apiserver-feature-gates", "EtcdRangeStream=false"}, &off, nil},
+		{[]string{"--apiserver-feature-gates", "EtcdRangeStream=true"}, &on, nil},
+		{[]string{"--apiserver-feature-gates", "WatchList=false"}, nil, &off},
+		{[]string{"--apiserver-feature-gates", "WatchList=true"}, nil, nil},
+		{[]string{"--apiserver-feature-gates", "WatchList=false,EtcdRangeStream=false", "--client-feature-gates", "WatchListClient=true"}, &off, &off},
+		{[]string{"--apiserver-feature-gates", "WatchList=true", "--client-feature-gates", "WatchListClient=false"}, nil, &off},
+	}
+	for _, tt := range tests {
+		var gotRS, gotWL *bool
+		called := false
+		code, errOut := parse(t, newRunCommand(func(_ *cobra.Command, o *runOptions) error {
+			called, gotRS, gotWL = true, o.load.RangeStream, o.load.WatchList
+			return nil
+		}), tt.args...)
+		if code != 0 || !called {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, errOut)
+		}
+		if ptrString(gotRS) != ptrString(tt.wantRangeStream) || ptrString(gotWL) != ptrString(tt.wantWatchList) {
+			t.Errorf("%v: load RangeStream %s, WatchList %s; want %s, %s", tt.args,
+				ptrString(gotRS), ptrString(gotWL), ptrString(tt.wantRangeStream), ptrString(tt.wantWatchList))
+		}
+	}
+}
+
+// TestConformanceModelGates: conformance runs the model with the gates
+// of the release it compares it with, unless --apiserver-feature-gates
+// sets them: EtcdRangeStream off for 1.35 and 1.36, which have no such
+// gate (k8s.io/apiserver/pkg/features/kube_features.go), on for 1.37.
+func TestConformanceModelGates(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		version, gates  string
+		client          *bool
+		wantRangeStream *bool
+		wantWatchList   *bool
+	}{
+		{"1.35", "", nil, &off, nil},
+		{"1.36.3", "", &on, &off, &on},
+		{"1.37", "", &off, &on, &off},
+		{"1.37.2", "EtcdRangeStream=false", nil, &off, nil},
+		{"1.36.3", "WatchList=false", &on, &off, &off},
+	}
+	for _, tt := range tests {
+		k := &kubeOptions{version: tt.version, apiserverGates: tt.gates, servers: 1}
+		if err := k.Validate(); err != nil {
+			t.Fatalf("%s %q: %v", tt.version, tt.gates, err)
+		}
+		rs, wl := k.modelRangeStream(k.resolvedVersion), k.modelWatchList(k.resolvedVersion, tt.client)
+		if ptrString(rs) != ptrString(tt.wantRangeStream) || ptrString(wl) != ptrString(tt.wantWatchList) {
+			t.Errorf("kube-apiserver %s, gates %q, WatchListClient %s: model RangeStream %s, WatchList %s; want %s, %s", tt.version, tt.gates,
+				ptrString(tt.client), ptrString(rs), ptrString(wl), ptrString(tt.wantRangeStream), ptrString(tt.wantWatchList))
+		}
+	}
+}
+
 func ptrString(b *bool) string {
 	if b == nil {
 		return "nil"

@@ -96,14 +96,18 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 	if err != nil {
 		return err
 	}
-	res := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion, StartedAt: time.Now().UTC()}
+	res := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion, StartedAt: time.Now().UTC(),
+		FeatureGates: k.apiserverGates}
+	// The model follows the release it is compared with, or the gates
+	// given.
+	rangeStream := k.modelRangeStream(k.resolvedVersion)
 	for _, s := range settings {
 		profile := watchload.ProfileInformer
 		if s.WatchCache {
 			profile = watchload.ProfileAPIServerCache
 		}
-		con.Logf("model, profile %s, %s", profile, s.Name())
-		model, err := conformanceModel(ctx, o, profile, s.WatchList, con.Logf)
+		con.Logf("model, profile %s, %s, EtcdRangeStream %s (kube-apiserver %s)", profile, s.Name(), onOff(*rangeStream), k.resolvedVersion)
+		model, err := conformanceModel(ctx, o, profile, k.modelWatchList(k.resolvedVersion, s.WatchList), rangeStream, con.Logf)
 		if err != nil {
 			return fmt.Errorf("model, profile %s, %s: %w", profile, s.Name(), err)
 		}
@@ -114,7 +118,7 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 		}
 		res.EtcdVersion, res.APIServerVersion, res.Scenario = kr.Target.EtcdVersion, kr.APIServer.Version, kr.Scenario
 		res.Cases = append(res.Cases, report.ConformanceCase{Name: s.Name(), WatchCache: s.WatchCache, ClientWatchList: s.ClientWatchList(),
-			ModelProfile: string(profile), Rows: kubeload.Compare(model, kr.Etcd), Model: model, Real: kr.Etcd})
+			ModelProfile: string(profile), ModelRangeStream: rangeStream, Rows: kubeload.Compare(model, kr.Etcd), Model: model, Real: kr.Etcd})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -124,22 +128,23 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 }
 
 // conformanceModel runs the load through the etcd-direct model with
-// profile and the informers' WatchListClient gate watchList (nil:
-// client-go's default) on a fresh embedded etcd behind a counting proxy,
+// profile, the informers' WatchListClient gate watchList (nil: client-go's
+// default) and kube-apiserver's EtcdRangeStream gate rangeStream (nil: the
+// model's default, on) on a fresh embedded etcd behind a counting proxy,
 // and returns what the proxy counted, by the model's phase (modelPhases),
 // switched on the model's own goroutine before the phase's first request
 // (Options.OnPhase). The model compacts as kube-apiserver does, without
 // waiting for the deletion (k8s.io/apiserver/pkg/storage/etcd3/compact.go
 // Compact: no WithCompactPhysical); `lwbench run` waits by default, for
 // its sizes.
-func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, watchList *bool, logf func(string, ...any)) ([]report.EtcdRequests, error) {
+func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, watchList, rangeStream *bool, logf func(string, ...any)) ([]report.EtcdRequests, error) {
 	t, p, release, err := proxiedTarget(ctx, o, logf)
 	defer release()
 	if err != nil {
 		return nil, err
 	}
 	lo := o.load
-	lo.Profile, lo.WatchList = profile, watchList
+	lo.Profile, lo.WatchList, lo.RangeStream = profile, watchList, rangeStream
 	// The real load has no consistent readers besides its informers.
 	lo.ConsistentListRate = -1
 	lo.PhysicalCompaction = false
@@ -163,7 +168,8 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 var modelPhases = map[string]string{"seeding": "seed", "syncing": "sync", "writing": "steady", "confirming": "drain", "validating": "stop"}
 
 // conformanceReal runs the load through one kube-apiserver with setting s
-// on a fresh embedded etcd behind a counting proxy.
+// and --apiserver-feature-gates on a fresh embedded etcd behind a counting
+// proxy.
 func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.Setting, logf func(string, ...any)) (*report.KubeRunResult, error) {
 	t, release, err := o.target.open(ctx, logf)
 	defer release()
@@ -173,7 +179,7 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 	interval := o.load.Defaults().CompactionInterval
 	st, stop, err := kubeload.StartStack(ctx, t, kubeload.StackConfig{BinDir: bin, EtcdPrefix: o.load.Prefix,
 		EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL, WatchCache: s.WatchCache,
-		ClientWatchList: s.ClientWatchList(), CountEtcd: true})
+		FeatureGates: o.kube.apiserverGates, ClientWatchList: s.ClientWatchList(), CountEtcd: true})
 	defer stop()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +40,8 @@ type kubeOptions struct {
 	apiserverGates  string
 	clientGates     string
 	countEtcd       bool
-	watchList       *bool // from clientGates; nil: client-go's default
+	watchList       *bool           // from clientGates; nil: client-go's default
+	serverGates     map[string]bool // from apiserverGates
 	resolvedVersion string
 	flags           *pflag.FlagSet
 }
@@ -47,7 +50,7 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.version, "kube-apiserver", "", "run the load through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the etcd target, built from the Go module proxy into "+etcdproc.CacheDir()+" on first use (10-30 minutes on 2 cores), with real client-go writers and informers")
 	fs.IntVar(&o.servers, "apiservers", 1, "with --kube-apiserver: kube-apiservers to start, all in front of the same etcd")
 	fs.BoolVar(&o.watchCache, "watch-cache", false, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd); default: what --profile models, off for informer, on for apiserver-cache")
-	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)")
+	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "kube-apiserver's --feature-gates (e.g. EtcdRangeStream=false,WatchList=false): passed as is to the real kube-apiservers (--kube-apiserver, conformance); the gates the etcd-direct model follows, "+kubeload.GateEtcdRangeStream+" and "+kubeload.GateWatchList+", also set the model's (without --kube-apiserver only these two are accepted; unset, the model follows the release conformance compares it with, else 1.37)")
 	fs.BoolVar(&o.countEtcd, "count-etcd", true, "with --kube-apiserver: count every request the apiservers send etcd, by phase and shape, through a counting gRPC proxy in front of each member")
 	fs.StringVar(&o.clientGates, "client-feature-gates", "", "client-go feature gates of the informers: real client-go's with --kube-apiserver or --kubeconfig, the model's without (its informer profile); only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
 	o.flags = fs
@@ -56,19 +59,32 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 // enabled reports whether the load goes through kube-apiserver.
 func (o *kubeOptions) enabled() bool { return o.version != "" }
 
-// Validate checks the flags: all but --client-feature-gates need
-// --kube-apiserver, whose version must be one lwbench can build.
+// Validate checks the flags: all but --client-feature-gates and
+// --apiserver-feature-gates need --kube-apiserver, whose version must be
+// one lwbench can build. Without --kube-apiserver, --apiserver-feature-gates
+// may set only the gates the model follows (kubeload.ModelGate); with it,
+// a gate the model follows must exist in the release (kube-apiserver would
+// refuse to start), and any other is left to kube-apiserver.
 func (o *kubeOptions) Validate() error {
 	if err := o.parseClientGates(); err != nil {
 		return err
 	}
+	if err := o.parseAPIServerGates(); err != nil {
+		return err
+	}
 	if !o.enabled() {
-		for _, name := range []string{"apiservers", "watch-cache", "apiserver-feature-gates", "count-etcd"} {
+		for _, name := range []string{"apiservers", "watch-cache", "count-etcd"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --kube-apiserver", name)
 			}
 		}
-		return o.parseClientGates()
+		for _, name := range slices.Sorted(maps.Keys(o.serverGates)) {
+			if !kubeload.ModelGate(name) {
+				return cli.FlagErrorf("--apiserver-feature-gates: Unsupported value: %q: the etcd-direct model follows %s and %s only; give other gates with --kube-apiserver",
+					name, kubeload.GateEtcdRangeStream, kubeload.GateWatchList)
+			}
+		}
+		return nil
 	}
 	v := strings.TrimPrefix(o.version, "v")
 	if full, ok := kubeVersions[v]; ok {
@@ -82,6 +98,11 @@ func (o *kubeOptions) Validate() error {
 		return cli.FlagErrorf("--kube-apiserver: Unsupported value: %q: lwbench builds kube-apiserver 1.35, 1.36 and 1.37", o.version)
 	}
 	o.resolvedVersion = v
+	for _, name := range slices.Sorted(maps.Keys(o.serverGates)) {
+		if _, ok := kubeload.GateDefault(v, name); kubeload.ModelGate(name) && !ok {
+			return cli.FlagErrorf("--apiserver-feature-gates: Unsupported value: %q: kube-apiserver %s has no such gate", name, v)
+		}
+	}
 	if o.flags != nil && !o.flags.Changed("watch-cache") {
 		if p, _ := o.flags.GetString("profile"); p == string(watchload.ProfileAPIServerCache) {
 			o.watchCache = true
@@ -113,6 +134,53 @@ func (o *kubeOptions) parseClientGates() error {
 		o.watchList = &b
 	}
 	return nil
+}
+
+// parseAPIServerGates sets serverGates from --apiserver-feature-gates,
+// parsed as kube-apiserver parses its --feature-gates
+// (kubeload.ParseFeatureGates).
+func (o *kubeOptions) parseAPIServerGates() error {
+	gates, err := kubeload.ParseFeatureGates(o.apiserverGates)
+	if err != nil {
+		return cli.FlagErrorf("--apiserver-feature-gates: Invalid value: %q: %v", o.apiserverGates, err)
+	}
+	o.serverGates = gates
+	return nil
+}
+
+// modelRangeStream returns the etcd-direct model's EtcdRangeStream gate
+// (watchload.Options.RangeStream) for kube-apiserver of version: the one
+// --apiserver-feature-gates sets, else the release's default, off in a
+// release without the gate (1.35, 1.36); nil, the model's own default
+// (1.37's), when version is "" and the flag does not set it.
+func (o *kubeOptions) modelRangeStream(version string) *bool {
+	if on, ok := o.serverGates[kubeload.GateEtcdRangeStream]; ok {
+		return &on
+	}
+	if version == "" {
+		return nil
+	}
+	on, _ := kubeload.GateDefault(version, kubeload.GateEtcdRangeStream)
+	return &on
+}
+
+// modelWatchList returns the model informers' WatchList
+// (watchload.Options.WatchList) for client-go's WatchListClient client
+// (nil: client-go's default) in front of kube-apiserver of version ("":
+// the model's own, 1.37): off when kube-apiserver's WatchList gate is off,
+// as --apiserver-feature-gates or the release's default says, since
+// kube-apiserver then refuses every watch-list and client-go lists
+// (kubeload.GateWatchList); else client.
+func (o *kubeOptions) modelWatchList(version string, client *bool) *bool {
+	on, ok := o.serverGates[kubeload.GateWatchList]
+	if !ok && version != "" {
+		on, ok = kubeload.GateDefault(version, kubeload.GateWatchList)
+	}
+	if ok && !on {
+		off := false
+		return &off
+	}
+	return client
 }
 
 // clientWatchList names the informers' WatchListClient setting.

@@ -125,6 +125,11 @@ func (o *runOptions) Validate() error {
 	}
 	o.load.Profile = watchload.Profile(o.profile)
 	o.load.WatchList = o.kube.watchList
+	if !o.kube.enabled() {
+		// The model alone: kube-apiserver's gates are the model's.
+		o.load.RangeStream = o.kube.modelRangeStream("")
+		o.load.WatchList = o.kube.modelWatchList("", o.kube.watchList)
+	}
 	if o.load.Prefix == "" {
 		o.load.Prefix = keyspace.DefaultPrefix
 		if len(o.target.endpoints) > 0 {
