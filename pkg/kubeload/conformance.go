@@ -98,7 +98,8 @@ var excludedPhases = map[string]bool{"before": true, "start": true, "seed": true
 // Compare lays the model's and the real stack's etcd requests side by side
 // by method and kind, summed over every phase but the excluded ones, sorted
 // by method then kind. A row counts requests, or responses for the rows
-// without requests (watch responses); it is within 10 % when
+// without requests (watch responses), and the bytes both ways of both,
+// with the ratio of each; it is within 10 % when the counts are,
 // |model-real| <= real/10, and its note says what is known of a
 // difference.
 func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
@@ -134,6 +135,9 @@ func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
 	for _, r := range rows {
 		if r.Real > 0 {
 			r.Ratio = float64(r.Model) / float64(r.Real)
+		}
+		if r.RealBytes > 0 {
+			r.BytesRatio = float64(r.ModelBytes) / float64(r.RealBytes)
 		}
 		d := r.Model - r.Real
 		if d < 0 {

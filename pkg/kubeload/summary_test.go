@@ -58,24 +58,25 @@ func TestRelistsOfCompactedList(t *testing.T) {
 }
 
 // TestCompare: rows are summed over the phases after seeding, by method
-// and kind; a row is within 10 % when |model-real| <= real/10; a watch
-// response row counts responses.
+// and kind, requests and their bytes both ways; a row is within 10 % when
+// |model-real| <= real/10, whatever its bytes; a watch response row counts
+// responses.
 func TestCompare(t *testing.T) {
 	model := []report.EtcdRequests{
 		{Phase: "seed", Method: "Txn", Kind: "if mod_revision=0 then put else range", Requests: 100},
-		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 60},
-		{Phase: "held", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 45},
-		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 80},
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 60, RequestBytes: 600, Responses: 60, ResponseBytes: 60},
+		{Phase: "held", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 45, RequestBytes: 450, Responses: 45, ResponseBytes: 45},
+		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 80, ResponseBytes: 8000},
 		{Phase: "steady", Method: "Watch", Kind: "progress", Requests: 3},
 	}
 	real := []report.EtcdRequests{
 		{Phase: "before", Method: "Range", Kind: "prefix", Requests: 7},
 		{Phase: "seed", Method: "Txn", Kind: "if mod_revision=0 then put", Requests: 60},
 		{Phase: "seed after compaction 1", Method: "Txn", Kind: "if mod_revision=0 then put", Requests: 40},
-		{Phase: "steady after compaction 1", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 70},
-		{Phase: "defrag", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 5},
-		{Phase: "released after compaction 2", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 25},
-		{Phase: "steady after compaction 1", Method: "Watch", Kind: "events", Responses: 100},
+		{Phase: "steady after compaction 1", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 70, RequestBytes: 700, Responses: 70, ResponseBytes: 70},
+		{Phase: "defrag", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 5, RequestBytes: 50, Responses: 5, ResponseBytes: 5},
+		{Phase: "released after compaction 2", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 25, RequestBytes: 250, Responses: 25, ResponseBytes: 25},
+		{Phase: "steady after compaction 1", Method: "Watch", Kind: "events", Responses: 100, ResponseBytes: 8000},
 		{Phase: "steady after compaction 1", Method: "Range", Kind: "key limit", Requests: 40},
 		{Phase: "steady after compaction 1", Method: "Txn", Kind: "if mod_revision=? then delete else range", Requests: 10},
 		{Phase: "released after compaction 2", Method: "RangeStream", Kind: "prefix", Requests: 31},
@@ -87,8 +88,8 @@ func TestCompare(t *testing.T) {
 		{Method: "RangeStream", Kind: "prefix", Model: 0, Real: 31, Ratio: 0, Note: "real: also ResourceQuota admission's live LIST of each namespace's resourcequotas (0 keys; no quota in its informer), once per namespace per 30 s of writes (k8s.io/apiserver/pkg/admission/plugin/resourcequota/resource_access.go GetQuotas, liveTTL)"},
 		{Method: "Txn", Kind: "if mod_revision=? then delete else range", Model: 8, Real: 10, Ratio: 0.8, Note: "model: with the watch cache on, a delete starts from the cached object (k8s.io/apiserver/pkg/storage/cacher/delegator.go Delete), " +
 			"which is stale right after the grace-0 update and fails once (etcd3/store.go conditionalDelete); the model's cache catches up sooner than kube-apiserver's cacher, so fewer of its deletes fail"},
-		{Method: "Txn", Kind: "if mod_revision=? then put else range", Model: 105, Real: 100, Ratio: 1.05, Within10: true},
-		{Method: "Watch", Kind: "events", Model: 80, Real: 100, Ratio: 0.8},
+		{Method: "Txn", Kind: "if mod_revision=? then put else range", Model: 105, Real: 100, ModelBytes: 1155, RealBytes: 1100, Ratio: 1.05, BytesRatio: 1.05, Within10: true},
+		{Method: "Watch", Kind: "events", Model: 80, Real: 100, ModelBytes: 8000, RealBytes: 8000, Ratio: 0.8, BytesRatio: 1},
 		{Method: "Watch", Kind: "progress", Model: 3, Real: 0, Note: "model: its informers ask etcd for progress notifications; upstream only the watch cache does (k8s.io/apiserver/pkg/storage/cacher)"},
 	}
 	if !reflect.DeepEqual(got, want) {

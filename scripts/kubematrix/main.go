@@ -204,7 +204,7 @@ func run(out string, versions []string, duration, objects string) error {
 }
 
 func writeConformance(md *bytes.Buffer, r *report.Conformance) {
-	fmt.Fprintf(md, "etcd %s, kube-apiserver %s. Requests etcd received after seeding, by method and shape; rows outside 10 %% say what is known of the difference.\n\n", r.EtcdVersion, r.APIServerVersion)
+	fmt.Fprintf(md, "etcd %s, kube-apiserver %s. Requests etcd received after seeding, by method and shape, and their bytes both ways; a row is within 10 %% when its counts are; rows outside 10 %% say what is known of the difference.\n\n", r.EtcdVersion, r.APIServerVersion)
 	for _, c := range r.Cases {
 		within := 0
 		for _, row := range c.Rows {
@@ -212,17 +212,26 @@ func writeConformance(md *bytes.Buffer, r *report.Conformance) {
 				within++
 			}
 		}
-		fmt.Fprintf(md, "### %s (model: profile %s): %d of %d rows within 10 %%\n\n", c.Name, c.ModelProfile, within, len(c.Rows))
-		fmt.Fprintf(md, "| method | kind | model | real | ratio | within 10 %% | note |\n|---|---|---:|---:|---:|---|---|\n")
+		rangeStream := "on"
+		if c.ModelRangeStream != nil && !*c.ModelRangeStream {
+			rangeStream = "off"
+		}
+		fmt.Fprintf(md, "### %s (model: profile %s, EtcdRangeStream %s): %d of %d rows within 10 %%\n\n", c.Name, c.ModelProfile, rangeStream, within, len(c.Rows))
+		fmt.Fprintf(md, "| method | kind | model | real | ratio | within 10 %% | model bytes | real bytes | bytes ratio | note |\n|---|---|---:|---:|---:|---|---:|---:|---:|---|\n")
 		for _, row := range c.Rows {
-			ratio := "-"
-			if row.Real > 0 {
-				ratio = fmt.Sprintf("%.2f", row.Ratio)
-			}
-			fmt.Fprintf(md, "| %s | %s | %d | %d | %s | %v | %s |\n", row.Method, row.Kind, row.Model, row.Real, ratio, row.Within10, row.Note)
+			fmt.Fprintf(md, "| %s | %s | %d | %d | %s | %v | %d | %d | %s | %s |\n", row.Method, row.Kind, row.Model, row.Real, ratio(row.Model, row.Real),
+				row.Within10, row.ModelBytes, row.RealBytes, ratio(row.ModelBytes, row.RealBytes), row.Note)
 		}
 		md.WriteString("\n")
 	}
+}
+
+// ratio formats model/real with two decimals, "-" when real is 0.
+func ratio(model, real int64) string {
+	if real == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(model)/float64(real))
 }
 
 func writeRun(md *bytes.Buffer, r *report.KubeRunResult) {

@@ -188,23 +188,31 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 }
 
 // makeConformanceTable has one row per case, method and kind: the model's
-// and the real stack's counts, their ratio, whether within 10 %, and the
-// note.
+// and the real stack's counts, their ratio, whether within 10 % (judged
+// on the counts), their bytes both ways, the bytes' ratio, and the note. A
+// ratio is "-" when the real stack sent none.
 func makeConformanceTable(r *report.Conformance) output.Table {
-	t := output.Table{Header: []string{"case", "method", "kind", "model", "real", "ratio", "within 10%", "note"}}
+	t := output.Table{Header: []string{"case", "method", "kind", "model", "real", "ratio", "within 10%", "model bytes", "real bytes", "bytes ratio", "note"},
+		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
 	for _, c := range r.Cases {
 		for _, row := range c.Rows {
-			ratio := "-"
-			if row.Real > 0 {
-				ratio = fmt.Sprintf("%.2f", row.Ratio)
-			}
 			within := "no"
 			if row.Within10 {
 				within = "yes"
 			}
 			t.Rows = append(t.Rows, []string{c.Name + " (model " + c.ModelProfile + ")", row.Method, strings.TrimSpace(row.Kind),
-				fmt.Sprint(row.Model), fmt.Sprint(row.Real), ratio, within, row.Note})
+				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), within,
+				fmt.Sprint(row.ModelBytes), fmt.Sprint(row.RealBytes), conformanceRatio(row.BytesRatio, row.RealBytes), row.Note})
 		}
 	}
 	return t
+}
+
+// conformanceRatio formats a model/real ratio with two decimals, "-" when
+// real is 0 (the ratio is then 0, not infinite).
+func conformanceRatio(ratio float64, real int64) string {
+	if real == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", ratio)
 }

@@ -6,9 +6,38 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
+
+// TestConformanceTableGolden renders a conformance result as a table and
+// as markdown: each row with the counts, their ratio and the within-10 %
+// judgement, then the bytes both ways and their ratio ("-" for a row the
+// real stack did not send), then the note.
+func TestConformanceTableGolden(t *testing.T) {
+	model := []report.EtcdRequests{
+		{Phase: "sync", Method: "Range", Kind: "prefix limit", Requests: 11, RequestBytes: 550, Responses: 11, ResponseBytes: 1_200_000},
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 3963, RequestBytes: 2_000_000, Responses: 3963, ResponseBytes: 150_000},
+		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 26564, ResponseBytes: 9_000_000},
+		{Phase: "sync", Method: "RangeStream", Kind: "prefix", Requests: 1, RequestBytes: 40, Responses: 3, ResponseBytes: 90_000},
+	}
+	real := []report.EtcdRequests{
+		{Phase: "sync", Method: "Range", Kind: "prefix limit", Requests: 11, RequestBytes: 560, Responses: 11, ResponseBytes: 1_210_000},
+		{Phase: "released after compaction 2", Method: "Range", Kind: "prefix", Requests: 10, RequestBytes: 400, Responses: 10, ResponseBytes: 600},
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 3969, RequestBytes: 2_100_000, Responses: 3969, ResponseBytes: 160_000},
+		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 25984, ResponseBytes: 9_500_000},
+		{Phase: "released after compaction 2", Method: "Status", Kind: "call", Requests: 1, Responses: 1, ResponseBytes: 78},
+	}
+	off := false
+	r := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion,
+		EtcdVersion: "3.7.3", APIServerVersion: "v1.36.3", Cases: []report.ConformanceCase{{
+			Name: "watch cache off, WatchList on", ClientWatchList: "on", ModelProfile: string(watchload.ProfileInformer),
+			ModelRangeStream: &off, Rows: kubeload.Compare(model, real)}}}
+	golden(t, "conformance.table", render(t, output.FormatTable, makeConformanceTable(r), r))
+	golden(t, "conformance.md", render(t, output.FormatMarkdown, makeConformanceTable(r), r))
+}
 
 // TestConformanceModelCountsOnlyTheLoad runs a short load through the
 // model as `lwbench conformance` does (conformanceModel: a counting proxy
