@@ -127,7 +127,11 @@ func TestCompareNotes(t *testing.T) {
 		{"create with an Else branch", "Txn", "if mod_revision=0 then put else range", 5, 0, "model: a txn shape kube-apiserver does not send"},
 		{"count polling", "Range", "prefix count_only", 0, 64, "kube-apiserver's own: it counts every resource's objects"},
 		{"not modelled", "Range", "key limit", 0, 40, "not modelled"},
-		{"watch streams", "Watch", "stream", 0, 1, "gRPC watch streams"},
+		{"watch streams", "Watch", "stream", 0, 1, "gRPC watch streams: kube-apiserver gives each resource's storage an etcd client of its own"},
+		{"db size monitor", "Status", "call", 0, 1, "kube-apiserver 1.35 and 1.36's own: its etcd db size monitor"},
+		{"quota lookups, Range", "Range", "prefix", 1, 11, "real: also ResourceQuota admission's live LIST"},
+		{"quota lookups, RangeStream", "RangeStream", "prefix", 11, 21, "real: also ResourceQuota admission's live LIST"},
+		{"a Range limit more", "Range", "prefix limit", 10, 11, ""},
 		{"a cancel more", "Watch", "cancel", 2, 3, "watch cancels"},
 		{"many cancels more", "Watch", "cancel", 2, 30, ""},
 	}
