@@ -55,12 +55,17 @@ func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
 	o.kube.AddFlags(fs)
 	fs.Lookup("kube-apiserver").Usage = "run the experiment's Kubernetes clients through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the member: client-go writers and informers instead of lwbench's model; built from the Go module proxy into " + etcdproc.CacheDir() + " on first use (10-30 minutes on 2 cores)"
 	fs.Lookup("watch-cache").Usage = "with --kube-apiserver: kube-apiserver's --watch-cache (default off: every LIST and WATCH reaches etcd, as the model's informers do)"
+	fs.Lookup("apiserver-feature-gates").Usage = "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)"
 	o.flags = fs
 }
 
 func (o *experimentOptions) Validate(name string) error {
 	if err := o.target.Validate(); err != nil {
 		return err
+	}
+	// The experiments' model takes no kube-apiserver gate (run's does).
+	if o.kube.version == "" && o.flags != nil && o.flags.Changed("apiserver-feature-gates") {
+		return cli.FlagErrorf("--apiserver-feature-gates needs --kube-apiserver: the experiments' model follows kube-apiserver 1.37's defaults")
 	}
 	if err := o.kube.Validate(); err != nil {
 		return err
