@@ -163,7 +163,9 @@ func (s *InformerSet) SelectLabels(selector string) {
 func (s *InformerSet) Requests() []Request { return s.log.snapshot() }
 
 // Hold holds informer i back (see Release): its watch breaks off and its
-// next LIST or WATCH waits.
+// next LIST or WATCH waits. Its events from now on, for the rest of the
+// run, are timed apart (watchload.Observer.HoldBack,
+// report.DeliveryStats.HeldBack).
 func (s *InformerSet) Hold(i int) { s.Informers[i].lw.Hold() }
 
 // Release lets informer i list and watch again.

@@ -169,8 +169,10 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 }
 
 // Hold holds the informer back: its current watch ends as a broken
-// connection would, and its next LIST or WATCH waits until Release.
+// connection would, and its next LIST or WATCH waits until Release. Its
+// events from now on are timed apart (Observer.HoldBack).
 func (lw *listWatch) Hold() {
+	lw.obs.HoldBack()
 	lw.mu.Lock()
 	if lw.held {
 		lw.mu.Unlock()

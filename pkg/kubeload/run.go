@@ -99,7 +99,11 @@ type Options struct {
 // (so that their next watch fails with 410 if it reaches etcd), and at the
 // end waits until every informer's cache equals etcd's state, validates
 // every informer's events against the recorded history and reports what
-// every informer asked for and what etcd was asked.
+// every informer asked for and what etcd was asked. The delivery
+// latencies are those of the informers not held back; the held ones',
+// from their hold on, are Delivery.HeldBack (with the watch cache on
+// kube-apiserver serves their resumed watch from its cache's history, and
+// the events of the hold arrive late by up to its length).
 //
 // The phases (seed, sync, steady, held, released, defrag, drain) also
 // begin anew at each compaction by kube-apiserver's compactor, seen as a

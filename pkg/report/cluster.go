@@ -46,9 +46,11 @@ type MemberWrites struct {
 // MemberDelivery are the events received by the watchers pinned to one
 // member.
 type MemberDelivery struct {
-	Events      int64   `json:"events"`      // events received
-	TimedEvents int64   `json:"timedEvents"` // of which matched with their write
-	FromCommit  Latency `json:"fromCommit"`  // from the writer's response, as DeliveryStats.FromCommit
+	Events      int64 `json:"events"`      // events received, every watcher's
+	TimedEvents int64 `json:"timedEvents"` // of which matched with their write
+	// FromCommit is from the writer's response, as DeliveryStats.FromCommit:
+	// without the events of watchers held back, from their hold on.
+	FromCommit Latency `json:"fromCommit"`
 }
 
 // MemberDefrag is the defragmentation of one member.

@@ -3,8 +3,11 @@ package report
 import "time"
 
 // KubeRunSchemaVersion is the version of the KubeRunResult JSON document;
-// it changes when a field is renamed, removed or changes meaning.
-const KubeRunSchemaVersion = 2
+// it changes when a field is renamed, removed or changes meaning. Version
+// 3: the delivery latencies (delivery.fromCommit and fromSend, the
+// intervals') leave out the informers held back across a compaction, from
+// their hold on, which delivery.heldBack measures apart (DeliveryStats).
+const KubeRunSchemaVersion = 3
 
 // KubeRunResult is the result of `lwbench run --kube-apiserver`: a load
 // through real kube-apiservers in front of etcd, written by real client-go
@@ -27,8 +30,12 @@ type KubeRunResult struct {
 	// etcd-direct model that do not apply are zero).
 	Scenario Scenario `json:"scenario"`
 
-	Writes   WriteStats    `json:"writes"`   // the API writers' counts and latency from schedule
-	Delivery DeliveryStats `json:"delivery"` // watch events the informers received and their latency from each write's response
+	Writes WriteStats `json:"writes"` // the API writers' counts and latency from schedule
+	// Delivery is the watch events the informers received and their
+	// latency from each write's response; the latencies are those of the
+	// informers not held back, Delivery.HeldBack the held ones' from their
+	// hold on (DeliveryStats).
+	Delivery DeliveryStats `json:"delivery"`
 	// Informers are per informer, by id.
 	Informers []InformerStats `json:"informers"`
 	// Requests count the informers' requests by verb and outcome, sorted.

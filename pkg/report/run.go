@@ -10,8 +10,12 @@ import (
 // changes when a field is renamed, removed or changes meaning; adding a
 // field keeps it. Version 2 (lwbench issue 4): final.objects counts every
 // resource of the load, not only pods; relists carry their attempts;
-// validation counts every watch guarantee; see docs/lwbench-json.md.
-const RunSchemaVersion = 2
+// validation counts every watch guarantee. Version 3: the delivery
+// latencies (delivery.fromCommit and fromSend, the intervals' and the
+// members') leave out the watchers held back across a compaction, from
+// their hold on, which delivery.heldBack measures apart; see
+// docs/lwbench-json.md.
+const RunSchemaVersion = 3
 
 // RunResult is the versioned result of `lwbench run`. Durations and
 // latencies are float milliseconds with the unit in the field name, sizes
@@ -32,8 +36,11 @@ type RunResult struct {
 	// Scenario echoes the options that shaped the load.
 	Scenario Scenario `json:"scenario"`
 
-	Writes   WriteStats    `json:"writes"`   // the writers' counts and latency from schedule
-	Delivery DeliveryStats `json:"delivery"` // events and their delivery latency, merged over watchers
+	Writes WriteStats `json:"writes"` // the writers' counts and latency from schedule
+	// Delivery is the events the watchers received and their delivery
+	// latency: the latencies are those of the watchers not held back,
+	// Delivery.HeldBack the held ones' from their hold on (DeliveryStats).
+	Delivery DeliveryStats `json:"delivery"`
 	// InitialLists summarises every watcher's first LIST.
 	InitialLists ListSummary `json:"initialLists"`
 	// Relists are the LIST phases after the first, in watcher order.
@@ -201,13 +208,28 @@ type WriteStats struct {
 }
 
 // DeliveryStats measures watch events from their write to their receipt by
-// a watcher, merged across watchers.
+// a watcher. The counts (Events, TimedEvents, UntimedEvents,
+// EventsPerSecond, DeliveredBeforeResponse) are over every watcher; the
+// latencies (FromCommit, FromSend) leave out the events a watcher
+// received from the moment it was held back across a compaction on
+// (Scenario.HeldBackWatchers; RunResult.Watchers[].HeldBack,
+// KubeRunResult.Informers[].HeldBack), which HeldBack measures apart: a
+// held watcher that resumes its watch where it stopped receives every
+// event of the hold late, by up to the hold's length, a delay of the
+// scenario rather than of the delivery. It does with kube-apiserver's
+// watch cache on, which serves the resumed watch from its own history of
+// about the last 75 s of events (at most 102,400), whatever etcd
+// compacted (k8s.io/apiserver/pkg/storage/cacher/cacher.go
+// DefaultEventFreshDuration, watch_cache_history.go resizeCacheLocked);
+// with the cache off its watch meets etcd's compaction and it relists
+// instead.
 type DeliveryStats struct {
-	// Events counts events received by all watchers.
+	// Events counts events received by all watchers, HeldBack's included.
 	Events int64 `json:"events"`
 	// TimedEvents were matched with the write that caused them;
 	// UntimedEvents were not (lease expiries, writes whose response was
-	// lost, writes older than the join's ring).
+	// lost, writes older than the join's ring). Both count every
+	// watcher's, HeldBack's included.
 	TimedEvents   int64 `json:"timedEvents"`
 	UntimedEvents int64 `json:"untimedEvents"` // events not matched with a write
 	// EventsPerSecond is Events over the time from the first write's
@@ -215,12 +237,44 @@ type DeliveryStats struct {
 	EventsPerSecond float64 `json:"eventsPerSecond"`
 	// FromCommit runs from the moment the writer got etcd's response,
 	// which is after the commit; an event that arrives before the
-	// response counts as 0 and in DeliveredBeforeResponse.
+	// response counts as 0 and in DeliveredBeforeResponse. Since
+	// RunSchemaVersion 3 and KubeRunSchemaVersion 3 it leaves out
+	// HeldBack's events (its Count is TimedEvents - HeldBack.TimedEvents);
+	// before, it merged every watcher's.
 	FromCommit Latency `json:"fromCommit"`
 	// FromSend runs from the moment the writer sent the request, an upper
-	// bound of the delay from commit.
+	// bound of the delay from commit; it leaves out HeldBack's events as
+	// FromCommit does.
 	FromSend                Latency `json:"fromSend"`
-	DeliveredBeforeResponse int64   `json:"deliveredBeforeResponse"` // events received before their writer's response
+	DeliveredBeforeResponse int64   `json:"deliveredBeforeResponse"` // events received before their writer's response, every watcher's
+	// HeldBack is the delivery to the watchers held back across a
+	// compaction, from each one's hold on; nil when no watcher was held
+	// back (and always in a WatchResult).
+	HeldBack *HeldBackDelivery `json:"heldBack,omitempty"`
+}
+
+// HeldBackDelivery is the delivery to the watchers held back across a
+// compaction, counted from the moment each was held back to the end of the
+// run: the events that reached it while held (those already on their way),
+// those it received late after its release (from a watch cache's history,
+// or none when it relisted instead) and every later one. What each watcher
+// received before its hold counts in DeliveryStats' latencies.
+type HeldBackDelivery struct {
+	// Watchers is the number of watchers held back.
+	Watchers int `json:"watchers"`
+	// Events counts the events they received from their hold on; the
+	// DeliveryStats' Events include them.
+	Events int64 `json:"events"`
+	// TimedEvents counts those matched with the write that caused them,
+	// the samples of FromCommit and FromSend.
+	TimedEvents int64 `json:"timedEvents"`
+	// FromCommit is their latency from the writer's response, as
+	// DeliveryStats.FromCommit; the events of a hold that a watch cache
+	// delivers after the release arrive late by up to the hold's length
+	// (KubeRunResult.Holds: releasedAtMs - heldAtMs).
+	FromCommit Latency `json:"fromCommit"`
+	// FromSend is their latency from the writer's send.
+	FromSend Latency `json:"fromSend"`
 }
 
 // ListSummary summarises LIST phases.
@@ -484,7 +538,10 @@ type WatcherStats struct {
 // Interval is one second of a run, from the start of the writes.
 // Writes are attributed to the interval they were scheduled in (their
 // latency) and the one they ended in (completions, errors); events to the
-// one they arrived in.
+// one they arrived in. Events counts every watcher's; the delivery
+// percentiles leave out those of watchers held back, from their hold on
+// (as DeliveryStats.FromCommit), which HeldBackEvents and
+// HeldBackDeliveryP99Ms give.
 type Interval struct {
 	StartMs         float64 `json:"startMs"`         // offset from the start of the writes, ms
 	WritesScheduled int64   `json:"writesScheduled"` // writes due in this second
@@ -493,10 +550,17 @@ type Interval struct {
 	WriteP50Ms      float64 `json:"writeP50Ms"`      // median latency of the writes due in it, ms
 	WriteP99Ms      float64 `json:"writeP99Ms"`      // 99th percentile, ms
 	WriteP999Ms     float64 `json:"writeP999Ms"`     // 99.9th percentile, ms
-	Events          int64   `json:"events"`          // events received in it
-	DeliveryP50Ms   float64 `json:"deliveryP50Ms"`   // median delivery latency from the response, ms
-	DeliveryP99Ms   float64 `json:"deliveryP99Ms"`   // 99th percentile, ms
-	DeliveryP999Ms  float64 `json:"deliveryP999Ms"`  // 99.9th percentile, ms
+	Events          int64   `json:"events"`          // events received in it, every watcher's
+	DeliveryP50Ms   float64 `json:"deliveryP50Ms"`   // median delivery latency from the response, ms, of watchers not held back
+	DeliveryP99Ms   float64 `json:"deliveryP99Ms"`   // 99th percentile, ms, of watchers not held back
+	DeliveryP999Ms  float64 `json:"deliveryP999Ms"`  // 99.9th percentile, ms, of watchers not held back
+	// HeldBackEvents counts the events of Events that watchers held back
+	// received, from their hold on (DeliveryStats.HeldBack); 0 and absent
+	// before any hold.
+	HeldBackEvents int64 `json:"heldBackEvents,omitempty"`
+	// HeldBackDeliveryP99Ms is the 99th percentile of those events'
+	// delivery latency from the response, ms; absent when none was timed.
+	HeldBackDeliveryP99Ms float64 `json:"heldBackDeliveryP99Ms,omitempty"`
 }
 
 // SelfStats is the resource use of the lwbench process over the run, so a

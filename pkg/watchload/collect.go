@@ -11,7 +11,9 @@ import (
 )
 
 // collectTimings fills the writes' latency and, with d, the delivery the
-// Env timed, and returns the one-second intervals.
+// Env timed: the latencies of the watchers not held back, and d.HeldBack
+// when a watcher was held back (timing). It returns the one-second
+// intervals.
 func collectTimings(env *Env, writes *report.WriteStats, d *report.DeliveryStats) []report.Interval {
 	tm := env.timing
 	tm.mu.Lock()
@@ -20,6 +22,11 @@ func collectTimings(env *Env, writes *report.WriteStats, d *report.DeliveryStats
 		d.FromCommit, d.FromSend = tm.fromCommit.summary(), tm.fromSend.summary()
 		d.DeliveredBeforeResponse = tm.beforeResponse
 		d.TimedEvents, d.UntimedEvents = tm.timed, tm.untimed
+		d.HeldBack = nil
+		if h := tm.held; h != nil {
+			d.HeldBack = &report.HeldBackDelivery{Watchers: h.watchers, Events: h.events, TimedEvents: h.timed,
+				FromCommit: h.fromCommit.summary(), FromSend: h.fromSend.summary()}
+		}
 	}
 	tm.mu.Unlock()
 	return tm.series()

@@ -116,7 +116,11 @@
 // bound of the delay from commit (the response follows the commit);
 // latency from the send an upper bound. Samples go in batches into HDR
 // histograms shared by all watchers and into a one-second series, so
-// memory does not grow with events.
+// memory does not grow with events. A watcher held back (Reflector.Hold,
+// Observer.HoldBack) has its samples from then on kept in histograms of
+// their own (report.DeliveryStats.HeldBack): resumed from a watch cache's
+// history, it receives the events of its hold late by up to the hold, a
+// delay of the scenario that would otherwise make the run's p90 and p99.
 //
 // # Validation
 //

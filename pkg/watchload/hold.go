@@ -150,9 +150,15 @@ func (c *holdClient) state() (held, wasHeld bool) {
 }
 
 // Hold breaks the reflector's connection (holdClient.Hold): its watch
-// stops, and it does not watch again until Release. It returns at once;
+// stops, and it does not watch again until Release. From now on, for the
+// rest of the run, its events are timed apart from those of the
+// reflectors never held back (report.DeliveryStats.HeldBack): those of
+// the hold may arrive late by up to its length. It returns at once;
 // HeldRevision waits until the reflector has stopped.
-func (r *Reflector) Hold() { r.conn.Hold() }
+func (r *Reflector) Hold() {
+	r.lat.holdBack()
+	r.conn.Hold()
+}
 
 // HeldRevision waits until a held reflector has stopped (its watch ended,
 // events already on their way included, or the list or pause it was in

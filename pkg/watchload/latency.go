@@ -128,7 +128,12 @@ func (f *inflight) mayCommit(at int64) bool {
 }
 
 // timing joins watch events with the writes that caused them and collects
-// every latency of a run: totals and one-second intervals.
+// every latency of a run: totals and one-second intervals. The delivery
+// latencies come in two groups: the events of watchers never held back,
+// or not yet (fromCommit, fromSend: report.DeliveryStats' headline), and
+// those of watchers held back, from their hold on (held:
+// report.DeliveryStats.HeldBack), whose events of the hold may arrive
+// late by up to its length. The counts are over both.
 type timing struct {
 	epoch    time.Time
 	ring     *commitLog
@@ -138,10 +143,13 @@ type timing struct {
 	width  time.Duration
 
 	mu         sync.Mutex
-	fromCommit histogram
-	fromSend   histogram
+	fromCommit histogram // watchers not held back
+	fromSend   histogram // watchers not held back
 	writes     histogram
 	intervals  []*intervalStats
+	// held is the delivery to watchers held back, from their hold on;
+	// nil until one is.
+	held *heldTiming
 	// beforeResponse counts events received before their writer had the
 	// response: latency from commit is then recorded as 0.
 	beforeResponse int64
@@ -151,6 +159,25 @@ type timing struct {
 	// members holds what the clients pinned to each member saw; nil
 	// unless setMembers was called.
 	members []*memberTiming
+}
+
+// heldTiming is the delivery to the watchers held back, from each one's
+// hold on.
+type heldTiming struct {
+	watchers             int // watchers held back
+	events, timed        int64
+	fromCommit, fromSend histogram
+}
+
+// holdWatcher starts the held-back group, if it has not started, and
+// counts one more watcher in it.
+func (t *timing) holdWatcher() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.held == nil {
+		t.held = &heldTiming{fromCommit: newHistogram(), fromSend: newHistogram()}
+	}
+	t.held.watchers++
 }
 
 // memberTiming is what the connections pinned to one member saw.
@@ -181,10 +208,14 @@ func (t *timing) member(i int) *memberTiming {
 	return t.members[i]
 }
 
-// intervalStats is what happened in one interval.
+// intervalStats is what happened in one interval: events counts every
+// watcher's, deliveryLat those of watchers not held back; heldEvents and
+// heldLat (nil until one is timed) those of watchers held back.
 type intervalStats struct {
 	writesScheduled, writesDone, writeErrors, events int64
 	writeLat, deliveryLat                            histogram
+	heldEvents                                       int64
+	heldLat                                          *histogram
 }
 
 func newTiming(epoch time.Time, ringCapacity int64, workers int) *timing {
@@ -252,15 +283,18 @@ func (t *timing) addWrites(ss []writeSample) {
 	}
 }
 
-// eventSample is one received event: when, and its latencies from the
+// eventSample is one received event: when, its latencies from the
 // write's response and send (-1 when the event was not matched to a
-// write).
+// write), and whether its watcher had been held back when it arrived.
 type eventSample struct {
 	at, fromCommit, fromSend int64
+	held                     bool
 }
 
 // addEvents records one watcher's events; member is the member its
-// stream is pinned to (-1: any).
+// stream is pinned to (-1: any). Every event counts; the latency of an
+// event that arrived after its watcher was held back goes to the
+// held-back group (holdWatcher, which the watcher called first) alone.
 func (t *timing) addEvents(ss []eventSample, beforeResponse int64, member int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -273,16 +307,33 @@ func (t *timing) addEvents(ss []eventSample, beforeResponse int64, member int) {
 		t.lastEvent = max(t.lastEvent, s.at)
 		iv := t.interval(s.at)
 		iv.events++
+		if s.held {
+			t.held.events++
+			iv.heldEvents++
+		}
 		if s.fromCommit < 0 {
 			t.untimed++
 			continue
 		}
 		t.timed++
+		if m != nil {
+			m.timed++
+		}
+		if s.held {
+			t.held.timed++
+			t.held.fromCommit.record(time.Duration(s.fromCommit))
+			t.held.fromSend.record(time.Duration(s.fromSend))
+			if iv.heldLat == nil {
+				h := newHistogramDigits(2)
+				iv.heldLat = &h
+			}
+			iv.heldLat.record(time.Duration(s.fromCommit))
+			continue
+		}
 		t.fromCommit.record(time.Duration(s.fromCommit))
 		t.fromSend.record(time.Duration(s.fromSend))
 		iv.deliveryLat.record(time.Duration(s.fromCommit))
 		if m != nil {
-			m.timed++
 			m.delivery.record(time.Duration(s.fromCommit))
 		}
 	}
@@ -301,6 +352,10 @@ func (t *timing) series() []report.Interval {
 			WriteP50Ms: w.P50Ms, WriteP99Ms: w.P99Ms, WriteP999Ms: w.P999Ms,
 			Events:        iv.events,
 			DeliveryP50Ms: d.P50Ms, DeliveryP99Ms: d.P99Ms, DeliveryP999Ms: d.P999Ms,
+			HeldBackEvents: iv.heldEvents,
+		}
+		if iv.heldLat != nil {
+			out[i].HeldBackDeliveryP99Ms = iv.heldLat.summary().P99Ms
 		}
 	}
 	return out
@@ -308,16 +363,25 @@ func (t *timing) series() []report.Interval {
 
 // watchTiming is one watcher's side of the join: it looks events up in
 // the ring, holds those whose write has not published yet, and hands
-// samples to the shared timing in batches.
+// samples to the shared timing in batches. Its methods are called from
+// the watcher's goroutine, except holdBack.
 type watchTiming struct {
 	t              *timing
 	member         int // the member the watcher's stream is pinned to, -1: any
 	buf            []eventSample
 	pending        []pendingEvent
 	beforeResponse int64
+	// heldBack is set once the watcher has been held back, after the
+	// held-back group counts it: its events from then on are timed apart
+	// (timing.held).
+	heldBack atomic.Bool
+	holdOnce sync.Once
 }
 
-type pendingEvent struct{ rev, at int64 }
+type pendingEvent struct {
+	rev, at int64
+	held    bool // the watcher had been held back when it arrived
+}
 
 const timingBatch = 256
 
@@ -325,16 +389,29 @@ func newWatchTiming(t *timing, member int) *watchTiming {
 	return &watchTiming{t: t, member: member, buf: make([]eventSample, 0, timingBatch)}
 }
 
+// holdBack marks the watcher held back: every event it receives from now
+// on is timed in the held-back group (report.DeliveryStats.HeldBack),
+// for the rest of the run. Calls after the first do nothing. It may be
+// called from any goroutine.
+func (w *watchTiming) holdBack() {
+	w.holdOnce.Do(func() {
+		w.t.holdWatcher()
+		w.heldBack.Store(true)
+	})
+}
+
 // event records an event of revision rev received at at.
 func (w *watchTiming) event(rev, at int64) {
-	if !w.resolve(rev, at) {
-		w.pending = append(w.pending, pendingEvent{rev: rev, at: at})
+	held := w.heldBack.Load()
+	if !w.resolve(rev, at, held) {
+		w.pending = append(w.pending, pendingEvent{rev: rev, at: at, held: held})
 	}
 }
 
 // resolve records the event if its write is known or will never be; it
-// returns false if the write may still publish.
-func (w *watchTiming) resolve(rev, at int64) bool {
+// returns false if the write may still publish. held tells whether the
+// watcher had been held back when the event arrived.
+func (w *watchTiming) resolve(rev, at int64, held bool) bool {
 	sent, done, found, gone := w.t.ring.lookup(rev)
 	switch {
 	case found:
@@ -343,9 +420,9 @@ func (w *watchTiming) resolve(rev, at int64) bool {
 			w.beforeResponse++
 			d = 0
 		}
-		w.add(eventSample{at: at, fromCommit: d, fromSend: max(at-sent, 0)})
+		w.add(eventSample{at: at, fromCommit: d, fromSend: max(at-sent, 0), held: held})
 	case gone || !w.t.inflight.mayCommit(at):
-		w.add(eventSample{at: at, fromCommit: -1})
+		w.add(eventSample{at: at, fromCommit: -1, held: held})
 	default:
 		return false
 	}
@@ -366,7 +443,7 @@ func (w *watchTiming) retry() {
 	}
 	kept := w.pending[:0]
 	for _, p := range w.pending {
-		if !w.resolve(p.rev, p.at) {
+		if !w.resolve(p.rev, p.at, p.held) {
 			kept = append(kept, p)
 		}
 	}
@@ -386,7 +463,7 @@ func (w *watchTiming) flush() {
 func (w *watchTiming) finish() {
 	w.retry()
 	for _, p := range w.pending {
-		w.add(eventSample{at: p.at, fromCommit: -1})
+		w.add(eventSample{at: p.at, fromCommit: -1, held: p.held})
 	}
 	w.pending = nil
 	w.flush()

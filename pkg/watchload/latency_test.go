@@ -3,6 +3,8 @@ package watchload
 import (
 	"testing"
 	"time"
+
+	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 func TestCommitLog(t *testing.T) {
@@ -98,5 +100,124 @@ func TestCommitLogBounded(t *testing.T) {
 				t.Errorf("newCommitLog(%d): got %d slots, want %d", tt.capacity, got, tt.wantSlots)
 			}
 		})
+	}
+}
+
+// TestHeldBackDelivery holds one of two watchers back, as kubeload.Run
+// and the model's maintenance do, and has it receive the events of its
+// hold late by the hold's length, as a watch resumed from kube-apiserver's
+// watch cache does: the headline latencies must stay those of the
+// watchers not held back (and of the held one before its hold), the late
+// events must be reported apart, and every count must stay a total.
+func TestHeldBackDelivery(t *testing.T) {
+	ms := int64(time.Millisecond)
+	env := NewEnv(time.Now(), 1<<12, 1, nil)
+	env.SetIntervalOrigin(0)
+	held, free := env.NewObserver(0, "/registry/pods/"), env.NewObserver(1, "/registry/pods/")
+	const hold = 15000 // ms
+	rev := int64(0)
+	// write publishes a write answered at ms since the epoch.
+	write := func(at int64) int64 {
+		rev++
+		env.timing.ring.publish(rev, (at-1)*ms, at*ms)
+		return rev
+	}
+	// Before the hold (0-999 ms): both watchers receive every event 5 ms
+	// after its write's response.
+	for at := int64(0); at < 1000; at += 10 {
+		r := write(at)
+		held.Event("/registry/pods/ns/a", r, true, false, (at+5)*ms)
+		free.Event("/registry/pods/ns/a", r, true, false, (at+5)*ms)
+	}
+	held.HoldBack()
+	held.HoldBack() // a second call counts no second watcher
+	// During the hold (1000-15999 ms) only the free watcher receives them.
+	var missed []int64
+	for at := int64(1000); at < 1000+hold; at += 10 {
+		r := write(at)
+		missed = append(missed, r)
+		free.Event("/registry/pods/ns/a", r, true, false, (at+5)*ms)
+	}
+	// At the release the held watcher receives the hold's events at once,
+	// late by up to the hold.
+	release := int64(1000 + hold)
+	for _, r := range missed {
+		held.Event("/registry/pods/ns/a", r, true, false, release*ms)
+	}
+	held.Finish()
+	free.Finish()
+
+	var d report.DeliveryStats
+	var w report.WriteStats
+	ivs := env.Collect(&w, &d)
+
+	before, during := int64(100), int64(hold/10)
+	if want := 2*before + 2*during; d.TimedEvents != want || d.UntimedEvents != 0 {
+		t.Errorf("timed %d, untimed %d events; want %d and 0: the counts are every watcher's", d.TimedEvents, d.UntimedEvents, want)
+	}
+	if want := 2*before + during; d.FromCommit.Count != want || d.FromSend.Count != want {
+		t.Errorf("fromCommit counts %d, fromSend %d events; want %d, the free watcher's and the held one's before its hold", d.FromCommit.Count, d.FromSend.Count, want)
+	}
+	if d.FromCommit.MaxMs > 5.1 || d.FromCommit.P99Ms > 5.1 {
+		t.Errorf("fromCommit p99 %.1f ms, max %.1f ms; want 5 ms, the hold's late events left out", d.FromCommit.P99Ms, d.FromCommit.MaxMs)
+	}
+	h := d.HeldBack
+	if h == nil {
+		t.Fatal("no heldBack delivery; want the held watcher's")
+	}
+	if h.Watchers != 1 || h.Events != during || h.TimedEvents != during || h.FromCommit.Count != during {
+		t.Errorf("heldBack %d watchers, %d events, %d timed, fromCommit count %d; want 1 watcher and %d events", h.Watchers, h.Events, h.TimedEvents, h.FromCommit.Count, during)
+	}
+	if h.FromCommit.MaxMs < hold-1 || h.FromCommit.MaxMs > hold*1.01 || h.FromCommit.P50Ms < hold/2*0.99 {
+		t.Errorf("heldBack fromCommit p50 %.0f ms, max %.0f ms; want about %d and %d (late by up to the hold)", h.FromCommit.P50Ms, h.FromCommit.MaxMs, hold/2, hold)
+	}
+
+	last := ivs[release/1000]
+	if last.Events != during || last.HeldBackEvents != during {
+		t.Errorf("interval of the release: %d events, %d held back; want %d and %d", last.Events, last.HeldBackEvents, during, during)
+	}
+	if last.DeliveryP99Ms != 0 || last.HeldBackDeliveryP99Ms < hold*0.98 {
+		t.Errorf("interval of the release: delivery p99 %.0f ms, held back p99 %.0f ms; want 0 (no free event then) and about %d", last.DeliveryP99Ms, last.HeldBackDeliveryP99Ms, hold)
+	}
+	if first := ivs[0]; first.HeldBackEvents != 0 || first.Events != 2*before || first.DeliveryP99Ms > 5.1 {
+		t.Errorf("first interval: %d events, %d held back, delivery p99 %.1f ms; want %d, 0, 5 ms", first.Events, first.HeldBackEvents, first.DeliveryP99Ms, 2*before)
+	}
+}
+
+// TestNoHoldNoHeldBackDelivery: without a hold, nothing is reported apart.
+func TestNoHoldNoHeldBackDelivery(t *testing.T) {
+	env := NewEnv(time.Now(), 1024, 1, nil)
+	o := env.NewObserver(0, "/registry/pods/")
+	env.timing.ring.publish(1, 0, int64(time.Millisecond))
+	o.Event("/registry/pods/ns/a", 1, true, true, int64(2*time.Millisecond))
+	o.Finish()
+	d := report.DeliveryStats{HeldBack: &report.HeldBackDelivery{Watchers: 9}} // a stale value is replaced
+	var w report.WriteStats
+	ivs := env.Collect(&w, &d)
+	if d.HeldBack != nil || d.FromCommit.Count != 1 || ivs[0].HeldBackEvents != 0 {
+		t.Errorf("heldBack %+v, fromCommit count %d, interval held back events %d; want nil, 1, 0", d.HeldBack, d.FromCommit.Count, ivs[0].HeldBackEvents)
+	}
+}
+
+// TestHeldBackMemberDelivery: a member's delivery latency, as the run's,
+// leaves out the events its watcher received once held back; its counts
+// keep them.
+func TestHeldBackMemberDelivery(t *testing.T) {
+	ms := int64(time.Millisecond)
+	tm := newTiming(time.Now(), 1024, 1)
+	tm.setMembers(1)
+	w := newWatchTiming(tm, 0)
+	tm.ring.publish(1, 0, 1*ms)
+	w.event(1, 2*ms) // 1 ms
+	w.holdBack()
+	tm.ring.publish(2, 2*ms, 3*ms)
+	w.event(2, 5003*ms) // 5 s late, after the hold
+	w.finish()
+	m := tm.members[0]
+	if got := m.delivery.summary(); m.events != 2 || m.timed != 2 || got.Count != 1 || got.MaxMs > 1.01 {
+		t.Errorf("member: %d events, %d timed, delivery %+v; want 2, 2 and the 1 ms of the event before the hold alone", m.events, m.timed, got)
+	}
+	if tm.held == nil || tm.held.watchers != 1 || tm.held.fromCommit.summary().MaxMs < 4990 {
+		t.Errorf("held-back group %+v; want one watcher and its 5 s late event", tm.held)
 	}
 }

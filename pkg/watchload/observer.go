@@ -71,6 +71,14 @@ func (o *Observer) Event(key string, rev int64, put, create bool, at int64) {
 	o.lat.retry()
 }
 
+// HoldBack tells the Observer that its watcher is being held back across
+// a compaction: every event it reports from now on, for the rest of the
+// run, is timed apart from those of the watchers never held back
+// (report.DeliveryStats.HeldBack), since those of the hold may arrive
+// late by up to its length. Call it before the watcher stops; calls after
+// the first do nothing. It may be called from any goroutine.
+func (o *Observer) HoldBack() { o.lat.holdBack() }
+
 // Progress checks a bookmark at revision rev: every event up to rev must
 // have been delivered.
 func (o *Observer) Progress(rev int64) {
@@ -102,8 +110,11 @@ func (o *Observer) CompareCache(rev int64, cache, state map[string]int64) {
 
 // Collect fills writes' latency and d's delivery figures from what the
 // Env timed (d.Events must hold the number of events the watchers
-// received; d may be nil), and returns the one-second intervals from the
-// interval origin: what Run reports, for a load assembled outside Run.
+// received; d may be nil): the latencies of the watchers never held back,
+// or not yet, and d.HeldBack those of the held ones from their hold on
+// (Observer.HoldBack, Reflector.Hold), nil if none was. It returns the
+// one-second intervals from the interval origin: what Run reports, for a
+// load assembled outside Run.
 func (e *Env) Collect(writes *report.WriteStats, d *report.DeliveryStats) []report.Interval {
 	iv := collectTimings(e, writes, d)
 	if d != nil {

@@ -81,13 +81,16 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
 		{"write latency (from schedule)", lat(r.Writes.Latency)},
 		{"events delivered", fmt.Sprintf("%d (%.0f/s; %d timed)", r.Delivery.Events, r.Delivery.EventsPerSecond, r.Delivery.TimedEvents)},
-		{"delivery latency from response", lat(r.Delivery.FromCommit)},
+		{"delivery latency from response" + notHeldBack(r.Delivery), lat(r.Delivery.FromCommit)},
+	}
+	rows = append(rows, heldBackRows(r.Delivery.HeldBack, "informers", "response")...)
+	rows = append(rows, [][]string{
 		{"informer requests", strings.Join(reqs, "; ")},
 		{"relists (cause)", relists},
 		{"relist objects / bytes", fmt.Sprintf("%d / %d", relistObjects, relistBytes)},
 		{"longest relist", fmt.Sprintf("%.2f ms", relistMs)},
 		{"held informers", holds},
-	}
+	}...)
 	if r.Interrupted {
 		rows = append([][]string{{"interrupted", "yes: the figures cover the run until the interruption"}}, rows...)
 	}

@@ -71,7 +71,8 @@ func latency(p50 float64) report.Latency {
 
 // syntheticRun is a fixed RunResult with every section filled: a three
 // member cluster, a relist with two attempts, a compaction, a defrag of
-// each member, a fault and a cleanup.
+// each member, a fault, a cleanup and the delivery to a watcher held
+// back.
 func syntheticRun() *report.RunResult {
 	return &report.RunResult{
 		Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
@@ -88,7 +89,8 @@ func syntheticRun() *report.RunResult {
 			Deletes: 400, Puts: 200, Conflicts: 3, ThroughputPerSecond: 199.5, DurationMs: 20000, Latency: latency(1.25),
 			ErrorSamples: []string{"etcdserver: request timed out"}},
 		Delivery: report.DeliveryStats{Events: 47880, TimedEvents: 47000, UntimedEvents: 880, EventsPerSecond: 2394,
-			FromCommit: latency(0.5), FromSend: latency(1.5), DeliveredBeforeResponse: 12},
+			FromCommit: latency(0.5), FromSend: latency(1.5), DeliveredBeforeResponse: 12,
+			HeldBack: &report.HeldBackDelivery{Watchers: 1, Events: 2600, TimedEvents: 2550, FromCommit: latency(1500), FromSend: latency(1501)}},
 		InitialLists: report.ListSummary{Count: 12, Objects: 12000, Bytes: 9600000, Pages: 24, Latency: latency(40)},
 		Relists: []report.Relist{{Watcher: 0, Resource: "pods", Reason: "compacted", FromRevision: 1500, CompactRevision: 2100, ListRevision: 2150,
 			AtMs: 9000, DurationMs: 35.5, BackoffMs: 800, Objects: 1000, Bytes: 800000, Pages: 2,
@@ -107,7 +109,8 @@ func syntheticRun() *report.RunResult {
 		Watchers: []report.WatcherStats{{ID: 0, Resource: "pods", Events: 3990, Lists: 2, Sessions: 2, LastRevision: 5000, CacheObjects: 1000, HeldBack: true}},
 		Intervals: []report.Interval{
 			{StartMs: 0, WritesScheduled: 200, WritesCompleted: 199, WriteP50Ms: 1.25, WriteP99Ms: 5, WriteP999Ms: 10, Events: 2388, DeliveryP50Ms: 0.5, DeliveryP99Ms: 2, DeliveryP999Ms: 4},
-			{StartMs: 1000, WritesScheduled: 200, WritesCompleted: 190, WriteErrors: 10, WriteP50Ms: 1.5, WriteP99Ms: 7000, WriteP999Ms: 7000, Events: 2280, DeliveryP50Ms: 0.75, DeliveryP99Ms: 3, DeliveryP999Ms: 6}},
+			{StartMs: 1000, WritesScheduled: 200, WritesCompleted: 190, WriteErrors: 10, WriteP50Ms: 1.5, WriteP99Ms: 7000, WriteP999Ms: 7000, Events: 2280, DeliveryP50Ms: 0.75, DeliveryP99Ms: 3, DeliveryP999Ms: 6,
+				HeldBackEvents: 190, HeldBackDeliveryP99Ms: 5900}},
 		Self: report.SelfStats{WallMs: 25000, CPUSeconds: 12.5, CPUCores: 0.5, NumCPU: 2, MaxRSSBytes: 200e6, PeakHeapBytes: 100e6, PeakGoroutines: 300,
 			GCCount: 40, GCPauseMs: 5, Etcd: &report.ProcessStats{Endpoint: "http://127.0.0.1:2379", CPUSeconds: 8, CPUCores: 0.32, RSSBytes: 150e6}},
 		Members: []report.MemberStats{

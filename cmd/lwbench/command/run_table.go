@@ -87,14 +87,17 @@ func makeRunTable(r *report.RunResult) output.Table {
 		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
 		{"write latency (from schedule)", lat(r.Writes.Latency)},
 		{"events delivered", fmt.Sprintf("%d (%.0f/s; %d timed)", r.Delivery.Events, r.Delivery.EventsPerSecond, r.Delivery.TimedEvents)},
-		{"delivery latency from commit", lat(r.Delivery.FromCommit)},
-		{"delivery latency from send", lat(r.Delivery.FromSend)},
+		{"delivery latency from commit" + notHeldBack(r.Delivery), lat(r.Delivery.FromCommit)},
+		{"delivery latency from send" + notHeldBack(r.Delivery), lat(r.Delivery.FromSend)},
+	}
+	rows = append(rows, heldBackRows(r.Delivery.HeldBack, "watchers", "commit")...)
+	rows = append(rows, [][]string{
 		{"initial lists", fmt.Sprintf("%d, %s", r.InitialLists.Count, lat(r.InitialLists.Latency))},
 		{"relists", fmt.Sprint(len(r.Relists))},
 		{"first relist requests", relistRVs},
 		{"relist duration", relistMs},
 		{"relist objects", relistObjects},
-	}
+	}...)
 	if r.Interrupted {
 		rows = append([][]string{{"interrupted", "yes: the figures cover the run until the interruption"}}, rows...)
 	}
@@ -168,6 +171,29 @@ func targetDescription(t report.Target) string {
 		return fmt.Sprintf("%d members started by lwbench", len(t.Endpoints))
 	}
 	return "external"
+}
+
+// notHeldBack qualifies the name of a delivery latency row when some
+// watchers were held back, whose latency d's leaves out.
+func notHeldBack(d report.DeliveryStats) string {
+	if d.HeldBack == nil {
+		return ""
+	}
+	return " (not held back)"
+}
+
+// heldBackRows lays out the delivery to the watchers held back, from
+// their hold on (report.DeliveryStats.HeldBack): none when h is nil.
+// watchers names them ("watchers", "informers"), from what the latency
+// runs ("commit", "response").
+func heldBackRows(h *report.HeldBackDelivery, watchers, from string) [][]string {
+	if h == nil {
+		return nil
+	}
+	return [][]string{
+		{"held-back " + watchers + ": events from the hold on", fmt.Sprintf("%d (%d timed); %d held back", h.Events, h.TimedEvents, h.Watchers)},
+		{"held-back " + watchers + ": delivery latency from " + from, lat(h.FromCommit)},
+	}
 }
 
 // makeIntervalTable lays the per-interval series out, one row per second:
@@ -321,6 +347,13 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	f.float("events_per_second", r.Delivery.EventsPerSecond)
 	f.latency("delivery_from_commit", r.Delivery.FromCommit)
 	f.latency("delivery_from_send", r.Delivery.FromSend)
+	if h := r.Delivery.HeldBack; h != nil {
+		f.int("held_back_events", h.Events)
+		f.latency("held_back_delivery_from_commit", h.FromCommit)
+	} else {
+		f.add("held_back_events", "-") // no watcher held back
+		f.latency("held_back_delivery_from_commit", report.Latency{})
+	}
 	f.int("initial_lists", r.InitialLists.Count)
 	f.latency("initial_list", r.InitialLists.Latency)
 	f.int("relists", int64(len(r.Relists)))
