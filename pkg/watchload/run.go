@@ -84,7 +84,11 @@ func (t Target) harness() Target {
 // Run seeds objects, starts the history recorder and the watchers, waits
 // until they have listed, then writes on schedule for o.Duration while the
 // compactor ticks on kube-apiserver's algorithm, holds o.HoldBack watchers
-// back across a compaction so that they must relist, defragments every
+// back across a compaction (against etcd they must then relist; with the
+// watch cache a cache that still holds their revision resumes them, as
+// kube-apiserver's keeps about 75 s of events:
+// k8s.io/apiserver/pkg/storage/cacher/cacher.go DefaultEventFreshDuration),
+// defragments every
 // member once (one at a time, the leader last), injects o.Faults and
 // measures the recovery from each, and (apiserver-cache) serves consistent
 // LISTs from the caches. At the end it waits until every watcher confirms

@@ -80,7 +80,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.load.PageSize, "page-size", 0, "LIST page size (default: the profile's, 500 informer, 10000 apiserver-cache, where it is the watch caches' and the informers keep 500)")
 	fs.IntVar(&o.load.WriterConcurrency, "writer-concurrency", d.WriterConcurrency, "concurrent writer workers")
 	fs.DurationVar(&o.load.CompactionInterval, "compaction-interval", 0, "kube-apiserver compactor interval (--etcd-compaction-interval); default: a third of --duration; negative: never compact")
-	fs.IntVar(&o.load.HoldBack, "hold-back", 1, "watchers held back across a compaction so that they must relist")
+	fs.IntVar(&o.load.HoldBack, "hold-back", 1, "watchers held back across a compaction: their next watch meets 410 and they relist when it reaches etcd (watch cache off); kube-apiserver's watch cache resumes them from its history if it still holds their revision (about the last 75 s)")
 	fs.BoolVar(&o.noDefrag, "no-defrag", false, "do not defragment after the compaction")
 	fs.BoolVar(&o.logical, "logical-compaction", false, "do not wait for compactions to finish deleting (kube-apiserver does not wait); db sizes after compaction are then approximate")
 	fs.IntVar(&o.createPercent, "create-percent", d.Mix.CreatePercent, "share of pod and configmap writes that create")
