@@ -8,8 +8,8 @@
 # client-go WatchListClient on/off) and `lwbench run --kube-apiserver` for
 # each profile x WatchListClient, and the experiments through kube-apiserver
 # at --quick sizes (relist-storm per watch cache x WatchListClient,
-# compaction-sweep per WatchListClient, catchup per watch cache,
-# defrag-stall) into results/kube/experiments/, as JSON, with README.md
+# compaction-sweep per WatchListClient, continuation and catchup per
+# watch cache, defrag-stall) into results/kube/experiments/, as JSON, with README.md
 # holding the tables, machine, versions, date, commit and the exact
 # commands (scripts/kubematrix). A release not built yet is built first by
 # scripts/build-kube-apiserver.sh (10-30 minutes on 2 cores). Each release

@@ -260,7 +260,7 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs
 
 	// The alternative: relist.
 	rstart := time.Now()
-	lo, err := listWithFallback(ctx, s.admin, l.podsPrefix, o.PageSize, 0, FallbackRestart, 10)
+	lo, err := listWithFallback(ctx, l.pages(), o.PageSize, 0, FallbackRestart, 10)
 	if err != nil {
 		return c, err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -101,9 +104,6 @@ func (o ContinuationOptions) Defaults() ContinuationOptions {
 // wrapping a field.ErrorList. Call it after Defaults.
 func (o ContinuationOptions) Validate() error {
 	errs := o.Common.validate()
-	if o.Stack != nil {
-		errs = append(errs, field.Forbidden(field.NewPath("stack"), "continuation reads etcd's pages itself, as kube-apiserver's etcd3 store does: it does not run through kube-apiserver"))
-	}
 	for i, p := range o.PageSizes {
 		if p < 1 {
 			errs = append(errs, field.Invalid(field.NewPath("pageSizes").Index(i), p, "must be greater than 0: a continuation needs pages"))
@@ -310,7 +310,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 			cwg.Wait()
 			return cc, err
 		}
-		lo, err := listWithFallback(ctx, s.admin, l.podsPrefix, pageSize, o.PageDelay, fallback, o.MaxAttempts)
+		lo, err := listWithFallback(ctx, l.pages(), pageSize, o.PageDelay, fallback, o.MaxAttempts)
 		if err != nil {
 			stopCompactor()
 			cwg.Wait()
@@ -369,46 +369,114 @@ type listOutcome struct {
 	duration    time.Duration
 }
 
-// listWithFallback lists every key under prefix in pages of limit, the
-// pages pinned to the first page's revision, sleeping delay after each
-// page. When a continuation page has been compacted it restarts (up to
+// pageReader reads one page of a load's pods, as a paginated LIST does.
+type pageReader interface {
+	// readPage reads at most limit pods (0: all) after token: "" is the
+	// first page, at the latest revision; a page's next token continues
+	// the list at its revision ("" after the last page). expired is true
+	// when token's revision has been compacted: the list must start
+	// again.
+	readPage(ctx context.Context, token string, limit int64) (listPage, error)
+}
+
+// listPage is one page a pageReader read.
+type listPage struct {
+	objects, bytes int64
+	next           string // the next page's token; "" at the end
+	expired        bool
+}
+
+// etcdPages reads pages of the keys under prefix from etcd directly, as
+// kube-apiserver's etcd3 store does: the first page at the latest
+// revision, the others pinned to it, each from the last key + "\x00"
+// (k8s.io/apiserver/pkg/storage/etcd3/store.go GetList); a token is
+// "<revision>:<key>". Its bytes are keys and values.
+type etcdPages struct {
+	kv     clientv3.KV
+	prefix string
+}
+
+func (e etcdPages) readPage(ctx context.Context, token string, limit int64) (listPage, error) {
+	var p listPage
+	key, rev := e.prefix, int64(0)
+	if token != "" {
+		r, k, _ := strings.Cut(token, ":")
+		rev, _ = strconv.ParseInt(r, 10, 64)
+		key = k
+	}
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.prefix)), clientv3.WithLimit(limit)}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := e.kv.Get(ctx, key, opts...)
+	if err != nil {
+		if rev > 0 && (errors.Is(err, rpctypes.ErrCompacted) || errors.Is(err, rpctypes.ErrGRPCCompacted)) {
+			p.expired = true
+			return p, nil
+		}
+		return p, fmt.Errorf("list %s: %w", e.prefix, err)
+	}
+	if rev == 0 {
+		rev = resp.Header.Revision
+	}
+	for _, kv := range resp.Kvs {
+		p.bytes += int64(len(kv.Key) + len(kv.Value))
+		p.objects++
+	}
+	if resp.More && len(resp.Kvs) > 0 {
+		p.next = fmt.Sprintf("%d:%s\x00", rev, resp.Kvs[len(resp.Kvs)-1].Key)
+	}
+	return p, nil
+}
+
+// apiPages reads pages of a load's pods through kube-apiserver
+// (kubeload.Load.ListPage): limit and continue tokens as client-go's
+// pager sends them; its bytes are the responses'.
+type apiPages struct{ l *kubeload.Load }
+
+func (a apiPages) readPage(ctx context.Context, token string, limit int64) (listPage, error) {
+	objects, bytes, next, expired, err := a.l.ListPage(ctx, token, limit)
+	return listPage{objects: objects, bytes: bytes, next: next, expired: expired}, err
+}
+
+// pages returns the load's page reader: etcd directly for the model,
+// kube-apiserver's API through the real stack.
+func (l *load) pages() pageReader {
+	if l.api != nil {
+		return apiPages{l.api}
+	}
+	return etcdPages{kv: l.s.admin, prefix: l.podsPrefix}
+}
+
+// listWithFallback lists every pod of r in pages of limit, the pages
+// continuing the first page's revision, sleeping delay after each page.
+// When a continuation page has been compacted it restarts (up to
 // maxAttempts lists in all) or, with FallbackFullList, lists once without
-// a limit at the latest revision. Errors other than ErrCompacted end it.
-func listWithFallback(ctx context.Context, kv clientv3.KV, prefix string, limit int64, delay time.Duration, fallback string, maxAttempts int) (listOutcome, error) {
+// a limit at the latest revision. Other errors end it.
+func listWithFallback(ctx context.Context, r pageReader, limit int64, delay time.Duration, fallback string, maxAttempts int) (listOutcome, error) {
 	var lo listOutcome
 	start := time.Now()
-	end := clientv3.GetPrefixRangeEnd(prefix)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var rev int64
-		key := prefix
+		token := ""
 		var pages, objects int64
 		expired := false
 		for {
-			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(limit)}
-			if rev > 0 {
-				opts = append(opts, clientv3.WithRev(rev))
-			}
-			resp, err := kv.Get(ctx, key, opts...)
+			p, err := r.readPage(ctx, token, limit)
 			lo.requests++
+			lo.bytes += p.bytes
 			if err != nil {
-				if rev > 0 && (errors.Is(err, rpctypes.ErrCompacted) || errors.Is(err, rpctypes.ErrGRPCCompacted)) {
-					expired = true
-					break
-				}
-				return lo, fmt.Errorf("list %s: %w", prefix, err)
+				return lo, err
 			}
-			pages++
-			if rev == 0 {
-				rev = resp.Header.Revision
-			}
-			for _, kv := range resp.Kvs {
-				lo.bytes += int64(len(kv.Key) + len(kv.Value))
-				objects++
-			}
-			if !resp.More || len(resp.Kvs) == 0 {
+			if p.expired {
+				expired = true
 				break
 			}
-			key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+			pages++
+			objects += p.objects
+			if p.next == "" {
+				break
+			}
+			token = p.next
 			if !clockwait.SleepReal(ctx, delay) {
 				return lo, ctx.Err()
 			}
@@ -420,16 +488,14 @@ func listWithFallback(ctx context.Context, kv clientv3.KV, prefix string, limit 
 		lo.restarts++
 		lo.wastedPages += pages
 		if fallback == FallbackFullList {
-			resp, err := kv.Get(ctx, prefix, clientv3.WithRange(end))
+			p, err := r.readPage(ctx, "", 0)
 			lo.requests++
 			lo.fallback = true
+			lo.bytes += p.bytes
 			if err != nil {
-				return lo, fmt.Errorf("unpaginated list %s: %w", prefix, err)
+				return lo, fmt.Errorf("unpaginated list: %w", err)
 			}
-			for _, kv := range resp.Kvs {
-				lo.bytes += int64(len(kv.Key) + len(kv.Value))
-			}
-			lo.ok, lo.objects = true, int64(len(resp.Kvs))
+			lo.ok, lo.objects = true, p.objects
 			break
 		}
 	}

@@ -40,15 +40,15 @@
 //
 // # Through kube-apiserver
 //
-// With Common.Stack, relist-storm, compaction-sweep, defrag-stall and
-// catchup run their Kubernetes clients through real kube-apiservers
+// With Common.Stack, every experiment runs its Kubernetes clients
+// through real kube-apiservers
 // (pkg/kubeload): each load starts kube-apiservers of its own in front of
 // the member, with --etcd-prefix the load's prefix, its pods seeded and
 // written by client-go and its informers client-go's; a case's clients are
 // then apiClients instead of modelClients (clients.go), and the scripts
 // are the same. kube-apiserver's compactor is off except in the sweep,
 // where it runs at the case's interval; defrag-stall adds a probe through
-// the API; continuation, which reads etcd's pages itself, refuses a Stack.
+// the API; continuation's and catchup's lists are the API's (pageReader).
 //
 // # Time
 //

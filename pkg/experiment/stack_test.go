@@ -139,3 +139,43 @@ func TestDefragStallThroughKubeAPIServer(t *testing.T) {
 		t.Errorf("timeline's probe through kube-apiserver: %+v, want reads and writes", tl.APIProbe)
 	}
 }
+
+// TestContinuationThroughKubeAPIServer: paginated LISTs of the API (limit
+// and continue tokens) under aggressive compaction expire with the watch
+// cache off (kube-apiserver reads each page from etcd at the first page's
+// revision: 410) and never with it on (the cache serves the continuations
+// from its own snapshots, whatever etcd compacted).
+func TestContinuationThroughKubeAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		watchCache  bool
+		wantExpired bool
+	}{
+		{"watch cache off", false, true},
+		{"watch cache on", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := experiment.Continuation(t.Context(), experiment.ContinuationOptions{Common: throughKubeAPIServer(t, tc.watchCache, nil),
+				Objects: 300, PageSizes: []int64{30}, Lists: 2, PageDelay: 50 * time.Millisecond, CompactEvery: 5, Retain: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Continuation.Cases {
+				if !c.Compacting {
+					continue
+				}
+				switch {
+				case c.Compactions == 0:
+					t.Errorf("%s: no compaction", c.Fallback)
+				case tc.wantExpired && c.Expired != c.Lists:
+					t.Errorf("%s: %d of %d lists expired; want all", c.Fallback, c.Expired, c.Lists)
+				case !tc.wantExpired && c.Expired != 0:
+					t.Errorf("%s: %d of %d lists expired; the watch cache should serve every continuation", c.Fallback, c.Expired, c.Lists)
+				}
+				if c.Failed != 0 && c.Fallback == experiment.FallbackFullList {
+					t.Errorf("full-list: %d lists failed", c.Failed)
+				}
+			}
+		})
+	}
+}

@@ -80,6 +80,7 @@ type Load struct {
 	workers    int
 	podsPrefix string
 	seededAt   int64
+	lister     kubernetes.Interface // ListPage's client, made on first use
 }
 
 // NewLoad seeds o.Pods pods through st's apiservers with client-go (in
@@ -430,6 +431,33 @@ type ListResult struct {
 	Objects  int64
 	Bytes    int64
 	Duration time.Duration
+}
+
+// ListPage reads one page of the Load's pods in every namespace, at most
+// limit of them (0: all): the first at the latest revision (cont "", a
+// consistent read), or the one after cont, a continue token of the page
+// before, as client-go's pager sends them. It returns the page's pods,
+// its response bytes and the next page's continue token ("" at the end);
+// expired is true when kube-apiserver answered 410 because cont's revision
+// is compacted (or no longer in the watch cache's snapshots): the list
+// must start again (k8s.io/apiserver/pkg/storage/etcd3/store.go GetList;
+// client-go's pager then lists once without a limit,
+// k8s.io/client-go/tools/pager/pager.go FullListIfExpired).
+func (l *Load) ListPage(ctx context.Context, cont string, limit int64) (objects, bytes int64, next string, expired bool, err error) {
+	if l.lister == nil {
+		if l.lister, err = kubernetes.NewForConfig(clientConfig(l.st.RESTConfig)); err != nil {
+			return 0, 0, "", false, err
+		}
+	}
+	r := &openRequest{}
+	list, err := l.lister.CoreV1().Pods("").List(withRequest(ctx, r), metav1.ListOptions{Limit: limit, Continue: cont})
+	if cont != "" && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
+		return 0, r.bytes.Load(), "", true, nil
+	}
+	if err != nil {
+		return 0, r.bytes.Load(), "", false, fmt.Errorf("list pods: %w", err)
+	}
+	return int64(len(list.Items)), r.bytes.Load(), list.Continue, false, nil
 }
 
 // ListPods lists the Load's pods in every namespace at the latest

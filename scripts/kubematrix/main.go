@@ -4,8 +4,8 @@
 // WatchListClient on and off), `lwbench run --kube-apiserver` with
 // client-go's WatchListClient on and off, and the experiments through
 // kube-apiserver (--quick sizes: relist-storm per watch cache ×
-// WatchListClient, compaction-sweep per WatchListClient, catchup per watch
-// cache, defrag-stall), as JSON, plus README.md with the tables, the
+// WatchListClient, compaction-sweep per WatchListClient, continuation and
+// catchup per watch cache, defrag-stall), as JSON, plus README.md with the tables, the
 // machine, the versions, the date, the commit and the exact commands.
 // scripts/kube-matrix.sh runs it.
 package main
@@ -80,6 +80,7 @@ func experimentRuns(version string) []entry {
 		add("compaction-sweep", "--client-feature-gates", "WatchListClient="+wl)
 	}
 	for _, cache := range []string{"false", "true"} {
+		add("continuation", "--watch-cache", cache)
 		add("catchup", "--watch-cache", cache)
 	}
 	add("defrag-stall")

@@ -27,7 +27,6 @@ var fieldFlags = map[string][]string{
 	"faults.kind":       {"fault"},
 	"faults.at":         {"fault-at"},
 	"faults.duration":   {"fault-duration"},
-	"stack":             {"kube-apiserver"},
 }
 
 // listIndex matches a list index in a field path: objects[1].
