@@ -57,6 +57,10 @@ type Common struct {
 	// The model's informers in the experiments list in pages whatever it
 	// is.
 	WatchList *bool
+	// NamespaceDeleteTimeout bounds the wait for a load's namespaces to be
+	// gone on a cluster lwbench does not own (a Stack whose Shared is
+	// set); 0 means kubeload.DefaultNamespaceDeleteTimeout.
+	NamespaceDeleteTimeout time.Duration
 	// Logf, if set, receives one line per phase.
 	Logf func(format string, args ...any)
 }
@@ -130,8 +134,9 @@ type session struct {
 	logf    func(string, ...any)
 	version string
 
-	stacks    StackFactory // nil: the etcd-direct model
-	watchList *bool        // WatchListClient of client-go's informers
+	stacks                 StackFactory // nil: the etcd-direct model
+	watchList              *bool        // WatchListClient of client-go's informers
+	namespaceDeleteTimeout time.Duration
 
 	probe     *compaction.Probe
 	stopProbe context.CancelFunc
@@ -150,6 +155,9 @@ type session struct {
 	marks []Mark
 	sizes []SizeSample
 	api   *report.APIServerTarget // the first stack started, nil: none
+	// cleanups are the loads' namespace deletions on a cluster lwbench
+	// does not own, in order.
+	cleanups []report.NamespaceCleanup
 }
 
 // openSession gets a target, opens its maintenance connection, and
@@ -164,7 +172,7 @@ func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*
 		return nil, errors.New("target needs endpoints and a dialer")
 	}
 	s := &session{name: name, t: t, release: release, ws: watchload.NewSession(t, epoch, c.Logf), epoch: epoch, logf: c.Logf,
-		stacks: c.Stack, watchList: c.WatchList}
+		stacks: c.Stack, watchList: c.WatchList, namespaceDeleteTimeout: c.NamespaceDeleteTimeout}
 	if s.admin, err = s.ws.DialAdmin(ctx); err == nil {
 		s.version, err = s.ws.EtcdVersion(ctx)
 	}
@@ -209,6 +217,13 @@ func (s *session) apiServer(a report.APIServerTarget) {
 	if s.api == nil {
 		s.api = &a
 	}
+}
+
+// cleanedUp records a load's namespace deletion.
+func (s *session) cleanedUp(c report.NamespaceCleanup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cleanups = append(s.cleanups, c)
 }
 
 // apiServerTarget returns the kube-apiservers the session's clients went
@@ -386,6 +401,7 @@ func onOneMember(ctx context.Context, c Common, res *Result, epoch time.Time, bo
 	err = body(s)
 	res.APIServer = s.apiServerTarget()
 	res.Timelines = append(res.Timelines, s.close())
+	res.NamespaceCleanup = append(res.NamespaceCleanup, s.cleanups...)
 	if err != nil {
 		return nil, err
 	}

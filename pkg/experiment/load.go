@@ -66,8 +66,13 @@ func (l *load) seed(ctx context.Context, namespaces int, seed uint64, apiCompact
 			return err
 		}
 		l.s.apiServer(st.APIServer)
+		if st.Shared {
+			// A cluster lwbench does not own: its kube-apiservers'
+			// --etcd-prefix, in namespaces of the load's own.
+			l.prefix, l.podsPrefix = st.EtcdPrefix, watchload.ResourcePrefix(st.EtcdPrefix, watchload.ResourcePods)
+		}
 		l.api, err = kubeload.NewLoad(ctx, l.ws, st, kubeload.LoadOptions{Pods: l.pods, Namespaces: namespaces, Mix: mix,
-			Workers: l.workers, Seed: seed, Logf: l.s.logf})
+			Workers: l.workers, Seed: seed, Logf: l.s.logf, NamespaceDeleteTimeout: l.s.namespaceDeleteTimeout})
 		if err != nil {
 			return err
 		}
@@ -99,10 +104,16 @@ func (l *load) seed(ctx context.Context, namespaces int, seed uint64, apiCompact
 	return err
 }
 
-// close stops the recorder and closes the connections, and stops the
-// load's kube-apiservers.
+// close stops the recorder and closes the connections, deletes the
+// load's namespaces on a cluster lwbench does not own (kubeload.Load.Close,
+// recorded in the session), and stops the load's kube-apiservers.
 func (l *load) close() {
 	l.ws.Close()
+	if l.api != nil {
+		if c := l.api.Close(context.Background()); c != nil {
+			l.s.cleanedUp(*c)
+		}
+	}
 	if l.stopStack != nil {
 		l.stopStack()
 	}

@@ -411,13 +411,24 @@ func (h *stormHold) Hold(ctx context.Context) (int64, error) {
 	return h.heldRev, nil
 }
 
-// Compact ticks the compactor, marking a compaction on the timeline.
+// Compact ticks the compactor, marking a compaction on the timeline. A
+// tick that lost the compare-and-swap on compact_rev_key to another
+// compactor (an existing cluster's kube-apiserver, --kubeconfig) only
+// noted the revision; it ticks again at once, up to 20 times, so that the
+// scheduled compaction still comes.
 func (h *stormHold) Compact(ctx context.Context) (compaction.TickResult, error) {
-	tick, err := h.s.tick(ctx, h.compactor)
-	if tick.Compacted != 0 {
-		h.compacted = tick.Compacted
+	for i := 0; ; i++ {
+		tick, err := h.s.tick(ctx, h.compactor)
+		if tick.Compacted != 0 {
+			h.compacted = tick.Compacted
+		}
+		if err != nil || tick.Won || i == 20 {
+			return tick, err
+		}
+		if !clockwait.SleepReal(ctx, 20*time.Millisecond) {
+			return tick, ctx.Err()
+		}
 	}
-	return tick, err
 }
 
 // Release notes the time and the store's revision and releases every

@@ -50,6 +50,10 @@ type Result struct {
 	// through (Common.Stack: their release, watch cache, the informers'
 	// WatchListClient); nil when they were lwbench's etcd-direct model.
 	APIServer *report.APIServerTarget `json:"apiServer,omitempty"`
+	// NamespaceCleanup are, on a cluster lwbench does not own
+	// (`--kubeconfig`), each load's deletion of the namespaces it created
+	// (as a run's namespaceCleanup); empty elsewhere.
+	NamespaceCleanup []report.NamespaceCleanup `json:"namespaceCleanup,omitempty"`
 	// Cases summarise each case in the same columns, in the order run.
 	Cases []CaseSummary `json:"cases"`
 	// Timelines are the probe's series with the compactions and

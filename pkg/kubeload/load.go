@@ -34,9 +34,13 @@ type LoadOptions struct {
 	Workers int
 	// Seed makes the objects and writes reproducible (1).
 	Seed uint64
-	// RunID names the namespaces (lwbench-<RunID>-N); "" means 8 random
-	// hex digits.
+	// RunID names the namespaces (lwbench-<RunID>-N, on a shared cluster
+	// lwbench-<RunID>-ns-N) and is RunLabel's value there; "" means 8
+	// random hex digits.
 	RunID string
+	// NamespaceDeleteTimeout bounds Close's wait for a shared cluster's
+	// namespaces to be gone; 0 means DefaultNamespaceDeleteTimeout.
+	NamespaceDeleteTimeout time.Duration
 	// Logf, if set, receives what the load could not do but went on
 	// without.
 	Logf func(format string, args ...any)
@@ -61,6 +65,9 @@ func (o LoadOptions) defaults() LoadOptions {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.NamespaceDeleteTimeout <= 0 {
+		o.NamespaceDeleteTimeout = DefaultNamespaceDeleteTimeout
+	}
 	return o
 }
 
@@ -69,7 +76,11 @@ func (o LoadOptions) defaults() LoadOptions {
 // load through the real stack that its cases share, as an experiment's
 // load of the etcd-direct model is. Each case (StartCase) has client-go
 // informers and writers of its own, validated against the one history.
-// A Load is used by one goroutine.
+// On a cluster lwbench does not own (Stack.Shared) it keeps to namespaces
+// of its own as Run does: refused if one exists, every object labelled
+// RunLabel, informers, lists and watches selecting on it, the history and
+// the final comparison confined to those namespaces, and Close deletes
+// exactly them. A Load is used by one goroutine.
 type Load struct {
 	st         Stack
 	s          *watchload.Session
@@ -81,6 +92,8 @@ type Load struct {
 	podsPrefix string
 	seededAt   int64
 	lister     kubernetes.Interface // ListPage's client, made on first use
+	scope      *sharedScope         // on a shared cluster; nil otherwise
+	deleteWait time.Duration        // Close's bound on a shared cluster
 }
 
 // NewLoad seeds o.Pods pods through st's apiservers with client-go (in
@@ -94,10 +107,14 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 	if st.EtcdPrefix == "" {
 		st.EtcdPrefix = "/registry"
 	}
+	nsPrefix := "lwbench-" + o.RunID + "-"
+	if st.Shared {
+		nsPrefix += "ns-" // as Run's
+	}
 	plan, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
 		Prefix: st.EtcdPrefix, Namespaces: o.Namespaces, Pods: o.Pods, Mix: o.Mix,
 		ResourceMix: watchload.ResourceMix{PodsPercent: 100}, Workers: o.Workers, Seed: o.Seed,
-		NamespacePrefix: "lwbench-" + o.RunID + "-",
+		NamespacePrefix: nsPrefix,
 	})
 	if err != nil {
 		return nil, err
@@ -106,23 +123,60 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := wl.Seed(ctx, o.Workers); err != nil {
-		return nil, fmt.Errorf("seed %d pods through kube-apiserver: %w", o.Pods, err)
+	l := &Load{st: st, s: s, wl: wl, workers: o.Workers, podsPrefix: watchload.ResourcePrefix(st.EtcdPrefix, watchload.ResourcePods), logf: o.Logf,
+		deleteWait: o.NamespaceDeleteTimeout}
+	if st.Shared {
+		sc := newSharedScope(o.RunID, st.EtcdPrefix, plan)
+		l.scope = &sc
+		if err := refuseExisting(ctx, st.RESTConfig, plan.Namespaces()); err != nil {
+			return nil, err
+		}
+		wl.OwnNamespaces(map[string]string{RunLabel: sc.id})
 	}
-	l := &Load{st: st, s: s, wl: wl, workers: o.Workers, podsPrefix: watchload.ResourcePrefix(st.EtcdPrefix, watchload.ResourcePods), logf: o.Logf}
+	if _, err := wl.Seed(ctx, o.Workers); err != nil {
+		return l, fmt.Errorf("seed %d pods through kube-apiserver: %w", o.Pods, err)
+	}
 	if l.admin, err = s.DialAdmin(ctx); err != nil {
-		return nil, err
+		return l, err
 	}
 	head, err := l.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return nil, fmt.Errorf("read etcd's revision: %w", err)
+		return l, fmt.Errorf("read etcd's revision: %w", err)
 	}
 	l.seededAt = head.Header.Revision
+	var within []string
+	fallback := ""
+	if l.scope != nil {
+		// A shared cluster's etcd user may not watch the whole key space.
+		within, fallback = l.scope.within(l.podsPrefix), st.EtcdPrefix+"/"
+	}
 	// The recorder outlives ctx's cancellation until the Session closes.
-	if l.rec, err = s.StartRecorder(context.WithoutCancel(ctx), []string{l.podsPrefix}, "", l.seededAt+1); err != nil {
-		return nil, err
+	if l.rec, err = s.StartRecorderWithin(context.WithoutCancel(ctx), []string{l.podsPrefix}, within, fallback, l.seededAt+1); err != nil {
+		return l, err
 	}
 	return l, nil
+}
+
+// Close deletes, on a shared cluster, exactly the namespaces the Load
+// created, their objects first (as Run does at its end), waits for them to
+// be gone, and returns what it did; elsewhere it does nothing and returns
+// nil (the namespaces stay, with the cluster lwbench owns). NewLoad
+// returns the Load with its error when it created namespaces before it
+// failed: Close it too.
+func (l *Load) Close(ctx context.Context) *report.NamespaceCleanup {
+	if l == nil || l.scope == nil {
+		return nil
+	}
+	return deleteNamespaces(context.WithoutCancel(ctx), l.st.RESTConfig, l.wl.CreatedNamespaces(), l.scope.selector, l.deleteWait, l.logf)
+}
+
+// listOptions are the options of every LIST and WATCH of the Load's pods:
+// on a shared cluster, only the Load's objects.
+func (l *Load) listOptions() metav1.ListOptions {
+	if l.scope == nil {
+		return metav1.ListOptions{}
+	}
+	return metav1.ListOptions{LabelSelector: l.scope.selector}
 }
 
 // SeededAt is etcd's revision once the seeding was done.
@@ -190,6 +244,9 @@ func (l *Load) StartCase(ctx context.Context, o CaseOptions) (*Case, error) {
 	c.set, err = NewInformerSet(l.st.RESTConfig, c.env, l.st.EtcdPrefix, resources, o.WatchList)
 	if err != nil {
 		return nil, err
+	}
+	if l.scope != nil {
+		c.set.SelectLabels(l.scope.selector)
 	}
 	if o.PageSize != nil {
 		for _, in := range c.set.Informers {
@@ -280,7 +337,7 @@ func (c *Case) Relists() [][]report.KubeRelist {
 // how many did not.
 func (c *Case) Confirm(ctx context.Context, rev int64, timeout time.Duration) (unsynced int) {
 	c.final = rev
-	return confirm(ctx, c.l.admin, c.set, c.l.st.EtcdPrefix, nil, rev, timeout, c.l.logf)
+	return confirm(ctx, c.l.admin, c.set, c.l.st.EtcdPrefix, c.l.scope, rev, timeout, c.l.logf)
 }
 
 // Validate stops the writes and the informers, waits (up to 30 s) until
@@ -372,7 +429,9 @@ func (l *Load) WatchFrom(ctx context.Context, rv, until int64) (WatchResult, err
 	r := &openRequest{}
 	wctx, cancel := context.WithCancel(withRequest(ctx, r))
 	defer cancel()
-	w, err := cs.CoreV1().Pods("").Watch(wctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(rv, 10), AllowWatchBookmarks: true})
+	opts := l.listOptions()
+	opts.ResourceVersion, opts.AllowWatchBookmarks = strconv.FormatInt(rv, 10), true
+	w, err := cs.CoreV1().Pods("").Watch(wctx, opts)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		res.Expired = true
 		return res, nil
@@ -450,7 +509,9 @@ func (l *Load) ListPage(ctx context.Context, cont string, limit int64) (objects,
 		}
 	}
 	r := &openRequest{}
-	list, err := l.lister.CoreV1().Pods("").List(withRequest(ctx, r), metav1.ListOptions{Limit: limit, Continue: cont})
+	opts := l.listOptions()
+	opts.Limit, opts.Continue = limit, cont
+	list, err := l.lister.CoreV1().Pods("").List(withRequest(ctx, r), opts)
 	if cont != "" && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
 		return 0, r.bytes.Load(), "", true, nil
 	}
@@ -474,7 +535,9 @@ func (l *Load) ListPods(ctx context.Context, limit int64) (ListResult, error) {
 	cont := ""
 	for {
 		r := &openRequest{}
-		list, err := cs.CoreV1().Pods("").List(withRequest(ctx, r), metav1.ListOptions{Limit: limit, Continue: cont})
+		opts := l.listOptions()
+		opts.Limit, opts.Continue = limit, cont
+		list, err := cs.CoreV1().Pods("").List(withRequest(ctx, r), opts)
 		if err != nil {
 			return res, fmt.Errorf("list pods (page %d): %w", res.Pages+1, err)
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -112,4 +114,19 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
 		APIServers: APIServersOf(cluster)}
 	return st, stop, nil
+}
+
+// ExistingStack is the Stack of a cluster lwbench does not own
+// (`--kubeconfig`): its kube-apiservers, reached with cfg, in front of
+// the etcd t (the cluster's own, read only by the harness) under prefix,
+// its --etcd-prefix; Shared is set, and APIServer names the server cfg
+// reaches, with the Version its /version reports ("" if it cannot be
+// read) and the informers' WatchListClient setting clientWatchList.
+func ExistingStack(t watchload.Target, cfg *rest.Config, prefix, clientWatchList string) Stack {
+	installGates() // before the first client reads client-go's gates
+	api := report.APIServerTarget{Managed: false, URL: cfg.Host, ClientWatchList: clientWatchList}
+	if v, err := serverVersion(cfg); err == nil {
+		api.Version = v
+	}
+	return Stack{Etcd: t, RESTConfig: cfg, EtcdPrefix: prefix, APIServer: api, Shared: true}
 }

@@ -39,6 +39,7 @@ type experimentOptions struct {
 	probeRate        float64
 	allowMaintenance bool
 	kube             kubeOptions
+	kubeconfig       kubeconfigOptions
 	flags            *pflag.FlagSet
 }
 
@@ -56,6 +57,8 @@ func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Lookup("kube-apiserver").Usage = "run the experiment's Kubernetes clients through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the member: client-go writers and informers instead of lwbench's model; built from the Go module proxy into " + etcdproc.CacheDir() + " on first use (10-30 minutes on 2 cores)"
 	fs.Lookup("watch-cache").Usage = "with --kube-apiserver: kube-apiserver's --watch-cache (default off: every LIST and WATCH reaches etcd, as the model's informers do)"
 	fs.Lookup("apiserver-feature-gates").Usage = "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)"
+	o.kubeconfig.AddFlags(fs)
+	fs.Lookup("kubeconfig").Usage = "run the experiment's Kubernetes clients through the kube-apiservers of an existing cluster this kubeconfig names, starting nothing (relist-storm, continuation, catchup); needs --endpoints of the cluster's etcd with --allow-maintenance (the experiments compact it) and --prefix, its --etcd-prefix (default " + keyspace.DefaultPrefix + "). Each load writes only in namespaces of its own (lwbench-<random>-ns-N, refused if one exists) and deletes exactly those at its end, also on failure"
 	o.flags = fs
 }
 
@@ -70,8 +73,14 @@ func (o *experimentOptions) Validate(name string) error {
 	if err := o.kube.Validate(); err != nil {
 		return err
 	}
-	if !o.kube.enabled() && o.flags != nil && o.flags.Changed("client-feature-gates") {
-		return cli.FlagErrorf("--client-feature-gates needs --kube-apiserver: the experiments' modelled informers list in pages")
+	if err := o.kubeconfig.check(o.target.external()); err != nil {
+		return err
+	}
+	if !o.kube.enabled() && !o.kubeconfig.enabled() && o.flags != nil && o.flags.Changed("client-feature-gates") {
+		return cli.FlagErrorf("--client-feature-gates needs --kube-apiserver or --kubeconfig: the experiments' modelled informers list in pages")
+	}
+	if o.kubeconfig.enabled() && o.prefix == "" {
+		o.prefix = keyspace.DefaultPrefix // the cluster's --etcd-prefix
 	}
 	if len(o.target.endpoints) > 0 && !o.allowMaintenance {
 		return cli.FlagErrorf("--endpoints: %s compacts the cluster (every key's history below the compacted revision is lost) and may defragment it; pass --allow-maintenance to do so", name)
@@ -98,10 +107,27 @@ func (o *experimentOptions) common(logf func(string, ...any)) experiment.Common 
 		}
 		return t.open(ctx, logf)
 	}
-	if o.kube.enabled() {
+	switch {
+	case o.kube.enabled():
 		c.Stack, c.WatchList = o.stackFactory(logf), o.kube.watchList
+	case o.kubeconfig.enabled():
+		if logf == nil {
+			logf = func(string, ...any) {}
+		}
+		routeClientGoLogs(logf)
+		c.Stack, c.WatchList = o.kubeconfig.sharedStackFactory(o.prefix, o.kube.clientWatchList(), logf), o.kube.watchList
+		c.NamespaceDeleteTimeout = o.kubeconfig.deleteTimeout
 	}
 	return c
+}
+
+// refuseKubeconfig is the usage error of an experiment that cannot run on
+// a cluster lwbench does not own, saying why.
+func (o *experimentOptions) refuseKubeconfig(why string) error {
+	if !o.kubeconfig.enabled() {
+		return nil
+	}
+	return cli.FlagErrorf("--kubeconfig: %s; run it through kube-apiservers of lwbench's own (--kube-apiserver)", why)
 }
 
 // stackFactory starts the kube-apiservers of --kube-apiserver and its
@@ -508,6 +534,9 @@ Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s 
 			fs.BoolVar(&eo.Physical, "physical", false, "wait for each compaction to finish deleting (kube-apiserver does not)")
 			return experimentRun{
 				validate: func(o *experimentOptions) error {
+					if err := o.refuseKubeconfig("compaction-sweep sets kube-apiserver's --etcd-compaction-interval, which on an existing cluster is its operator's"); err != nil {
+						return err
+					}
 					eo.Intervals = nil
 					for _, s := range intervals {
 						if s == "never" {
@@ -552,6 +581,9 @@ Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
 			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel puts growing the member (default 32)")
 			return experimentRun{
 				validate: func(o *experimentOptions) error {
+					if err := o.refuseKubeconfig("defrag-stall grows the cluster's etcd by hundreds of megabytes of keys it does not delete"); err != nil {
+						return err
+					}
 					eo.Sizes = nil
 					for _, s := range sizes {
 						v, err := parseSize(s)

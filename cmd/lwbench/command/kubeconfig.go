@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -62,6 +63,19 @@ var kubeconfigConflicts = []struct{ flag, why string }{
 // the load options that follow from it (the prefix's default, no
 // defragmentation); it runs before the other validations of `lwbench run`.
 func (o *kubeconfigOptions) Validate(r *runOptions) error {
+	if err := o.check(r.target.external()); err != nil || !o.enabled() {
+		return err
+	}
+	if r.load.Prefix == "" {
+		r.load.Prefix = keyspace.DefaultPrefix
+	}
+	return nil
+}
+
+// check is what every command taking --kubeconfig checks: its companion
+// flags need it, the flags of kubeconfigConflicts conflict with it, and it
+// needs --endpoints (external) of the cluster's etcd.
+func (o *kubeconfigOptions) check(external bool) error {
 	if !o.enabled() {
 		for _, name := range []string{"context", "namespace-delete-timeout"} {
 			if o.changed(name) {
@@ -75,16 +89,37 @@ func (o *kubeconfigOptions) Validate(r *runOptions) error {
 			return cli.FlagErrorf("--kubeconfig and --%s cannot be used together: %s", c.flag, c.why)
 		}
 	}
-	if !r.target.external() {
+	if !external {
 		return cli.FlagErrorf("--kubeconfig needs --endpoints of the cluster's etcd (and --prefix, its --etcd-prefix): the informers' events are validated against etcd's history")
 	}
 	if o.deleteTimeout <= 0 {
 		return cli.FlagErrorf("--namespace-delete-timeout: Invalid value: %v: must be positive", o.deleteTimeout)
 	}
-	if r.load.Prefix == "" {
-		r.load.Prefix = keyspace.DefaultPrefix
-	}
 	return nil
+}
+
+// sharedStackFactory returns the stack factory of an experiment on the
+// cluster the kubeconfig names (kubeload.Stack.Shared): the same Stack
+// for every load, whatever the load's prefix (the cluster's --etcd-prefix
+// is prefix), after checking once that target is the cluster's etcd
+// (checkSameCluster); it stops nothing.
+func (o *kubeconfigOptions) sharedStackFactory(prefix, watchList string, logf func(string, ...any)) experiment.StackFactory {
+	checked := false
+	return func(ctx context.Context, t watchload.Target, _ string, _ time.Duration) (kubeload.Stack, func(), error) {
+		cfg, err := o.restConfig()
+		if err != nil {
+			return kubeload.Stack{}, func() {}, err
+		}
+		st := kubeload.ExistingStack(t, cfg, prefix, watchList)
+		if !checked {
+			if err := checkSameCluster(ctx, cfg, t, prefix); err != nil {
+				return kubeload.Stack{}, func() {}, err
+			}
+			checked = true
+			logf("through the cluster at %s (etcd %s under %s), in namespaces of the experiment's own, deleted at the end", cfg.Host, t.Endpoints, prefix)
+		}
+		return st, func() {}, nil
+	}
 }
 
 // restConfig loads the kubeconfig (clientcmd's loading rules, with the
@@ -159,15 +194,14 @@ func runKubeconfig(ctx context.Context, o *runOptions, out, errOut io.Writer) er
 	if err != nil {
 		return err
 	}
+	st := kubeload.ExistingStack(target, cfg, o.load.Prefix, o.kube.clientWatchList())
 	if err := checkSameCluster(ctx, cfg, target, o.load.Prefix); err != nil {
 		return err
 	}
-	api := report.APIServerTarget{Managed: false, URL: cfg.Host, ClientWatchList: o.kube.clientWatchList()}
 	if o.changed("compaction-interval") && o.load.CompactionInterval > 0 {
-		api.EtcdCompactionIntervalMs = report.Ms(o.load.CompactionInterval)
+		st.APIServer.EtcdCompactionIntervalMs = report.Ms(o.load.CompactionInterval)
 	}
 	con.Logf("running through the cluster at %s (etcd %s under %s); lwbench starts, compacts and defragments nothing there", cfg.Host, target.Endpoints, o.load.Prefix)
-	st := kubeload.Stack{Etcd: target, RESTConfig: cfg, EtcdPrefix: o.load.Prefix, APIServer: api, Shared: true}
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout})
 	con.Done()
 	return writeKubeResult(o, out, errOut, res, err)

@@ -16,59 +16,68 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/apiservertest"
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/embedetcd"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
-// TestRunThroughKubeconfig runs `lwbench run --kubeconfig` against an
-// existing cluster: a kube-apiserver lwbench's run did not start, over an
-// embedded etcd, which holds someone else's namespace and configmaps, one
-// of which that someone keeps updating during the run. The run must lose
-// nothing (the other writes are neither history nor events of its
-// informers), leave the other namespace and the idle configmap at their
-// resourceVersions, and delete its own namespaces and every key it wrote.
+// existingCluster is a cluster lwbench's command under test did not
+// start: a kube-apiserver over an embedded etcd, reached through a
+// kubeconfig whose current context points elsewhere (--context test must
+// choose), holding someone else's namespace with an idle configmap and a
+// busy one that someone keeps updating until the test ends.
 //
-// No kube-controller-manager is built here, so the test plays the one
+// No kube-controller-manager is built here, so the fixture plays the one
 // part of it a namespace deletion needs (apiservertest.FinalizeNamespaces).
-func TestRunThroughKubeconfig(t *testing.T) {
+type existingCluster struct {
+	kubeconfig string
+	srv        *embedetcd.Server
+	rc         *rest.Config
+	cs         kubernetes.Interface
+	theirs     *corev1.Namespace
+	idle       *corev1.ConfigMap
+	busyWrites atomic.Int64
+}
+
+func startExistingCluster(t *testing.T) *existingCluster {
+	t.Helper()
 	bin := apiservertest.Binaries(t)
 	srv := etcdtest.RunEtcd(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	cluster, err := apiserverproc.Start(ctx, apiserverproc.Config{BinDir: bin, Servers: 1, Dir: t.TempDir(), EtcdServers: srv.Endpoints,
 		EtcdCompactionInterval: 2 * time.Second, DisableWatchCache: true})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	defer cluster.Stop()
 	rc := cluster.RESTConfig()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	e := &existingCluster{kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), srv: srv, rc: rc}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.CAFile}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
 	kc.Contexts["elsewhere"] = &clientcmdapi.Context{Cluster: "nowhere", AuthInfo: "admin"}
 	kc.CurrentContext = "elsewhere" // --context must choose
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(*kc, e.kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}}, metav1.CreateOptions{})
-	if err != nil {
+	e.cs = cs
+	if e.theirs, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	idle, err := cs.CoreV1().ConfigMaps("someone-else").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "idle"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
-	if err != nil {
+	if e.idle, err = cs.CoreV1().ConfigMaps("someone-else").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "idle"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	busy, err := cs.CoreV1().ConfigMaps("someone-else").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "busy"}, Data: map[string]string{"n": "0"}}, metav1.CreateOptions{})
@@ -76,17 +85,19 @@ func TestRunThroughKubeconfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		cluster.Stop()
+	})
 	wg.Add(2)
-	var busyWrites atomic.Int64
 	go func() { // someone else's writes during the run
 		defer wg.Done()
 		for ctx.Err() == nil {
 			busy.Data["n"] = time.Now().String()
 			if got, err := cs.CoreV1().ConfigMaps("someone-else").Update(ctx, busy, metav1.UpdateOptions{}); err == nil {
 				busy = got
-				busyWrites.Add(1)
+				e.busyWrites.Add(1)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -95,7 +106,51 @@ func TestRunThroughKubeconfig(t *testing.T) {
 		defer wg.Done()
 		apiservertest.FinalizeNamespaces(ctx, cs)
 	}()
+	return e
+}
 
+// checkLeftAlone reports, after a command ran on the cluster, what of
+// someone else's it changed and which of the command's namespaces
+// (cleanup's) or keys it left.
+func (e *existingCluster) checkLeftAlone(t *testing.T, namespaces []string) {
+	t.Helper()
+	ctx := t.Context()
+	if e.busyWrites.Load() == 0 {
+		t.Errorf("someone else wrote nothing during the run; the test proves nothing")
+	}
+	ec := etcdtest.NewClient(t, e.srv)
+	for _, ns := range namespaces {
+		if !strings.HasPrefix(ns, "lwbench-") || !strings.Contains(ns, "-ns-") {
+			t.Errorf("namespace %q is not one of the run's own", ns)
+		}
+		if _, err := e.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s: got %v, want it gone", ns, err)
+		}
+		for _, res := range []string{"pods", "configmaps", "events"} {
+			p := "/registry/" + res + "/" + ns + "/"
+			if resp, err := ec.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+				t.Errorf("%s: got %v keys (%v), want none", p, resp, err)
+			}
+		}
+	}
+	gotNS, err := e.cs.CoreV1().Namespaces().Get(ctx, "someone-else", metav1.GetOptions{})
+	if err != nil || gotNS.ResourceVersion != e.theirs.ResourceVersion {
+		t.Errorf("someone else's namespace: got %v (%v), want resourceVersion %s", gotNS, err, e.theirs.ResourceVersion)
+	}
+	gotCM, err := e.cs.CoreV1().ConfigMaps("someone-else").Get(ctx, "idle", metav1.GetOptions{})
+	if err != nil || gotCM.ResourceVersion != e.idle.ResourceVersion {
+		t.Errorf("someone else's configmap: got %v (%v), want resourceVersion %s", gotCM, err, e.idle.ResourceVersion)
+	}
+}
+
+// TestRunThroughKubeconfig runs `lwbench run --kubeconfig` against an
+// existing cluster (startExistingCluster). The run must lose nothing (the
+// other writes are neither history nor events of its informers), leave
+// the other namespace and the idle configmap at their resourceVersions,
+// and delete its own namespaces and every key it wrote.
+func TestRunThroughKubeconfig(t *testing.T) {
+	e := startExistingCluster(t)
+	kubeconfig, srv, rc := e.kubeconfig, e.srv, e.rc
 	var out, errOut bytes.Buffer
 	root := NewRootCommand()
 	root.SetOut(&out)
@@ -119,36 +174,11 @@ func TestRunThroughKubeconfig(t *testing.T) {
 	if res.Defrag != nil {
 		t.Errorf("got a defragmentation %+v of a cluster lwbench does not own", res.Defrag)
 	}
-	if busyWrites.Load() == 0 {
-		t.Errorf("someone else wrote nothing during the run; the test proves nothing")
-	}
 	c := res.Cleanup
 	if c == nil || c.Error != "" || len(c.Namespaces) != 3 || len(c.Left) != 0 || c.ObjectsDeleted == 0 {
 		t.Fatalf("got cleanup %+v, want 3 namespaces and their objects deleted", c)
 	}
-	ec := etcdtest.NewClient(t, srv)
-	for _, ns := range c.Namespaces {
-		if !strings.HasPrefix(ns, "lwbench-") || !strings.Contains(ns, "-ns-") {
-			t.Errorf("namespace %q is not one of the run's own", ns)
-		}
-		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("namespace %s: got %v, want it gone", ns, err)
-		}
-		for _, res := range []string{"pods", "configmaps", "events"} {
-			p := "/registry/" + res + "/" + ns + "/"
-			if resp, err := ec.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
-				t.Errorf("%s: got %v keys (%v), want none", p, resp, err)
-			}
-		}
-	}
-	gotNS, err := cs.CoreV1().Namespaces().Get(ctx, "someone-else", metav1.GetOptions{})
-	if err != nil || gotNS.ResourceVersion != theirs.ResourceVersion {
-		t.Errorf("someone else's namespace: got %v (%v), want resourceVersion %s", gotNS, err, theirs.ResourceVersion)
-	}
-	gotCM, err := cs.CoreV1().ConfigMaps("someone-else").Get(ctx, "idle", metav1.GetOptions{})
-	if err != nil || gotCM.ResourceVersion != idle.ResourceVersion {
-		t.Errorf("someone else's configmap: got %v (%v), want resourceVersion %s", gotCM, err, idle.ResourceVersion)
-	}
+	e.checkLeftAlone(t, c.Namespaces)
 	t.Log(errOut.String())
 	if !strings.Contains(errOut.String(), "lwbench starts, compacts and defragments nothing there") {
 		t.Errorf("log %q does not say lwbench leaves the cluster's maintenance alone", errOut.String())
@@ -176,6 +206,13 @@ func TestKubeconfigFlagErrors(t *testing.T) {
 		{"conformance", []string{"conformance", "--kubeconfig", "/nonexistent/kubeconfig"}, "lwbench: conformance starts kube-apiservers of its own: --kubeconfig cannot be used\n"},
 		{"context alone", []string{"run", "--context", "test"}, "lwbench: --context needs --kubeconfig\n"},
 		{"client gate", append(kc, "--client-feature-gates", "WatchList=true"), `lwbench: --client-feature-gates: Invalid value: "WatchList=true": give WatchListClient=true or WatchListClient=false` + "\n"},
+		{"compaction-sweep", []string{"compaction-sweep", "--kubeconfig", "/nonexistent/kubeconfig", "--endpoints", "http://127.0.0.1:1", "--allow-maintenance"},
+			"lwbench: --kubeconfig: compaction-sweep sets kube-apiserver's --etcd-compaction-interval, which on an existing cluster is its operator's; run it through kube-apiservers of lwbench's own (--kube-apiserver)\n"},
+		{"defrag-stall", []string{"defrag-stall", "--kubeconfig", "/nonexistent/kubeconfig", "--endpoints", "http://127.0.0.1:1", "--allow-maintenance"},
+			"lwbench: --kubeconfig: defrag-stall grows the cluster's etcd by hundreds of megabytes of keys it does not delete; run it through kube-apiservers of lwbench's own (--kube-apiserver)\n"},
+		{"experiment without endpoints", []string{"relist-storm", "--kubeconfig", "/nonexistent/kubeconfig"}, "lwbench: --kubeconfig needs --endpoints of the cluster's etcd (and --prefix, its --etcd-prefix): the informers' events are validated against etcd's history\n"},
+		{"experiment with kube-apiserver", []string{"catchup", "--kubeconfig", "/nonexistent/kubeconfig", "--endpoints", "http://127.0.0.1:1", "--allow-maintenance", "--kube-apiserver", "1.37"},
+			"lwbench: --kubeconfig and --kube-apiserver cannot be used together: lwbench starts kube-apiservers with --kube-apiserver, and uses the cluster's with --kubeconfig\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,5 +227,57 @@ func TestKubeconfigFlagErrors(t *testing.T) {
 				t.Errorf("stderr:\n got %q\nwant %q", errOut.String(), tt.want)
 			}
 		})
+	}
+}
+
+// TestExperimentsThroughKubeconfig runs relist-storm and catchup through
+// an existing cluster's kube-apiserver (startExistingCluster): each load
+// writes in namespaces of its own, the informers relist after the
+// experiment's compaction (the cluster's watch cache is off), nothing is
+// lost, and at the end exactly those namespaces are gone and someone
+// else's objects are as they were.
+func TestExperimentsThroughKubeconfig(t *testing.T) {
+	e := startExistingCluster(t)
+	common := []string{"--quick", "--kubeconfig", e.kubeconfig, "--context", "test", "--endpoints", e.srv.Endpoints[0], "--allow-maintenance",
+		"--namespace-delete-timeout", "30s", "-w", "json"}
+	run := func(args ...string) experiment.Result {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		root := NewRootCommand()
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		if code := cli.Run(root, append(args, common...), &errOut); code != 0 {
+			t.Fatalf("lwbench %s exit %d:\n%s", args[0], code, errOut.String())
+		}
+		var res experiment.Result
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("result JSON: %v", err)
+		}
+		if a := res.APIServer; a == nil || a.Managed || a.URL != e.rc.Host || a.Version != "v1.37.2" {
+			t.Errorf("%s: got apiserver %+v, want an unmanaged v1.37.2 at %s", args[0], a, e.rc.Host)
+		}
+		if len(res.NamespaceCleanup) == 0 {
+			t.Fatalf("%s: no namespace cleanup", args[0])
+		}
+		var namespaces []string
+		for _, c := range res.NamespaceCleanup {
+			if c.Error != "" || len(c.Left) != 0 || len(c.Namespaces) == 0 {
+				t.Errorf("%s: cleanup %+v, want its namespaces deleted", args[0], c)
+			}
+			namespaces = append(namespaces, c.Namespaces...)
+		}
+		e.checkLeftAlone(t, namespaces)
+		return res
+	}
+	storm := run("relist-storm", "--objects", "60", "--no-control", "--client-feature-gates", "WatchListClient=false", "--page-sizes", "500")
+	for _, c := range storm.RelistStorm.Cases {
+		if c.Relists != c.Watchers || c.Validation.Lost != 0 || c.Validation.Others() != 0 {
+			t.Errorf("relist-storm: %d relists of %d informers, validation %+v; want one each and nothing lost", c.Relists, c.Watchers, c.Validation)
+		}
+	}
+	catchup := run("catchup", "--objects", "40", "--behind", "200")
+	if c := catchup.Catchup.Cases[0]; c.Events != 200 || c.Missing != 0 || c.Unexpected != 0 || c.RelistObjects != 40 {
+		t.Errorf("catchup: %d events (%d missing, %d unexpected), relist of %d objects; want the 200 updates and the 40 pods of the load alone",
+			c.Events, c.Missing, c.Unexpected, c.RelistObjects)
 	}
 }
