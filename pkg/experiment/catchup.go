@@ -166,12 +166,16 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 			return err
 		}
 		defer l.close()
-		all, err := s.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix())
-		if err != nil {
-			return fmt.Errorf("read the pods: %w", err)
+		var kvs []*mvccpb.KeyValue // the model's pods, which its updates rewrite
+		if l.api == nil {
+			all, err := s.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix())
+			if err != nil {
+				return fmt.Errorf("read the pods: %w", err)
+			}
+			kvs = all.Kvs
 		}
 		for _, b := range o.Behind {
-			c, err := catchupCase(ctx, s, l, o, all.Kvs, b)
+			c, err := catchupCase(ctx, s, l, o, kvs, b)
 			if err != nil {
 				return err
 			}
