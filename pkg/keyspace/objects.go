@@ -17,8 +17,11 @@ import (
 // those a Deployment's ReplicaSet creates and the kubelet then updates, with
 // owner references, probes, a projected service account token volume,
 // status conditions and managedFields, which together make up most of a
-// real Pod's 3 to 5 KiB in etcd. The same seed, names and generation always
-// give the same object. A Generator is not safe for concurrent use; give each
+// real Pod's 3 to 6 KiB in etcd. Each object is what kube-apiserver stores
+// for it: the fields its registry strategy sets or resets on create, and
+// the managedFields its field manager records for the writes that made it
+// (managedfields.go). The same seed, names and generation always give the
+// same object. A Generator is not safe for concurrent use; give each
 // goroutine its own.
 type Generator struct {
 	seed uint64
@@ -78,9 +81,16 @@ var apps = []struct{ name, image string }{
 }
 
 // Pod returns the Pod namespace/name after `generation` kubelet status
-// updates (0 is the freshly scheduled pod). Every generation changes status
-// timestamps and restart counts, as the kubelet's status manager does;
-// metadata, spec and uid stay the same, as they do for a real pod.
+// updates. Generation 0 is the pod as kube-apiserver stores its create
+// (k8s.io/kubernetes/pkg/registry/core/pod/strategy.go PrepareForCreate):
+// metadata.generation 1, status reset to phase Pending and its QoS class,
+// and one managedFields entry, PodCreatorManager's. Generation n >= 1 is
+// the pod after the kubelet's n-th status update (PodStatusManager's entry,
+// subresource status, beside it): running, every generation changing
+// status timestamps and restart counts, as the kubelet's status manager
+// does; metadata, spec and uid stay the same, as they do for a real pod.
+// The pods are bound to a node from the start (spec.nodeName), as the
+// writers create them.
 func (g *Generator) Pod(namespace, name string, generation int) *corev1.Pod {
 	r := g.rng("pod", namespace, name)
 	app := apps[r.IntN(len(apps))]
@@ -122,6 +132,7 @@ func (g *Generator) Pod(namespace, name string, generation int) *corev1.Pod {
 			GenerateName:      rsName + "-",
 			Namespace:         namespace,
 			UID:               podUID,
+			Generation:        1, // pod strategy PrepareForCreate; only a spec change or a graceful delete bumps it
 			CreationTimestamp: metav1.NewTime(created),
 			Labels: map[string]string{
 				"app.kubernetes.io/name":    app.name,
@@ -183,8 +194,17 @@ func (g *Generator) Pod(namespace, name string, generation int) *corev1.Pod {
 			PreemptionPolicy:   &preemption,
 		},
 	}
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{podCreateFields(pod).entry(PodCreatorManager, "", created)}
+	if generation == 0 {
+		// PrepareForCreate: the status a client sends is dropped; the QoS
+		// class of requests below limits is Burstable
+		// (k8s.io/kubernetes/pkg/apis/core/helper/qos GetPodQOS).
+		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBurstable}
+		return pod
+	}
 	g.setPodStatus(pod, r, created, generation, podIP, hostIP)
-	pod.ManagedFields = podManagedFields(created, generation)
+	statusAt := created.Add(time.Duration(generation)*7*time.Minute + 10*time.Second)
+	pod.ManagedFields = append(pod.ManagedFields, podStatusFields(&pod.Status).entry(PodStatusManager, "status", statusAt))
 	return pod
 }
 
@@ -229,29 +249,12 @@ func (g *Generator) setPodStatus(pod *corev1.Pod, r *rand.Rand, created time.Tim
 	}
 }
 
-// podManagedFields returns the two managedFields entries every running pod
-// carries: kube-controller-manager's create and the kubelet's status updates.
-func podManagedFields(created time.Time, generation int) []metav1.ManagedFieldsEntry {
-	at := metav1.NewTime(created)
-	statusAt := metav1.NewTime(created.Add(time.Duration(generation)*7*time.Minute + 10*time.Second))
-	return []metav1.ManagedFieldsEntry{
-		{
-			Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &at,
-			FieldsType: "FieldsV1",
-			FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/restartedAt":{},"f:prometheus.io/port":{},"f:prometheus.io/scrape":{}},"f:generateName":{},"f:labels":{".":{},"f:app.kubernetes.io/name":{},"f:app.kubernetes.io/part-of":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{},"f:name":{},"f:ports":{},"f:readinessProbe":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)},
-		},
-		{
-			Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &statusAt,
-			FieldsType: "FieldsV1", Subresource: "status",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"PodReadyToStartContainers\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)},
-		},
-	}
-}
-
 // ConfigMap returns the ConfigMap namespace/name at the given generation,
 // with dataBytes bytes of configuration text spread over a few keys (real
-// ConfigMaps range from a few hundred bytes to the 1 MiB limit).
-// Every generation changes the text.
+// ConfigMaps range from a few hundred bytes to the 1 MiB limit), written
+// by ConfigMapManager (its managedFields entry: labels and data keys).
+// Every generation changes the text and the entry's time, an hour later
+// each (Helm's releases are not modelled: no Helm labels or annotations).
 func (g *Generator) ConfigMap(namespace, name string, generation, dataBytes int) *corev1.ConfigMap {
 	r := g.rng("configmap", namespace, name)
 	created := g.epoch().Add(time.Duration(r.IntN(86400)) * time.Second)
@@ -272,6 +275,7 @@ func (g *Generator) ConfigMap(namespace, name string, generation, dataBytes int)
 		}
 		cm.Data[fmt.Sprintf("config-%d.properties", i)] = b.String()
 	}
+	cm.ManagedFields = []metav1.ManagedFieldsEntry{configMapFields(cm).entry(ConfigMapManager, "", created.Add(time.Duration(generation)*time.Hour))}
 	return cm
 }
 
@@ -342,16 +346,10 @@ func (g *Generator) Event(namespace, name, podName string, count int) *corev1.Ev
 	if er.component == "kubelet" {
 		source.Host = node
 	}
-	updatedAt := metav1.NewTime(last)
-	return &corev1.Event{
+	e := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace, UID: uid(r),
 			CreationTimestamp: metav1.NewTime(first),
-			ManagedFields: []metav1.ManagedFieldsEntry{{
-				Manager: er.component, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &updatedAt,
-				FieldsType: "FieldsV1",
-				FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:count":{},"f:firstTimestamp":{},"f:involvedObject":{},"f:lastTimestamp":{},"f:message":{},"f:reason":{},"f:reportingComponent":{},"f:reportingInstance":{},"f:source":{"f:component":{},"f:host":{}},"f:type":{}}`)},
-			}},
 		},
 		InvolvedObject: corev1.ObjectReference{
 			Kind: "Pod", Namespace: namespace, Name: podName, UID: podUID, APIVersion: "v1",
@@ -368,4 +366,9 @@ func (g *Generator) Event(namespace, name, podName string, count int) *corev1.Ev
 		ReportingController: er.component,
 		ReportingInstance:   source.Host,
 	}
+	// The recorder's create and its patches are the component's
+	// (operation Update, a patch too: handlers/patch.go); each repeat
+	// changes the entry's time.
+	e.ManagedFields = []metav1.ManagedFieldsEntry{eventFields(e).entry(er.component, "", last)}
+	return e
 }

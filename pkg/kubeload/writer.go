@@ -37,17 +37,21 @@ import (
 //     lastTimestamp), and created again when the patch finds them gone,
 //     as client-go's recorder does (k8s.io/client-go/tools/record/event.go).
 //
-// Updates conflicting with another writer are retried on a fresh read with
-// client-go's retry.RetryOnConflict. Do's revision is the resourceVersion
-// kube-apiserver returned (the write's mod_revision). A pod's delete
-// commits three revisions (pkg/registry/core/pod/strategy.go,
+// Each request names the field manager of the component it stands for, as
+// the generated objects' managedFields do (keyspace.PodCreatorManager,
+// PodStatusManager, ConfigMapManager, an event's recording component), so
+// that kube-apiserver stores the managedFields the etcd-direct model
+// writes. Updates conflicting with another writer are retried on a fresh
+// read with client-go's retry.RetryOnConflict. Do's revision is the
+// resourceVersion kube-apiserver returned (the write's mod_revision). A
+// pod's delete commits three revisions (pkg/registry/core/pod/strategy.go,
 // k8s.io/apiserver/pkg/registry/generic/registry/store.go Delete): the
-// first DELETE's update setting deletionTimestamp, which goes to the commit
-// observer (watchload.CommitObserver), the second DELETE's update to grace
-// period 0, whose revision is the deleted pod's resourceVersion in its
-// response and is Do's, and the removal, whose revision no API response
-// carries (its event goes untimed). Do ignores its etcd connection: pass
-// NewWriters any one-element slice.
+// first DELETE's update setting deletionTimestamp, which goes to the
+// commit observer (watchload.CommitObserver), the second DELETE's update
+// to grace period 0, whose revision is the deleted pod's resourceVersion
+// in its response and is Do's, and the removal, whose revision no API
+// response carries (its event goes untimed). Do ignores its etcd
+// connection: pass NewWriters any one-element slice.
 type APIWorkload struct {
 	plan     *watchload.KubernetesWorkload
 	clients  []kubernetes.Interface // per worker
@@ -198,18 +202,25 @@ func (w *APIWorkload) write(ctx context.Context, worker int, op watchload.Op, st
 	return 0, false, fmt.Errorf("%s %s: not a resource the API writers know", op.Kind, op.Key)
 }
 
-// fresh clears what kube-apiserver sets on create.
-func fresh(m *metav1.ObjectMeta) {
-	m.UID, m.ResourceVersion, m.CreationTimestamp, m.ManagedFields, m.GenerateName = "", "", metav1.Time{}, nil, ""
+// fresh clears what kube-apiserver sets on create (generateName, which a
+// ReplicaSet's pods carry beside their name, stays), and returns the
+// field manager of the object's first managedFields entry, the one its
+// create makes.
+func fresh(m *metav1.ObjectMeta) (manager string) {
+	if len(m.ManagedFields) > 0 {
+		manager = m.ManagedFields[0].Manager
+	}
+	m.UID, m.ResourceVersion, m.CreationTimestamp, m.ManagedFields, m.Generation = "", "", metav1.Time{}, nil, 0
+	return manager
 }
 
 func (w *APIWorkload) writePod(ctx context.Context, worker int, pods podClient, rc rest.Interface, gen *keyspace.Generator, op watchload.Op, st *apiObject) (int64, bool, error) {
 	switch op.Kind {
 	case watchload.OpCreate:
 		p := gen.Pod(op.Namespace, op.Name, 0)
-		fresh(&p.ObjectMeta)
+		manager := fresh(&p.ObjectMeta)
 		w.label(&p.ObjectMeta)
-		got, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		got, err := pods.Create(ctx, p, metav1.CreateOptions{FieldManager: manager})
 		if err != nil {
 			return 0, false, apiError(op, err)
 		}
@@ -229,7 +240,7 @@ func (w *APIWorkload) writePod(ctx context.Context, worker int, pods podClient, 
 			p := st.pod.DeepCopy()
 			p.Status = gen.Pod(op.Namespace, op.Name, st.generation+1).Status
 			var err error
-			got, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			got, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: keyspace.PodStatusManager})
 			if apierrors.IsConflict(err) {
 				conflicts++
 			}
@@ -287,9 +298,9 @@ func (w *APIWorkload) writeConfigMap(ctx context.Context, cms configMapClient, g
 	switch op.Kind {
 	case watchload.OpCreate:
 		c := gen.ConfigMap(op.Namespace, op.Name, 0, size)
-		fresh(&c.ObjectMeta)
+		manager := fresh(&c.ObjectMeta)
 		w.label(&c.ObjectMeta)
-		got, err := cms.Create(ctx, c, metav1.CreateOptions{})
+		got, err := cms.Create(ctx, c, metav1.CreateOptions{FieldManager: manager})
 		if err != nil {
 			return 0, false, apiError(op, err)
 		}
@@ -309,7 +320,7 @@ func (w *APIWorkload) writeConfigMap(ctx context.Context, cms configMapClient, g
 			c := st.cm.DeepCopy()
 			c.Data = gen.ConfigMap(op.Namespace, op.Name, st.generation+1, size).Data
 			var err error
-			got, err = cms.Update(ctx, c, metav1.UpdateOptions{})
+			got, err = cms.Update(ctx, c, metav1.UpdateOptions{FieldManager: keyspace.ConfigMapManager})
 			if apierrors.IsConflict(err) {
 				conflicts++
 			}
@@ -336,9 +347,9 @@ func (w *APIWorkload) writeEvent(ctx context.Context, cs kubernetes.Interface, g
 	owner := strings.SplitN(op.Name, ".", 2)[0]
 	create := func() (int64, error) {
 		e := gen.Event(op.Namespace, op.Name, owner, 1)
-		fresh(&e.ObjectMeta)
+		manager := fresh(&e.ObjectMeta)
 		w.label(&e.ObjectMeta)
-		got, err := events.Create(ctx, e, metav1.CreateOptions{})
+		got, err := events.Create(ctx, e, metav1.CreateOptions{FieldManager: manager})
 		if err != nil {
 			return 0, apiError(op, err)
 		}
@@ -355,7 +366,7 @@ func (w *APIWorkload) writeEvent(ctx context.Context, cs kubernetes.Interface, g
 	if err != nil {
 		return 0, false, err
 	}
-	got, err := events.Patch(ctx, op.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	got, err := events.Patch(ctx, op.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: next.ManagedFields[0].Manager})
 	if apierrors.IsNotFound(err) {
 		// The event's lease expired (--event-ttl): the recorder creates
 		// it again.

@@ -281,17 +281,25 @@ func TestReadDamaged(t *testing.T) {
 	if err != nil || len(segs) < 3 {
 		t.Fatalf("got %d segments (%v), want at least 3", len(segs), err)
 	}
-	mid, last := segs[1].name, segs[len(segs)-1].name
-	// The second entry record of the middle segment.
+	// The second entry record of the first middle segment that holds two
+	// (how many a segment holds follows the objects' sizes).
 	var victim frame
-	n := 0
-	for _, f := range frames(t, filepath.Join(walDir, mid)) {
-		if f.typ == entryType {
-			if n++; n == 2 {
-				victim = f
+	k := 0
+	for i := 1; i < len(segs)-1 && k == 0; i++ {
+		n := 0
+		for _, f := range frames(t, filepath.Join(walDir, segs[i].name)) {
+			if f.typ == entryType {
+				if n++; n == 2 {
+					victim, k = f, i
+					break
+				}
 			}
 		}
 	}
+	if k == 0 {
+		t.Fatalf("no segment between the first and the last of %d holds two entry records", len(segs))
+	}
+	mid, last := segs[k].name, segs[len(segs)-1].name
 	lastFrames := frames(t, filepath.Join(walDir, last))
 	tail := lastFrames[len(lastFrames)-1]
 
@@ -333,7 +341,7 @@ func TestReadDamaged(t *testing.T) {
 			if err := os.Remove(filepath.Join(walDir, mid)); err != nil {
 				t.Fatal(err)
 			}
-		}, FaultMissingSegment, segs[2].name, 0, -1},
+		}, FaultMissingSegment, segs[k+1].name, 0, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

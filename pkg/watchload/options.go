@@ -145,6 +145,14 @@ type Options struct {
 	// (lwbench-<random>-ns-N), so that they cannot collide with the keys
 	// already there.
 	ReusePrefix bool
+	// NamespacePrefix starts the name of every namespace of the run's
+	// objects, followed by its number (KubernetesWorkloadOptions'
+	// NamespacePrefix); "" means "ns-", or lwbench-<random>-ns- with
+	// ReusePrefix. The generated objects' content derives from their
+	// namespace and name (keyspace.Generator), so `lwbench conformance`
+	// gives the model the real stack's namespaces (lwbench-<run id>-):
+	// both then write the same keys and objects.
+	NamespacePrefix string
 	// NamespaceCompactRevKey keeps the compactor's compare-and-swap key
 	// under Prefix (<Prefix>/compact_rev_key) instead of at the root, where
 	// a real kube-apiserver of the cluster keeps its own: lwbench must not

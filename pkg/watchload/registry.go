@@ -369,15 +369,19 @@ func (w *KubernetesWorkload) deleteObject(ctx context.Context, kv KV, resource, 
 
 // deletePod is the graceful deletion of a running pod as the real writers
 // make it: a DELETE (a read, then a GuaranteedUpdate setting
-// deletionTimestamp 30 s ahead and deletionGracePeriodSeconds 30), then a
+// deletionTimestamp 30 s ahead and deletionGracePeriodSeconds 30, and
+// bumping metadata.generation, as the first graceful deletion does:
+// k8s.io/apiserver/pkg/registry/rest/delete.go BeforeDelete), then a
 // DELETE with gracePeriodSeconds 0 and the pod's UID (a read, a
 // GuaranteedUpdate shortening the grace period to 0, and
-// conditionalDelete). It returns the delete's revision; the two updates'
-// revisions go to the commit observer (ObserveCommits) as they commit. A
-// pod already gone at the second DELETE is deleted (the writer ignores
-// NotFound there).
+// conditionalDelete). Neither touches status or managedFields: both
+// updates store the pod's last status. It returns the delete's revision;
+// the two updates' revisions go to the commit observer (ObserveCommits)
+// as they commit. A pod already gone at the second DELETE is deleted (the
+// writer ignores NotFound there).
 func (w *KubernetesWorkload) deletePod(ctx context.Context, worker int, gen *keyspace.Generator, kv KV, ns, name, key string, st *objectState) (rev int64, conflict bool, err error) {
 	var last int64
+	generation := st.generation // the status both updates keep
 	for _, grace := range []time.Duration{podGracePeriod, 0} {
 		cur, err := getCurrentState(ctx, kv, key)
 		if err != nil {
@@ -391,10 +395,11 @@ func (w *KubernetesWorkload) deletePod(ctx context.Context, worker int, gen *key
 			return 0, conflict, fmt.Errorf("delete %s: %w", key, ErrObjectNotFound)
 		}
 		st.adopt(cur)
-		pod := gen.Pod(ns, name, st.generation)
+		pod := gen.Pod(ns, name, generation)
 		deleteAt := metav1.NewTime(time.Now().Add(grace).Truncate(time.Second))
 		seconds := int64(grace / time.Second)
 		pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = &deleteAt, &seconds
+		pod.Generation++
 		val, err := w.codec.Encode(pod)
 		if err != nil {
 			return last, conflict, err

@@ -156,6 +156,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	if o.ReusePrefix {
 		wo.NamespacePrefix = fmt.Sprintf("lwbench-%08x-ns-", rand.Uint32())
 	}
+	if o.NamespacePrefix != "" {
+		wo.NamespacePrefix = o.NamespacePrefix
+	}
 	wl, err := NewKubernetesWorkload(wo)
 	if err != nil {
 		return nil, err

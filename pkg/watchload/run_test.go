@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,6 +183,36 @@ func TestRunAPIServerCache(t *testing.T) {
 	if hold := d.HeldBack.FromCommit.MaxMs; d.FromCommit.P99Ms > hold/5 || d.FromCommit.Count != d.TimedEvents-d.HeldBack.TimedEvents {
 		t.Errorf("delivery fromCommit %+v of %d timed events: want a p99 far below the hold (%.0f ms) and the held watcher's %d events left out",
 			d.FromCommit, d.TimedEvents, hold, d.HeldBack.TimedEvents)
+	}
+}
+
+// TestRunNamespacePrefix: a run's objects live in the namespaces
+// Options.NamespacePrefix names (conformance gives the model the real
+// stack's), every key of every resource.
+func TestRunNamespacePrefix(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	o := watchload.Options{Objects: 20, ConfigMaps: 5, Events: 5, Namespaces: 2, Watchers: 1, WriteRate: 50,
+		Duration: time.Second, Seed: 3, NamespacePrefix: "lwbench-0000beef-"}
+	if _, err := watchload.Run(ctx, target(srv), o); err != nil {
+		t.Fatal(err)
+	}
+	c := etcdtest.NewClient(t, srv)
+	for _, resource := range watchload.Resources {
+		prefix := watchload.ResourcePrefix("/registry", resource)
+		resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			t.Errorf("no %s written", resource)
+		}
+		for _, kv := range resp.Kvs {
+			if ns := strings.TrimPrefix(string(kv.Key), prefix); !strings.HasPrefix(ns, "lwbench-0000beef-") {
+				t.Errorf("key %s: want namespace lwbench-0000beef-N", kv.Key)
+			}
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -107,12 +108,15 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 			profile = watchload.ProfileAPIServerCache
 		}
 		con.Logf("model, profile %s, %s, EtcdRangeStream %s (kube-apiserver %s)", profile, s.Name(), onOff(*rangeStream), k.resolvedVersion)
-		model, err := conformanceModel(ctx, o, profile, k.modelWatchList(k.resolvedVersion, s.WatchList), rangeStream, con.Logf)
+		// One run ID names both loads' namespaces: the objects' content
+		// follows their namespace's name (keyspace.Generator).
+		runID := fmt.Sprintf("%08x", rand.Uint32())
+		model, err := conformanceModel(ctx, o, profile, k.modelWatchList(k.resolvedVersion, s.WatchList), rangeStream, runID, con.Logf)
 		if err != nil {
 			return fmt.Errorf("model, profile %s, %s: %w", profile, s.Name(), err)
 		}
 		con.Logf("real: kube-apiserver %s, %s", k.resolvedVersion, s.Name())
-		kr, err := conformanceReal(ctx, o, bin, s, con.Logf)
+		kr, err := conformanceReal(ctx, o, bin, s, runID, con.Logf)
 		if err != nil {
 			return fmt.Errorf("kube-apiserver, %s: %w", s.Name(), err)
 		}
@@ -130,14 +134,15 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 // conformanceModel runs the load through the etcd-direct model with
 // profile, the informers' WatchListClient gate watchList (nil: client-go's
 // default) and kube-apiserver's EtcdRangeStream gate rangeStream (nil: the
-// model's default, on) on a fresh embedded etcd behind a counting proxy,
+// model's default, on), in the namespaces kubeload.Run names after runID
+// (lwbench-<runID>-N), on a fresh embedded etcd behind a counting proxy,
 // and returns what the proxy counted, by the model's phase (modelPhases),
 // switched on the model's own goroutine before the phase's first request
 // (Options.OnPhase). The model compacts as kube-apiserver does, without
 // waiting for the deletion (k8s.io/apiserver/pkg/storage/etcd3/compact.go
 // Compact: no WithCompactPhysical); `lwbench run` waits by default, for
 // its sizes.
-func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, watchList, rangeStream *bool, logf func(string, ...any)) ([]report.EtcdRequests, error) {
+func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Profile, watchList, rangeStream *bool, runID string, logf func(string, ...any)) ([]report.EtcdRequests, error) {
 	t, p, release, err := proxiedTarget(ctx, o, logf)
 	defer release()
 	if err != nil {
@@ -145,6 +150,7 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 	}
 	lo := o.load
 	lo.Profile, lo.WatchList, lo.RangeStream = profile, watchList, rangeStream
+	lo.NamespacePrefix = "lwbench-" + runID + "-"
 	// The real load has no consistent readers besides its informers.
 	lo.ConsistentListRate = -1
 	lo.PhysicalCompaction = false
@@ -168,9 +174,9 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 var modelPhases = map[string]string{"seeding": "seed", "syncing": "sync", "writing": "steady", "confirming": "drain", "validating": "stop"}
 
 // conformanceReal runs the load through one kube-apiserver with setting s
-// and --apiserver-feature-gates on a fresh embedded etcd behind a counting
-// proxy.
-func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.Setting, logf func(string, ...any)) (*report.KubeRunResult, error) {
+// and --apiserver-feature-gates, in namespaces named after runID, on a
+// fresh embedded etcd behind a counting proxy.
+func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.Setting, runID string, logf func(string, ...any)) (*report.KubeRunResult, error) {
 	t, release, err := o.target.open(ctx, logf)
 	defer release()
 	if err != nil {
@@ -191,7 +197,7 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 	// proxy would count as kube-apiserver's; conformance reports none of
 	// the metrics.
 	st.APIServers = nil
-	return kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: s.WatchList})
+	return kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: s.WatchList, RunID: runID})
 }
 
 // makeConformanceTable has one row per case, method and kind: the model's

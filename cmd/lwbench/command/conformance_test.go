@@ -67,7 +67,7 @@ func TestConformanceModelCountsOnlyTheLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.load.Logf = t.Logf
-			counts, err := conformanceModel(t.Context(), o, profile, nil, nil, t.Logf)
+			counts, err := conformanceModel(t.Context(), o, profile, nil, nil, "0000beef", t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
