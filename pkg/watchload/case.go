@@ -140,7 +140,7 @@ func (c *Case) Validate(ctx context.Context, period time.Duration, unsynced int)
 	refls := c.set.Reflectors
 	finishValidation(ctx, c.s.rec, refls, c.final, period, c.s.logf)
 	c.closeConns()
-	if err := c.set.CompareCaches(ctx, c.s.admin, c.env.Violations); err != nil {
+	if err := c.set.CompareCaches(ctx, c.s.admin, c.s.rec, c.env.Violations, c.s.logf); err != nil {
 		return report.Validation{}, err
 	}
 	var unverified int64

@@ -2,6 +2,7 @@ package watchload_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,4 +126,76 @@ type countingWorkload struct {
 func (w *countingWorkload) Do(ctx context.Context, worker int, kv watchload.KV, op watchload.Op) (int64, bool, error) {
 	defer w.done.Add(1)
 	return w.Workload.Do(ctx, worker, kv, op)
+}
+
+// TestValidateQuietWatcherAfterCompaction: a watcher whose prefix saw no
+// event since it listed is synced by the history (Recorder.Quiet) however
+// far the store moved on; when etcd has since been compacted past its
+// last revision, its cache is still compared (at the history's
+// watermark, where its prefix is the same) instead of failing the case
+// with ErrCompacted, as a kill-leader run once did.
+func TestValidateQuietWatcherAfterCompaction(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	ctx := t.Context()
+	s := watchload.NewSession(target(srv), time.Now(), t.Logf)
+	defer s.Close()
+	admin, err := s.DialAdmin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConnectWriters(ctx, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "/quiet"
+	wl, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{Prefix: prefix, Namespaces: 2, Pods: 20, Workers: 2, Seed: 1,
+		ResourceMix: watchload.ResourceMix{PodsPercent: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seed(ctx, wl, 4); err != nil {
+		t.Fatal(err)
+	}
+	podsPrefix := watchload.ResourcePrefix(prefix, watchload.ResourcePods)
+	head, err := admin.Get(ctx, podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartRecorder(ctx, []string{podsPrefix}, "", head.Header.Revision+1); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.StartCase(ctx, watchload.CaseOptions{Watchers: 2, Connections: 1, SyncTimeout: 30 * time.Second, RingCapacity: 1024, Writers: 1,
+		Watcher: func(i int, st *watchload.Stream) watchload.ReflectorOptions {
+			return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods, Prefix: podsPrefix, Stream: st}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The store moves on elsewhere, and is compacted past the watchers.
+	var last int64
+	for i := range 20 {
+		resp, err := admin.Put(ctx, fmt.Sprintf("/elsewhere/%d", i), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = resp.Header.Revision
+	}
+	for _, r := range c.Reflectors() {
+		if r.LastRevision() >= last {
+			t.Fatalf("watcher %d saw revision %d: the test needs it behind %d", r.ID(), r.LastRevision(), last)
+		}
+	}
+	if _, err := admin.Compact(ctx, last, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if unsynced := c.Confirm(ctx, last, 50*time.Millisecond, 30*time.Second); unsynced != 0 {
+		t.Fatalf("%d quiet watchers not synced to revision %d", unsynced, last)
+	}
+	v, err := c.Validate(ctx, 50*time.Millisecond, 0)
+	if err != nil {
+		t.Fatalf("validate after a compaction past quiet watchers: %v", err)
+	}
+	if !v.OK() {
+		t.Errorf("validation %s, want clean", v.Summary())
+	}
 }

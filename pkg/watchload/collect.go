@@ -131,11 +131,11 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 		res.Final.Resources = append(res.Final.Resources, report.ResourceCount{Resource: resource, Objects: resp.Count})
 		res.Final.Objects += resp.Count
 	}
-	if err := s.watchers.CompareCaches(ctx, admin, env.Violations); err != nil {
+	if err := s.watchers.CompareCaches(ctx, admin, s.rec, env.Violations, s.logf); err != nil {
 		return err
 	}
 	if s.caches != nil {
-		if err := s.caches.CompareCaches(ctx, admin, env.Violations); err != nil {
+		if err := s.caches.CompareCaches(ctx, admin, s.rec, env.Violations, s.logf); err != nil {
 			return err
 		}
 	}

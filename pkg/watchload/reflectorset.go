@@ -78,23 +78,45 @@ func (s *ReflectorSet) WaitSynced(ctx context.Context, rec *Recorder, rev int64,
 // presence or mod_revision in a stopped reflector's cache differs from
 // etcd's state at the reflector's last revision, read with c (one read per
 // prefix and revision).
-func (s *ReflectorSet) CompareCaches(ctx context.Context, c Client, vs *Violations) error {
+//
+// A reflector's last revision may have been compacted since: one whose
+// prefix saw no event after it (it was synced by rec's history,
+// WaitSynced) ends with the state at it, so its state is read at rec's
+// watermark instead (Recorder.Quiet: the prefix is the same there); one
+// that missed events cannot be compared, which its validation against rec
+// reports, and is logged with logf. Other read errors are returned.
+func (s *ReflectorSet) CompareCaches(ctx context.Context, c Client, rec *Recorder, vs *Violations, logf func(string, ...any)) error {
 	states := map[string]map[string]int64{}
+	read := func(prefix string, rev int64) (map[string]int64, error) {
+		id := fmt.Sprintf("%s@%d", prefix, rev)
+		if state, ok := states[id]; ok {
+			return state, nil
+		}
+		resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
+		if err != nil {
+			return nil, err
+		}
+		state := make(map[string]int64, len(resp.Kvs))
+		for _, kv := range resp.Kvs {
+			state[string(kv.Key)] = kv.ModRevision
+		}
+		states[id] = state
+		return state, nil
+	}
 	for _, r := range s.Reflectors {
 		ro := r.Options()
 		rev := r.LastRevision()
-		id := fmt.Sprintf("%s@%d", ro.Prefix, rev)
-		state, ok := states[id]
-		if !ok {
-			resp, err := c.Get(ctx, ro.Prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-			if err != nil {
-				return fmt.Errorf("read %s at revision %d: %w", ro.Prefix, rev, err)
+		state, err := read(ro.Prefix, rev)
+		if isExpired(err) && rec != nil {
+			if upTo := rec.Watermark(); upTo > rev && rec.Quiet(ro.Prefix, rev, upTo) {
+				state, err = read(ro.Prefix, upTo)
+			} else {
+				logf("watcher %d: its last revision %d is compacted and its prefix %s changed after it: its cache is not compared", ro.ID, rev, ro.Prefix)
+				continue
 			}
-			state = make(map[string]int64, len(resp.Kvs))
-			for _, kv := range resp.Kvs {
-				state[string(kv.Key)] = kv.ModRevision
-			}
-			states[id] = state
+		}
+		if err != nil {
+			return fmt.Errorf("read %s at revision %d: %w", ro.Prefix, rev, err)
 		}
 		compareCache(vs, ro.ID, rev, r.Cache(), state)
 	}
