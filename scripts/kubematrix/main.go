@@ -61,27 +61,32 @@ const experimentDir = "experiments"
 // table) as experiments/NAME.json.
 func experimentRuns(version string) []entry {
 	var runs []entry
-	add := func(name string, args ...string) {
+	// add adds experiment name with flags of the form --flag=value, its
+	// label made of them: relist-storm-1.37.2-watch-cache-false-watchlist-true.
+	add := func(name string, flags ...string) {
 		label := name + "-" + version
-		for i := 0; i+1 < len(args); i += 2 {
-			label += "-" + strings.TrimPrefix(args[i], "--") + "-" + strings.ReplaceAll(args[i+1], "WatchListClient=", "")
+		for _, f := range flags {
+			k, v, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+			if k == "client-feature-gates" {
+				k, v = "watchlist", strings.TrimPrefix(v, "WatchListClient=")
+			}
+			label += "-" + k + "-" + v
 		}
-		label = strings.ReplaceAll(label, "client-feature-gates", "watchlist")
-		a := append([]string{name, "--quick", "--kube-apiserver", version}, args...)
+		a := append([]string{name, "--quick", "--kube-apiserver", version}, flags...)
 		a = append(a, "--label", label, "-w", "json")
 		runs = append(runs, entry{Version: version, Args: a, File: filepath.Join(experimentDir, label+".json"), Table: filepath.Join(experimentDir, label+".md")})
 	}
 	for _, cache := range []string{"false", "true"} {
 		for _, wl := range []string{"true", "false"} {
-			add("relist-storm", "--watch-cache", cache, "--client-feature-gates", "WatchListClient="+wl)
+			add("relist-storm", "--watch-cache="+cache, "--client-feature-gates=WatchListClient="+wl)
 		}
 	}
 	for _, wl := range []string{"true", "false"} {
-		add("compaction-sweep", "--client-feature-gates", "WatchListClient="+wl)
+		add("compaction-sweep", "--client-feature-gates=WatchListClient="+wl)
 	}
 	for _, cache := range []string{"false", "true"} {
-		add("continuation", "--watch-cache", cache)
-		add("catchup", "--watch-cache", cache)
+		add("continuation", "--watch-cache="+cache)
+		add("catchup", "--watch-cache="+cache)
 	}
 	add("defrag-stall")
 	return runs
