@@ -96,9 +96,9 @@ type Load struct {
 	deleteWait time.Duration        // Close's bound on a shared cluster
 }
 
-// NewLoad seeds o.Pods pods through st's apiservers with client-go (in
-// namespaces lwbench-<RunID>-N, which it creates), then starts s's history
-// recorder of st's pods prefix from the revision after the seeding. s is
+// NewLoad starts s's history recorder of st's pods prefix from etcd's
+// next revision, then seeds o.Pods pods through st's apiservers with
+// client-go (in namespaces lwbench-<RunID>-N, which it creates). s is
 // the experiment's Session on st.Etcd, of which the Load opens a
 // maintenance connection and the recorder; closing s closes them.
 func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions) (*Load, error) {
@@ -133,27 +133,35 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 		}
 		wl.OwnNamespaces(map[string]string{RunLabel: sc.id})
 	}
-	if _, err := wl.Seed(ctx, o.Workers); err != nil {
-		return l, fmt.Errorf("seed %d pods through kube-apiserver: %w", o.Pods, err)
-	}
 	if l.admin, err = s.DialAdmin(ctx); err != nil {
-		return l, err
+		return nil, err
 	}
 	head, err := l.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return l, fmt.Errorf("read etcd's revision: %w", err)
+		return nil, fmt.Errorf("read etcd's revision: %w", err)
 	}
-	l.seededAt = head.Header.Revision
 	var within []string
 	fallback := ""
 	if l.scope != nil {
 		// A shared cluster's etcd user may not watch the whole key space.
 		within, fallback = l.scope.within(l.podsPrefix), st.EtcdPrefix+"/"
 	}
-	// The recorder outlives ctx's cancellation until the Session closes.
-	if l.rec, err = s.StartRecorderWithin(context.WithoutCancel(ctx), []string{l.podsPrefix}, within, fallback, l.seededAt+1); err != nil {
-		return l, err
+	// The history starts before the seeding: an informer may list from
+	// the watch cache at resourceVersion "0" (any), a state the cache
+	// holds from before the last seeded pods, and watch from there, so
+	// that the seeding's last creates reach it as events. The recorder
+	// outlives ctx's cancellation until the Session closes.
+	if l.rec, err = s.StartRecorderWithin(context.WithoutCancel(ctx), []string{l.podsPrefix}, within, fallback, head.Header.Revision+1); err != nil {
+		return nil, err
 	}
+	if _, err := wl.Seed(ctx, o.Workers); err != nil {
+		return l, fmt.Errorf("seed %d pods through kube-apiserver: %w", o.Pods, err)
+	}
+	seeded, err := l.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return l, fmt.Errorf("read etcd's revision: %w", err)
+	}
+	l.seededAt = seeded.Header.Revision
 	return l, nil
 }
 
