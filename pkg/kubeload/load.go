@@ -340,12 +340,15 @@ func (c *Case) Relists() [][]report.KubeRelist {
 }
 
 // Confirm waits until every informer's cache equals etcd's pods at
-// revision rev (their keys and mod_revisions) or timeout passes, reports
-// the differences of those that did not as cache violations, and returns
-// how many did not.
+// revision rev (their keys and mod_revisions), or at a later revision if
+// the store moved after rev (a write whose request was cancelled when the
+// writes stopped may still commit), or timeout passes; it reports the
+// differences of those that did not as cache violations and returns how
+// many did not. Validate then waits for the history to reach the revision
+// confirmed.
 func (c *Case) Confirm(ctx context.Context, rev int64, timeout time.Duration) (unsynced int) {
-	c.final = rev
-	return confirm(ctx, c.l.admin, c.set, c.l.st.EtcdPrefix, c.l.scope, rev, timeout, c.l.logf)
+	unsynced, c.final = confirm(ctx, c.l.admin, c.set, c.l.st.EtcdPrefix, c.l.scope, rev, timeout, c.l.logf)
+	return unsynced
 }
 
 // Validate stops the writes and the informers, waits (up to 30 s) until

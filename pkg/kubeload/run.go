@@ -294,7 +294,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 		// An interrupted run reports what it measured soon.
 		confirmTimeout = min(confirmTimeout, 5*time.Second)
 	}
-	unsynced := confirm(cctx, admin, set, lo.Prefix, scope, finalRev, confirmTimeout, logf)
+	unsynced, finalRev := confirm(cctx, admin, set, lo.Prefix, scope, finalRev, confirmTimeout, logf)
 	phase("stop")
 	set.Stop()
 	if err := rec.WaitFor(cctx, finalRev, 100*time.Millisecond); err != nil {
@@ -393,46 +393,76 @@ func defragment(ctx context.Context, admin *clientv3.Client, endpoints []string,
 // confirm waits until every informer's cache equals etcd's state of its
 // resource at finalRev, polling, for at most timeout; it then reports the
 // differences of those that did not as cache violations and returns how
-// many did not.
-func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, prefix string, scope *sharedScope, finalRev int64, timeout time.Duration, logf func(string, ...any)) int {
-	states := map[string]map[string]int64{}
-	for _, in := range set.Informers {
-		if states[in.Resource] != nil {
-			continue
-		}
-		// On a shared cluster only the run's namespaces, which the
-		// informers' label selector covers exactly: every object the run
-		// writes there carries the label, and nothing else is there.
-		ps := []string{watchload.ResourcePrefix(prefix, in.Resource)}
-		if scope != nil {
-			ps = scope.within(ps[0])
-		}
-		m := map[string]int64{}
-		for _, p := range ps {
-			resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(finalRev))
-			if err != nil {
-				logf("read %s at revision %d: %v", p, finalRev, err)
-				return len(set.Informers)
+// many did not, and the revision it confirmed.
+//
+// A write whose request was cancelled when the writes stopped may still
+// commit at kube-apiserver after finalRev was read, and reach the
+// informers: while the caches have not all converged, confirm moves to
+// etcd's current revision once a second, so that it confirms the state
+// the store settled in.
+func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, prefix string, scope *sharedScope, finalRev int64, timeout time.Duration, logf func(string, ...any)) (int, int64) {
+	read := func(rev int64) (map[string]map[string]int64, error) {
+		states := map[string]map[string]int64{}
+		for _, in := range set.Informers {
+			if states[in.Resource] != nil {
+				continue
 			}
-			for _, kv := range resp.Kvs {
-				m[string(kv.Key)] = kv.ModRevision
+			// On a shared cluster only the run's namespaces, which the
+			// informers' label selector covers exactly: every object the
+			// run writes there carries the label, and nothing else is
+			// there.
+			ps := []string{watchload.ResourcePrefix(prefix, in.Resource)}
+			if scope != nil {
+				ps = scope.within(ps[0])
 			}
+			m := map[string]int64{}
+			for _, p := range ps {
+				resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
+				if err != nil {
+					return nil, fmt.Errorf("read %s at revision %d: %w", p, rev, err)
+				}
+				for _, kv := range resp.Kvs {
+					m[string(kv.Key)] = kv.ModRevision
+				}
+			}
+			states[in.Resource] = m
 		}
-		states[in.Resource] = m
+		return states, nil
+	}
+	states, err := read(finalRev)
+	if err != nil {
+		logf("%v", err)
+		return len(set.Informers), finalRev
 	}
 	deadline := time.Now().Add(timeout)
 	pending := map[int]bool{}
 	for _, in := range set.Informers {
 		pending[in.ID] = true
 	}
-	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for polls := 1; len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil; polls++ {
 		for id := range pending {
 			if equalCache(set.Cache(id), states[set.Informers[id].Resource]) {
 				delete(pending, id)
 			}
 		}
-		if len(pending) > 0 {
-			_ = clockwait.SleepReal(ctx, 200*time.Millisecond)
+		if len(pending) == 0 {
+			break
+		}
+		_ = clockwait.SleepReal(ctx, 200*time.Millisecond)
+		if polls%5 != 0 {
+			continue
+		}
+		head, err := admin.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil || head.Header.Revision <= finalRev {
+			continue
+		}
+		if next, err := read(head.Header.Revision); err == nil {
+			// The store moved after finalRev: every informer is
+			// confirmed again, at the newer state.
+			states, finalRev = next, head.Header.Revision
+			for _, in := range set.Informers {
+				pending[in.ID] = true
+			}
 		}
 	}
 	for id := range pending {
@@ -442,7 +472,7 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 	if len(pending) > 0 {
 		logf("%d informers did not reach etcd's state at revision %d within %v", len(pending), finalRev, timeout)
 	}
-	return len(pending)
+	return len(pending), finalRev
 }
 
 func equalCache(a, b map[string]int64) bool {
