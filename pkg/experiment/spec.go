@@ -27,12 +27,13 @@ const (
 // Spec describes one kind of Result: the experiment's name (as
 // Result.Experiment spells it) and the figures its cases measure.
 type Spec struct {
-	Name    string   // one of Names, or NameRun
+	Name    string   // one of Names, NameRun or NameKubeRun
 	Figures []string // the Figure constants its CaseSummary fills
 }
 
 // Specs are the experiments in the order the suite runs them, then `lwbench
-// run` as FromRun summarises it.
+// run` as FromRun summarises it and `lwbench run --kube-apiserver` as
+// FromKubeRun does.
 var Specs = []Spec{
 	{NameRelistStorm, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
 		FigureWrites, FigureProbe, FigureLostEvents, FigureOtherViolations}},
@@ -43,6 +44,8 @@ var Specs = []Spec{
 	{NameCatchup, []string{FigureRelistObjects, FigureRelistBytes, FigureResync, FigureProbe, FigureLostEvents, FigureOtherViolations}},
 	{NameRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
 		FigureDefrag, FigureWrites, FigureDBSize, FigureLostEvents, FigureOtherViolations}},
+	{NameKubeRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
+		FigureDefrag, FigureWrites, FigureLostEvents, FigureOtherViolations}},
 }
 
 // Lookup returns the Spec of the experiment name.
@@ -82,8 +85,11 @@ type Comparison struct {
 // ComparedResult is one result in a Comparison.
 type ComparedResult struct {
 	Name        string `json:"name"`        // Result.Name()
-	Experiment  string `json:"experiment"`  // the experiment, or run
+	Experiment  string `json:"experiment"`  // the experiment, run or kube-run
 	EtcdVersion string `json:"etcdVersion"` // the target's version
+	// APIServer describes the kube-apiservers the result's clients went
+	// through (Result.APIServer); absent for lwbench's etcd-direct model.
+	APIServer *report.APIServerTarget `json:"apiServer,omitempty"`
 	// Figures are the CaseSummary figures the experiment measures; the
 	// others are 0 in Cases and mean "not measured".
 	Figures []string      `json:"figures"`
@@ -96,7 +102,7 @@ func Compare(results []*Result) *Comparison {
 	for _, r := range results {
 		s, _ := Lookup(r.Experiment)
 		c.Results = append(c.Results, ComparedResult{Name: r.Name(), Experiment: r.Experiment, EtcdVersion: r.Target.EtcdVersion,
-			Figures: s.Figures, Cases: r.Cases})
+			APIServer: r.APIServer, Figures: s.Figures, Cases: r.Cases})
 	}
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/experiment"
+	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 func mb(b int64) string    { return fmt.Sprintf("%.1f", float64(b)/1e6) }
@@ -168,10 +169,10 @@ func catchupTable(r *experiment.Result) (output.Table, bool) {
 // experiment shares (CaseSummary). A figure the case did not measure
 // (experiment.Measured) shows "-".
 func makeComparisonTable(results []*experiment.Result) output.Table {
-	t := output.Table{Header: []string{"result", "experiment", "case", "etcd", "relists", "relist objects", "relist MB",
+	t := output.Table{Header: []string{"result", "experiment", "case", "etcd", "kube-apiserver", "relists", "relist objects", "relist MB",
 		"resync p50 ms", "resync max ms", "LIST restarts", "compactions", "defrag ms", "writes/s", "write p99 ms",
 		"probe p99 ms", "probe max ms", "longest stall ms", "probe errors", "db before MB", "db after MB", "lost events", "other violations"}}
-	t.Numeric = numeric(len(t.Header), 0, 1, 2, 3)
+	t.Numeric = numeric(len(t.Header), 0, 1, 2, 3, 4)
 	for _, r := range results {
 		for _, c := range r.Cases {
 			// measured returns the cells when c measured figure, else a
@@ -184,7 +185,7 @@ func makeComparisonTable(results []*experiment.Result) output.Table {
 				}
 				return cells
 			}
-			row := []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion}
+			row := []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion, apiServerCell(r.APIServer)}
 			row = append(row, measured(experiment.FigureRelists, n(c.Relists))...)
 			row = append(row, measured(experiment.FigureRelistObjects, n(c.RelistObjects))...)
 			row = append(row, measured(experiment.FigureRelistBytes, mb(c.RelistBytes))...)
@@ -201,6 +202,24 @@ func makeComparisonTable(results []*experiment.Result) output.Table {
 		}
 	}
 	return t
+}
+
+// apiServerCell names the kube-apiservers a result went through in one
+// cell: release, watch cache and the informers' WatchListClient, or the
+// existing cluster's release and URL (--kubeconfig); "-" for the
+// etcd-direct model.
+func apiServerCell(a *report.APIServerTarget) string {
+	switch {
+	case a == nil:
+		return "-"
+	case !a.Managed:
+		return fmt.Sprintf("%s at %s, WatchListClient %s", a.Version, a.URL, a.ClientWatchList)
+	}
+	cache := "off"
+	if a.WatchCache {
+		cache = "on"
+	}
+	return fmt.Sprintf("%s x%d, watch cache %s, WatchListClient %s", a.Version, a.Servers, cache, a.ClientWatchList)
 }
 
 // sweepInterval is a compaction-sweep case's interval as its table shows

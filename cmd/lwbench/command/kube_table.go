@@ -180,8 +180,12 @@ func kubeStackRows(r *report.KubeRunResult) [][]string {
 		for _, p := range u.Phases {
 			ps = append(ps, fmt.Sprintf("%s %.2f", p.Phase, p.CPUSeconds))
 		}
+		cpu := fmt.Sprintf("%.2f", u.CPUSeconds)
+		if len(ps) > 0 {
+			cpu += " (" + strings.Join(ps, ", ") + ")"
+		}
 		rows = append(rows,
-			[]string{u.Server + " CPU seconds (by phase)", fmt.Sprintf("%.2f (%s)", u.CPUSeconds, strings.Join(ps, ", "))},
+			[]string{u.Server + " CPU seconds (by phase)", cpu},
 			[]string{u.Server + " resident memory", fmt.Sprintf("peak %.1f MiB, final %.1f MiB", float64(u.PeakResidentMemoryBytes)/(1<<20), float64(u.FinalResidentMemoryBytes)/(1<<20))})
 	}
 	if len(r.APIServerMetrics) == 0 {

@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -36,7 +37,13 @@ func lwbench(t *testing.T, args ...string) (string, string, int) {
 // writeRun writes the synthetic run result as JSON into dir.
 func writeRun(t *testing.T, dir, name string) string {
 	t.Helper()
-	b, err := json.Marshal(syntheticRun())
+	return writeJSON(t, dir, name, syntheticRun())
+}
+
+// writeJSON writes v as JSON into dir/name and returns the path.
+func writeJSON(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +112,53 @@ func TestReportJSONAndPlotDir(t *testing.T) {
 	for i, h := range head {
 		if strings.HasPrefix(h, "probe") && row[i] != "-" {
 			t.Errorf("column %q of a run = %q, want -", h, row[i])
+		}
+	}
+}
+
+// TestReportReadsKubeRun checks that report compares a run through
+// kube-apiserver with a run of the etcd-direct model: one case each, the
+// kube-apiserver column naming the apiservers ("-" for the model), the
+// relist's failed LIST counted as a LIST restart, and no db size or probe
+// for the run through kube-apiserver, which samples neither.
+func TestReportReadsKubeRun(t *testing.T) {
+	dir := t.TempDir()
+	run := writeRun(t, dir, "model.json")
+	kube := writeJSON(t, dir, "real.json", syntheticKubeRun())
+	out, errOut, code := lwbench(t, "report", run, kube, "-w", "json")
+	if code != 0 {
+		t.Fatalf("report -w json: exit %d: %s", code, errOut)
+	}
+	var c experiment.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("report -w json: %v:\n%s", err, out)
+	}
+	if len(c.Results) != 2 || c.Results[0].APIServer != nil {
+		t.Fatalf("comparison %+v; want the model's run (no apiServer), then the kube run", c)
+	}
+	k := c.Results[1]
+	if k.Name != "real" || k.Experiment != experiment.NameKubeRun || k.APIServer == nil || k.APIServer.Version != "v1.37.2" || len(k.Cases) != 1 {
+		t.Fatalf("kube run compared as %+v; want real, %s, apiServer v1.37.2, one case", k, experiment.NameKubeRun)
+	}
+	if kc := k.Cases[0]; kc.Relists != 1 || kc.ListRestarts != 1 || kc.RelistObjects != 1000 || kc.ResyncMaxMs != 1050 || kc.Compactions != 2 || kc.Defrags != 1 {
+		t.Errorf("kube run's case %+v; want 1 relist after 1 failed LIST, 1000 objects, 250+800 ms, 2 compactions, 1 defrag", kc)
+	}
+	out, _, _ = lwbench(t, "report", run, kube, "-w", "csv")
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("report -w csv: %d rows (%v), want a header and 2 rows:\n%s", len(rows), err, out)
+	}
+	head, model, real := rows[0], rows[1], rows[2]
+	for i, h := range head {
+		switch {
+		case h == "kube-apiserver":
+			if model[i] != "-" || !strings.HasPrefix(real[i], "v1.37.2") {
+				t.Errorf("kube-apiserver column: model %q, real %q; want - and v1.37.2...", model[i], real[i])
+			}
+		case strings.HasPrefix(h, "db ") || strings.HasPrefix(h, "probe"):
+			if real[i] != "-" {
+				t.Errorf("column %q of the kube run = %q, want -", h, real[i])
+			}
 		}
 	}
 }

@@ -128,6 +128,55 @@ func syntheticRun() *report.RunResult {
 	}
 }
 
+// syntheticKubeRun is a fixed KubeRunResult through one kube-apiserver
+// with the watch cache off: an informer held back across a compaction
+// relists after a 410 (one failed LIST, then two pages), a second
+// compaction follows, a defragmentation, the etcd requests of two phases.
+func syntheticKubeRun() *report.KubeRunResult {
+	return &report.KubeRunResult{
+		Kind: report.KindKubeRun, SchemaVersion: report.KubeRunSchemaVersion,
+		StartedAt: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC),
+		Target:    report.Target{Endpoints: []string{"http://127.0.0.1:2379"}, EtcdVersion: "3.7.3", Managed: true},
+		APIServer: report.APIServerTarget{Version: "v1.37.2", Servers: 1, Managed: true, EtcdCompactionIntervalMs: 10000,
+			ClientWatchList: "off"},
+		Scenario: report.Scenario{Profile: "informer", Prefix: "/registry", Objects: 1000, ConfigMaps: 100, Events: 250, Namespaces: 10,
+			Watchers: 4, WatchResources: []string{"pods"}, WriteRatePerSecond: 100, DurationMs: 30000, PageSize: 500,
+			ResourceMix: report.ResourceMix{PodsPercent: 60, ConfigMapsPercent: 10, EventsPercent: 30}, CompactionIntervalMs: 10000,
+			CreatePercent: 20, UpdatePercent: 70, DeletePercent: 10, HeldBackWatchers: 1, Seed: 1, Defragment: true},
+		Writes: report.WriteStats{Planned: 3000, Sent: 3000, Completed: 2998, Errors: 2, Creates: 600, Updates: 2100, Deletes: 298,
+			ThroughputPerSecond: 99.9, DurationMs: 30000, Latency: latency(4)},
+		Delivery: report.DeliveryStats{Events: 11000, TimedEvents: 10900, UntimedEvents: 100, EventsPerSecond: 360,
+			FromCommit: latency(2), FromSend: latency(6),
+			HeldBack: &report.HeldBackDelivery{Watchers: 1, Events: 1500, TimedEvents: 1490, FromCommit: latency(900), FromSend: latency(905)}},
+		Informers: []report.InformerStats{{ID: 0, Resource: "pods", Requests: 6, Relists: 1, Events: 2700, Bookmarks: 3, ResponseBytes: 4e6,
+			CachedObjects: 1000, LastRevision: 9000, HeldBack: true},
+			{ID: 1, Resource: "pods", Requests: 3, Events: 2750, ResponseBytes: 3e6, CachedObjects: 1000, LastRevision: 9000}},
+		Requests: []report.RequestCount{{Verb: "list", Outcome: "ok", ResourceVersion: "", Count: 4, Objects: 2000, Bytes: 2.4e6},
+			{Verb: "list", Outcome: "expired", ResourceVersion: "exact", Count: 1},
+			{Verb: "watch", Outcome: "expired", ResourceVersion: "exact", Count: 1}},
+		Relists: []report.KubeRelist{{Informer: 0, AtMs: 14000, Cause: "expired", Verb: "list", ResourceVersion: "", Requests: 2,
+			Objects: 1000, Bytes: 1.2e6, DurationMs: 250, FailedRequests: 1, Expired: 1, BackoffMs: 800}},
+		Holds:       []report.Hold{{Informer: 0, HeldAtMs: 5000, ReleasedAtMs: 13000, HeldRevision: 2000, Compacted: true}},
+		Compactions: []report.KubeCompaction{{N: 1, AtMs: 12000, Revision: 4000}, {N: 2, AtMs: 22000, Revision: 7000}},
+		Etcd: []report.EtcdRequests{{Phase: "steady", Method: "Txn", Kind: "txn update", Requests: 2100, RequestBytes: 2.5e6, Responses: 2100, ResponseBytes: 2e5},
+			{Phase: "released after compaction 1", Method: "Range", Kind: "range limit=501", Requests: 2, RequestBytes: 100, Responses: 2, ResponseBytes: 1.1e6, Items: 1000}},
+		Defrag: &report.Defrag{AtMs: 13500, DurationMs: 120, Members: []report.MemberDefrag{
+			{Endpoint: "http://127.0.0.1:2379", Leader: true, AtMs: 13500, DurationMs: 120, BeforeBytes: 2e7, BeforeInUseBytes: 1e7, AfterBytes: 1e7, AfterInUseBytes: 1e7}}},
+		APIServers: []report.APIServerUsage{{Server: "apiserver0", PID: 4242, CPUSeconds: 12.5, PeakResidentMemoryBytes: 4e8, FinalResidentMemoryBytes: 3.5e8,
+			Phases: []report.APIServerPhaseUsage{{Phase: "seed", DurationMs: 2000, CPUSeconds: 2.5, PeakResidentMemoryBytes: 3e8, ResidentMemoryBytes: 3e8},
+				{Phase: "steady", DurationMs: 30000, CPUSeconds: 10, PeakResidentMemoryBytes: 4e8, ResidentMemoryBytes: 3.5e8}}}},
+		Validation: report.Validation{RecorderScope: "keyspace", HistoryEvents: 2998},
+		Intervals:  []report.Interval{{StartMs: 0, WritesScheduled: 100, WritesCompleted: 100, WriteP50Ms: 4, WriteP99Ms: 16, Events: 360, DeliveryP50Ms: 2, DeliveryP99Ms: 8}},
+	}
+}
+
+// TestKubeRunResultGolden renders the fixed synthetic KubeRunResult as
+// the table `lwbench run --kube-apiserver` prints.
+func TestKubeRunResultGolden(t *testing.T) {
+	r := syntheticKubeRun()
+	golden(t, "kube-run.table", render(t, output.FormatTable, makeKubeRunTable(r), r))
+}
+
 // TestRunResultGolden renders the fixed synthetic RunResult as JSON, as
 // the table `lwbench run` prints, as CSV and as the interval CSV.
 func TestRunResultGolden(t *testing.T) {
@@ -291,10 +340,11 @@ func TestExperimentTablesGolden(t *testing.T) {
 	}
 }
 
-// TestComparisonTableGolden renders every experiment and a run in the
-// comparison table `lwbench report` prints.
+// TestComparisonTableGolden renders every experiment, a run and a run
+// through kube-apiserver in the comparison table `lwbench report` prints.
 func TestComparisonTableGolden(t *testing.T) {
-	results := append(syntheticExperiments(), experiment.FromRun(syntheticRun(), "run"))
+	results := append(syntheticExperiments(), experiment.FromRun(syntheticRun(), "run"),
+		experiment.FromKubeRun(syntheticKubeRun(), "kube-run"))
 	golden(t, "comparison.table", render(t, output.FormatTable, makeComparisonTable(results), nil))
 }
 
@@ -310,7 +360,7 @@ func TestEveryExperimentDescribed(t *testing.T) {
 	}
 	comparison := makeComparisonTable(nil).Header
 	for _, s := range experiment.Specs {
-		if s.Name == experiment.NameRun {
+		if s.Name == experiment.NameRun || s.Name == experiment.NameKubeRun {
 			continue
 		}
 		if cmd, _, err := root.Find([]string{s.Name}); err != nil || cmd.Name() != s.Name {
@@ -328,7 +378,7 @@ func TestEveryExperimentDescribed(t *testing.T) {
 			t.Errorf("%s: no figures in experiment.Specs", s.Name)
 		}
 	}
-	if len(experiment.Specs) != len(experiment.Names)+1 {
-		t.Errorf("experiment.Specs has %d entries, want the %d experiments and run", len(experiment.Specs), len(experiment.Names))
+	if len(experiment.Specs) != len(experiment.Names)+2 {
+		t.Errorf("experiment.Specs has %d entries, want the %d experiments, run and kube-run", len(experiment.Specs), len(experiment.Names))
 	}
 }

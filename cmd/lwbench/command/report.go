@@ -40,14 +40,17 @@ func newReportCommand(runF func(*cobra.Command, *reportOptions) error) *cobra.Co
 		Use:   "report RESULT.json...",
 		Short: "Compare experiment results in one table, and plot them",
 		Long: `report reads the JSON results of relist-storm, continuation, compaction-sweep,
-defrag-stall and catchup (-w json, or --out), and of lwbench run -w json, and
-renders them as one comparison table, a row per case (a run is one case), in the columns every experiment shares: relists and what
+defrag-stall and catchup (-w json, or --out), and of lwbench run -w json (with
+or without --kube-apiserver), and renders them as one comparison table, a row
+per case (a run is one case; the kube-apiserver column names the apiservers a
+result went through, "-" for the etcd-direct model), in the columns every
+experiment shares: relists and what
 they read, time to resync, LIST restarts, compactions, defragmentation time,
 write throughput and latency, the probe's latency, stall and errors, db sizes
 and lost events; a figure a result does not measure shows "-". -w json prints
 the comparison as a Comparison document. Other JSON files (watch, put and
-list results, scripts/' faults.json, version-matrix.json, provenance.json,
-...) are refused with a line naming their kind. --plots DIR (created if
+list results, lwbench conformance's, scripts/' faults.json,
+version-matrix.json, provenance.json, ...) are refused with a line naming their kind. --plots DIR (created if
 missing) writes every result's figures plus db size over time and relist
 cost against object count across all of them.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -101,9 +104,10 @@ func runReport(o *reportOptions, cmd *cobra.Command) error {
 	return writeFigures(o.plotDir, figs)
 }
 
-// readResult reads one experiment or run result (a run becomes a result
-// of one case), dispatching on the document's kind; any other document is
-// refused with a line naming its kind.
+// readResult reads one experiment or run result (a run, through
+// kube-apiserver or not, becomes a result of one case), dispatching on the
+// document's kind; any other document is refused with a line naming its
+// kind.
 func readResult(path string) (*experiment.Result, error) {
 	b, err := report.ReadDocument(path)
 	if err != nil {
@@ -129,6 +133,12 @@ func readResult(path string) (*experiment.Result, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return experiment.FromRun(v.(*report.RunResult), strings.TrimSuffix(filepath.Base(path), ".json")), nil
+	case report.KindKubeRun:
+		_, v, err := report.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return experiment.FromKubeRun(v.(*report.KubeRunResult), strings.TrimSuffix(filepath.Base(path), ".json")), nil
 	}
 	return nil, fmt.Errorf("%s: a %s document, which report does not compare; it reads the JSON of the experiments (%s) and of lwbench run",
 		path, h.Kind, strings.Join(experiment.Names, ", "))
