@@ -138,6 +138,9 @@ func run(out string, versions []string, duration, objects string) error {
 	if err := os.RemoveAll(filepath.Join(out, experimentDir)); err != nil {
 		return err
 	}
+	// The commit lwbench is built from, read before the build: the tree may
+	// move on during the matrix's half hour.
+	commit := builtCommit()
 	bin := filepath.Join(os.TempDir(), fmt.Sprintf("lwbench-kubematrix-%d", os.Getpid()))
 	if b, err := exec.Command("go", "build", "-o", bin, "./cmd/lwbench").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/lwbench: %v\n%s", err, b)
@@ -165,10 +168,9 @@ func run(out string, versions []string, duration, objects string) error {
 			entries = append(entries, e)
 		}
 	}
-	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	mem, _ := machine.MemTotalBytes()
 	fmt.Fprintf(&md, "# lwbench through real kube-apiservers\n\nWritten by `scripts/kube-matrix.sh %s` on %s (commit %s, %s).\n\n",
-		strings.Join(versions, " "), began.Format(time.RFC3339), strings.TrimSpace(string(commit)), runtime.Version())
+		strings.Join(versions, " "), began.Format(time.RFC3339), commit, runtime.Version())
 	fmt.Fprintf(&md, "Machine: %d cores, %s, %.1f GiB, %s; load average %s at the start, %s at the end (the machine is shared: figures vary from run to run). Every load: `--duration %s --objects %s` on an embedded etcd; each conformance case and each run starts its own etcd and kube-apiserver.\n\n",
 		runtime.NumCPU(), machine.CPUModel(), float64(mem)/(1<<30), machine.Kernel(), loadStart, loadAvg(), duration, objects)
 	for _, e := range entries {
@@ -198,7 +200,7 @@ func run(out string, versions []string, duration, objects string) error {
 			writeRun(&md, r)
 		}
 	}
-	doc, err := json.MarshalIndent(map[string]any{"kind": "KubeMatrix", "date": began, "commit": strings.TrimSpace(string(commit)),
+	doc, err := json.MarshalIndent(map[string]any{"kind": "KubeMatrix", "date": began, "commit": commit,
 		"go": runtime.Version(), "cpu": machine.CPUModel(), "cores": runtime.NumCPU(), "runs": entries}, "", "  ")
 	if err != nil {
 		return err
@@ -275,4 +277,15 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// builtCommit is HEAD's short hash, with "+changes" when tracked files
+// differ from it (what `go build` then compiles is not that commit).
+func builtCommit() string {
+	head, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	commit := strings.TrimSpace(string(head))
+	if exec.Command("git", "diff", "--quiet", "HEAD", "--", ".", ":!results").Run() != nil {
+		commit += "+changes"
+	}
+	return commit
 }
