@@ -152,8 +152,8 @@ func TestExperimentThenReport(t *testing.T) {
 	os.WriteFile(runJSON, []byte(`{"schemaVersion": 2, "scenario": {"profile": "informer", "watchers": 3},
 		"relists": [{"objects": 10, "bytes": 100, "durationMs": 5, "backoffMs": 800}], "validation": {"lost": 0}}`), 0o644)
 	rows, err = csv.NewReader(bytes.NewReader(run("report", runJSON, "-w", "csv"))).ReadAll()
-	if err != nil || len(rows) != 2 || rows[1][0] != "myrun" || rows[1][1] != experiment.NameRun || rows[1][4] != "1" || rows[1][5] != "10" {
-		t.Errorf("report of a run result = %q, %v; want one row named myrun with 1 relist of 10 objects", rows, err)
+	if err != nil || len(rows) != 2 || rows[1][0] != "myrun" || rows[1][1] != experiment.NameRun || rows[1][4] != "-" || rows[1][5] != "1" || rows[1][6] != "10" {
+		t.Errorf("report of a run result = %q, %v; want one row named myrun, through no kube-apiserver, with 1 relist of 10 objects", rows, err)
 	}
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"schemaVersion": 2, "scenario": {}}`), 0o644)
