@@ -189,15 +189,15 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 }
 
 func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs []*mvccpb.KeyValue, behind int64) (CatchupCase, error) {
-	if l.api != nil {
-		return catchupCaseAPI(ctx, s, l, o, behind)
-	}
 	c := CatchupCase{Behind: behind}
 	from, err := s.revision(ctx)
 	if err != nil {
 		return c, err
 	}
 	c.FromRevision = from + 1
+	if l.api != nil {
+		return catchupCaseAPI(ctx, s, l, o, c)
+	}
 	// Update the pods round robin, each put one revision.
 	start := time.Now()
 	revs := make([]int64, 0, behind)
@@ -282,14 +282,9 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs
 // patched behind times by client-go, then a client-go WATCH of the pods
 // from the revision before (kube-apiserver reads etcd's history, or its
 // watch cache, which may no longer hold it: 410), then a LIST of the
-// API, paginated and not.
-func catchupCaseAPI(ctx context.Context, s *session, l *load, o CatchupOptions, behind int64) (CatchupCase, error) {
-	c := CatchupCase{Behind: behind}
-	from, err := s.revision(ctx)
-	if err != nil {
-		return c, err
-	}
-	c.FromRevision = from + 1
+// API, paginated and not. c arrives with Behind and FromRevision set.
+func catchupCaseAPI(ctx context.Context, s *session, l *load, o CatchupOptions, c CatchupCase) (CatchupCase, error) {
+	from, behind := c.FromRevision-1, c.Behind
 	start := time.Now()
 	revs, err := l.api.UpdatePods(ctx, int(behind), o.Concurrency)
 	if err != nil {

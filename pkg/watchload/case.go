@@ -106,11 +106,7 @@ func (c *Case) Write(parent context.Context, wl Workload, o WriterOptions) error
 // with the latency of every write the Env recorded; zero if none ran or
 // they were stopped before.
 func (c *Case) StopWrites() report.WriteStats {
-	if c.writing == nil {
-		return report.WriteStats{}
-	}
-	ws := c.writing.Stop()
-	ws.Latency = c.env.WriteLatency()
+	ws := c.writing.StopMeasured(c.env)
 	c.writing = nil
 	return ws
 }

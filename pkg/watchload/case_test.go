@@ -14,6 +14,26 @@ import (
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
+// seedAndRecordPods seeds wl's objects with workers writers and starts
+// the Session's recorder of the pods under prefix from the revision after
+// the seeding, and returns the pods' prefix.
+func seedAndRecordPods(t *testing.T, s *watchload.Session, admin *clientv3.Client, wl *watchload.KubernetesWorkload, prefix string, workers int) string {
+	t.Helper()
+	ctx := t.Context()
+	if err := s.Seed(ctx, wl, workers); err != nil {
+		t.Fatal(err)
+	}
+	podsPrefix := watchload.ResourcePrefix(prefix, watchload.ResourcePods)
+	head, err := admin.Get(ctx, podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartRecorder(ctx, []string{podsPrefix}, "", head.Header.Revision+1); err != nil {
+		t.Fatal(err)
+	}
+	return podsPrefix
+}
+
 // TestSessionCases runs cases one after another on one load, as an
 // experiment runs its page sizes: each case's informers list the pods,
 // see the case's writes, and validate clean against the one history, and
@@ -36,17 +56,7 @@ func TestSessionCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Seed(ctx, wl, 8); err != nil {
-		t.Fatal(err)
-	}
-	podsPrefix := watchload.ResourcePrefix(prefix, watchload.ResourcePods)
-	head, err := admin.Get(ctx, podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.StartRecorder(ctx, []string{podsPrefix}, "", head.Header.Revision+1); err != nil {
-		t.Fatal(err)
-	}
+	podsPrefix := seedAndRecordPods(t, s, admin, wl, prefix, 8)
 	tests := []struct {
 		name      string
 		pageSize  int64
@@ -152,17 +162,7 @@ func TestValidateQuietWatcherAfterCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Seed(ctx, wl, 4); err != nil {
-		t.Fatal(err)
-	}
-	podsPrefix := watchload.ResourcePrefix(prefix, watchload.ResourcePods)
-	head, err := admin.Get(ctx, podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.StartRecorder(ctx, []string{podsPrefix}, "", head.Header.Revision+1); err != nil {
-		t.Fatal(err)
-	}
+	podsPrefix := seedAndRecordPods(t, s, admin, wl, prefix, 4)
 	c, err := s.StartCase(ctx, watchload.CaseOptions{Watchers: 2, Connections: 1, SyncTimeout: 30 * time.Second, RingCapacity: 1024, Writers: 1,
 		Watcher: func(i int, st *watchload.Stream) watchload.ReflectorOptions {
 			return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods, Prefix: podsPrefix, Stream: st}

@@ -361,6 +361,18 @@ func (w *Writing) Stop() report.WriteStats {
 	return w.Wait()
 }
 
+// StopMeasured ends the writes at once (Stop) and returns what the
+// writers did with the latency of every write env recorded
+// (Env.WriteLatency); zero WriteStats for a nil Writing.
+func (w *Writing) StopMeasured(env *Env) report.WriteStats {
+	if w == nil {
+		return report.WriteStats{}
+	}
+	ws := w.Stop()
+	ws.Latency = env.WriteLatency()
+	return ws
+}
+
 // Write starts writers of wl on the writers' connections (NewWriters with
 // o) from now, on their schedule; the one-second intervals count from now
 // and the live view shows phase. They stop when their schedule is done,
