@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"syscall"
+
+	"github.com/kubestore/etcdkit/internal/inputfile"
 )
 
 // The kinds of JSON document lwbench and scripts/ write. Every result
@@ -60,48 +58,10 @@ type Header struct {
 }
 
 // ReadDocument reads the JSON document at path: a regular file of at
-// most MaxDocumentBytes. It opens without blocking, so a FIFO or a device
-// is refused instead of waited on or read forever.
+// most MaxDocumentBytes (internal/inputfile: a FIFO or a device is refused
+// instead of waited on or read forever).
 func ReadDocument(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileType(fi.Mode()))
-	}
-	if fi.Size() > MaxDocumentBytes {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d a result may have", path, fi.Size(), int64(MaxDocumentBytes))
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxDocumentBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > MaxDocumentBytes {
-		return nil, fmt.Errorf("%s: grew past the %d bytes a result may have while read", path, int64(MaxDocumentBytes))
-	}
-	return b, nil
-}
-
-func fileType(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
+	return inputfile.Read(path, MaxDocumentBytes)
 }
 
 // shape holds the fields that tell apart the documents written before

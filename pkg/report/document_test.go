@@ -92,10 +92,10 @@ func TestReadDocumentRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ path, want string }{
-		{fifo, "named pipe"},
+		{fifo, "is a FIFO"},
 		{"/dev/zero", "character device"},
 		{dir, "directory"},
-		{big, "more than"},
+		{big, "larger than the limit"},
 	} {
 		done := make(chan error, 1)
 		go func() { _, err := ReadDocument(tt.path); done <- err }()
