@@ -85,10 +85,21 @@ type replay struct {
 	effect map[any]bool
 	// lastAdvanced is the index of the last entry that advanced the revision.
 	lastAdvanced uint64
+	// cur is the index of the entry being replayed; rangeScanned counts
+	// the keys visited by range compares and range deletes so far, at
+	// most rangeBudget (maxRangeScanned).
+	cur                       uint64
+	rangeScanned, rangeBudget int64
 }
 
+// maxRangeScanned bounds the keys visited by range operations (each
+// visits every live key): past it the replay stops, so that its time
+// stays bounded (about a second) on a WAL of many range deletes over many
+// keys.
+const maxRangeScanned = 1 << 26
+
 func newReplay() *replay {
-	return &replay{rev: 1, compactRev: -1, keys: map[string]kvState{},
+	return &replay{rev: 1, compactRev: -1, rangeBudget: maxRangeScanned, keys: map[string]kvState{},
 		leases: map[int64]map[string]struct{}{}, effect: map[any]bool{}}
 }
 
@@ -121,7 +132,7 @@ func (r *replay) begin(idx uint64, committed bool) bool {
 	if r.lostAt != 0 {
 		return false
 	}
-	r.next = idx + 1
+	r.next, r.cur = idx+1, idx
 	return true
 }
 
@@ -329,6 +340,10 @@ func (r *replay) rangeKeys(key, end []byte) []string {
 		if _, ok := r.keys[string(key)]; ok {
 			return []string{string(key)}
 		}
+		return nil
+	}
+	if r.rangeScanned += int64(len(r.keys)); r.rangeScanned > r.rangeBudget {
+		r.lose(r.cur, "entry %d: the range operations so far visited more than %d keys, the replay's bound", r.cur, r.rangeBudget)
 		return nil
 	}
 	gte := len(end) == 1 && end[0] == 0

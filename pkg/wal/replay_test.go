@@ -195,6 +195,7 @@ func TestReplay(t *testing.T) {
 		first    uint64 // index of the first entry; 0 means 1
 		skip     uint64 // an index left out
 		ci       uint64 // the db's consistent index; 0 means the last entry
+		budget   int64  // keys range operations may visit; 0 means the default
 		dbRev    int64  // the db's revision; 0 means wantRev
 		wantRev  int64  // the revision after the last entry decided
 		applied  int64
@@ -263,7 +264,7 @@ func TestReplay(t *testing.T) {
 			putReq(a, 0),
 			txnReq([]*pb.Compare{{Key: []byte(a), Target: pb.Compare_VALUE, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_Value{Value: []byte("v")}}},
 				[]*pb.RequestOp{opPut(b)}, nil),
-		}, dbRev: 3, undec: 2, wantWhy: "entry 2 compares a value: values are not kept, before the db's consistent index 2"},
+		}, dbRev: 3, undec: 2, wantWhy: "entry 2 compares a value: values are not kept; that is before the db's consistent index 2"},
 		{name: "a missing entry: not decided from it on", reqs: []*pb.InternalRaftRequest{
 			putReq(a, 0), putReq(b, 0), putReq(c, 0),
 		}, skip: 2, ci: 1, wantRev: 2, applied: 1, undec: 2, wantWhy: "entry 3 follows entry 1"},
@@ -273,11 +274,19 @@ func TestReplay(t *testing.T) {
 		{name: "a db at another revision: nothing decided", reqs: []*pb.InternalRaftRequest{
 			kubeUpdate(a, 0, opPut(a)), kubeUpdate(a, 0, opPut(a)),
 		}, dbRev: 9, undec: 2, wantWhy: "reaches revision 2 at the db's consistent index 2, the db is at revision 9"},
+		{name: "range operations past the bound stop the replay", reqs: []*pb.InternalRaftRequest{
+			putReq(a, 0), putReq(b, 0), // rev 3
+			{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(a), RangeEnd: []byte(b)}}, // visits 2 keys: rev 4
+			{DeleteRange: &pb.DeleteRangeRequest{Key: []byte(a), RangeEnd: []byte{0}}}, // 1 more: past 2
+		}, ci: 3, budget: 2, wantRev: 4, applied: 3, undec: 1, wantWhy: "entry 4: the range operations so far visited more than 2 keys"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := &Report{}
 			agg := newAggregator(rep)
+			if tc.budget > 0 {
+				agg.rp.rangeBudget = tc.budget
+			}
 			idx := max(tc.first, 1)
 			for _, req := range tc.reqs {
 				if idx == tc.skip {
