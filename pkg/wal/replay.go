@@ -83,8 +83,6 @@ type replay struct {
 	// effect holds the write requests of the entry being replayed
 	// (*PutRequest, *DeleteRangeRequest) that changed the store.
 	effect map[any]bool
-	// lastAdvanced is the index of the last entry that advanced the revision.
-	lastAdvanced uint64
 	// cur is the index of the entry being replayed; rangeScanned counts
 	// the keys visited by range compares and range deletes so far, at
 	// most rangeBudget (maxRangeScanned).
@@ -144,7 +142,6 @@ func (r *replay) advance(idx uint64) {
 		r.advanced = append(r.advanced, 0)
 	}
 	r.advanced[i/64] |= 1 << (i % 64)
-	r.lastAdvanced = idx
 }
 
 // revisionAt returns the revision after entry idx, which must have been
