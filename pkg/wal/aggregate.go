@@ -632,7 +632,7 @@ func (a *aggregator) settle(dbPath string, ci uint64, rev int64, dbErr error) {
 	case ci > decidedThrough && r.lostAt != 0:
 		why = fmt.Sprintf("%s; that is before the db's consistent index %d, so the replay cannot be checked against the db", r.why, ci)
 	case ci > decidedThrough:
-		why = fmt.Sprintf("the db's consistent index %d is past the last entry %d: the replay from entry 1 cannot be checked against the db", ci, decidedThrough)
+		why = fmt.Sprintf("the db's consistent index %d is past the WAL's last entry %d, so the replay from entry 1 cannot be checked against the db", ci, decidedThrough)
 	default:
 		out.ReplayRevision = r.revisionAt(ci)
 		if out.ReplayRevision != rev {

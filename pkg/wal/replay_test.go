@@ -112,7 +112,7 @@ func TestReadReplayOtherDB(t *testing.T) {
 	}{
 		{"consistent index past the WAL", func(t *testing.T) string {
 			return filepath.Join("..", "..", "testdata", "fixtures", "etcd-3.7.db")
-		}, "is past the last entry 23"},
+		}, "is past the WAL's last entry 23"},
 		{"another revision at the consistent index", func(t *testing.T) string {
 			return etcdtest.CreateDB(t, func(ctx context.Context, c *clientv3.Client) {
 				if _, err := c.Grant(ctx, 60); err != nil {
