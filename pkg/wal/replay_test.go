@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -103,13 +105,15 @@ func TestReadStaleDelete(t *testing.T) {
 // past the WAL's last entry, and one with a consistent index inside the
 // WAL but another revision there (a lease grant, which takes no revision,
 // where the WAL has a write). Neither check passes, and no outcome is
-// decided.
+// decided. A db that is a FIFO is not opened (that would block): its
+// outcomes are not decided either.
 func TestReadReplayOtherDB(t *testing.T) {
 	cases := []struct {
 		name    string
-		db      func(t *testing.T) string
+		db      func(t *testing.T) string // "" for a FIFO
 		wantWhy string
 	}{
+		{"a FIFO", func(t *testing.T) string { return "" }, "not a regular file"},
 		{"consistent index past the WAL", func(t *testing.T) string {
 			return filepath.Join("..", "..", "testdata", "fixtures", "etcd-3.7.db")
 		}, "is past the WAL's last entry 23"},
@@ -129,12 +133,22 @@ func TestReadReplayOtherDB(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filetest.CopyTree(t, fixtureDir("3.7"))
-			b, err := os.ReadFile(c.db(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "member", "snap", "db"), b, 0o600); err != nil {
-				t.Fatal(err)
+			dbPath := filepath.Join(dir, "member", "snap", "db")
+			if src := c.db(t); src != "" {
+				b, err := os.ReadFile(src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(dbPath, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := os.Remove(dbPath); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Mkfifo(dbPath, 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 			rep, err := Read(t.Context(), dir, Options{})
 			if err != nil {
@@ -351,5 +365,28 @@ func TestReplayWithoutDB(t *testing.T) {
 	agg.rows(Options{})
 	if rep.Total.NotDecidedWrites != 1 || !strings.Contains(rep.Replay.NotDecided, "cannot be checked against the db") {
 		t.Errorf("got %d not decided, reason %q; want 1 and the db named", rep.Total.NotDecidedWrites, rep.Replay.NotDecided)
+	}
+}
+
+// TestReadRunningMember reads the WAL of a member that is running: its db
+// is locked, so Read waits at most dbLockTimeout for it and leaves the
+// outcomes not decided, naming the lock.
+func TestReadRunningMember(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	if _, err := c.Put(t.Context(), "/registry/pods/default/a", "v"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := Read(t.Context(), srv.Dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > dbLockTimeout+time.Second {
+		t.Errorf("Read took %v, want at most %v more than the lock timeout", d, time.Second)
+	}
+	if rep.Total.AppliedWrites != 0 || rep.Total.NotDecidedWrites != rep.Total.RequestedWrites || !strings.Contains(rep.Replay.NotDecided, "locked") {
+		t.Errorf("got %d applied, %d not decided of %d, reason %q; want none decided because the db is locked",
+			rep.Total.AppliedWrites, rep.Total.NotDecidedWrites, rep.Total.RequestedWrites, rep.Replay.NotDecided)
 	}
 }
