@@ -50,12 +50,23 @@ key space:
     entry index, the last snapshot index, the segments and .snap files;
   - entries per request kind (put, txn, deleteRange, compaction,
     leaseGrant, auth..., confChange, empty: a new leader's no-op);
-  - writes per resource, namespace or group (--by): a write is a put or a
-    delete, of a Put or DeleteRange request or of a Txn's success branch
-    (the WAL does not record which branch ran; kube-apiserver writes in
-    the success branch). "key+value bytes" are the key and value bytes the
-    requests carry; "value bytes" the values alone (the objects as
-    kube-apiserver stores them);
+  - requested writes per resource, namespace or group (--by): a WAL holds
+    requests; a write requested is a put or a delete, of a Put or
+    DeleteRange request or of a Txn's success branch (kube-apiserver
+    writes in the success branch). "key+value bytes" are the key and
+    value bytes the requests carry; "value bytes" the values alone (the
+    objects as kube-apiserver stores them);
+  - applied writes per resource, namespace or group, beside them: which
+    writes changed the store, and which failed (a compare that chose the
+    other branch, such as a kube-apiserver delete with a stale
+    mod_revision, a request etcd refused, a delete of no key). The WAL
+    does not record outcomes: they are decided by replaying the requests
+    from entry 1 on an empty store, as etcd applies them, and checking
+    the revision reached at the db's consistent index against the db
+    (member/snap/db). Where that is not possible (a WAL whose first
+    segments were purged, a restored member, a missing entry, a value
+    compare, auth or an alarm), the rest is "not decided", with the
+    reason;
   - the most written keys, compactions and their revisions, lease grants
     and revokes, member changes, writes over index ranges;
   - faults: torn tails, crc mismatches, undecodable frames, missing
@@ -135,22 +146,29 @@ func makeWALTable(r *wal.Report, dim snapshot.Dimension) output.Table {
 	for _, k := range r.Kinds {
 		add("kind", k.Kind, k.Entries, k.EntryBytes, "entries; entry data bytes")
 	}
-	for _, w := range r.By(dim) {
-		add("writes by "+string(dim), writeLabel(w, dim), w.Writes, w.KeyValueBytes,
-			fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", w.Keys, w.Puts, w.Deletes, w.ValueBytes))
+	rows, tot := r.By(dim), r.Total
+	for _, w := range rows {
+		add("requested writes by "+string(dim), writeLabel(w, dim), w.RequestedWrites, w.KeyValueBytes,
+			fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", w.Keys, w.RequestedPuts, w.RequestedDeletes, w.ValueBytes))
 	}
-	tot := r.Total
-	add("writes", "TOTAL", tot.Writes, tot.KeyValueBytes, fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", tot.Keys, tot.Puts, tot.Deletes, tot.ValueBytes))
+	add("requested writes", "TOTAL", tot.RequestedWrites, tot.KeyValueBytes,
+		fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", tot.Keys, tot.RequestedPuts, tot.RequestedDeletes, tot.ValueBytes))
+	for _, w := range rows {
+		add("applied writes by "+string(dim), writeLabel(w, dim), w.AppliedWrites, nil, appliedDetail(w))
+	}
+	add("applied writes", "TOTAL", tot.AppliedWrites, nil, appliedDetail(tot))
+	add("outcomes", "decided through index", r.Replay.DecidedThroughIndex, nil, replayDetail(r.Replay))
 	for _, k := range r.TopKeys {
-		add("top key", k.Key, k.Writes, k.KeyValueBytes, fmt.Sprintf("%s; puts %d deletes %d; last index %d", k.Resource, k.Puts, k.Deletes, k.LastIndex))
+		add("top key", k.Key, k.RequestedWrites, k.KeyValueBytes, fmt.Sprintf("%s; requested puts %d deletes %d; applied %d; last index %d",
+			k.Resource, k.RequestedPuts, k.RequestedDeletes, k.AppliedWrites, k.LastIndex))
 	}
 	if r.Txn.Txns > 0 {
 		var cmps []string
 		for _, c := range slices.Sorted(maps.Keys(r.Txn.Compares)) {
 			cmps = append(cmps, fmt.Sprintf("%s=%d", c, r.Txn.Compares[c]))
 		}
-		add("txn", "txns", r.Txn.Txns, nil, fmt.Sprintf("compares %s; success ops %d, failure ops %d (%d writes)",
-			orDash(strings.Join(cmps, " "), "none"), r.Txn.SuccessOps, r.Txn.FailureOps, r.Txn.FailureWrites))
+		add("txn", "txns", r.Txn.Txns, nil, fmt.Sprintf("compares %s; success ops %d, failure ops %d (%d writes, %d applied)",
+			orDash(strings.Join(cmps, " "), "none"), r.Txn.SuccessOps, r.Txn.FailureOps, r.Txn.FailureWrites, r.Txn.FailureWritesApplied))
 	}
 	for _, c := range r.Compactions {
 		add("compaction", fmt.Sprintf("revision %d", c.Revision), nil, nil, fmt.Sprintf("index %d term %d physical %v", c.Index, c.Term, c.Physical))
@@ -171,12 +189,29 @@ func makeWALTable(r *wal.Report, dim snapshot.Dimension) output.Table {
 		add("member change", m.Change, nil, nil, strings.Join(detail, "; "))
 	}
 	for _, p := range r.Series {
-		add("series", fmt.Sprintf("%d-%d", p.FirstIndex, p.LastIndex), p.Writes, p.KeyValueBytes, fmt.Sprintf("%d entries", p.Entries))
+		add("series", fmt.Sprintf("%d-%d", p.FirstIndex, p.LastIndex), p.RequestedWrites, p.KeyValueBytes, fmt.Sprintf("%d entries", p.Entries))
 	}
 	for _, f := range r.Faults {
 		add("fault", string(f.Kind), nil, nil, fmt.Sprintf("%s offset %d: %s", f.File, f.Offset, f.Message))
 	}
 	return t
+}
+
+// appliedDetail is the detail of an applied writes row: what became of the
+// writes requested that were not applied.
+func appliedDetail(w wal.WriteRow) string {
+	return fmt.Sprintf("puts %d deletes %d; failed %d; not decided %d", w.AppliedPuts, w.AppliedDeletes, w.FailedWrites, w.NotDecidedWrites)
+}
+
+// replayDetail says how the outcomes were decided, or why they were not.
+func replayDetail(r wal.Replay) string {
+	switch {
+	case r.NotDecided != "" && r.DecidedThroughIndex == 0:
+		return "not decided: " + r.NotDecided
+	case r.NotDecided != "":
+		return "not decided after it: " + r.NotDecided
+	}
+	return fmt.Sprintf("replayed from entry 1 to revision %d; checked: revision %d at the db's consistent index %d", r.Revision, r.DBRevision, r.ConsistentIndex)
 }
 
 // writeLabel names a write row as usage names its rows.

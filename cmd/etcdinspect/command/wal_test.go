@@ -253,3 +253,33 @@ func TestGoldenMembersDiverged(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenWALNotDecided runs `wal` on the 3.7 WAL fixture given the db of
+// another history (testdata/fixtures/etcd-3.7.db, whose consistent index
+// lies past the WAL's last entry): the replay cannot be checked, so every
+// write requested is "not decided" and the outcomes row says why.
+func TestGoldenWALNotDecided(t *testing.T) {
+	golden, err := filepath.Abs(filepath.Join("testdata", "golden", "wal", "wal-not-decided.table.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.ReadFile(fixture("3.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filetest.CopyTree(t, walFixture("3.7"))
+	if err := os.WriteFile(filepath.Join(dir, "member", "snap", "db"), db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A relative path keeps the temporary directory out of the golden.
+	t.Chdir(dir)
+	defer filetest.Unchanged(t, dir)()
+	out, stderr, code := run(t, "wal", ".", "--top", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "not decided 9") {
+		t.Errorf("the pods' 9 writes are not all not decided:\n%s", out)
+	}
+	compareGolden(t, golden, out)
+}
