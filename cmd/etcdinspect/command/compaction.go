@@ -54,7 +54,7 @@ func runCompaction(cmd *cobra.Command, g *globalOptions, o *compactionOptions, p
 	if err != nil {
 		return err
 	}
-	return output.Write(out, g.format, makeCompactionTable(rep), rep)
+	return g.write(cmd.Context(), out, makeCompactionTable(rep), nil, rep)
 }
 
 func makeCompactionTable(rep *snapshot.CompactionReport) output.Table {

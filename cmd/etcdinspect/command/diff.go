@@ -16,7 +16,7 @@ func newDiffCommand(g *globalOptions) *cobra.Command {
 		Use:   "diff FILE1 FILE2",
 		Short: "Object-level changes from FILE1 to FILE2: added, modified and deleted keys per resource",
 		Long: `diff compares the live keys of two files (two snapshots of one cluster, or
-of two clusters) and counts, per resource, the keys added, modified and
+of two clusters: then it says so, as their revisions are unrelated) and counts, per resource, the keys added, modified and
 deleted from FILE1 to FILE2, with the revisions between them. -w json also
 lists every changed key.
 
@@ -39,16 +39,22 @@ func runDiff(cmd *cobra.Command, g *globalOptions, path1, path2 string, out io.W
 	if err != nil {
 		return err
 	}
-	return output.Write(out, g.format, makeDiffTable(rep), rep)
+	var notes []string
+	if rep.DifferentClusters {
+		notes = append(notes, "DIFFERENT CLUSTERS: the two files share no member ID, so they are not two points of one history: "+
+			"the keys compare, the revisions between them mean nothing.")
+	}
+	return g.write(cmd.Context(), out, makeDiffTable(g, rep), notes, rep)
 }
 
-func makeDiffTable(rep *snapshot.DiffReport) output.Table {
+func makeDiffTable(g *globalOptions, rep *snapshot.DiffReport) output.Table {
 	t := output.Table{Header: []string{"resource", "etcd path", "added", "modified", "deleted", "unchanged",
-		"live entry bytes before", "live entry bytes after", "live value bytes before", "live value bytes after"}}
+		g.sizeHeader("live entries before", "live entry bytes before"), g.sizeHeader("after", "live entry bytes after"),
+		g.sizeHeader("live values before", "live value bytes before"), g.sizeHeader("after", "live value bytes after")}}
 	t.Numeric = numericFrom(t.Header, 2)
 	row := func(r snapshot.DiffRow) []string {
 		return []string{fmt.Sprint(r.Added), fmt.Sprint(r.Modified), fmt.Sprint(r.Deleted), fmt.Sprint(r.Unchanged),
-			fmt.Sprint(r.LiveEntryBytesBefore), fmt.Sprint(r.LiveEntryBytesAfter), fmt.Sprint(r.LiveValueBytesBefore), fmt.Sprint(r.LiveValueBytesAfter)}
+			g.bytes(r.LiveEntryBytesBefore), g.bytes(r.LiveEntryBytesAfter), g.bytes(r.LiveValueBytesBefore), g.bytes(r.LiveValueBytesAfter)}
 	}
 	for _, r := range rep.Rows {
 		t.Rows = append(t.Rows, append(labels(r.Class, r.Prefix, r.Group, r.Resource, r.Path), row(r)...))

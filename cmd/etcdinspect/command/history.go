@@ -54,5 +54,5 @@ func runHistory(cmd *cobra.Command, g *globalOptions, path, key string, out io.W
 		t.Rows = append(t.Rows, []string{fmt.Sprint(e.Main), fmt.Sprint(e.Sub), fmt.Sprint(e.ModRevision), fmt.Sprint(e.CreateRevision),
 			fmt.Sprint(e.Version), fmt.Sprint(e.Tombstone), fmt.Sprint(e.ValueBytes), lease})
 	}
-	return output.Write(out, g.format, t, historyResult{SchemaVersion: historySchemaVersion, Path: db.Path(), Key: key, Revisions: h})
+	return g.write(cmd.Context(), out, t, nil, historyResult{SchemaVersion: historySchemaVersion, Path: db.Path(), Key: key, Revisions: h})
 }

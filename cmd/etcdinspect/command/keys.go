@@ -79,7 +79,7 @@ func runKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, path string, 
 		return err
 	}
 	res := keysResult{SchemaVersion: keysSchemaVersion, Path: db.Path(), Keys: keys}
-	return output.Write(out, g.format, makeKeysTable(keys), res)
+	return g.write(cmd.Context(), out, makeKeysTable(keys), nil, res)
 }
 
 func makeKeysTable(keys []snapshot.KeyInfo) output.Table {

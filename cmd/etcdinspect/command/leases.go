@@ -57,5 +57,5 @@ func runLeases(cmd *cobra.Command, g *globalOptions, path string, out io.Writer)
 			orDash(snapshot.FormatCounts(r.Resources), "-")})
 	}
 	t.Rows = append(t.Rows, []string{"TOTAL", "", "", fmt.Sprint(rep.KeysWithLease), "", "", fmt.Sprintf("(%d live keys without a lease)", rep.KeysWithoutLease)})
-	return output.Write(out, g.format, t, rep)
+	return g.write(cmd.Context(), out, t, nil, rep)
 }

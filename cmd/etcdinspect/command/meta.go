@@ -33,7 +33,7 @@ func runMeta(cmd *cobra.Command, g *globalOptions, path string, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	return output.Write(out, g.format, makeMetaTable(ci), ci)
+	return g.write(cmd.Context(), out, makeMetaTable(ci), nil, ci)
 }
 
 // confState shows the raft membership with member IDs in hex, as every

@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -92,6 +93,9 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 	if err != nil {
 		return err
 	}
+	if bad := u.PrefixesWithoutResources(); len(g.prefixes) > 0 && len(bad) > 0 {
+		return notAPrefix(bad[0])
+	}
 	dim := snapshot.Dimension(o.by)
 	rows := u.By(dim)
 	var others *snapshot.UsageRow
@@ -108,11 +112,28 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 		rows = rows[:o.top]
 	}
 	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Others: others, Total: u.Total}
-	return output.Write(out, g.format, makeUsageTable(dim, rows, others, u.Total), res)
+	return g.write(cmd.Context(), out, makeUsageTable(g, dim, rows, others, u.Total), nil, res)
+}
+
+// notAPrefix is the usage error for a --prefix that holds keys but no
+// resource directory: usage would count its namespaces (or names) as
+// resources. When it is a resource's directory below a prefix
+// (/registry/pods), the error names the prefix to give instead.
+func notAPrefix(prefix string) error {
+	hint := "give kube-apiserver's --etcd-prefix (default /registry), or leave --prefix out to detect it"
+	for i := strings.LastIndex(prefix, "/"); i > 0; i = strings.LastIndex(prefix[:i], "/") {
+		if keyspace.IsResourcePath(prefix[i+1:]) {
+			hint = fmt.Sprintf("it is the directory of %s under %s: give --prefix %s (keys --prefix %s/ lists its keys)",
+				prefix[i+1:], prefix[:i], prefix[:i], prefix)
+			break
+		}
+	}
+	return cli.FlagErrorf("--prefix %q is not an etcd prefix of the Kubernetes key space: it holds keys but no resource directory "+
+		"(pods, namespaces, <group>/<resource>, ...), so usage would count its namespaces as resources; %s", prefix, hint)
 }
 
 // makeUsageTable lays usage rows out with a total row last.
-func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *snapshot.UsageRow, total snapshot.UsageRow) output.Table {
+func makeUsageTable(g *globalOptions, dim snapshot.Dimension, rows []snapshot.UsageRow, others *snapshot.UsageRow, total snapshot.UsageRow) output.Table {
 	var t output.Table
 	switch dim {
 	case snapshot.ByNamespace:
@@ -123,7 +144,8 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *sn
 		t.Header = []string{"resource", "etcd path"}
 	}
 	nLabels := len(t.Header)
-	t.Header = append(t.Header, "objects", "live entry bytes", "live value bytes", "revisions", "history entry bytes", "tombstones")
+	t.Header = append(t.Header, "objects", g.sizeHeader("live entries", "live entry bytes"), g.sizeHeader("live values", "live value bytes"),
+		"revisions", g.sizeHeader("history", "history entry bytes"), "tombstones")
 	t.Numeric = numericFrom(t.Header, nLabels)
 	for _, r := range rows {
 		var labels []string
@@ -135,22 +157,22 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *sn
 		default:
 			labels = resourceLabels(r)
 		}
-		t.Rows = append(t.Rows, append(labels, numbers(r)...))
+		t.Rows = append(t.Rows, append(labels, numbers(g, r)...))
 	}
 	if others != nil {
 		otherLabels := make([]string, nLabels)
 		otherLabels[0] = "(other rows)"
-		t.Rows = append(t.Rows, append(otherLabels, numbers(*others)...))
+		t.Rows = append(t.Rows, append(otherLabels, numbers(g, *others)...))
 	}
 	totalLabels := make([]string, nLabels)
 	totalLabels[0] = "TOTAL"
-	t.Rows = append(t.Rows, append(totalLabels, numbers(total)...))
+	t.Rows = append(t.Rows, append(totalLabels, numbers(g, total)...))
 	return t
 }
 
-func numbers(r snapshot.UsageRow) []string {
-	return []string{fmt.Sprint(r.Objects), fmt.Sprint(r.LiveEntryBytes), fmt.Sprint(r.LiveValueBytes), fmt.Sprint(r.Revisions),
-		fmt.Sprint(r.HistoryEntryBytes), fmt.Sprint(r.Tombstones)}
+func numbers(g *globalOptions, r snapshot.UsageRow) []string {
+	return []string{fmt.Sprint(r.Objects), g.bytes(r.LiveEntryBytes), g.bytes(r.LiveValueBytes), fmt.Sprint(r.Revisions),
+		g.bytes(r.HistoryEntryBytes), fmt.Sprint(r.Tombstones)}
 }
 
 // bytesHelp explains the two byte figures the commands report.

@@ -1,0 +1,176 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/kubestore/etcdkit/internal/output"
+)
+
+// maxTableColumns is the widest line a table or markdown output may have:
+// what a terminal shows without wrapping. A wider table is printed in the
+// vertical layout (verticalTable).
+const maxTableColumns = 120
+
+// bytes formats a size for the table: binary IEC units for a person
+// (table and markdown: "1.5 GiB", humanize.IBytes), the exact number of
+// bytes for a program (CSV). JSON marshals the typed result, whose sizes
+// are bytes.
+func (o *globalOptions) bytes(n int64) string {
+	if o.format == output.FormatTable || o.format == output.FormatMarkdown {
+		if n < 0 {
+			return "-" + humanize.IBytes(uint64(-n))
+		}
+		return humanize.IBytes(uint64(n))
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// sizeHeader names a size column: short for a person (the cells carry
+// their unit), with "bytes" for a program reading CSV (the cells are
+// bytes), as before units were shown.
+func (o *globalOptions) sizeHeader(human, csv string) string {
+	if o.format == output.FormatCSV {
+		return csv
+	}
+	return human
+}
+
+// write prints t (or the JSON of v) in the -w format after checking that
+// ctx has not ended: a command interrupted after its scan prints nothing
+// and exits 130 (cli.RunContext). Table and markdown get notes below the
+// table, one per line, and a table wider than maxTableColumns is printed
+// in the vertical layout.
+func (o *globalOptions) write(ctx context.Context, out io.Writer, t output.Table, notes []string, v any) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("before printing: %w", err)
+	}
+	if o.format != output.FormatTable && o.format != output.FormatMarkdown {
+		return output.Write(out, o.format, t, v)
+	}
+	var b bytes.Buffer
+	if err := output.Write(&b, o.format, t, v); err != nil {
+		return err
+	}
+	if widest(b.String()) > maxTableColumns {
+		b.Reset()
+		if err := output.Write(&b, o.format, verticalTable(t), v); err != nil {
+			return err
+		}
+	}
+	for _, n := range notes {
+		if o.format == output.FormatMarkdown {
+			b.WriteString("\n")
+		}
+		b.WriteString(wrap(output.EscapeControl(n), maxTableColumns))
+	}
+	_, err := out.Write(b.Bytes())
+	return err
+}
+
+// verticalTable turns each row of t into a block of "column | value"
+// rows, blocks separated by an empty row, so that a wide table reads down
+// instead of across (psql's expanded display). Empty cells are left out.
+func verticalTable(t output.Table) output.Table {
+	v := output.Table{Header: []string{"field", "value"}}
+	for n, r := range t.Rows {
+		if n > 0 {
+			v.Rows = append(v.Rows, []string{"", ""})
+		}
+		for i := 0; i < len(r) && i < len(t.Header); i++ {
+			if r[i] != "" {
+				v.Rows = append(v.Rows, []string{t.Header[i], r[i]})
+			}
+		}
+	}
+	return v
+}
+
+// widest returns the length in runes of the longest line of s.
+func widest(s string) int {
+	m := 0
+	for _, l := range strings.Split(s, "\n") {
+		m = max(m, utf8.RuneCountInString(l))
+	}
+	return m
+}
+
+// wrap breaks s at spaces into lines of at most width runes (a word
+// longer than width keeps its own line), each ended by a newline; the
+// lines after the first are indented by two spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range strings.Fields(s) {
+		n := utf8.RuneCountInString(w)
+		switch {
+		case i == 0:
+		case line+1+n > width:
+			b.WriteString("\n  ")
+			line = 2
+		default:
+			b.WriteString(" ")
+			line++
+		}
+		b.WriteString(w)
+		line += n
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// byteSize is a pflag.Value holding a size in bytes, given as a plain
+// number of bytes or with a unit, binary (8GiB, 8Gi) or decimal (2G,
+// 2GB), as humanize.ParseBytes reads it; a fraction of a byte is dropped.
+type byteSize struct {
+	n *int64
+}
+
+func newByteSize(n *int64, def int64) *byteSize {
+	*n = def
+	return &byteSize{n: n}
+}
+
+// String implements pflag.Value: the size in IEC units when it is a whole
+// number of them, else in bytes.
+func (b *byteSize) String() string {
+	if b.n == nil {
+		return "0"
+	}
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if *b.n >= u.n && *b.n%u.n == 0 {
+			return fmt.Sprintf("%d%s", *b.n/u.n, u.name)
+		}
+		if *b.n >= u.n && (*b.n*2)%u.n == 0 {
+			return fmt.Sprintf("%d.5%s", *b.n/u.n, u.name)
+		}
+	}
+	return strconv.FormatInt(*b.n, 10)
+}
+
+// Type implements pflag.Value.
+func (b *byteSize) Type() string { return "size" }
+
+// Set implements pflag.Value.
+func (b *byteSize) Set(s string) error {
+	n, err := humanize.ParseBytes(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a size (bytes, or a number with a unit: 8GiB, 1.5MiB, 2G): %w", s, err)
+	}
+	if n > math.MaxInt64 {
+		return fmt.Errorf("%q is larger than %d bytes", s, int64(math.MaxInt64))
+	}
+	*b.n = int64(n)
+	return nil
+}
