@@ -139,22 +139,11 @@ func newByteSize(n *int64, def int64) *byteSize {
 	return &byteSize{n: n}
 }
 
-// String implements pflag.Value: the size in IEC units when it is a whole
-// number of them, else in bytes.
+// String implements pflag.Value: the size in bytes, as help shows the
+// default.
 func (b *byteSize) String() string {
 	if b.n == nil {
 		return "0"
-	}
-	for _, u := range []struct {
-		name string
-		n    int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if *b.n >= u.n && *b.n%u.n == 0 {
-			return fmt.Sprintf("%d%s", *b.n/u.n, u.name)
-		}
-		if *b.n >= u.n && (*b.n*2)%u.n == 0 {
-			return fmt.Sprintf("%d.5%s", *b.n/u.n, u.name)
-		}
 	}
 	return strconv.FormatInt(*b.n, 10)
 }

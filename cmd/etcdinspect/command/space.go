@@ -46,8 +46,9 @@ and explains the page layout behind the verdict:
     (etcd's rule: a write is refused, and the alarm raised, when the DB
     size plus its charge reaches the quota; a Put is charged 256 bytes
     plus its key and value, so NOSPACE comes before the size reaches the
-    quota), the largest Put still admitted, and whether the file holds a
-    raised NOSPACE alarm;
+    quota), the largest Put still admitted (by the quota and by etcd's
+    --max-request-bytes, default 1.5 MiB: a larger request is refused
+    as too large), and whether the file holds a raised NOSPACE alarm;
   - why a compaction alone never clears NOSPACE (the quota checks the
     file's size, which only a defragmentation shrinks), and the size a
     compaction at the current revision and then a defragmentation would

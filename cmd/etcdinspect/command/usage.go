@@ -112,7 +112,8 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 		rows = rows[:o.top]
 	}
 	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Others: others, Total: u.Total}
-	return g.write(cmd.Context(), out, makeUsageTable(g, dim, rows, others, u.Total), nil, res)
+	t, notes := makeUsageTable(g, dim, u.Prefixes, rows, others, u.Total)
+	return g.write(cmd.Context(), out, t, notes, res)
 }
 
 // notAPrefix is the usage error for a --prefix that holds keys but no
@@ -132,21 +133,31 @@ func notAPrefix(prefix string) error {
 		"(pods, namespaces, <group>/<resource>, ...), so usage would count its namespaces as resources; %s", prefix, hint)
 }
 
-// makeUsageTable lays usage rows out with a total row last.
-func makeUsageTable(g *globalOptions, dim snapshot.Dimension, rows []snapshot.UsageRow, others *snapshot.UsageRow, total snapshot.UsageRow) output.Table {
+// makeUsageTable lays usage rows out with a total row last. For a person
+// (table, markdown) with one prefix, rows by resource carry the resource
+// alone and the etcd paths that are not the resource's name (nodes in
+// minions) go below as notes; CSV, or several prefixes, keep the etcd
+// path column.
+func makeUsageTable(g *globalOptions, dim snapshot.Dimension, prefixes []string, rows []snapshot.UsageRow, others *snapshot.UsageRow,
+	total snapshot.UsageRow) (output.Table, []string) {
 	var t output.Table
-	switch dim {
-	case snapshot.ByNamespace:
+	human := g.format == output.FormatTable || g.format == output.FormatMarkdown
+	pathColumn := !human || len(prefixes) != 1
+	switch {
+	case dim == snapshot.ByNamespace:
 		t.Header = []string{"namespace"}
-	case snapshot.ByGroup:
+	case dim == snapshot.ByGroup:
 		t.Header = []string{"group"}
-	default:
+	case pathColumn:
 		t.Header = []string{"resource", "etcd path"}
+	default:
+		t.Header = []string{"resource"}
 	}
 	nLabels := len(t.Header)
-	t.Header = append(t.Header, "objects", g.sizeHeader("live entries", "live entry bytes"), g.sizeHeader("live values", "live value bytes"),
+	t.Header = append(t.Header, "objects", g.sizeHeader("live", "live entry bytes"), g.sizeHeader("values", "live value bytes"),
 		"revisions", g.sizeHeader("history", "history entry bytes"), "tombstones")
 	t.Numeric = numericFrom(t.Header, nLabels)
+	var renamed []string
 	for _, r := range rows {
 		var labels []string
 		switch dim {
@@ -156,6 +167,9 @@ func makeUsageTable(g *globalOptions, dim snapshot.Dimension, rows []snapshot.Us
 			labels = []string{groupLabel(r)}
 		default:
 			labels = resourceLabels(r)
+			if !pathColumn {
+				labels, renamed = oneLabel(r, labels, renamed)
+			}
 		}
 		t.Rows = append(t.Rows, append(labels, numbers(g, r)...))
 	}
@@ -167,7 +181,34 @@ func makeUsageTable(g *globalOptions, dim snapshot.Dimension, rows []snapshot.Us
 	totalLabels := make([]string, nLabels)
 	totalLabels[0] = "TOTAL"
 	t.Rows = append(t.Rows, append(totalLabels, numbers(g, total)...))
-	return t
+	if !human {
+		return t, nil
+	}
+	notes := []string{"live: the live keys' entry bytes (revision key and KeyValue); values: their values alone; " +
+		"history: the entry bytes of older revisions and tombstones, what a compaction may remove."}
+	if !pathColumn && dim != snapshot.ByNamespace && dim != snapshot.ByGroup {
+		notes = append(notes, "Prefix: "+prefixes[0]+".")
+		if len(renamed) > 0 {
+			notes = append(notes, "Stored under another name: "+strings.Join(renamed, ", ")+".")
+		}
+	}
+	return t, notes
+}
+
+// oneLabel folds a row's resource and etcd path labels into one: the
+// resource, with the path for rows that are not objects of a resource
+// (outside the prefix, unrecognised). A resource stored under another
+// name than its own (nodes in minions) is added to renamed.
+func oneLabel(r snapshot.UsageRow, labels, renamed []string) ([]string, []string) {
+	switch {
+	case !r.Class.IsObject() && r.Class != keyspace.ClassMasterLease && r.Class != keyspace.ClassRangeAllocation:
+		if labels[1] != "-" && labels[1] != keyspace.CompactRevKey {
+			return []string{labels[0] + " " + labels[1]}, renamed
+		}
+	case r.Path != r.Resource && r.Path != r.Group+"/"+r.Resource:
+		renamed = append(renamed, labels[0]+" in "+labels[1])
+	}
+	return labels[:1], renamed
 }
 
 func numbers(g *globalOptions, r snapshot.UsageRow) []string {

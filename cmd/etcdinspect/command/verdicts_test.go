@@ -11,11 +11,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/kubestore/etcdkit/cmd/etcdinspect/command"
 	"github.com/kubestore/etcdkit/internal/cli"
-	"github.com/kubestore/etcdkit/internal/embedetcd"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/internal/filetest"
 )
@@ -351,6 +348,3 @@ func TestGoldenWidth(t *testing.T) {
 		t.Errorf("checked %d goldens, want every table golden (at least 50)", checked)
 	}
 }
-
-var _ = clientv3.Config{}
-var _ = embedetcd.Config{}
