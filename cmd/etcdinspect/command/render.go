@@ -25,13 +25,19 @@ const maxTableColumns = 120
 // bytes for a program (CSV). JSON marshals the typed result, whose sizes
 // are bytes.
 func (o *globalOptions) bytes(n int64) string {
-	if o.format == output.FormatTable || o.format == output.FormatMarkdown {
+	if o.human() {
 		if n < 0 {
 			return "-" + humanize.IBytes(uint64(-n))
 		}
 		return humanize.IBytes(uint64(n))
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// human reports whether the output is for a person to read: a table or
+// markdown, not CSV or JSON.
+func (o *globalOptions) human() bool {
+	return o.format == output.FormatTable || o.format == output.FormatMarkdown
 }
 
 // sizeHeader names a size column: short for a person (the cells carry
@@ -53,7 +59,7 @@ func (o *globalOptions) write(ctx context.Context, out io.Writer, t output.Table
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("before printing: %w", err)
 	}
-	if o.format != output.FormatTable && o.format != output.FormatMarkdown {
+	if !o.human() {
 		return output.Write(out, o.format, t, v)
 	}
 	var b bytes.Buffer

@@ -44,21 +44,11 @@ func runStatus(cmd *cobra.Command, g *globalOptions, path string, out io.Writer)
 	if err := g.write(cmd.Context(), out, t, notes, st); err != nil {
 		return err
 	}
-	var problems []string
-	if st.SnapshotTrailer == snapshot.TrailerInvalid {
-		problems = append(problems, st.SnapshotTrailer.Restore())
-	}
-	if !st.Check.OK {
-		problems = append(problems, fmt.Sprintf("consistency check found %d errors: %s", st.Check.ErrorCount, strings.Join(st.Check.Errors, "; ")))
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%s: %s", st.Path, joinSemicolon(problems))
+	if st.SnapshotTrailer == snapshot.TrailerInvalid || !st.Check.OK {
+		return fmt.Errorf("%s: %s", st.Path, restoreProblem(st.SnapshotTrailer, st.Check))
 	}
 	return nil
 }
-
-// joinSemicolon joins the parts of a one-line message.
-func joinSemicolon(parts []string) string { return strings.Join(parts, "; ") }
 
 // makeStatusTable lays the status out as field/value rows, what etcdutl
 // does with the trailer as a note below.

@@ -141,7 +141,7 @@ func notAPrefix(prefix string) error {
 func makeUsageTable(g *globalOptions, dim snapshot.Dimension, prefixes []string, rows []snapshot.UsageRow, others *snapshot.UsageRow,
 	total snapshot.UsageRow) (output.Table, []string) {
 	var t output.Table
-	human := g.format == output.FormatTable || g.format == output.FormatMarkdown
+	human := g.human()
 	pathColumn := !human || len(prefixes) != 1
 	switch {
 	case dim == snapshot.ByNamespace:

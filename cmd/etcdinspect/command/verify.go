@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -62,14 +63,15 @@ func runVerify(cmd *cobra.Command, g *globalOptions, path string, out io.Writer)
 	return nil
 }
 
-// restoreProblem names what keeps a file from being restored.
+// restoreProblem names what keeps a file from being restored as saved:
+// a mismatched trailer, the consistency check's errors.
 func restoreProblem(t snapshot.Trailer, c *snapshot.Check) string {
 	var what []string
 	if t == snapshot.TrailerInvalid {
 		what = append(what, t.Restore())
 	}
 	if !c.OK {
-		what = append(what, fmt.Sprintf("the consistency check found %d errors", c.ErrorCount))
+		what = append(what, fmt.Sprintf("consistency check found %d errors: %s", c.ErrorCount, strings.Join(c.Errors, "; ")))
 	}
-	return joinSemicolon(what)
+	return strings.Join(what, "; ")
 }
