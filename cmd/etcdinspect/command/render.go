@@ -53,8 +53,10 @@ func (o *globalOptions) sizeHeader(human, csv string) string {
 // write prints t (or the JSON of v) in the -w format after checking that
 // ctx has not ended: a command interrupted after its scan prints nothing
 // and exits 130 (cli.RunContext). Table and markdown get notes below the
-// table, one per line, and a table wider than maxTableColumns is printed
-// in the vertical layout.
+// table, escaped as cells are (output.Escape) and wrapped at
+// maxTableColumns; a table wider than that has its long values moved
+// below (a field/value table: valuesBelow) or is printed in the vertical
+// layout (verticalTable).
 func (o *globalOptions) write(ctx context.Context, out io.Writer, t output.Table, notes []string, v any) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("before printing: %w", err)
@@ -67,8 +69,16 @@ func (o *globalOptions) write(ctx context.Context, out io.Writer, t output.Table
 		return err
 	}
 	if widest(b.String()) > maxTableColumns {
+		if len(t.Header) == 2 {
+			// A field/value table: the long values go below it.
+			var long []string
+			t, long = valuesBelow(t)
+			notes = append(long, notes...)
+		} else {
+			t = verticalTable(t)
+		}
 		b.Reset()
-		if err := output.Write(&b, o.format, verticalTable(t), v); err != nil {
+		if err := output.Write(&b, o.format, t, v); err != nil {
 			return err
 		}
 	}
@@ -76,7 +86,7 @@ func (o *globalOptions) write(ctx context.Context, out io.Writer, t output.Table
 		if o.format == output.FormatMarkdown {
 			b.WriteString("\n")
 		}
-		b.WriteString(wrap(output.EscapeControl(n), maxTableColumns))
+		b.WriteString(wrap(output.Escape(n), maxTableColumns))
 	}
 	_, err := out.Write(b.Bytes())
 	return err
@@ -98,6 +108,27 @@ func verticalTable(t output.Table) output.Table {
 		}
 	}
 	return v
+}
+
+// maxValueColumns is the longest value valuesBelow leaves in a
+// field/value table.
+const maxValueColumns = 60
+
+// valuesBelow moves the values of a field/value table longer than
+// maxValueColumns below it: the cell says "(below)" and a note
+// "field: value" carries the value.
+func valuesBelow(t output.Table) (output.Table, []string) {
+	var notes []string
+	out := t
+	out.Rows = make([][]string, len(t.Rows))
+	for i, r := range t.Rows {
+		out.Rows[i] = r
+		if len(r) == 2 && utf8.RuneCountInString(output.Escape(r[1])) > maxValueColumns {
+			out.Rows[i] = []string{r[0], "(below)"}
+			notes = append(notes, r[0]+": "+r[1])
+		}
+	}
+	return out, notes
 }
 
 // widest returns the length in runes of the longest line of s.

@@ -348,3 +348,22 @@ func TestGoldenWidth(t *testing.T) {
 		t.Errorf("checked %d goldens, want every table golden (at least 50)", checked)
 	}
 }
+
+// TestLongValuesGoBelowTheTable runs status on a file whose path is
+// longer than a terminal: the table stays within 120 columns and the path
+// is printed below it.
+func TestLongValuesGoBelowTheTable(t *testing.T) {
+	path := copyFile(t, fixture("3.7"), filepath.Join(t.TempDir(), strings.Repeat("d", 100), strings.Repeat("e", 50)))
+	out, stderr, code := run(t, "status", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if (strings.HasPrefix(line, "|") || strings.HasPrefix(line, "+")) && utf8.RuneCountInString(line) > 120 {
+			t.Errorf("table line %d columns wide, want at most 120: %q", utf8.RuneCountInString(line), line)
+		}
+	}
+	if !strings.Contains(out, "| path ") || !strings.Contains(out, "(below)") || !strings.Contains(out, path) {
+		t.Errorf("the path is not below the table:\n%s", out)
+	}
+}
