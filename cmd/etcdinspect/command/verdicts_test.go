@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -365,5 +366,68 @@ func TestLongValuesGoBelowTheTable(t *testing.T) {
 	}
 	if !strings.Contains(out, "| path ") || !strings.Contains(out, "(below)") || !strings.Contains(out, path) {
 		t.Errorf("the path is not below the table:\n%s", out)
+	}
+}
+
+// TestMembersAfterRestore restores a member's snapshot with the real
+// `etcdutl snapshot restore`, once with the cluster's own token and peer
+// URL and once with a new --initial-cluster-token: the first is the same
+// cluster as the snapshot (etcd derives the same IDs), the second a
+// different one, which members refuses to pick a restore source across.
+func TestMembersAfterRestore(t *testing.T) {
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	for i := range 5 {
+		if _, err := c.Put(t.Context(), fmt.Sprintf("/registry/configmaps/default/cm-%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc, err := c.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	srv.Close()
+	restore := func(token string) string {
+		dir := filepath.Join(t.TempDir(), token)
+		cmd := exec.Command(filepath.Join(bin, "etcdutl"), "snapshot", "restore", snap, "--data-dir", dir,
+			"--name", "default", "--initial-cluster", "default=http://127.0.0.1:0",
+			"--initial-advertise-peer-urls", "http://127.0.0.1:0", "--initial-cluster-token", token)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("etcdutl snapshot restore: %v: %s", err, out)
+		}
+		return dir
+	}
+	for _, c := range []struct {
+		token        string
+		wantCode     int
+		wantClusters int
+	}{
+		{"etcd-cluster", 0, 1}, // etcd's default: the cluster's own token
+		{"a-new-token", 1, 2},
+	} {
+		dir := restore(c.token)
+		out, stderr, code := run(t, "members", srv.Dir, dir, "-w", "json")
+		var rep struct {
+			Clusters    int    `json:"clusters"`
+			RestoreFrom string `json:"restoreFrom"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("token %s: %v: %q (stderr %s)", c.token, err, out, stderr)
+		}
+		if code != c.wantCode || rep.Clusters != c.wantClusters || (c.wantClusters > 1) != (rep.RestoreFrom == "") {
+			t.Errorf("restored with token %s: got exit %d (%s), %d clusters, restore from %q; want exit %d, %d clusters",
+				c.token, code, stderr, rep.Clusters, rep.RestoreFrom, c.wantCode, c.wantClusters)
+		}
 	}
 }
