@@ -82,11 +82,19 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 // "<name>: <error>" on stderr (control characters escaped:
 // output.EscapeControl) and returns the exit code: 0, 1 for a
 // runtime error, 2 for a usage error, ExitInterrupted for an error that
-// ends in ctx's cancellation ("<name>: interrupted: <what it stopped>").
+// ends in ctx's cancellation ("<name>: interrupted: <what it stopped>")
+// and for a command that returned after ctx ended: an interrupted command
+// exits 130 always.
 // Unknown subcommands are usage errors too.
 func RunContext(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if err == nil && ctx.Err() != nil {
+		// The signal landed after the command's last look at ctx: its
+		// output may be whole, but the user asked it to stop.
+		fmt.Fprintf(stderr, "%s: interrupted\n", root.Name())
+		return ExitInterrupted
+	}
 	if err == nil {
 		return ExitOK
 	}

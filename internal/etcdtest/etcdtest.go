@@ -27,6 +27,9 @@ type Options struct {
 	SnapshotCount uint64
 	// QuotaBackendBytes is etcd's --quota-backend-bytes; 0 keeps 2 GiB.
 	QuotaBackendBytes int64
+	// ClusterToken is etcd's --initial-cluster-token (embedetcd.Config);
+	// members started with different tokens are of different clusters.
+	ClusterToken string
 }
 
 // RunEtcd starts an embedded member for the test and stops it when the test
@@ -48,6 +51,7 @@ func RunEtcd(t testing.TB, opts ...Options) *embedetcd.Server {
 		WatchProgressNotifyInterval: o.WatchProgressNotifyInterval,
 		SnapshotCount:               o.SnapshotCount,
 		QuotaBackendBytes:           o.QuotaBackendBytes,
+		ClusterToken:                o.ClusterToken,
 	})
 	if err != nil {
 		t.Fatalf("start embedded etcd: %v", err)

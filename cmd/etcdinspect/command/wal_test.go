@@ -164,9 +164,11 @@ func TestFlagErrors(t *testing.T) {
 }
 
 // TestGoldenMembers compares the db fixtures of every version, which
-// hold the same key bucket, in every -w format, then the data directories
-// of the WAL fixtures (3.5, 3.6 and 3.7 members that each ran writeLoad),
-// and checks that one file is not enough and that no input changed.
+// hold the same key bucket but are of four clusters, in every -w format,
+// then the data directories of the WAL fixtures (3.5, 3.6 and 3.7 members
+// that each ran writeLoad, each its own cluster): each time a verdict of
+// different clusters, no restore source and exit 1. It checks that one
+// file is not enough and that no input changed.
 func TestGoldenMembers(t *testing.T) {
 	var files, dirs []string
 	for _, v := range fixtureVersions {
@@ -180,8 +182,8 @@ func TestGoldenMembers(t *testing.T) {
 	for _, format := range []string{"table", "json", "markdown", "csv"} {
 		t.Run(format, func(t *testing.T) {
 			out, stderr, code := run(t, append([]string{"members", "-w", format}, files...)...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
+			if code != 1 || !strings.Contains(stderr, "4 different clusters: no member to restore from") {
+				t.Fatalf("got exit %d, stderr %q; want 1 and the different clusters", code, stderr)
 			}
 			compareGolden(t, filepath.Join("testdata", "golden", "members", "members."+format+".golden"), out)
 		})
@@ -189,8 +191,8 @@ func TestGoldenMembers(t *testing.T) {
 	for _, format := range []string{"table", "json"} {
 		t.Run("data-dirs."+format, func(t *testing.T) {
 			out, stderr, code := run(t, append([]string{"members", "-w", format}, dirs...)...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
+			if code != 1 || !strings.Contains(stderr, "3 different clusters") {
+				t.Fatalf("got exit %d, stderr %q; want 1 and the different clusters", code, stderr)
 			}
 			compareGolden(t, filepath.Join("testdata", "golden", "members", "members-data-dirs."+format+".golden"), out)
 		})
