@@ -318,6 +318,13 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 			if runF != nil {
 				return runF(cmd, o)
 			}
+			// The kubeconfig and the files it names are read (and
+			// refused) before anything is created or connected to.
+			if o.kubeconfig.enabled() {
+				if _, err := o.kubeconfig.restConfig(); err != nil {
+					return err
+				}
+			}
 			if o.outDir != "" {
 				if err := output.PrepareDir(o.outDir); err != nil {
 					return cli.FlagErrorf("--out: %v", err)
