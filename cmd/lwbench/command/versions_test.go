@@ -2,11 +2,16 @@ package command
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -173,4 +178,106 @@ func commandsWithFlag(root *cobra.Command, name string) [][]string {
 	}
 	walk(root, nil)
 	return found
+}
+
+// signalWriter is a stderr for a command under test, written from its
+// goroutines, that closes seen once what was written contains want.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := bytes.Contains(w.buf.Bytes(), []byte(w.want))
+	w.buf.Write(p)
+	if !had && bytes.Contains(w.buf.Bytes(), []byte(w.want)) {
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestBuildWaitInterrupted: `lwbench run --cluster-size 1` and `lwbench
+// run --kube-apiserver` whose build script waits for another process's
+// build (the test holds the lock) stop within 2 s of SIGINT (the
+// context's cancellation), exit 130 and say they were interrupted while
+// waiting; nothing of the script's is left in the cache.
+func TestBuildWaitInterrupted(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		lock string
+	}{
+		{"etcd", []string{"run", "--cluster-size", "1", "--etcd-version", "3.7.3", "--duration", "2s"}, "etcd-v3.7.3.lock"},
+		{"kube-apiserver", []string{"run", "--kube-apiserver", "1.36.3", "--duration", "2s"}, "kube-apiserver-v1.36.3.lock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parent := cacheWithBuilds(t)
+			goCalls := buildtest.FakeGo(t, buildtest.Fail)
+			t.Setenv("TMPDIR", t.TempDir())
+			cache := filepath.Join(parent, "cache")
+			lock, err := os.OpenFile(filepath.Join(cache, tt.lock), os.O_CREATE|os.O_RDWR, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Close()
+			if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+			if tt.name == "etcd" {
+				// The cached etcd 3.7.3 is incomplete without etcdctl:
+				// the script must build, so it waits for the lock.
+				if err := os.Remove(filepath.Join(cache, "etcd-v3.7.3", "etcdctl")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer filetest.TreeUnchanged(t, parent)()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stderr := &signalWriter{want: "waiting for it", seen: make(chan struct{})}
+			root := NewRootCommand()
+			root.SetOut(io.Discard)
+			root.SetErr(stderr)
+			done := make(chan int, 1)
+			go func() { done <- cli.RunContext(ctx, root, tt.args, stderr) }()
+			select {
+			case <-stderr.seen:
+			case code := <-done:
+				t.Fatalf("exit %d before the build script waited; stderr %q", code, stderr.String())
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the build script did not say it waits within 30 s; stderr %q", stderr.String())
+			}
+			cancelled := time.Now()
+			cancel()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("lwbench did not return within 5 s of the interruption")
+			}
+			if took := time.Since(cancelled); took > 2*time.Second {
+				t.Errorf("lwbench returned %v after the interruption, want at most 2 s", took)
+			}
+			last := stderr.String()
+			if i := strings.LastIndex(strings.TrimSuffix(last, "\n"), "\n"); i >= 0 {
+				last = last[i+1:]
+			}
+			if code != cli.ExitInterrupted || !strings.HasPrefix(last, "lwbench: interrupted: ") || !strings.Contains(last, "waiting for it") {
+				t.Errorf("got exit %d, last line %q; want exit %d, \"lwbench: interrupted: ...\" saying it was waiting", code, last, cli.ExitInterrupted)
+			}
+			if calls := goCalls(); len(calls) > 0 {
+				t.Errorf("a build script ran go while the lock was held: %q", calls)
+			}
+		})
+	}
 }
