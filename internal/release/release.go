@@ -18,10 +18,12 @@
 // metacharacter, no control character, no invalid UTF-8, at most
 // MaxLength bytes.
 //
-// A version that passes is exactly what the build scripts
-// (scripts/build-etcd.sh, scripts/build-kube-apiserver.sh) accept, so the
-// cache directory it names (kube-apiserver-vVERSION, etcd-vVERSION) is one
-// of the script's own.
+// A version that passes is one the build scripts (scripts/build-etcd.sh,
+// scripts/build-kube-apiserver.sh) accept too, so the cache directory it
+// names (kube-apiserver-vVERSION, etcd-vVERSION) is one of the script's
+// own; the scripts check their argument again with a strict pattern of
+// their own (digits and dots, and for Kubernetes a -alpha/-beta/-rc.N
+// suffix), since they are also run by hand.
 package release
 
 import (
