@@ -110,7 +110,7 @@ func EtcdBinaries(t testing.TB, version string) string {
 	if testing.Short() {
 		t.Skip("starts etcd processes; skipped under -short")
 	}
-	dir, err := etcdproc.Binaries(version, etcdproc.LogWriter(t.Logf))
+	dir, err := etcdproc.Binaries(t.Context(), version, etcdproc.LogWriter(t.Logf))
 	if errors.Is(err, etcdproc.ErrNoBinaries) && os.Getenv("CI") == "" {
 		t.Skipf("etcd %s binaries cannot be built here: %v", version, err)
 	}

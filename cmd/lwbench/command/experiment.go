@@ -20,6 +20,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/internal/release"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
@@ -54,7 +55,7 @@ func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.probeRate, "probe-rate", 0, "probe operations per second, reads and writes alternating (default 20; defrag-stall 50)")
 	fs.BoolVar(&o.allowMaintenance, "allow-maintenance", false, "with --endpoints: allow the experiment to compact (losing every key's history) and defragment that cluster")
 	o.kube.AddFlags(fs)
-	fs.Lookup("kube-apiserver").Usage = "run the experiment's Kubernetes clients through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the member: client-go writers and informers instead of lwbench's model; built from the Go module proxy into " + etcdproc.CacheDir() + " on first use (10-30 minutes on 2 cores)"
+	fs.Lookup("kube-apiserver").Usage = "run the experiment's Kubernetes clients through real kube-apiservers of this Kubernetes release (" + release.Kubernetes.Help() + ") in front of the member: client-go writers and informers instead of lwbench's model; built from the Go module proxy into " + etcdproc.CacheDir() + " on first use (10-30 minutes on 2 cores)"
 	fs.Lookup("watch-cache").Usage = "with --kube-apiserver: kube-apiserver's --watch-cache (default off: every LIST and WATCH reaches etcd, as the model's informers do)"
 	fs.Lookup("apiserver-feature-gates").Usage = "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)"
 	o.kubeconfig.AddFlags(fs)
@@ -141,7 +142,7 @@ func (o *experimentOptions) stackFactory(logf func(string, ...any)) experiment.S
 	var bin string
 	return func(ctx context.Context, t watchload.Target, prefix string, compactionInterval time.Duration) (kubeload.Stack, func(), error) {
 		if bin == "" {
-			b, err := o.kube.binaries(logf)
+			b, err := o.kube.binaries(ctx, logf)
 			if err != nil {
 				return kubeload.Stack{}, func() {}, err
 			}
@@ -316,6 +317,13 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 			}
 			if runF != nil {
 				return runF(cmd, o)
+			}
+			// The kubeconfig and the files it names are read (and
+			// refused) before anything is created or connected to.
+			if o.kubeconfig.enabled() {
+				if _, err := o.kubeconfig.restConfig(); err != nil {
+					return err
+				}
 			}
 			if o.outDir != "" {
 				if err := output.PrepareDir(o.outDir); err != nil {

@@ -79,7 +79,13 @@ func TestRunFlags(t *testing.T) {
 		{name: "cert without key", args: []string{"--endpoints", "https://x:1", "--cert", "c.crt"}, wantErr: "--cert and --key"},
 		{name: "cluster and endpoints", args: []string{"--endpoints", "http://x:1", "--cluster-size", "3"}, wantErr: "--cluster-size and --endpoints"},
 		{name: "etcd version without a cluster", args: []string{"--etcd-version", "3.6.16"}, wantErr: "--etcd-version needs --cluster-size"},
-		{name: "etcd version not a release", args: []string{"--cluster-size", "3", "--etcd-version", "3.6"}, wantErr: "--etcd-version"},
+		{name: "etcd version not a release", args: []string{"--cluster-size", "3", "--etcd-version", "3.6."}, wantErr: "--etcd-version: Invalid value"},
+		{name: "etcd version a minor line", args: []string{"--cluster-size", "3", "--etcd-version", "3.6"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.target.etcdVersion != "3.6.16" {
+					t.Errorf("etcd version %q, want 3.6.16, the line's newest", o.target.etcdVersion)
+				}
+			}},
 		{name: "fault without a cluster", args: []string{"--fault", "kill-leader"}, wantErr: "--cluster-size"},
 		{name: "fault on external endpoints", args: []string{"--endpoints", "http://x:1", "--fault", "pause-follower"}, wantErr: "never kills, pauses or cuts off"},
 		{name: "unknown fault", args: []string{"--cluster-size", "3", "--fault", "reboot"}, wantErr: "--fault"},
