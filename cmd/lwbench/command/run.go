@@ -265,6 +265,7 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
+	o.load.Abandon = cli.SecondInterrupt(ctx)
 	o.load.OnProgress = func(p watchload.Progress) {
 		con.Progress(fmt.Sprintf("%s %5.1fs  writes %d/%d (%d errors)  events %d  relists %d  synced %d/%d  violations %d",
 			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.Relists,
@@ -309,7 +310,11 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	// An interrupted run still prints what it measured, then fails with
 	// the interruption (exit code 130).
 	interrupted := err
-	if err := o.out.write(out, errOut, o.out.table(makeRunTable(res), makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
+	summary, notes := makeRunTable(res)
+	if err := o.out.write(out, errOut, o.out.table(summary, makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
+		return errors.Join(interrupted, err)
+	}
+	if err := writeRunTail(out, errOut, o.out.format, res, notes); err != nil {
 		return errors.Join(interrupted, err)
 	}
 	if interrupted != nil {
