@@ -61,6 +61,6 @@ func RunVerdict(r *RunResult) string {
 	if len(failed) > 0 {
 		return "FAIL: " + strings.Join(failed, "; ") + busy
 	}
-	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events delivered to %d watchers, checked against %d recorded)%s",
+	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events to %d watchers, checked against the %d in etcd's recorded history)%s",
 		r.Delivery.Events, r.Scenario.Watchers, r.Validation.HistoryEvents, busy)
 }

@@ -165,7 +165,7 @@ func (s *selfSampler) finish(ctx context.Context) report.SelfStats {
 		MaxRSSBytes: ru.Maxrss * 1024, PeakHeapBytes: int64(s.peakHeap), PeakGoroutines: s.peakGoroutines,
 		GCCount: int64(ms.NumGC - s.gc0), GCPauseMs: float64(ms.PauseTotalNs-s.pause0) / 1e6,
 		IncludesEmbeddedEtcd: s.embedded, LoadAverageMax: s.loadMax,
-		SchedLatencyP99Ms: histogramQuantile(s.sched0, schedLatencies(), 0.99) * 1000,
+		SchedLatencyP99Ms: math.Round(histogramQuantile(s.sched0, schedLatencies(), 0.99)*1e6) / 1e3, // ms, to the µs
 	}
 	if s.etcd0 != nil {
 		if e1 := scrapeProcess(ctx, s.endpoint); e1 != nil {
