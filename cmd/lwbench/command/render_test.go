@@ -174,7 +174,7 @@ func syntheticKubeRun() *report.KubeRunResult {
 // the table `lwbench run --kube-apiserver` prints.
 func TestKubeRunResultGolden(t *testing.T) {
 	r := syntheticKubeRun()
-	golden(t, "kube-run.table", render(t, output.FormatTable, makeKubeRunTable(r), r))
+	golden(t, "kube-run.table", renderKubeRun(t, output.FormatTable, r))
 }
 
 // renderRun renders r as `lwbench run` prints it on stdout in format f:
@@ -188,6 +188,22 @@ func renderRun(t *testing.T, f output.Format, r *report.RunResult) []byte {
 		t.Fatal(err)
 	}
 	if err := writeRunTail(&b, &errOut, f, r, notes); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// renderKubeRun renders r as `lwbench run --kube-apiserver` prints it on
+// stdout in format f, with its verdict.
+func renderKubeRun(t *testing.T, f output.Format, r *report.KubeRunResult) []byte {
+	t.Helper()
+	r.Verdict = report.KubeRunVerdict(r)
+	summary, notes := makeKubeRunTable(r)
+	var b, errOut bytes.Buffer
+	if err := output.Write(&b, f, summary, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKubeRunTail(&b, &errOut, f, r, notes); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -217,9 +233,11 @@ func TestRunResultGolden(t *testing.T) {
 // TestRunTableWidth: no line of what `lwbench run` prints by default is
 // wider than 120 columns, for the synthetic run and for one with the
 // longest names and figures (a partition-follower fault, long errors,
-// five-digit latencies, several relist reasons); what does not fit goes
-// below the table as a note. Before, the first relist's requests and
-// the per-member defrag durations made the table 151 columns wide.
+// five-digit latencies, several relist reasons), and for a run through
+// kube-apiserver; what does not fit goes below the table as a note.
+// Before, the first relist's requests and the per-member defrag durations
+// made run's table 151 columns wide, etcd's requests by phase the kube
+// run's 134.
 func TestRunTableWidth(t *testing.T) {
 	wide := syntheticRun()
 	long := "rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2381: connect: connection refused\""
@@ -232,12 +250,20 @@ func TestRunTableWidth(t *testing.T) {
 	wide.Relists = append(wide.Relists, report.Relist{Reason: "watch-error", DurationMs: 123456.5, BackoffMs: 1600, Objects: 50000, Cache: true},
 		report.Relist{Reason: "list-error", DurationMs: 12.5, BackoffMs: 400})
 	wide.Self.LoadAverageMax, wide.Self.SchedLatencyP99Ms = 18.87, 45
+	kube := syntheticKubeRun()
+	kube.Requests = append(kube.Requests, report.RequestCount{Verb: "watchlist", Outcome: "ok", ResourceVersion: "", Count: 12},
+		report.RequestCount{Verb: "watch", Outcome: "ok", ResourceVersion: "notOlderThan", Count: 40})
+	kube.Validation.Lost = 2 // a FAIL verdict
 	for _, tt := range []struct {
-		name string
-		r    *report.RunResult
-	}{{"synthetic", judged(syntheticRun())}, {"wide", judged(wide)}} {
+		name   string
+		render func(t *testing.T) []byte
+	}{
+		{"synthetic", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(syntheticRun())) }},
+		{"wide", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(wide)) }},
+		{"through kube-apiserver", func(t *testing.T) []byte { return renderKubeRun(t, output.FormatTable, kube) }},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			lines := strings.Split(strings.TrimRight(string(renderRun(t, output.FormatTable, tt.r)), "\n"), "\n")
+			lines := strings.Split(strings.TrimRight(string(tt.render(t)), "\n"), "\n")
 			verdict := -1
 			for i, l := range lines {
 				if n := len([]rune(l)); n > maxTableWidth {

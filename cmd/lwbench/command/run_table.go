@@ -126,12 +126,7 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		rows = append(rows, []string{"cleanup", s})
 	}
 	rows = append(rows, selfRows(r.Self)...)
-	for _, row := range rows {
-		if len(row[1]) > maxValueWidth {
-			row[1] = fmt.Sprintf("(note %d)", notes.add(row[0], row[1]))
-		}
-	}
-	return output.Table{Header: []string{"metric", "value"}, Rows: rows}, notes
+	return output.Table{Header: []string{"metric", "value"}, Rows: notes.fit(rows)}, notes
 }
 
 // firstRelistRequests lists a relist's LIST requests, one line each, with
@@ -156,34 +151,50 @@ func firstRelistRequests(rl report.Relist) []string {
 	return lines
 }
 
-// makeRelistTable lays the relists out by reason (a watch cache's apart),
-// side by side: how many, the objects they read, and the slowest resync
-// of each reason split into its backoff (client-go's wait before
-// relisting; a watch cache's one second) and its relist (the LIST
-// requests' duration, every attempt): resync = backoff + relist, the
-// words `lwbench report` uses. No rows without relists.
-func makeRelistTable(relists []report.Relist) output.Table {
-	t := output.Table{Header: []string{"relists", "count", "objects", "backoff ms", "relist ms", "resync ms"},
-		Numeric: []bool{false, true, true, true, true, true}}
-	type group struct {
-		count, objects  int64
-		slowest         report.Relist
-		backoff, relist float64
-	}
-	groups := map[string]*group{}
+// resync is one relist as the relists table sums it up: what forced it
+// (reason), the objects it read, its backoff and its relist.
+type resync struct {
+	reason            string
+	objects           int64
+	backoffMs, listMs float64
+}
+
+// runResyncs are a run's relists as resyncs, a watch cache's apart.
+func runResyncs(relists []report.Relist) []resync {
+	var out []resync
 	for _, rl := range relists {
 		name := rl.Reason
 		if rl.Cache {
 			name += " (watch cache)"
 		}
-		g := groups[name]
+		out = append(out, resync{reason: name, objects: rl.Objects, backoffMs: rl.BackoffMs, listMs: rl.DurationMs})
+	}
+	return out
+}
+
+// makeRelistTable lays relists out by reason, side by side: how many,
+// the objects they read, and the slowest resync of each reason split
+// into its backoff (client-go's wait before relisting; a watch cache's
+// one second) and its relist (the LIST requests' duration, every
+// attempt): resync = backoff + relist, the words `lwbench report` uses.
+// No rows without relists.
+func makeRelistTable(relists []resync) output.Table {
+	t := output.Table{Header: []string{"relists", "count", "objects", "backoff ms", "relist ms", "resync ms"},
+		Numeric: []bool{false, true, true, true, true, true}}
+	type group struct {
+		count, objects int64
+		slowest        resync
+	}
+	groups := map[string]*group{}
+	for _, rl := range relists {
+		g := groups[rl.reason]
 		if g == nil {
 			g = &group{slowest: rl}
-			groups[name] = g
+			groups[rl.reason] = g
 		}
 		g.count++
-		g.objects += rl.Objects
-		if rl.BackoffMs+rl.DurationMs > g.slowest.BackoffMs+g.slowest.DurationMs {
+		g.objects += rl.objects
+		if rl.backoffMs+rl.listMs > g.slowest.backoffMs+g.slowest.listMs {
 			g.slowest = rl
 		}
 	}
@@ -191,7 +202,7 @@ func makeRelistTable(relists []report.Relist) output.Table {
 	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[name]
 		t.Rows = append(t.Rows, []string{name, fmt.Sprint(g.count), fmt.Sprint(g.objects),
-			ms(g.slowest.BackoffMs), ms(g.slowest.DurationMs), ms(g.slowest.BackoffMs + g.slowest.DurationMs)})
+			ms(g.slowest.backoffMs), ms(g.slowest.listMs), ms(g.slowest.backoffMs + g.slowest.listMs)})
 	}
 	return t
 }
@@ -204,6 +215,17 @@ const relistNote = "relists: each reason's slowest resync, resync = backoff (cli
 // fit in a cell.
 type runNotes struct{ lines [][]string }
 
+// fit moves every value of rows (metric/value) longer than
+// maxValueWidth to a note, its cell saying which, and returns rows.
+func (n *runNotes) fit(rows [][]string) [][]string {
+	for _, row := range rows {
+		if len(row[1]) > maxValueWidth {
+			row[1] = fmt.Sprintf("(note %d)", n.add(row[0], row[1]))
+		}
+	}
+	return rows
+}
+
 // add adds a note "N. what: text" and returns N.
 func (n *runNotes) add(what, text string) int {
 	return n.addLines(what, []string{text})
@@ -215,41 +237,51 @@ func (n *runNotes) addLines(what string, lines []string) int {
 	return len(n.lines)
 }
 
-// writeRunTail writes what follows the run summary. For table and
-// markdown, to out: the relists table, the notes, the warnings and the
-// verdict, the last line, wrapped to maxTableWidth. For JSON and CSV,
-// whose stdout is for programs, the warnings and the verdict to errOut.
+// writeRunTail writes what follows the run summary (writeTail): the
+// relists table, the notes, the warnings and the verdict.
 func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, notes *runNotes) error {
+	var tables []output.Table
+	var intro []string
+	if len(r.Relists) > 0 {
+		tables = append(tables, makeRelistTable(runResyncs(r.Relists)))
+		intro = append(intro, relistNote)
+	}
+	return writeTail(out, errOut, f, tables, intro, notes, r.Warnings, r.Verdict)
+}
+
+// writeTail writes what follows a run's summary. For table and markdown,
+// to out: the tables, the lines of intro (what explains them), the
+// numbered notes, the warnings and the verdict, the last line, wrapped to
+// maxTableWidth. For JSON and CSV, whose stdout is for programs, the
+// warnings and the verdict to errOut.
+func writeTail(out, errOut io.Writer, f output.Format, tables []output.Table, intro []string, notes *runNotes, warnings []string, verdict string) error {
 	if f != output.FormatTable && f != output.FormatMarkdown {
-		for _, w := range r.Warnings {
+		for _, w := range warnings {
 			fmt.Fprintln(errOut, "warning: "+w)
 		}
-		if r.Verdict != "" {
-			fmt.Fprintln(errOut, r.Verdict)
+		if verdict != "" {
+			fmt.Fprintln(errOut, verdict)
 		}
 		return nil
 	}
-	if len(r.Relists) > 0 {
+	for _, t := range tables {
 		fmt.Fprintln(out)
-		if err := output.Write(out, f, makeRelistTable(r.Relists), nil); err != nil {
+		if err := output.Write(out, f, t, nil); err != nil {
 			return err
 		}
 	}
-	var text []string
-	if len(r.Relists) > 0 {
-		text = append(text, relistNote)
-	}
-	for i, n := range notes.lines {
-		text = append(text, fmt.Sprintf("%d. %s", i+1, n[0]))
-		for _, l := range n[1:] {
+	text := append([]string(nil), intro...)
+	for i, note := range notes.lines {
+		text = append(text, fmt.Sprintf("%d. %s", i+1, note[0]))
+		for _, l := range note[1:] {
 			text = append(text, "   "+l)
 		}
 	}
-	for _, w := range r.Warnings {
+	for _, w := range warnings {
 		text = append(text, "warning: "+w)
 	}
-	if r.Verdict != "" {
-		text = append(text, r.Verdict)
+	if verdict != "" {
+		text = append(text, verdict)
 	}
 	if len(text) > 0 {
 		fmt.Fprintln(out)
