@@ -266,8 +266,8 @@ func TestRunTableWidth(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(string(tt.render(t)), "\n"), "\n")
 			verdict := -1
 			for i, l := range lines {
-				if n := len([]rune(l)); n > maxTableWidth {
-					t.Errorf("line %d is %d columns, want at most %d: %q", i+1, n, maxTableWidth, l)
+				if n := len([]rune(l)); n > maxRunTableWidth {
+					t.Errorf("line %d is %d columns, want at most %d: %q", i+1, n, maxRunTableWidth, l)
 				}
 				if strings.HasPrefix(l, "PASS: ") || strings.HasPrefix(l, "FAIL: ") {
 					verdict = i

@@ -21,11 +21,11 @@ func lat(l report.Latency) string {
 }
 
 // Widths of the run summary: no line of it is wider than
-// maxTableWidth; a value longer than maxValueWidth goes below the table
+// maxRunTableWidth; a value longer than maxValueWidth goes below the table
 // as a numbered note (runNotes), its cell saying which.
 const (
-	maxTableWidth = 120
-	maxValueWidth = 60
+	maxRunTableWidth = 120
+	maxValueWidth    = 60
 )
 
 // makeRunTable lays a run result out as metric/value rows, the summary
@@ -252,7 +252,7 @@ func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, n
 // writeTail writes what follows a run's summary. For table and markdown,
 // to out: the tables, the lines of intro (what explains them), the
 // numbered notes, the warnings and the verdict, the last line, wrapped to
-// maxTableWidth. For JSON and CSV, whose stdout is for programs, the
+// maxRunTableWidth. For JSON and CSV, whose stdout is for programs, the
 // warnings and the verdict to errOut.
 func writeTail(out, errOut io.Writer, f output.Format, tables []output.Table, intro []string, notes *runNotes, warnings []string, verdict string) error {
 	if f != output.FormatTable && f != output.FormatMarkdown {
@@ -287,7 +287,7 @@ func writeTail(out, errOut io.Writer, f output.Format, tables []output.Table, in
 		fmt.Fprintln(out)
 	}
 	for _, l := range text {
-		for _, w := range wrap(output.Escape(l), maxTableWidth) {
+		for _, w := range wrapIndented(output.Escape(l), maxRunTableWidth) {
 			if _, err := fmt.Fprintln(out, w); err != nil {
 				return err
 			}
@@ -296,10 +296,10 @@ func writeTail(out, errOut io.Writer, f output.Format, tables []output.Table, in
 	return nil
 }
 
-// wrap breaks s at spaces into lines of at most width characters, the
+// wrapIndented breaks s at spaces into lines of at most width characters, the
 // lines after the first indented as s is, plus two; a word longer than
 // width stays whole.
-func wrap(s string, width int) []string {
+func wrapIndented(s string, width int) []string {
 	indent := strings.Repeat(" ", len(s)-len(strings.TrimLeft(s, " "))+2)
 	var lines []string
 	line := ""
