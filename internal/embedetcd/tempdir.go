@@ -70,12 +70,14 @@ type Stale struct {
 // certainly dead: the entry is a real directory (not a symlink) named
 // TempDirPrefix plus digits, owned by this user, with an owner file
 // naming a process that no longer runs (or whose pid now belongs to a
-// process started at another time). It returns every such directory it
+// process started at another time), and no process works in it or holds
+// a file of it open. It returns every such directory it
 // did not leave for a live run: the ones removed, and the ones it could
 // not prove stale (no owner file: an lwbench older than owner files, or a
 // run that is just starting; a pid it cannot check) with why, for the
-// caller to name. Nothing else is touched. An error is returned only when
-// parent cannot be read.
+// caller to name, and those still in use by a process (a --cluster-size
+// member a killed run left running). Nothing else is touched. An error is
+// returned only when parent cannot be read.
 func RemoveStale(parent string) ([]Stale, error) {
 	if parent == "" {
 		parent = os.TempDir()
@@ -110,6 +112,14 @@ func RemoveStale(parent string) ([]Stale, error) {
 			// A live run's: not ours to touch.
 		default:
 			s := Stale{Dir: dir, PID: pid}
+			if user, name := inUse(dir); user != 0 {
+				// A --cluster-size member the killed run started runs on
+				// (its own process group): removing its files would
+				// free no space and break it.
+				s.Why = fmt.Sprintf("still in use by pid %d (%s), which a killed run may have left running: stop it first", user, name)
+				found = append(found, s)
+				continue
+			}
 			if err := os.RemoveAll(dir); err != nil {
 				s.Why = fmt.Sprintf("remove: %v", err)
 			} else {
@@ -119,6 +129,43 @@ func RemoveStale(parent string) ([]Stale, error) {
 		}
 	}
 	return found, nil
+}
+
+// inUse returns a process (pid and command name) whose working directory
+// or one of whose open files is dir or under it, as /proc shows them; 0
+// when none is seen (or there is no /proc). Processes this user may not
+// inspect are not seen.
+func inUse(dir string) (int, string) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, ""
+	}
+	under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator)) }
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		base := filepath.Join("/proc", p.Name())
+		used := false
+		if cwd, err := os.Readlink(filepath.Join(base, "cwd")); err == nil && under(cwd) {
+			used = true
+		}
+		if !used {
+			fds, _ := os.ReadDir(filepath.Join(base, "fd"))
+			for _, fd := range fds {
+				if target, err := os.Readlink(filepath.Join(base, "fd", fd.Name())); err == nil && under(target) {
+					used = true
+					break
+				}
+			}
+		}
+		if used {
+			name, _ := os.ReadFile(filepath.Join(base, "comm"))
+			return pid, strings.TrimSpace(string(name))
+		}
+	}
+	return 0, ""
 }
 
 // readOwner reads dir's owner file: the pid and start time it names.

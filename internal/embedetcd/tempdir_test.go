@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,6 +76,16 @@ func TestRemoveStale(t *testing.T) {
 	}
 	tests = append(tests, staleCase{name: "symlink", dir: link, wantKept: true},
 		staleCase{name: "symlink's target", dir: target, wantKept: true})
+	// A dead owner's directory that a process still works in (a member
+	// the killed run left running): kept, and named.
+	busy := mk(TempDirPrefix+"888", fmt.Sprintf("pid=%d start=1\n", dead))
+	member := exec.Command("sleep", "60")
+	member.Dir = filepath.Join(busy, "member")
+	if err := member.Start(); err != nil {
+		t.Skipf("cannot run sleep: %v", err)
+	}
+	defer func() { member.Process.Kill(); member.Wait() }()
+	tests = append(tests, staleCase{name: "in use by a process left running", dir: busy, wantKept: true, wantFound: true})
 
 	found, err := RemoveStale(parent)
 	if err != nil {
@@ -96,6 +107,9 @@ func TestRemoveStale(t *testing.T) {
 			}
 			if ok && !s.Removed && s.Why == "" {
 				t.Errorf("kept %s without saying why", tt.dir)
+			}
+			if tt.name == "in use by a process left running" && !strings.Contains(s.Why, fmt.Sprintf("pid %d (sleep)", member.Process.Pid)) {
+				t.Errorf("got why %q, want it to name pid %d (sleep)", s.Why, member.Process.Pid)
 			}
 		})
 	}
