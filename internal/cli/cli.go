@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -70,9 +68,10 @@ func PrepareRoot(root *cobra.Command) {
 }
 
 // Run executes root with args under a context cancelled by SIGINT or
-// SIGTERM; see RunContext.
+// SIGTERM, which carries the context a second such signal cancels
+// (SecondInterrupt); see RunContext.
 func Run(root *cobra.Command, args []string, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := notifyInterrupts()
 	defer stop()
 	return RunContext(ctx, root, args, stderr)
 }

@@ -586,7 +586,8 @@ Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
 			fs.IntVar(&eo.ValueSize, "value-size", 0, "bytes per value (default 4096; --quick 512)")
 			fs.BoolVar(&eo.NoOverlap, "no-overlap", false, "skip the defragmentations that overlap a compaction")
 			fs.DurationVar(&eo.OverlapDelay, "overlap-delay", 0, "start of the overlapping defragmentation after the compaction request (default 20ms)")
-			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel puts growing the member (default 32)")
+			fs.IntVar(&eo.Concurrency, "writer-concurrency", 0, "parallel puts growing the member (default 32)")
+			deprecatedAlias(fs, "concurrency", "writer-concurrency")
 			return experimentRun{
 				validate: func(o *experimentOptions) error {
 					if err := o.refuseKubeconfig("defrag-stall grows the cluster's etcd by hundreds of megabytes of keys it does not delete"); err != nil {
@@ -627,7 +628,8 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 			fs.IntSliceVar(&behind, "behind", nil, "updates the watcher misses, ascending (default 1000,10000,50000; --quick 1000,5000)")
 			fs.IntVar(&eo.Objects, "objects", 0, "pods updated and relisted (default 1000; --quick 200)")
 			fs.Int64Var(&eo.PageSize, "page-size", 0, "the relist's page size (default 500)")
-			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel updates (default 32)")
+			fs.IntVar(&eo.Concurrency, "writer-concurrency", 0, "parallel updates (default 32)")
+			deprecatedAlias(fs, "concurrency", "writer-concurrency")
 			return experimentRun{
 				validate: func(o *experimentOptions) error {
 					eo.Behind = toInt64s(behind)

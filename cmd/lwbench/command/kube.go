@@ -267,7 +267,12 @@ func writeKubeResult(o *runOptions, out, errOut io.Writer, res *report.KubeRunRe
 		return err
 	}
 	interrupted := err
-	if err := o.out.write(out, errOut, makeKubeRunTable(res), res, res.Intervals, nil); err != nil {
+	res.Verdict = report.KubeRunVerdict(res)
+	summary, notes := makeKubeRunTable(res)
+	if err := o.out.write(out, errOut, summary, res, res.Intervals, nil); err != nil {
+		return errors.Join(interrupted, err)
+	}
+	if err := writeKubeRunTail(out, errOut, o.out.format, res, notes); err != nil {
 		return errors.Join(interrupted, err)
 	}
 	if interrupted != nil {

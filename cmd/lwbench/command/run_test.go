@@ -61,15 +61,36 @@ func TestRunFlags(t *testing.T) {
 					t.Errorf("options %+v: want no compaction, hold-back or defrag, a cleanup and the compactor's key under the prefix", o.load)
 				}
 			}},
-		{name: "external compaction and defrag when allowed", args: []string{"--endpoints", "http://x:1", "--allow-compaction", "--allow-defrag", "--reuse-prefix"}, wantPrefix: "/lwbench",
+		{name: "external compaction and defrag when allowed", args: []string{"--endpoints", "http://x:1", "--allow-maintenance", "--reuse-prefix"}, wantPrefix: "/lwbench",
 			check: func(t *testing.T, o *runOptions) {
 				if o.load.CompactionInterval != 0 || o.load.HoldBack != 1 || !o.load.Defragment || !o.load.ReusePrefix || !o.load.NamespaceCompactRevKey {
 					t.Errorf("options %+v", o.load)
 				}
 			}},
-		{name: "external compaction interval without permission", args: []string{"--endpoints", "http://x:1", "--compaction-interval", "1m"}, wantErr: "--allow-compaction"},
-		{name: "external hold-back without permission", args: []string{"--endpoints", "http://x:1", "--hold-back", "2"}, wantErr: "--allow-compaction"},
-		{name: "embedded member keeps compacting and owns compact_rev_key", args: []string{"--allow-compaction"}, wantPrefix: "/registry",
+		{name: "external compaction alone", args: []string{"--endpoints", "http://x:1", "--allow-maintenance", "--no-defrag"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 0 || o.load.Defragment {
+					t.Errorf("options %+v: want compactions and no defragmentation", o.load)
+				}
+			}},
+		// The names before --allow-maintenance still work, deprecated,
+		// each allowing its own.
+		{name: "deprecated --allow-compaction", args: []string{"--endpoints", "http://x:1", "--allow-compaction"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 0 || o.load.Defragment {
+					t.Errorf("options %+v: want compactions and no defragmentation", o.load)
+				}
+			}},
+		{name: "deprecated --allow-defrag", args: []string{"--endpoints", "http://x:1", "--allow-defrag"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval >= 0 || !o.load.Defragment {
+					t.Errorf("options %+v: want a defragmentation and no compaction", o.load)
+				}
+			}},
+		{name: "maintenance through an existing cluster's apiservers", args: []string{"--endpoints", "http://x:1", "--kubeconfig", "/dev/null", "--allow-maintenance"}, wantErr: "--allow-maintenance cannot be used with --kubeconfig"},
+		{name: "external compaction interval without permission", args: []string{"--endpoints", "http://x:1", "--compaction-interval", "1m"}, wantErr: "--allow-maintenance"},
+		{name: "external hold-back without permission", args: []string{"--endpoints", "http://x:1", "--hold-back", "2"}, wantErr: "--allow-maintenance"},
+		{name: "embedded member keeps compacting and owns compact_rev_key", args: []string{"--allow-maintenance"}, wantPrefix: "/registry",
 			check: func(t *testing.T, o *runOptions) {
 				if o.load.CompactionInterval < 0 || !o.load.Defragment || o.load.Cleanup || o.load.NamespaceCompactRevKey {
 					t.Errorf("options %+v", o.load)

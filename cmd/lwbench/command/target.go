@@ -135,7 +135,8 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 	if t.Managed {
 		dir := o.dataDir
 		if dir == "" {
-			tmp, err := os.MkdirTemp("", "lwbench-etcd-")
+			removeStaleDirs(logf)
+			tmp, err := embedetcd.NewTempDir("")
 			if err != nil {
 				return t, cleanup, err
 			}
@@ -185,6 +186,23 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 		return o.dial(ctx, []string{endpoint})
 	}
 	return t, cleanup, nil
+}
+
+// removeStaleDirs removes the temporary data directories of earlier
+// lwbench runs that were killed before they could (embedetcd.RemoveStale),
+// and names those it cannot prove stale.
+func removeStaleDirs(logf func(string, ...any)) {
+	found, err := embedetcd.RemoveStale("")
+	if err != nil {
+		logf("looking for data directories killed runs left: %v", err)
+	}
+	for _, s := range found {
+		if s.Removed {
+			logf("removed %s, the data directory of an lwbench run that was killed (pid %d)", s.Dir, s.PID)
+			continue
+		}
+		logf("found %s, an lwbench data directory, not removed: %s; delete it if no lwbench runs", s.Dir, s.Why)
+	}
 }
 
 func (o *targetOptions) dial(ctx context.Context, endpoints []string) (*clientv3.Client, error) {

@@ -58,6 +58,9 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"watch old flag name", []string{"watch", "--put-workers", "0"}, "lwbench: --writer-concurrency: Invalid value: 0: must be greater than 0\n"},
 		{"watch conns above streams", []string{"watch", "--streams", "2", "--conns", "3"}, "lwbench: --conns: Invalid value: 3: must not exceed the number of streams (2)\n"},
 		{"list repeats", []string{"list", "--repeats", "0"}, "lwbench: --repeats: Invalid value: 0: must be greater than 0\n"},
+		// The experiments' writers: one name with run, put and watch.
+		{"catchup writer concurrency", []string{"catchup", "--writer-concurrency", "-1"}, "lwbench: --writer-concurrency: Invalid value: -1: must be greater than 0\n"},
+		{"defrag-stall old flag name", []string{"defrag-stall", "--concurrency", "-1"}, "lwbench: --writer-concurrency: Invalid value: -1: must be greater than 0\n"},
 		{"list objects", []string{"list", "--objects", "100,10"}, "lwbench: --objects: Invalid value: 10: must be greater than the value before it (values ascending)\n"},
 		{"relist-storm NaN rate", []string{"relist-storm", "--write-rate", "NaN"}, "lwbench: --write-rate: Invalid value: NaN: must be finite and positive\n"},
 		{"relist-storm watchers", []string{"relist-storm", "--watchers", "-1"}, "lwbench: --watchers: Invalid value: -1: must be greater than 0\n"},
