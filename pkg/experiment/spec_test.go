@@ -24,7 +24,12 @@ func TestDecode(t *testing.T) {
 	}{
 		{"run", `{"kind": "RunResult", "schemaVersion": 2}`, report.ErrUnknownKind},
 		{"newer schema", `{"kind": "ExperimentResult", "schemaVersion": 9, "experiment": "catchup"}`, report.ErrNewerSchema},
-		{"unknown experiment", `{"kind": "ExperimentResult", "schemaVersion": 1, "experiment": "partition-storm"}`, report.ErrNewerSchema},
+		{"unknown experiment", `{"kind": "ExperimentResult", "schemaVersion": 1, "experiment": "partition-storm"}`, ErrUnknownExperiment},
+		{"no experiment", `{"kind": "ExperimentResult", "schemaVersion": 1}`, report.ErrMissingField},
+		{"no case", `{"kind": "ExperimentResult", "schemaVersion": 1, "experiment": "catchup", "cases": []}`, report.ErrMissingField},
+		{"empty case", `{"kind": "ExperimentResult", "schemaVersion": 1, "experiment": "catchup", "cases": [{}]}`, report.ErrMissingField},
+		{"no part of its own", `{"kind": "ExperimentResult", "schemaVersion": 1, "experiment": "catchup", "cases": [{"experiment": "catchup", "case": "a"}]}`,
+			report.ErrMissingField},
 	} {
 		if _, err := Decode([]byte(tt.doc)); !errors.Is(err, tt.want) {
 			t.Errorf("%s: Decode error %v, want %v", tt.name, err, tt.want)

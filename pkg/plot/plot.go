@@ -156,57 +156,123 @@ func one(draw func(*experiment.Result, string) (*plot.Plot, error)) func([]*expe
 // over every result whose experiment has it, in the order first met.
 // figuresOf may return nil (a run's result has none of its own).
 func Figures(results []*experiment.Result, figuresOf func(experiment string) []ExperimentFigure) ([]Figure, error) {
+	c := NewCollector(figuresOf)
 	var figs []Figure
-	used := map[string]int{}
-	name := func(s string) string {
-		used[s]++
-		if used[s] > 1 {
-			return fmt.Sprintf("%s-%d", s, used[s])
+	for _, r := range results {
+		f, err := c.Add(r)
+		if err != nil {
+			return nil, err
 		}
-		return s
+		figs = append(figs, f...)
 	}
+	f, err := c.Across()
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, f...), nil
+}
+
+// Collector draws the figures of results one at a time, as Figures does
+// for all at once, so that a caller reading many results needs to hold
+// only one whole result at a time: of each result, Add keeps only what
+// the figures drawn across results plot (the relist storm's cases, the
+// timelines' db size samples, and only for an experiment that has such a
+// figure).
+type Collector struct {
+	figuresOf func(experiment string) []ExperimentFigure
+	used      map[string]int // figure names given, for unique names
+	across    []ExperimentFigure
+	// acrossResults are, per across figure's name, the parts of the
+	// results that have it which it plots.
+	acrossResults map[string][]*experiment.Result
+}
+
+// NewCollector returns a Collector of the figures figuresOf names per
+// experiment (see Figures).
+func NewCollector(figuresOf func(experiment string) []ExperimentFigure) *Collector {
+	return &Collector{figuresOf: figuresOf, used: map[string]int{}, acrossResults: map[string][]*experiment.Result{}}
+}
+
+// name returns s, or s-N for its Nth use.
+func (c *Collector) name(s string) string {
+	c.used[s]++
+	if c.used[s] > 1 {
+		return fmt.Sprintf("%s-%d", s, c.used[s])
+	}
+	return s
+}
+
+// Add returns r's own figures (the latency of each timeline, then its
+// experiment's figures drawn per result) and keeps what r's figures drawn
+// across results need, for Across. r is not retained.
+func (c *Collector) Add(r *experiment.Result) ([]Figure, error) {
+	var figs []Figure
 	add := func(n, title string, p *plot.Plot, err error) error {
 		if err == nil && p != nil {
-			figs = append(figs, Figure{Name: name(n), Title: title, p: p})
+			figs = append(figs, Figure{Name: c.name(n), Title: title, p: p})
 		}
 		return err
 	}
-	var across []ExperimentFigure
-	acrossResults := map[string][]*experiment.Result{}
-	for _, r := range results {
-		for i, tl := range r.Timelines {
-			title := fmt.Sprintf("%s: probe latency", r.Name())
-			if len(r.Timelines) > 1 {
-				title += " (" + tl.Name + ")"
-			}
-			n := r.Name() + "-latency"
-			if len(r.Timelines) > 1 {
-				n = fmt.Sprintf("%s-latency-%d", r.Name(), i+1)
-			}
-			p, err := Latency(tl, title)
-			if err := add(n, title, p, err); err != nil {
-				return nil, err
-			}
+	for i, tl := range r.Timelines {
+		title := fmt.Sprintf("%s: probe latency", r.Name())
+		if len(r.Timelines) > 1 {
+			title += " (" + tl.Name + ")"
 		}
-		for _, f := range figuresOf(r.Experiment) {
-			if f.Across {
-				if _, ok := acrossResults[f.Name]; !ok {
-					across = append(across, f)
-				}
-				acrossResults[f.Name] = append(acrossResults[f.Name], r)
-				continue
-			}
-			title := r.Name() + ": " + f.Title
-			p, err := f.draw([]*experiment.Result{r}, title)
-			if err := add(r.Name()+"-"+f.Name, title, p, err); err != nil {
-				return nil, err
-			}
+		n := r.Name() + "-latency"
+		if len(r.Timelines) > 1 {
+			n = fmt.Sprintf("%s-latency-%d", r.Name(), i+1)
+		}
+		p, err := Latency(tl, title)
+		if err := add(n, title, p, err); err != nil {
+			return nil, err
 		}
 	}
-	for _, f := range across {
-		p, err := f.draw(acrossResults[f.Name], f.Title)
-		if err := add(f.Name, f.Title, p, err); err != nil {
+	var kept *experiment.Result
+	for _, f := range c.figuresOf(r.Experiment) {
+		if f.Across {
+			if _, ok := c.acrossResults[f.Name]; !ok {
+				c.across = append(c.across, f)
+			}
+			if kept == nil {
+				kept = acrossPart(r)
+			}
+			c.acrossResults[f.Name] = append(c.acrossResults[f.Name], kept)
+			continue
+		}
+		title := r.Name() + ": " + f.Title
+		p, err := f.draw([]*experiment.Result{r}, title)
+		if err := add(r.Name()+"-"+f.Name, title, p, err); err != nil {
 			return nil, err
+		}
+	}
+	return figs, nil
+}
+
+// acrossPart returns the part of r the figures drawn across results plot
+// (DBSize, RelistCost): its names, the relist storm's cases, and each
+// timeline's name and db size samples.
+func acrossPart(r *experiment.Result) *experiment.Result {
+	k := &experiment.Result{Experiment: r.Experiment, Label: r.Label}
+	if r.RelistStorm != nil {
+		k.RelistStorm = &experiment.RelistStormResult{Cases: r.RelistStorm.Cases}
+	}
+	for _, tl := range r.Timelines {
+		k.Timelines = append(k.Timelines, experiment.Timeline{Name: tl.Name, DBSize: tl.DBSize})
+	}
+	return k
+}
+
+// Across returns the figures drawn across the results added, each over
+// every result whose experiment has it, in the order first met.
+func (c *Collector) Across() ([]Figure, error) {
+	var figs []Figure
+	for _, f := range c.across {
+		p, err := f.draw(c.acrossResults[f.Name], f.Title)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			figs = append(figs, Figure{Name: c.name(f.Name), Title: f.Title, p: p})
 		}
 	}
 	return figs, nil

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/kubestore/etcdkit/internal/inputfile"
 )
@@ -42,6 +44,13 @@ const (
 // 64 MiB, over a hundred times the largest result the suite writes.
 const MaxDocumentBytes = 64 << 20
 
+// MaxTotalDocumentBytes bounds the JSON `lwbench report` reads across
+// all its files together: 256 MiB. Each file is still at most
+// MaxDocumentBytes; what a reader keeps of each (a summary) adds up
+// with the number of files, the bytes it holds while decoding one do
+// not.
+const MaxTotalDocumentBytes = 256 << 20
+
 // ErrUnknownKind is returned when a JSON document is none of the kinds
 // above.
 var ErrUnknownKind = errors.New("not a result lwbench or scripts/ write")
@@ -49,6 +58,22 @@ var ErrUnknownKind = errors.New("not a result lwbench or scripts/ write")
 // ErrNewerSchema is returned for a document whose schemaVersion is newer
 // than this build reads.
 var ErrNewerSchema = errors.New("schema version newer than this lwbench reads")
+
+// ErrMissingField is returned (wrapped, naming the field by its JSON path,
+// e.g. "cases[0].case") for a result that lacks a field every result of
+// its kind has: a table of it would be empty or made of zeros that were
+// never measured.
+var ErrMissingField = errors.New("missing required field")
+
+// Kinds lists every kind above.
+var Kinds = []string{KindRun, KindWatch, KindPut, KindList, KindKubeRun, KindConformance, KindExperiment, KindComparison,
+	KindFaultRuns, KindVersionMatrix, KindSuiteProvenance, KindBenchmarkComparison, KindInspectBench}
+
+// MissingField returns an error wrapping ErrMissingField that names
+// field, a JSON path such as "cases" or "scenario.profile".
+func MissingField(field string) error {
+	return fmt.Errorf("%w %q", ErrMissingField, field)
+}
 
 // Header is what identifies a JSON document: its kind and the version of
 // that kind's schema.
@@ -62,6 +87,29 @@ type Header struct {
 // instead of waited on or read forever).
 func ReadDocument(path string) ([]byte, error) {
 	return inputfile.Read(path, MaxDocumentBytes)
+}
+
+// SizeDocuments returns the total size of the files at paths after
+// checking, without reading them, that each is a regular file ReadDocument
+// would read and that together they hold at most maxTotal bytes; the
+// error names the file that brings the total over maxTotal, the total
+// and the limit, and wraps inputfile.ErrTooLarge.
+func SizeDocuments(paths []string, maxTotal int64) (int64, error) {
+	var total int64
+	for _, p := range paths {
+		f, err := inputfile.Open(p, MaxDocumentBytes)
+		if err != nil {
+			return total, err
+		}
+		size := f.Info.Size()
+		f.Close()
+		total += size
+		if total > maxTotal {
+			return total, fmt.Errorf("%s: %d bytes, which brings the files read to %d bytes, %w of %d bytes across all files",
+				p, size, total, inputfile.ErrTooLarge, maxTotal)
+		}
+	}
+	return total, nil
 }
 
 // shape holds the fields that tell apart the documents written before
@@ -127,11 +175,13 @@ func Identify(b []byte) (Header, error) {
 }
 
 // Decode decodes a result of one of lwbench's own commands: it returns a
-// *RunResult, *WatchResult, *PutResult, *ListResult or *KubeRunResult by the document's
-// kind (Identify). It returns an error wrapping ErrNewerSchema for a
-// newer schema version, and one wrapping ErrUnknownKind, naming the
-// kind, for every other document (experiment results decode with
-// experiment.Decode).
+// *RunResult, *WatchResult, *PutResult, *ListResult, *KubeRunResult or
+// *Conformance by the document's kind (Identify). It returns an error
+// wrapping ErrNewerSchema for a newer schema version, one wrapping
+// ErrUnknownKind, naming the kind, for every other document (experiment
+// results decode with experiment.Decode; a kind value none of Kinds is
+// called unknown), and one wrapping ErrMissingField for a run (through
+// kube-apiserver or not) without its scenario's profile.
 func Decode(b []byte) (Header, any, error) {
 	h, err := Identify(b)
 	if err != nil {
@@ -153,7 +203,7 @@ func Decode(b []byte) (Header, any, error) {
 	case KindConformance:
 		v, current = &Conformance{}, ConformanceSchemaVersion
 	default:
-		return h, nil, fmt.Errorf("%w: a %s document", ErrUnknownKind, h.Kind)
+		return h, nil, UnknownKind(h.Kind)
 	}
 	if err := CheckSchema(h, current); err != nil {
 		return h, nil, err
@@ -161,7 +211,29 @@ func Decode(b []byte) (Header, any, error) {
 	if err := json.Unmarshal(b, v); err != nil {
 		return h, nil, fmt.Errorf("%s: %w", h.Kind, err)
 	}
+	var profile string
+	switch r := v.(type) {
+	case *RunResult:
+		profile = r.Scenario.Profile
+	case *KubeRunResult:
+		profile = r.Scenario.Profile
+	default:
+		return h, v, nil
+	}
+	if profile == "" {
+		return h, nil, fmt.Errorf("%s: %w", h.Kind, MissingField("scenario.profile"))
+	}
 	return h, v, nil
+}
+
+// UnknownKind returns the error wrapping ErrUnknownKind for a document
+// of kind k that the caller does not read: "a FaultRuns document" for
+// one of Kinds, `unknown kind "X"` for any other value.
+func UnknownKind(k string) error {
+	if slices.Contains(Kinds, k) {
+		return fmt.Errorf("%w: a %s document", ErrUnknownKind, k)
+	}
+	return fmt.Errorf("%w: unknown kind %q (lwbench and scripts/ write %s)", ErrUnknownKind, k, strings.Join(Kinds, ", "))
 }
 
 // CheckSchema returns an error wrapping ErrNewerSchema when h's schema
