@@ -12,13 +12,18 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/kubestore/etcdkit/pkg/experiment"
 )
@@ -33,20 +38,28 @@ type Figure struct {
 	p     *plot.Plot
 }
 
-// Width and Height are the size figures are drawn at: 960 x 480 pixels
-// at 96 dpi.
+// Width and Height are the size figures are drawn at: 1152 x 480 pixels
+// at 96 dpi, of which LegendWidth on the right holds the legend, off the
+// data.
 const (
-	Width  = 10 * vg.Inch
-	Height = 5 * vg.Inch
+	Width       = 12 * vg.Inch
+	Height      = 5 * vg.Inch
+	LegendWidth = 3.3 * vg.Inch
 )
 
-// WritePNG draws the figure as a PNG image to w.
+// WritePNG draws the figure as a PNG image to w: the plot, with its
+// legend in a strip of LegendWidth to the right of it.
 func (f Figure) WritePNG(w io.Writer) error {
-	wt, err := f.p.WriterTo(Width, Height, "png")
-	if err != nil {
-		return fmt.Errorf("figure %s: %w", f.Name, err)
-	}
-	if _, err := wt.WriteTo(w); err != nil {
+	img := vgimg.New(Width, Height)
+	dc := draw.New(img)
+	legend := f.p.Legend
+	f.p.Legend = plot.NewLegend()
+	f.p.Draw(draw.Crop(dc, 0, -LegendWidth, 0, 0))
+	f.p.Legend = legend
+	// The legend's top aligns with the data's, below the title.
+	title := f.p.Title.TextStyle.Height(f.p.Title.Text) + f.p.Title.Padding
+	legend.Draw(draw.Crop(dc, Width-LegendWidth+vg.Points(8), 0, 0, -title-vg.Points(4)))
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w); err != nil {
 		return fmt.Errorf("figure %s: %w", f.Name, err)
 	}
 	return nil
@@ -72,10 +85,43 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Add(plotter.NewGrid())
+	p.X.Tick.Marker, p.Y.Tick.Marker = linearTicks{}, linearTicks{}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.Padding = vg.Points(2)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	return p
+}
+
+// linearTicks marks a linear axis every 1, 2 or 5 times a power of ten,
+// whichever gives fewer than 11 labelled ticks, with as many decimals as the
+// step needs ("0.5", "2,500"), and four unlabelled ticks between.
+type linearTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return nil
+	}
+	mag := math.Pow(10, math.Floor(math.Log10((hi-lo)/5)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if step = m * mag; (hi-lo)/step < 10 {
+			break
+		}
+	}
+	decimals := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	var ts []plot.Tick
+	minor := step / 5
+	for i := math.Ceil(lo / minor); i*minor <= hi+minor*1e-9 && len(ts) <= 100; i++ {
+		t := plot.Tick{Value: i * minor}
+		if k := math.Round(t.Value / step); math.Abs(t.Value/step-k) < 1e-6 {
+			t.Value = k * step
+			t.Label = tickLabel(t.Value, decimals)
+		}
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 func line(p *plot.Plot, xys plotter.XYs, c color.Color, label string, dash bool, points bool) error {
@@ -299,7 +345,14 @@ func Latency(tl experiment.Timeline, title string) (*plot.Plot, error) {
 		}
 		top = max(top, iv.MaxMs)
 	}
-	top *= 1.5 // room for the legend above the data
+	// The marks reach top; the cases' names, if any, are written in a
+	// strip above it.
+	top *= 1.05
+	cases := caseSpans(tl.Marks)
+	labelTop := top
+	if len(cases) > 0 {
+		labelTop = top * 1.25
+	}
 	var end float64
 	if n := len(tl.Probe.Series); n > 0 {
 		end = (tl.Probe.Series[n-1].StartMs + tl.Probe.SeriesIntervalMs) / 1000
@@ -344,12 +397,90 @@ func Latency(tl experiment.Timeline, title string) (*plot.Plot, error) {
 		p.Add(s)
 		p.Legend.Add("errors or timeouts", s)
 	}
-	p.Y.Min, p.Y.Max = 0, top
+	if err := caseLabels(p, cases, labelTop); err != nil {
+		return nil, err
+	}
+	p.Y.Min, p.Y.Max = 0, labelTop
 	p.X.Min = 0
 	if end > 0 {
 		p.X.Max = end
 	}
 	return p, nil
+}
+
+// caseLabel is how a case's name is written over its time: a relist
+// storm's "n=1000 ps=500 control" a word per line, "1000 pods / pages 500
+// / control"; any other name on one line.
+func caseLabel(name string) string {
+	if !strings.HasPrefix(name, "n=") {
+		return name
+	}
+	words := strings.Fields(name)
+	for i, w := range words {
+		switch {
+		case strings.HasPrefix(w, "n="):
+			words[i] = w[2:] + " pods"
+		case w == "ps=none":
+			words[i] = "unpaginated"
+		case strings.HasPrefix(w, "ps="):
+			words[i] = "pages " + w[3:]
+		}
+	}
+	return strings.Join(words, "\n")
+}
+
+// caseSpan is the time one case of a timeline took: from its first mark
+// to its last, ms from the epoch.
+type caseSpan struct {
+	name     string
+	from, to float64
+}
+
+// caseSpans returns the cases of a timeline several cases share (a relist
+// storm's), in order, from the marks labelled "<case>: <what>": nil when
+// the marks name fewer than two cases.
+func caseSpans(marks []experiment.Mark) []caseSpan {
+	var spans []caseSpan
+	for _, m := range marks {
+		name, _, ok := strings.Cut(m.Label, ": ")
+		if !ok || m.Kind == experiment.MarkCompaction {
+			continue
+		}
+		i := slices.IndexFunc(spans, func(c caseSpan) bool { return c.name == name })
+		if i < 0 {
+			spans = append(spans, caseSpan{name: name, from: m.AtMs, to: max(m.EndMs, m.AtMs)})
+			continue
+		}
+		spans[i].from, spans[i].to = min(spans[i].from, m.AtMs), max(spans[i].to, m.EndMs)
+	}
+	if len(spans) < 2 {
+		return nil
+	}
+	return spans
+}
+
+// caseLabels writes each case's name (caseLabel) at the top of the plot,
+// centred over its time.
+func caseLabels(p *plot.Plot, cases []caseSpan, top float64) error {
+	if len(cases) == 0 {
+		return nil
+	}
+	var xy plotter.XYLabels
+	for _, c := range cases {
+		xy.XYs = append(xy.XYs, plotter.XY{X: (c.from + c.to) / 2000, Y: top})
+		xy.Labels = append(xy.Labels, caseLabel(c.name))
+	}
+	l, err := plotter.NewLabels(xy)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign = draw.XCenter
+		l.TextStyle[i].YAlign = draw.YTop
+		l.TextStyle[i].Font.Size = vg.Points(9)
+	}
+	p.Add(l)
+	return nil
 }
 
 // bands draws the marks of one kind as translucent bands.
@@ -382,6 +513,7 @@ func bands(p *plot.Plot, marks []experiment.Mark, kind string, c color.Color, to
 // the bottom. It returns nil when no timeline has a size sample.
 func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
 	p := newPlot(title, "time since start (s)", "db size (MB, decimal)")
+	p.X.Min = 0
 	i := 0
 	top := 1.0
 	for _, r := range results {
@@ -397,14 +529,24 @@ func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
 				total = append(total, plotter.XY{X: s.AtMs / 1000, Y: float64(s.Bytes) / 1e6})
 				inUse = append(inUse, plotter.XY{X: s.AtMs / 1000, Y: float64(s.InUseBytes) / 1e6})
 			}
-			label := tl.Name
-			if len(results) > 1 || label == "all" {
-				label = r.Name() + " " + tl.Name
+			// Name the timeline by its case, and by its result when
+			// several are drawn; one timeline of the whole experiment
+			// ("all") needs no name.
+			var name []string
+			if len(results) > 1 {
+				name = append(name, r.Name())
 			}
-			if err := line(p, total, c, label+" (file)", false, false); err != nil {
+			if tl.Name != "all" {
+				name = append(name, tl.Name)
+			}
+			label := strings.Join(name, " ")
+			if label != "" {
+				label += ": "
+			}
+			if err := line(p, total, c, label+"file", false, false); err != nil {
 				return nil, err
 			}
-			if err := line(p, inUse, c, label+" (in use)", true, false); err != nil {
+			if err := line(p, inUse, c, label+"in use", true, false); err != nil {
 				return nil, err
 			}
 		}
@@ -413,7 +555,7 @@ func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
 		return nil, nil
 	}
 	p.Y.Min = 0
-	p.Y.Max = top * 1.5 // room for the legend above the data
+	p.Y.Max = top * 1.05
 	return p, nil
 }
 
@@ -421,9 +563,12 @@ func DBSize(results []*experiment.Result, title string) (*plot.Plot, error) {
 // relist duration against the object count, one line per page size (log
 // scales). It returns nil when there is no relist storm.
 func RelistCost(results []*experiment.Result, title string) (*plot.Plot, error) {
-	p := newPlot(title, "objects listed (log)", "median relist duration (ms, log)")
+	// A short y label: gonum pads a log axis for its label as if centred
+	// at the arithmetic mean of the range, near the top.
+	p := newPlot(title+" (log scales)", "objects listed", "median relist (ms)")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
+	xmin, xmax, ymin, ymax := math.Inf(1), 0.0, math.Inf(1), 0.0
 	i := 0
 	for _, r := range results {
 		rs := r.RelistStorm
@@ -436,6 +581,8 @@ func RelistCost(results []*experiment.Result, title string) (*plot.Plot, error) 
 				continue
 			}
 			byPage[c.PageSize] = append(byPage[c.PageSize], plotter.XY{X: float64(c.Objects), Y: c.ListP50Ms})
+			xmin, xmax = min(xmin, float64(c.Objects)), max(xmax, float64(c.Objects))
+			ymin, ymax = min(ymin, c.ListP50Ms), max(ymax, c.ListP50Ms)
 		}
 		var sizes []int64
 		for ps := range byPage {
@@ -453,10 +600,61 @@ func RelistCost(results []*experiment.Result, title string) (*plot.Plot, error) 
 			i++
 		}
 	}
-	if i == 0 {
+	if i == 0 || xmin <= 0 {
 		return nil, nil
 	}
+	// A margin around the points, so that none sits on an axis.
+	p.X.Min, p.X.Max = xmin/1.25, xmax*1.25
+	p.Y.Min, p.Y.Max = ymin/1.25, ymax*1.25
 	return p, nil
+}
+
+// logTicks marks a log axis at 1, 2 and 5 times each power of ten,
+// labelled ("20", "5,000", "0.5"), and at the other multiples unlabelled:
+// at least two labels on any axis spanning a factor of 2.5.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if lo <= 0 || hi <= lo {
+		return nil
+	}
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * math.Pow(10, e)
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = tickLabel(v, max(0, -int(math.Floor(math.Log10(v)+1e-9))))
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// tickLabel writes v with the decimals given and a comma every three
+// digits of its integer part ("50,000", "2.5").
+func tickLabel(v float64, decimals int) string {
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	if strings.Trim(s, "0.") == "" {
+		sign = "" // not "-0"
+	}
+	integer, frac, _ := strings.Cut(s, ".")
+	for i := len(integer) - 3; i > 0; i -= 3 {
+		integer = integer[:i] + "," + integer[i:]
+	}
+	if frac != "" {
+		integer += "." + frac
+	}
+	return sign + integer
 }
 
 func pageSizeLabel(ps int64) string {
@@ -576,12 +774,26 @@ func continuationFigure(r *experiment.Result, title string) (*plot.Plot, error) 
 			return nil, err
 		}
 	}
-	for ps, d := range control {
-		c := palette[pages[ps]%len(palette)]
-		if err := line(p, plotter.XYs{{X: 0, Y: d}, {X: xmax * 1.05, Y: d}}, c, fmt.Sprintf("page size %d, no compaction", ps), true, false); err != nil {
-			return nil, err
+	top := 0.0
+	for _, xys := range series {
+		for _, xy := range xys {
+			top = max(top, xy.Y)
 		}
 	}
+	for _, ps := range slices.Sorted(maps.Keys(control)) {
+		d := control[ps]
+		top = max(top, d)
+		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: d}, {X: xmax * 1.05, Y: d}})
+		if err != nil {
+			return nil, err
+		}
+		// Dotted and thin: a level to compare with, unlike the dashed
+		// full-list fallback.
+		l.Color, l.Width, l.Dashes = palette[pages[ps]%len(palette)], vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("page size %d, no compaction", ps), l)
+	}
 	p.X.Min, p.Y.Min = 0, 0
+	p.Y.Max = top * 1.1
 	return p, nil
 }
