@@ -49,14 +49,20 @@ or without --kube-apiserver), and renders them as one comparison table, a row
 per case (a run is one case; the kube-apiserver column names the apiservers a
 result went through, "-" for the etcd-direct model), in the columns every
 experiment shares: relists and what
-they read, time to resync, LIST restarts, compactions, defragmentation time,
-write throughput and latency, the probe's latency, stall and errors, db sizes
-and lost events; a figure a result does not measure shows "-". -w json prints
-the comparison as a Comparison document. Other JSON files (watch, put and
-list results, lwbench conformance's, scripts/' faults.json,
-version-matrix.json, provenance.json, ...) are refused with a line naming their kind. --plots DIR (created if
-missing) writes every result's figures plus db size over time and relist
-cost against object count across all of them.`,
+they read, backoff, relist and resync times (resync = backoff + relist),
+LIST restarts, compactions, defragmentation time, write throughput and
+latency, the probe's latency, stall and errors, db sizes and lost events; a
+figure a result does not measure shows "-". The text table is split into
+tables of at most 120 columns keyed by the case's number, notes below;
+markdown and CSV keep one wide table. -w json prints the comparison as a
+Comparison document. Other JSON files (watch, put and list results, lwbench
+conformance's, scripts/' faults.json, version-matrix.json, provenance.json,
+...) are refused with a line naming their kind, and a result lacking a
+field its kind requires with a line naming the field. Each file is at most
+64 MiB, all together 256 MiB; report keeps only each result's cases once
+read. --plots DIR (created if missing) writes every result's figures plus db
+size over time and relist cost against object count across all of them;
+--benchstat FILE a benchstat line per case.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cli.FlagErrorf("report needs at least one RESULT.json")
