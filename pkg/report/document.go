@@ -44,6 +44,18 @@ const (
 // 64 MiB, over a hundred times the largest result the suite writes.
 const MaxDocumentBytes = 64 << 20
 
+// MaxDocumentObjects bounds the JSON objects ({...}) a document may hold:
+// 524,288, over 200 times those of the largest result the suite writes
+// (about one per 190 bytes of indented JSON). An array of empty objects
+// ("[{},{},...]", 3 bytes each) decodes into a Go struct of up to a few
+// hundred bytes each; this bounds what decoding any document allocates to
+// about 200 MB besides its bytes.
+const MaxDocumentObjects = 1 << 19
+
+// ErrTooManyObjects is returned (wrapped, with the count and the limit)
+// for a document of more than MaxDocumentObjects JSON objects.
+var ErrTooManyObjects = errors.New("more JSON objects than the limit")
+
 // MaxTotalDocumentBytes bounds the JSON `lwbench report` reads across
 // all its files together: 256 MiB. Each file is still at most
 // MaxDocumentBytes; what a reader keeps of each (a summary) adds up
@@ -112,6 +124,29 @@ func SizeDocuments(paths []string, maxTotal int64) (int64, error) {
 	return total, nil
 }
 
+// countObjects returns the number of "{" in b outside JSON strings, up to
+// MaxDocumentObjects+1: the objects of a JSON document, counted in one
+// pass without allocating.
+func countObjects(b []byte) int {
+	n := 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && c == '{':
+			if n++; n > MaxDocumentObjects {
+				return n
+			}
+		}
+	}
+	return n
+}
+
 // shape holds the fields that tell apart the documents written before
 // the kind field existed.
 type shape struct {
@@ -131,8 +166,13 @@ type shape struct {
 // Identify returns the kind and schema version of the JSON document b:
 // its kind field or, for a document written before that field existed,
 // the kind its fields show. It returns ErrUnknownKind for any other JSON
-// object, and a syntax error for bytes that are not one.
+// object, ErrTooManyObjects for a document of more than MaxDocumentObjects
+// objects (counted before anything is decoded), and a syntax error for
+// bytes that are not one.
 func Identify(b []byte) (Header, error) {
+	if n := countObjects(b); n > MaxDocumentObjects {
+		return Header{}, fmt.Errorf("%d JSON objects or more, %w of %d objects", n, ErrTooManyObjects, MaxDocumentObjects)
+	}
 	var s shape
 	if err := json.Unmarshal(b, &s); err != nil {
 		return Header{}, fmt.Errorf("not a JSON result: %w", err)
