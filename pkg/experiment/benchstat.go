@@ -55,7 +55,7 @@ func Benchstat(r *Result) []report.BenchstatLine {
 
 // benchName is "Lwbench" and the experiment in CamelCase, then the case's
 // words as sub-benchmark keys: a benchmark name holds no space, a slash
-// inside a word ("rate=200/s") would split it, so it becomes "per", and a
+// inside a word ("rate=200/s") would split it, so it becomes "-per-", and a
 // rune that does not print becomes "_".
 func benchName(experiment, c string) string {
 	var b strings.Builder
@@ -72,7 +72,7 @@ func benchName(experiment, c string) string {
 				return '_'
 			}
 			return r
-		}, strings.ReplaceAll(w, "/", "per")))
+		}, strings.ReplaceAll(w, "/", "-per-")))
 	}
 	return b.String()
 }
