@@ -21,6 +21,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -366,19 +367,26 @@ func Latency(tl experiment.Timeline, title string) (*plot.Plot, error) {
 	if err := bands(p, tl.Marks, experiment.MarkDefrag, colorDefrag, top, "defragmentation"); err != nil {
 		return nil, err
 	}
-	first := true
+	// Compactions are dashed lines across the plot; too many to see the
+	// data between (a continuation's compactor), short ticks at its foot.
+	compactions := 0
+	for _, m := range tl.Marks {
+		if m.Kind == experiment.MarkCompaction {
+			compactions++
+		}
+	}
+	label, height, dash := "compaction", top, true
+	if compactions > maxCompactionLines {
+		label, height, dash = "compaction (ticks at the foot)", top*0.04, false
+	}
 	for _, m := range tl.Marks {
 		if m.Kind != experiment.MarkCompaction {
 			continue
 		}
-		label := ""
-		if first {
-			label = "compaction"
-			first = false
-		}
-		if err := line(p, plotter.XYs{{X: m.AtMs / 1000, Y: 0}, {X: m.AtMs / 1000, Y: top}}, colorCompaction, label, true, false); err != nil {
+		if err := line(p, plotter.XYs{{X: m.AtMs / 1000, Y: 0}, {X: m.AtMs / 1000, Y: height}}, colorCompaction, label, dash, false); err != nil {
 			return nil, err
 		}
+		label = ""
 	}
 	if err := line(p, maxs, palette[0], fmt.Sprintf("slowest per %.0f ms", tl.Probe.SeriesIntervalMs), false, false); err != nil {
 		return nil, err
@@ -397,7 +405,7 @@ func Latency(tl experiment.Timeline, title string) (*plot.Plot, error) {
 		p.Add(s)
 		p.Legend.Add("errors or timeouts", s)
 	}
-	if err := caseLabels(p, cases, labelTop); err != nil {
+	if err := caseLabels(p, cases, labelTop, end); err != nil {
 		return nil, err
 	}
 	p.Y.Min, p.Y.Max = 0, labelTop
@@ -459,10 +467,16 @@ func caseSpans(marks []experiment.Mark) []caseSpan {
 	return spans
 }
 
+// maxCompactionLines is the most compactions Latency draws as lines
+// across the plot.
+const maxCompactionLines = 40
+
 // caseLabels writes each case's name (caseLabel) at the top of the plot,
-// centred over its time.
-func caseLabels(p *plot.Plot, cases []caseSpan, top float64) error {
-	if len(cases) == 0 {
+// centred over its time, the plot running from 0 to end seconds; when a
+// name is wider than its case's time, every case is numbered there
+// instead and named by its number in the legend.
+func caseLabels(p *plot.Plot, cases []caseSpan, top, end float64) error {
+	if len(cases) == 0 || end <= 0 {
 		return nil
 	}
 	var xy plotter.XYLabels
@@ -479,8 +493,30 @@ func caseLabels(p *plot.Plot, cases []caseSpan, top float64) error {
 		l.TextStyle[i].YAlign = draw.YTop
 		l.TextStyle[i].Font.Size = vg.Points(9)
 	}
+	if !labelsFit(cases, xy.Labels, l.TextStyle[0], end) {
+		for i := range l.Labels {
+			p.Legend.Add(fmt.Sprintf("%d: %s", i+1, strings.ReplaceAll(l.Labels[i], "\n", ", ")))
+			l.Labels[i] = fmt.Sprint(i + 1)
+		}
+	}
 	p.Add(l)
 	return nil
+}
+
+// labelsFit reports whether every case's label, in style sty, is
+// narrower than the case's time on a plot from 0 to end seconds.
+func labelsFit(cases []caseSpan, labels []string, sty text.Style, end float64) bool {
+	// The data's width: the figure's, but the legend and the y axis.
+	dataWidth := Width - LegendWidth - vg.Inch
+	for i, c := range cases {
+		span := vg.Length((c.to - c.from) / 1000 / end * float64(dataWidth))
+		for _, ln := range strings.Split(labels[i], "\n") {
+			if sty.Width(ln) >= span {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // bands draws the marks of one kind as translucent bands.

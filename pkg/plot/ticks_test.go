@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/experiment"
@@ -137,5 +139,26 @@ func TestLegendOffTheData(t *testing.T) {
 	}
 	if plotInStrip > 0 {
 		t.Errorf("%d pixels of the data's line in the legend strip", plotInStrip)
+	}
+}
+
+// TestLabelsFit checks when the cases' names fit above their times: a
+// quick relist storm's eight cases over 25 s do, the full storm's first
+// cases of 3 s over 110 s do not (they are then numbered, and named in
+// the legend).
+func TestLabelsFit(t *testing.T) {
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{}}, Labels: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sty := l.TextStyle[0]
+	sty.Font.Size = vg.Points(9)
+	cases := []caseSpan{{"n=1000 ps=10000", 3000, 6000}, {"n=1000 ps=none control", 6000, 9000}}
+	labels := []string{caseLabel(cases[0].name), caseLabel(cases[1].name)}
+	if !labelsFit(cases, labels, sty, 25) {
+		t.Errorf("cases of 3 s on a plot of 25 s: labels do not fit, want them to")
+	}
+	if labelsFit(cases, labels, sty, 110) {
+		t.Errorf("cases of 3 s on a plot of 110 s: labels fit, want them numbered")
 	}
 }

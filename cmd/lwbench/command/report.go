@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -217,6 +218,10 @@ func readResult(path string) (*experiment.Result, error) {
 		}
 		return experiment.FromKubeRun(v.(*report.KubeRunResult), strings.TrimSuffix(filepath.Base(path), ".json")), nil
 	}
-	return nil, fmt.Errorf("%s: %w, which report does not compare; it reads the JSON of the experiments (%s) and of lwbench run",
-		path, report.UnknownKind(h.Kind), strings.Join(experiment.Names, ", "))
+	if !slices.Contains(report.Kinds, h.Kind) {
+		return nil, fmt.Errorf("%s: %w; report reads the JSON of the experiments (%s) and of lwbench run",
+			path, report.UnknownKind(h.Kind), strings.Join(experiment.Names, ", "))
+	}
+	return nil, fmt.Errorf("%s: a %s document, which report does not compare; it reads the JSON of the experiments (%s) and of lwbench run",
+		path, h.Kind, strings.Join(experiment.Names, ", "))
 }
