@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/compaction"
@@ -386,7 +387,8 @@ func syntheticExperiments() []*experiment.Result {
 		{Objects: 1000, PageSize: 0, Compacted: false, Watchers: 10, Probe: probeWindow(2), Writes: writes}}}
 	rs.Cases = []experiment.CaseSummary{
 		{Experiment: experiment.NameRelistStorm, Case: "objects=1000 pageSize=500", Relists: 10, RelistObjects: 10000, RelistBytes: 8e6,
-			ResyncP50Ms: 900, ResyncMaxMs: 1200, ListRestarts: 10, Compactions: 1, WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(4)},
+			BackoffP50Ms: 800, RelistP50Ms: 35.25, ResyncP50Ms: 900, ResyncMaxMs: 1200, ListRestarts: 10, Compactions: 1, WritesPerSecond: 49.5,
+			WriteP99Ms: 8, Probe: probeWindow(4)},
 		{Experiment: experiment.NameRelistStorm, Case: "objects=1000 pageSize=none control", WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(2)}}
 
 	co := base(experiment.NameContinuation)
@@ -429,21 +431,55 @@ func syntheticExperiments() []*experiment.Result {
 	return []*experiment.Result{rs, co, sw, df, cu}
 }
 
-// TestExperimentTablesGolden renders each experiment's own table.
+// renderLayout writes l in format f.
+func renderLayout(t *testing.T, f output.Format, l layout, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := l.write(&b, f, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// assertWidth fails for every line of text wider than maxTableWidth
+// columns.
+func assertWidth(t *testing.T, name string, text []byte) {
+	t.Helper()
+	for i, l := range strings.Split(string(text), "\n") {
+		if n := utf8.RuneCountInString(l); n > maxTableWidth {
+			t.Errorf("%s line %d is %d columns wide, want at most %d: %q", name, i+1, n, maxTableWidth, l)
+		}
+	}
+}
+
+// TestExperimentTablesGolden renders each experiment's own table as its
+// command prints it, no line wider than 120 columns, the relist storm
+// through kube-apiserver (two more columns) too.
 func TestExperimentTablesGolden(t *testing.T) {
-	for _, r := range syntheticExperiments() {
-		t.Run(r.Experiment, func(t *testing.T) {
-			golden(t, r.Experiment+".table", render(t, output.FormatTable, makeExperimentTable(r), r))
+	results := syntheticExperiments()
+	kube := *results[0]
+	kube.APIServer = &report.APIServerTarget{Version: "v1.37.2", Servers: 1, Managed: true, ClientWatchList: "off"}
+	kube.Label = "relist-storm-kube"
+	for _, r := range append(results, &kube) {
+		t.Run(r.Name(), func(t *testing.T) {
+			got := renderLayout(t, output.FormatTable, experimentLayout(r), r)
+			assertWidth(t, r.Name(), got)
+			golden(t, r.Name()+".table", got)
 		})
 	}
 }
 
 // TestComparisonTableGolden renders every experiment, a run and a run
-// through kube-apiserver in the comparison table `lwbench report` prints.
+// through kube-apiserver in the comparison `lwbench report` prints, no
+// line wider than 120 columns; the wide table is kept for markdown and
+// CSV.
 func TestComparisonTableGolden(t *testing.T) {
 	results := append(syntheticExperiments(), experiment.FromRun(syntheticRun(), "run"),
 		experiment.FromKubeRun(syntheticKubeRun(), "kube-run"))
-	golden(t, "comparison.table", render(t, output.FormatTable, makeComparisonTable(results), nil))
+	got := renderLayout(t, output.FormatTable, comparisonLayout(results), nil)
+	assertWidth(t, "comparison.table", got)
+	golden(t, "comparison.table", got)
+	golden(t, "comparison.md", renderLayout(t, output.FormatMarkdown, comparisonLayout(results), nil))
 }
 
 // TestEveryExperimentDescribed checks that each experiment of

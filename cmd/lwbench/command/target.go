@@ -373,24 +373,31 @@ func (o *outputOptions) write(out, errOut io.Writer, t output.Table, v any, inte
 		}
 	}
 	if o.benchstat != "" {
-		w := errOut
-		var f *os.File
-		if o.benchstat != "-" {
-			var err error
-			if f, err = os.Create(o.benchstat); err != nil {
-				return fmt.Errorf("--benchstat %s: %w", o.benchstat, err)
-			}
-			w = f
+		return writeBenchstat(o.benchstat, errOut, lines)
+	}
+	return nil
+}
+
+// writeBenchstat writes lines in benchstat's format (report.WriteBenchstat)
+// to the file path, or to errOut for "-". Errors name --benchstat.
+func writeBenchstat(path string, errOut io.Writer, lines []report.BenchstatLine) error {
+	w := errOut
+	var f *os.File
+	if path != "-" {
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return fmt.Errorf("--benchstat %s: %w", path, err)
 		}
-		err := report.WriteBenchstat(w, machine.CPUModel(), lines)
-		if f != nil {
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+		w = f
+	}
+	err := report.WriteBenchstat(w, machine.CPUModel(), lines)
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
-		if err != nil {
-			return fmt.Errorf("--benchstat %s: %w", o.benchstat, err)
-		}
+	}
+	if err != nil {
+		return fmt.Errorf("--benchstat %s: %w", path, err)
 	}
 	return nil
 }
