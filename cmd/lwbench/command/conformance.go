@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"github.com/dustin/go-humanize"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -128,7 +129,7 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 		}
 	}
 	con.Done()
-	return output.Write(out, o.out.format, makeConformanceTable(res), res)
+	return conformanceLayout(res).write(out, o.out.format, res)
 }
 
 // conformanceModel runs the load through the etcd-direct model with
@@ -209,16 +210,57 @@ func makeConformanceTable(r *report.Conformance) output.Table {
 		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
 	for _, c := range r.Cases {
 		for _, row := range c.Rows {
-			within := "no"
-			if row.Within10 {
-				within = "yes"
-			}
-			t.Rows = append(t.Rows, []string{c.Name + " (model " + c.ModelProfile + ")", row.Method, strings.TrimSpace(row.Kind),
-				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), within,
+			t.Rows = append(t.Rows, []string{conformanceCase(c), row.Method, strings.TrimSpace(row.Kind),
+				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), yesNo(row.Within10),
 				fmt.Sprint(row.ModelBytes), fmt.Sprint(row.RealBytes), conformanceRatio(row.BytesRatio, row.RealBytes), row.Note})
 		}
 	}
 	return t
+}
+
+// conformanceLayout is the conformance table as a person reads it: in
+// text, the cases numbered (#) with their names below the table, bytes in
+// binary units, each note numbered ([n] beside the row's judgement, one
+// number per distinct text) below it, and the bytes in a table of their
+// own when counts and bytes together are wider than maxTableWidth; markdown
+// and CSV keep makeConformanceTable's wide table.
+func conformanceLayout(r *report.Conformance) layout {
+	text := output.Table{Header: []string{"#", "method", "kind", "model", "real", "ratio", "±10%", "model bytes", "real bytes", "bytes ratio"},
+		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
+	var caseNotes, notes []string
+	noteNum := map[string]int{}
+	for i, c := range r.Cases {
+		caseNotes = append(caseNotes, fmt.Sprintf("case %d: %s", i+1, conformanceCase(c)))
+		for _, row := range c.Rows {
+			within := yesNo(row.Within10)
+			if row.Note != "" {
+				n, ok := noteNum[row.Note]
+				if !ok {
+					notes = append(notes, row.Note)
+					n = len(notes)
+					noteNum[row.Note] = n
+					notes[n-1] = fmt.Sprintf("[%d] %s", n, row.Note)
+				}
+				within += fmt.Sprintf(" [%d]", n)
+			}
+			text.Rows = append(text.Rows, []string{fmt.Sprint(i + 1), row.Method, strings.TrimSpace(row.Kind),
+				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), within,
+				humanize.IBytes(uint64(max(row.ModelBytes, 0))), humanize.IBytes(uint64(max(row.RealBytes, 0))),
+				conformanceRatio(row.BytesRatio, row.RealBytes)})
+		}
+	}
+	return layout{
+		wide:      makeConformanceTable(r),
+		text:      splitTable(text, 3, maxTableWidth, 7),
+		notes:     notes,
+		textNotes: caseNotes,
+	}
+}
+
+// conformanceCase names a conformance case and the model profile it held
+// against the real stack.
+func conformanceCase(c report.ConformanceCase) string {
+	return c.Name + " (model " + c.ModelProfile + ")"
 }
 
 // conformanceRatio formats a model/real ratio with two decimals, "-" when
@@ -228,4 +270,12 @@ func conformanceRatio(ratio float64, real int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", ratio)
+}
+
+// yesNo is "yes" for true, "no" for false.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
-// TestConformanceTableGolden renders a conformance result as a table and
-// as markdown: each row with the counts, their ratio and the within-10 %
+// TestConformanceTableGolden renders a conformance result as a table
+// (within maxTableWidth: cases numbered, notes below) and as markdown: each row with the counts, their ratio and the within-10 %
 // judgement, then the bytes both ways and their ratio ("-" for a row the
 // real stack did not send), then the note.
 func TestConformanceTableGolden(t *testing.T) {
@@ -35,8 +35,10 @@ func TestConformanceTableGolden(t *testing.T) {
 		EtcdVersion: "3.7.3", APIServerVersion: "v1.36.3", Cases: []report.ConformanceCase{{
 			Name: "watch cache off, WatchList on", ClientWatchList: "on", ModelProfile: string(watchload.ProfileInformer),
 			ModelRangeStream: &off, Rows: kubeload.Compare(model, real)}}}
-	golden(t, "conformance.table", render(t, output.FormatTable, makeConformanceTable(r), r))
-	golden(t, "conformance.md", render(t, output.FormatMarkdown, makeConformanceTable(r), r))
+	text := renderLayout(t, output.FormatTable, conformanceLayout(r), r)
+	assertWidth(t, "conformance.table", text)
+	golden(t, "conformance.table", text)
+	golden(t, "conformance.md", renderLayout(t, output.FormatMarkdown, conformanceLayout(r), r))
 }
 
 // TestConformanceModelCountsOnlyTheLoad runs a short load through the
