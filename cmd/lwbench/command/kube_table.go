@@ -92,7 +92,7 @@ func makeKubeRunTable(r *report.KubeRunResult) (output.Table, *runNotes) {
 	rows = append(rows, [][]string{
 		{"informer requests", strings.Join(reqs, "; ")},
 		{"relists (cause)", relists},
-		{"relist objects / bytes", fmt.Sprintf("%d / %d", relistObjects, relistBytes)},
+		{"relist objects / bytes", fmt.Sprintf("%d / %s", relistObjects, sizeText(relistBytes))},
 		{"held informers", holds},
 	}...)
 	if r.Interrupted {
@@ -210,7 +210,7 @@ func kubeStackRows(r *report.KubeRunResult) [][]string {
 	if d := r.Defrag; d != nil {
 		var ms []string
 		for _, m := range d.Members {
-			ms = append(ms, fmt.Sprintf("%s %d -> %d bytes", m.Endpoint, m.BeforeBytes, m.AfterBytes))
+			ms = append(ms, fmt.Sprintf("%s %s -> %s", m.Endpoint, sizeText(m.BeforeBytes), sizeText(m.AfterBytes)))
 		}
 		defrag = fmt.Sprintf("%.1f ms at %.1f s (%s)", d.DurationMs, d.AtMs/1000, strings.Join(ms, "; "))
 		if d.Error != "" {

@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"github.com/dustin/go-humanize"
 	"io"
 	"maps"
 	"slices"
@@ -326,7 +327,7 @@ func dbSize(bytes, inUseBytes int64) string {
 	if bytes == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%d bytes (%d in use)", bytes, inUseBytes)
+	return fmt.Sprintf("%s (%s in use)", sizeText(bytes), sizeText(inUseBytes))
 }
 
 func selfRows(s report.SelfStats) [][]string {
@@ -336,10 +337,10 @@ func selfRows(s report.SelfStats) [][]string {
 	}
 	rows := [][]string{
 		{who + " CPU", fmt.Sprintf("%.2f s (%.2f of %d cores)", s.CPUSeconds, s.CPUCores, s.NumCPU)},
-		{who + " memory", fmt.Sprintf("max RSS %d bytes, peak heap %d bytes", s.MaxRSSBytes, s.PeakHeapBytes)},
+		{who + " memory", fmt.Sprintf("max RSS %s, peak heap %s", sizeText(s.MaxRSSBytes), sizeText(s.PeakHeapBytes))},
 	}
 	if s.Etcd != nil {
-		rows = append(rows, []string{"etcd CPU / memory", fmt.Sprintf("%.2f s (%.2f cores), RSS %d bytes", s.Etcd.CPUSeconds, s.Etcd.CPUCores, s.Etcd.RSSBytes)})
+		rows = append(rows, []string{"etcd CPU / memory", fmt.Sprintf("%.2f s (%.2f cores), RSS %s", s.Etcd.CPUSeconds, s.Etcd.CPUCores, sizeText(s.Etcd.RSSBytes))})
 	}
 	return rows
 }
@@ -436,7 +437,7 @@ func memberRows(members []report.MemberStats) [][]string {
 		if m.Delivery != nil {
 			rows = append(rows, []string{name + " delivery latency", fmt.Sprintf("%s; %d events", lat(m.Delivery.FromCommit), m.Delivery.Events)})
 		}
-		size := fmt.Sprintf("%d bytes (%d in use)", m.DBSizeBytes, m.DBSizeInUseBytes)
+		size := dbSize(m.DBSizeBytes, m.DBSizeInUseBytes)
 		if m.Error != "" {
 			size = "unknown: " + m.Error
 		}
@@ -614,4 +615,13 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	f.add("verdict", verdict)
 	f.t.Numeric[len(f.t.Numeric)-1] = false
 	return f.t
+}
+
+// sizeText is n bytes in binary units for a person ("1.5 GiB",
+// humanize.IBytes); the CSV and JSON keep the exact bytes.
+func sizeText(n int64) string {
+	if n < 0 {
+		return "-" + humanize.IBytes(uint64(-n))
+	}
+	return humanize.IBytes(uint64(n))
 }
