@@ -150,11 +150,13 @@ func listSegments(dir string) ([]segmentFile, error) {
 // without a WAL or whose WAL directory cannot be listed, and when ctx
 // ends (wrapping ctx.Err()).
 //
-// Memory: Read holds one record at a time (at most MaxRecordBytes, decoded
-// into a few copies) and one .snap file at a time (at most MaxSnapBytes),
-// plus a 1 MiB read buffer; what it keeps is the aggregate, which grows
-// with the distinct keys written, the entries not yet committed and the
-// faults (at most 100 per segment), not with the size of the files.
+// Memory: Read holds one record at a time, in about four copies (the
+// frame's bytes, and its data decoded as a record, an entry and a
+// request: at most 4 × MaxRecordBytes), or one .snap file (at most
+// MaxSnapBytes, walked in place), plus a 1 MiB read buffer. What it keeps
+// is the aggregate, which grows with the distinct keys written, the
+// entries not yet committed and the faults (at most 100 per segment), not
+// with the size of the files.
 func Read(ctx context.Context, path string, o Options) (*Report, error) {
 	if o.MaxRecordBytes <= 0 {
 		o.MaxRecordBytes = DefaultMaxRecordBytes
@@ -178,6 +180,7 @@ func Read(ctx context.Context, path string, o Options) (*Report, error) {
 		}
 	}
 	a := newAggregator(rep)
+	r := newSegmentReader(nil, "", 0, o.MaxRecordBytes, false)
 	prev := -1 // the last segment read
 	for i, s := range segs {
 		if err := ctx.Err(); err != nil {
@@ -201,7 +204,7 @@ func Read(ctx context.Context, path string, o Options) (*Report, error) {
 			}
 		}
 		prev = i
-		if err := a.readSegment(ctx, walDir, s, i == len(segs)-1, o.MaxRecordBytes); err != nil {
+		if err := a.readSegment(ctx, r, walDir, s, i == len(segs)-1); err != nil {
 			return nil, err
 		}
 	}
@@ -209,10 +212,10 @@ func Read(ctx context.Context, path string, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// readSegment reads one segment's records into the aggregator. A segment
-// that cannot be opened is a FaultUnreadable; the crc chain and the index
-// sequence then restart after it.
-func (a *aggregator) readSegment(ctx context.Context, walDir string, s segmentFile, last bool, maxRecordBytes int64) error {
+// readSegment reads one segment's records into the aggregator with r. A
+// segment that cannot be opened is a FaultUnreadable; the crc chain and
+// the index sequence then restart after it.
+func (a *aggregator) readSegment(ctx context.Context, r *segmentReader, walDir string, s segmentFile, last bool) error {
 	path := filepath.Join(walDir, s.name)
 	f, err := inputfile.Open(path, -1) // streamed: memory follows the record, not the file
 	if err != nil {
@@ -226,7 +229,7 @@ func (a *aggregator) readSegment(ctx context.Context, walDir string, s segmentFi
 		seg.Link = linkTarget(path)
 	}
 	firstFault := len(a.rep.Faults)
-	r := newSegmentReader(f, s.name, f.Info.Size(), maxRecordBytes, last)
+	r.reset(f, s.name, f.Info.Size(), last)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

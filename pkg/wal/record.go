@@ -75,7 +75,8 @@ const readBufferBytes = 1 << 20
 
 // segmentReader reads the frames of one segment in order. It holds the
 // read buffer and one record's bytes: at most readBufferBytes plus
-// maxRecordBytes (plus padding), however large the segment.
+// maxRecordBytes (plus padding), however large the segment; reset reuses
+// both for the next segment.
 type segmentReader struct {
 	name           string
 	size           int64
@@ -90,6 +91,12 @@ type segmentReader struct {
 // is longer than maxRecordBytes is a FaultTooLarge.
 func newSegmentReader(f io.Reader, name string, size, maxRecordBytes int64, last bool) *segmentReader {
 	return &segmentReader{name: name, size: size, maxRecordBytes: maxRecordBytes, r: bufio.NewReaderSize(f, readBufferBytes), last: last}
+}
+
+// reset makes s read the segment f from its start, keeping its buffers.
+func (s *segmentReader) reset(f io.Reader, name string, size int64, last bool) {
+	s.r.Reset(f)
+	s.name, s.size, s.off, s.last = name, size, 0, last
 }
 
 // errEndOfSegment ends a segment normally: end of file or preallocated

@@ -101,27 +101,37 @@ func readSnapFile(ctx context.Context, path string, maxSnapBytes int64) (SnapFil
 		}
 		return fault(FaultUnreadable, "read: %v", err)
 	}
+	return sf, decodeSnap(&sf, b), nil
+}
+
+// decodeSnap decodes b, the bytes of the .snap file sf names, into sf
+// (SizeBytes, Index, Term, Voters, Learners, DataBytes, OK) and returns
+// its fault, nil when etcd would load it.
+func decodeSnap(sf *SnapFile, b []byte) *Fault {
+	fault := func(format string, args ...any) *Fault {
+		return &Fault{File: sf.Name, Kind: FaultBadSnap, Message: fmt.Sprintf(format, args...)}
+	}
 	sf.SizeBytes = int64(len(b))
 	if len(b) == 0 {
-		return fault(FaultBadSnap, "empty file: etcd refuses it (snap: empty snapshot)")
+		return fault("empty file: etcd refuses it (snap: empty snapshot)")
 	}
 	crc, data, err := snapFields(b)
 	if err != nil {
-		return fault(FaultBadSnap, "does not decode: %v", err)
+		return fault("does not decode: %v", err)
 	}
 	if len(data) == 0 || crc == 0 {
-		return fault(FaultBadSnap, "holds no snapshot data: etcd refuses it (snap: empty snapshot)")
+		return fault("holds no snapshot data: etcd refuses it (snap: empty snapshot)")
 	}
 	if c := crc32.Checksum(data, crcTable); c != crc {
-		return fault(FaultBadSnap, "stored crc %08x, computed %08x", crc, c)
+		return fault("stored crc %08x, computed %08x", crc, c)
 	}
 	v2Bytes, mdBytes, err := raftSnapshotFields(data)
 	if err != nil {
-		return fault(FaultBadSnap, "raft snapshot does not decode: %v", err)
+		return fault("raft snapshot does not decode: %v", err)
 	}
 	var md raftpb.SnapshotMetadata
 	if err := proto.Unmarshal(mdBytes, &md); err != nil {
-		return fault(FaultBadSnap, "raft snapshot metadata does not decode: %v", err)
+		return fault("raft snapshot metadata does not decode: %v", err)
 	}
 	sf.Index, sf.Term, sf.DataBytes, sf.OK = md.GetIndex(), md.GetTerm(), int64(v2Bytes), true
 	for _, id := range md.GetConfState().GetVoters() {
@@ -130,7 +140,7 @@ func readSnapFile(ctx context.Context, path string, maxSnapBytes int64) (SnapFil
 	for _, id := range md.GetConfState().GetLearners() {
 		sf.Learners = append(sf.Learners, hexID(id))
 	}
-	return sf, nil, nil
+	return nil
 }
 
 // readAll reads r, of size bytes when it was opened, whole, in chunks
