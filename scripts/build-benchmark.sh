@@ -32,10 +32,34 @@
 # rule (no SOURCE_PROBED) is rebuilt and swapped in place of the old one.
 set -euo pipefail
 
-version=${1:?usage: build-benchmark.sh VERSION [CACHE_DIR]}
-version=${version#v}
+# VERSION names the directory the build is installed into, its lock file
+# and every module fetched: only a release MAJOR.MINOR.PATCH (digits, no
+# leading zeros; a leading v is dropped) is accepted, so that the directory
+# is this script's own, CACHE_DIR/benchmark-vVERSION, never another path.
+# Anything else, or a CACHE_DIR that is not a directory, is refused (exit 2)
+# before a file is created. The script removes nothing but the temporary
+# directories it made itself.
+LC_ALL=C
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: build-benchmark.sh VERSION [CACHE_DIR]" >&2
+  exit 2
+fi
+version=${1#v}
+if ! [[ $version =~ ^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$ ]]; then
+  echo "build-benchmark.sh: version $(printf '%q' "${1:0:40}") is not a release MAJOR.MINOR.PATCH such as 3.7.3" >&2
+  exit 2
+fi
 cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
+if [ -z "$cache" ] || { [ -e "$cache" ] && [ ! -d "$cache" ]; }; then
+  echo "build-benchmark.sh: cache $(printf '%q' "$cache") is not a directory" >&2
+  exit 2
+fi
+# Absolute: the build runs in a directory of its own.
+cache=$(realpath -m -- "$cache")
 out="$cache/benchmark-v$version"
+work=""
+tmp=""
+trap 'rm -rf -- "$work" "$tmp"' EXIT
 
 complete() { [ -x "$out/benchmark" ] && [ -x "$out/etcd-dump-logs" ] && [ -f "$out/SOURCE_VERSION" ] && [ -f "$out/SOURCE_PROBED" ]; }
 
@@ -61,7 +85,6 @@ fi
 start=$SECONDS
 work=$(mktemp -d)
 tmp=$(mktemp -d "$out.tmp.XXXXXX")
-trap 'rm -rf "$work" "$tmp"' EXIT
 cd "$work"
 # Keep the caller's module settings and etcd's ETCD_* variables out of the build.
 unset GOFLAGS GOWORK
@@ -125,9 +148,10 @@ if [ -e "$out" ]; then
   old=$(mktemp -d "$out.old.XXXXXX")
   mv -T "$out" "$old/dir"
   mv -T "$tmp" "$out"
-  rm -rf "$old"
+  rm -rf -- "$old"
 else
   mv -T "$tmp" "$out"
 fi
+tmp=""
 echo "build-benchmark.sh: tools/benchmark and tools/etcd-dump-logs from go.etcd.io/etcd/v3 v$source_version, linked against etcd v$version modules, in $out after $((SECONDS - start)) s" >&2
 echo "$out/benchmark"

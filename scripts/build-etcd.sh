@@ -21,10 +21,34 @@
 # this script links into the cache instead.
 set -euo pipefail
 
-version=${1:?usage: build-etcd.sh VERSION [CACHE_DIR]}
-version=${version#v}
+# VERSION names the directory the build is installed into, its lock file
+# and every module fetched: only a release MAJOR.MINOR.PATCH (digits, no
+# leading zeros; a leading v is dropped) is accepted, so that the directory
+# is this script's own, CACHE_DIR/etcd-vVERSION, never another path.
+# Anything else, or a CACHE_DIR that is not a directory, is refused (exit 2)
+# before a file is created. The script removes nothing but the temporary
+# directories it made itself.
+LC_ALL=C
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: build-etcd.sh VERSION [CACHE_DIR]" >&2
+  exit 2
+fi
+version=${1#v}
+if ! [[ $version =~ ^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$ ]]; then
+  echo "build-etcd.sh: version $(printf '%q' "${1:0:40}") is not a release MAJOR.MINOR.PATCH such as 3.7.3" >&2
+  exit 2
+fi
 cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
+if [ -z "$cache" ] || { [ -e "$cache" ] && [ ! -d "$cache" ]; }; then
+  echo "build-etcd.sh: cache $(printf '%q' "$cache") is not a directory" >&2
+  exit 2
+fi
+# Absolute: the build runs in a directory of its own.
+cache=$(realpath -m -- "$cache")
 out="$cache/etcd-v$version"
+work=""
+tmp=""
+trap 'rm -rf -- "$work" "$tmp"' EXIT
 
 complete() { [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ]; }
 
@@ -43,9 +67,24 @@ if complete; then
   echo "$out"
   exit 0
 fi
-# A directory without both binaries is what an interrupted build of an older
-# version of this script left: replace it.
-rm -rf "$out"
+
+# install_build renames the finished build, $tmp, into place as $out. A
+# directory without both binaries at $out (what an interrupted build of an
+# older version of this script left) is first renamed into a temporary
+# directory of this script's own, and only that is removed.
+install_build() {
+  chmod 755 "$tmp"
+  if [ -e "$out" ] || [ -L "$out" ]; then
+    local old
+    old=$(mktemp -d "$out.old.XXXXXX")
+    mv -T "$out" "$old/dir"
+    mv -T "$tmp" "$out"
+    rm -rf -- "$old"
+  else
+    mv -T "$tmp" "$out"
+  fi
+  tmp=""
+}
 
 case "$version" in
 3.4.*)
@@ -61,8 +100,7 @@ case "$version" in
   tmp=$(mktemp -d "$out.tmp.XXXXXX")
   ln -s /usr/bin/etcd "$tmp/etcd"
   ln -s /usr/bin/etcdctl "$tmp/etcdctl"
-  chmod 755 "$tmp"
-  mv -T "$tmp" "$out"
+  install_build
   echo "$out"
   exit 0
   ;;
@@ -71,7 +109,6 @@ esac
 start=$SECONDS
 work=$(mktemp -d)
 tmp=$(mktemp -d "$out.tmp.XXXXXX")
-trap 'rm -rf "$work" "$tmp"' EXIT
 cd "$work"
 # Keep the caller's module settings and etcd's ETCD_* variables out of the build.
 unset GOFLAGS GOWORK
@@ -105,7 +142,6 @@ for bin in etcd:go.etcd.io/etcd/server/v3 etcdctl:go.etcd.io/etcd/etcdctl/v3 etc
   go build -trimpath -o "$tmp/${bin%%:*}" "${bin#*:}"
 done
 "$tmp/etcd" --version >&2
-chmod 755 "$tmp"
-mv -T "$tmp" "$out"
+install_build
 echo "build-etcd.sh: etcd $version ready in $out after $((SECONDS - start)) s" >&2
 echo "$out"

@@ -2,7 +2,7 @@
 # build-kube-apiserver.sh VERSION [CACHE_DIR]
 #
 # Builds a real kube-apiserver of one Kubernetes release (1.35.x, 1.36.x,
-# 1.37.x) from the Go module proxy and prints the directory that holds it:
+# 1.37.x, 1.38.0-beta.0, whose go.mod needs Go 1.27) from the Go module proxy and prints the directory that holds it:
 #   CACHE_DIR/kube-apiserver-vVERSION/kube-apiserver
 # CACHE_DIR defaults to $ETCDKIT_CACHE or ~/.cache/etcdkit, the cache
 # build-etcd.sh fills. A second call for the same version reuses the binary.
@@ -25,18 +25,42 @@
 # vVERSION (upstream: hack/lib/version.sh sets the same variables).
 set -euo pipefail
 
-version=${1:?usage: build-kube-apiserver.sh VERSION [CACHE_DIR]}
-version=${version#v}
-cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
-out="$cache/kube-apiserver-v$version"
-
+# VERSION names the directory the build is installed into, its lock file
+# and every module fetched: only a release MAJOR.MINOR.PATCH, or a
+# pre-release MAJOR.MINOR.PATCH-(alpha|beta|rc).N (digits without leading
+# zeros; a leading v is dropped), of the lines below is accepted, so that
+# the directory is this script's own, CACHE_DIR/kube-apiserver-vVERSION,
+# never another path. Anything else, or a CACHE_DIR that is not a
+# directory, is refused (exit 2) before a file is created. The script
+# removes nothing but the temporary directories it made itself.
+LC_ALL=C
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: build-kube-apiserver.sh VERSION [CACHE_DIR]" >&2
+  exit 2
+fi
+version=${1#v}
+if ! [[ $version =~ ^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})(-(alpha|beta|rc)\.(0|[1-9][0-9]?))?$ ]]; then
+  echo "build-kube-apiserver.sh: version $(printf '%q' "${1:0:40}") is not a release MAJOR.MINOR.PATCH such as 1.37.2 (or a pre-release such as 1.38.0-beta.0)" >&2
+  exit 2
+fi
 case "$version" in
-1.35.* | 1.36.* | 1.37.*) ;;
+1.35.* | 1.36.* | 1.37.* | 1.38.*) ;;
 *)
-  echo "build-kube-apiserver.sh: version $version is not of the 1.35, 1.36 or 1.37 line" >&2
+  echo "build-kube-apiserver.sh: version $version is not of the 1.35, 1.36, 1.37 or 1.38 line" >&2
   exit 2
   ;;
 esac
+cache=${2:-${ETCDKIT_CACHE:-$HOME/.cache/etcdkit}}
+if [ -z "$cache" ] || { [ -e "$cache" ] && [ ! -d "$cache" ]; }; then
+  echo "build-kube-apiserver.sh: cache $(printf '%q' "$cache") is not a directory" >&2
+  exit 2
+fi
+# Absolute: the build runs in a directory of its own.
+cache=$(realpath -m -- "$cache")
+out="$cache/kube-apiserver-v$version"
+work=""
+tmp=""
+trap 'rm -rf -- "$work" "$tmp"' EXIT
 major=${version%%.*}
 rest=${version#*.}
 minor=${rest%%.*}
@@ -59,13 +83,10 @@ if complete; then
   echo "$out"
   exit 0
 fi
-# A directory without the binary is what an interrupted build left: replace it.
-rm -rf "$out"
 
 start=$SECONDS
 work=$(mktemp -d)
 tmp=$(mktemp -d "$out.tmp.XXXXXX")
-trap 'rm -rf "$work" "$tmp"' EXIT
 cd "$work"
 # Keep the caller's module settings and etcd's ETCD_* variables out of the build.
 unset GOFLAGS GOWORK
@@ -161,7 +182,18 @@ if [ "$have" != "v$version" ]; then
   echo "build-kube-apiserver.sh: the built binary reports $have, not v$version" >&2
   exit 1
 fi
+# A directory without the binary at $out (what an interrupted build left) is
+# first renamed into a temporary directory of this script's own, and only
+# that is removed.
 chmod 755 "$tmp"
-mv -T "$tmp" "$out"
+if [ -e "$out" ] || [ -L "$out" ]; then
+  old=$(mktemp -d "$out.old.XXXXXX")
+  mv -T "$out" "$old/dir"
+  mv -T "$tmp" "$out"
+  rm -rf -- "$old"
+else
+  mv -T "$tmp" "$out"
+fi
+tmp=""
 echo "build-kube-apiserver.sh: kube-apiserver $version ready in $out after $((SECONDS - start)) s" >&2
 echo "$out"

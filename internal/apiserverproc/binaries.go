@@ -28,6 +28,7 @@
 package apiserverproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -35,10 +36,12 @@ import (
 	"strings"
 
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/release"
 )
 
 // DefaultVersion is the Kubernetes release whose kube-apiserver tests and
-// commands start by default: the release of the k8s.io modules go.mod pins.
+// commands start by default: the release of the k8s.io modules go.mod pins,
+// and release.Kubernetes' default of its line.
 const DefaultVersion = "1.37.2"
 
 // ErrNoBinaries is returned by Binaries when kube-apiserver of the version
@@ -57,21 +60,32 @@ func Cached(version string) bool {
 	return etcdproc.IsExecutable(filepath.Join(BinDir(version), "kube-apiserver"))
 }
 
-// Binaries returns the directory holding kube-apiserver of version (1.35.x,
-// 1.36.x or 1.37.x), building it with scripts/build-kube-apiserver.sh when it
-// is not cached yet. The first build takes 10-20 minutes or more on 2 cores
-// and needs the Go module proxy; concurrent callers, in this process or
-// others, build once (the script holds a lock in the cache directory and
-// renames a finished build into place). The script's progress lines are
-// copied to progress, which may be nil. The error wraps ErrNoBinaries and
-// carries the end of the build's output when it fails.
-func Binaries(version string, progress io.Writer) (string, error) {
-	version = strings.TrimPrefix(version, "v")
+// Binaries returns the directory holding kube-apiserver of version (a
+// release of release.Kubernetes: 1.35.x, 1.36.x, 1.37.x or 1.38.0-beta.0),
+// building it with scripts/build-kube-apiserver.sh when it is not cached
+// yet. version is checked first (release.Kubernetes.Resolve: an error
+// wrapping release.ErrInvalid or release.ErrUnknown, and nothing created).
+// The first build takes 10-20 minutes or more on 2 cores and needs the Go
+// module proxy; concurrent callers, in this process or others, build once
+// (the script holds a lock in the cache directory and renames a finished
+// build into place). The script's progress lines are copied to progress,
+// which may be nil. Cancelling ctx stops the build, or the wait for another
+// process's build, within etcdproc.WaitDelay; the error then wraps
+// ctx.Err(). Otherwise a failure wraps ErrNoBinaries and carries the end of
+// the build's output.
+func Binaries(ctx context.Context, version string, progress io.Writer) (string, error) {
+	version, err := release.Kubernetes.Resolve(version)
+	if err != nil {
+		return "", err
+	}
 	dir := BinDir(version)
 	if Cached(version) {
 		return dir, nil
 	}
-	if err := etcdproc.RunBuildScript("build-kube-apiserver.sh", version, progress); err != nil {
+	if err := etcdproc.RunBuildScript(ctx, "build-kube-apiserver.sh", version, progress); err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
 		return "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
 	}
 	if !Cached(version) {

@@ -2,15 +2,22 @@ package apiserverproc
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kubestore/etcdkit/internal/buildtest"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/filetest"
+	"github.com/kubestore/etcdkit/internal/release"
 )
 
 // buildScript is the script Binaries runs, from this package's directory,
@@ -24,8 +31,11 @@ var buildScript = filepath.Join("..", "..", "scripts", "build-kube-apiserver.sh"
 // of building again.
 func TestBuildScriptWaitsForTheLock(t *testing.T) {
 	script := buildScript
+	// A real version, in a cache of the test's own; a `go` that fails
+	// keeps a script that did not wait from building.
+	goCalls := buildtest.FakeGo(t, buildtest.Fail)
 	cache := t.TempDir()
-	const version = "1.37.0-locktest"
+	const version = "1.37.2"
 	lock, err := os.OpenFile(filepath.Join(cache, "kube-apiserver-v"+version+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +92,13 @@ func TestBuildScriptWaitsForTheLock(t *testing.T) {
 	if got := strings.TrimSpace(stdout.String()); got != dir {
 		t.Errorf("got stdout %q, want the installed directory %q", got, dir)
 	}
-	if strings.Contains(stderr(), "from the Go module proxy") {
-		t.Errorf("the script built again after the lock holder finished: %q", stderr())
+	if strings.Contains(stderr(), "from the Go module proxy") || len(goCalls()) > 0 {
+		t.Errorf("the script built again after the lock holder finished: %q (go calls %q)", stderr(), goCalls())
 	}
 }
 
 // TestBuildScriptRefusesOtherLines checks that a release outside the 1.35,
-// 1.36 and 1.37 lines is refused with a usage error before anything is
+// 1.36, 1.37 and 1.38 lines is refused with a usage error before anything is
 // built or locked.
 func TestBuildScriptRefusesOtherLines(t *testing.T) {
 	script := buildScript
@@ -125,4 +135,94 @@ func TestDefaultVersionMatchesGoMod(t *testing.T) {
 		}
 	}
 	t.Fatal("go.mod does not require k8s.io/client-go")
+}
+
+// TestBinariesStopsWaitingOnCancel holds the build lock of
+// DefaultVersion, as another process building it does, and cancels
+// Binaries once its script waits: it must return within 2 s with an error
+// wrapping context.Canceled that says it was waiting, instead of waiting
+// out the other build (10-40 minutes).
+func TestBinariesStopsWaitingOnCancel(t *testing.T) {
+	goCalls := buildtest.FakeGo(t, buildtest.Fail)
+	cache := t.TempDir()
+	t.Setenv("ETCDKIT_CACHE", cache)
+	lock, err := os.OpenFile(filepath.Join(cache, "kube-apiserver-v"+DefaultVersion+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waiting := make(chan struct{})
+	var once sync.Once
+	progress := etcdproc.LogWriter(func(format string, args ...any) {
+		if strings.Contains(fmt.Sprintf(format, args...), "waiting for it") {
+			once.Do(func() { close(waiting) })
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Binaries(ctx, DefaultVersion, progress)
+		done <- err
+	}()
+	select {
+	case <-waiting:
+	case err := <-done:
+		t.Fatalf("Binaries returned %v while the lock was held", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the script did not say it waits within 30 s")
+	}
+	cancelled := time.Now()
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Binaries did not return within 5 s of the cancellation")
+	}
+	if took := time.Since(cancelled); took > 2*time.Second {
+		t.Errorf("Binaries returned %v after the cancellation, want at most 2 s", took)
+	}
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "waiting for it") {
+		t.Errorf("got %v, want an error wrapping context.Canceled that says it was waiting", err)
+	}
+	if calls := goCalls(); len(calls) > 0 {
+		t.Errorf("the script ran go while the lock was held: %q", calls)
+	}
+}
+
+// TestBinariesRefusesHostileVersions: Binaries checks the version itself
+// (release.Kubernetes), so no caller can hand the build script a path;
+// the cache, holding a build, is left as it was.
+func TestBinariesRefusesHostileVersions(t *testing.T) {
+	goCalls := buildtest.FakeGo(t, buildtest.Fail)
+	cache := t.TempDir()
+	t.Setenv("ETCDKIT_CACHE", cache)
+	bin := filepath.Join(cache, "kube-apiserver-v1.37.2", "kube-apiserver")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer filetest.TreeUnchanged(t, cache)()
+	for _, v := range []string{"1.37.2/kube-apiserver", "1.37.", "1.37.999", "", "1.37.2\n"} {
+		if dir, err := Binaries(context.Background(), v, nil); !errors.Is(err, release.ErrInvalid) && !errors.Is(err, release.ErrUnknown) {
+			t.Errorf("Binaries(%q) = %q, %v; want an error wrapping release.ErrInvalid or ErrUnknown", v, dir, err)
+		}
+	}
+	if calls := goCalls(); len(calls) > 0 {
+		t.Errorf("a script ran go: %q", calls)
+	}
+}
+
+// TestDefaultVersionIsItsLinesDefault: `--kube-apiserver 1.37` and the
+// tests' kube-apiserver are the same build.
+func TestDefaultVersionIsItsLinesDefault(t *testing.T) {
+	minor := DefaultVersion[:strings.LastIndexByte(DefaultVersion, '.')]
+	if got, err := release.Kubernetes.Resolve(minor); err != nil || got != DefaultVersion {
+		t.Errorf("release.Kubernetes.Resolve(%q) = %q, %v; want DefaultVersion %q", minor, got, err, DefaultVersion)
+	}
 }

@@ -30,7 +30,7 @@ func Binaries(t testing.TB) string {
 			"(10-20 minutes or more on 2 cores) or set %s=1 to let the test build it",
 			v, apiserverproc.BinDir(v), v, BuildEnv)
 	}
-	dir, err := apiserverproc.Binaries(v, etcdproc.LogWriter(t.Logf))
+	dir, err := apiserverproc.Binaries(t.Context(), v, etcdproc.LogWriter(t.Logf))
 	if err != nil {
 		t.Fatal(err)
 	}

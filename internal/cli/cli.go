@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -70,9 +68,10 @@ func PrepareRoot(root *cobra.Command) {
 }
 
 // Run executes root with args under a context cancelled by SIGINT or
-// SIGTERM; see RunContext.
+// SIGTERM, which carries the context a second such signal cancels
+// (SecondInterrupt); see RunContext.
 func Run(root *cobra.Command, args []string, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := notifyInterrupts()
 	defer stop()
 	return RunContext(ctx, root, args, stderr)
 }
@@ -82,11 +81,19 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 // "<name>: <error>" on stderr (control characters escaped:
 // output.EscapeControl) and returns the exit code: 0, 1 for a
 // runtime error, 2 for a usage error, ExitInterrupted for an error that
-// ends in ctx's cancellation ("<name>: interrupted: <what it stopped>").
+// ends in ctx's cancellation ("<name>: interrupted: <what it stopped>")
+// and for a command that returned after ctx ended: an interrupted command
+// exits 130 always.
 // Unknown subcommands are usage errors too.
 func RunContext(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if err == nil && ctx.Err() != nil {
+		// The signal landed after the command's last look at ctx: its
+		// output may be whole, but the user asked it to stop.
+		fmt.Fprintf(stderr, "%s: interrupted\n", root.Name())
+		return ExitInterrupted
+	}
 	if err == nil {
 		return ExitOK
 	}

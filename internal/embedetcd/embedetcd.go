@@ -22,6 +22,12 @@ type Config struct {
 	Dir string
 	// Name is the member name; empty means "default".
 	Name string
+	// ClusterToken is --initial-cluster-token; empty keeps etcd's
+	// "etcd-cluster". etcd derives the member and cluster IDs from it and
+	// the peer URLs, so members started with the same token (and, here,
+	// the same peer URL) share their IDs: tests that need two clusters
+	// give different tokens.
+	ClusterToken string
 	// UnsafeNoFsync disables fsync (etcd's --unsafe-no-fsync). Tests set it;
 	// benchmarks must not, or their write latencies mean nothing.
 	UnsafeNoFsync bool
@@ -69,6 +75,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.ListenPeerUrls = []url.URL{loopback}
 	ec.AdvertisePeerUrls = []url.URL{loopback}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if cfg.ClusterToken != "" {
+		ec.InitialClusterToken = cfg.ClusterToken
+	}
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
 	if cfg.SnapshotCount > 0 {

@@ -15,6 +15,7 @@ package etcdproc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubestore/etcdkit/internal/release"
 )
 
 // Versions are the etcd releases, one per supported minor line, that the
@@ -49,19 +54,29 @@ var ErrNoBinaries = errors.New("etcd binaries unavailable")
 
 // Binaries returns the directory holding etcd, etcdctl (and, from 3.5,
 // etcdutl) of version, building them with scripts/build-etcd.sh when they
-// are not cached yet. The build takes one to three minutes per version and
-// needs the Go module proxy; concurrent callers, in this process or others,
-// build once (the script holds a lock in the cache directory and renames a
+// are not cached yet. version is checked first (release.Etcd.Resolve: an
+// error wrapping release.ErrInvalid or release.ErrUnknown, and nothing
+// created). The build takes one to three minutes per version and needs the
+// Go module proxy; concurrent callers, in this process or others, build
+// once (the script holds a lock in the cache directory and renames a
 // finished build into place). The script's progress lines are copied to
-// progress, which may be nil. The error wraps ErrNoBinaries and carries the
-// end of the build's output when it fails.
-func Binaries(version string, progress io.Writer) (string, error) {
-	version = strings.TrimPrefix(version, "v")
+// progress, which may be nil. Cancelling ctx stops the build, or the wait
+// for another process's build, within WaitDelay; the error then wraps
+// ctx.Err(). Otherwise a failure wraps ErrNoBinaries and carries the end of
+// the build's output.
+func Binaries(ctx context.Context, version string, progress io.Writer) (string, error) {
+	version, err := release.Etcd.Resolve(version)
+	if err != nil {
+		return "", err
+	}
 	dir := filepath.Join(CacheDir(), "etcd-v"+version)
 	if IsExecutable(filepath.Join(dir, "etcd")) && IsExecutable(filepath.Join(dir, "etcdctl")) {
 		return dir, nil
 	}
-	if err := RunBuildScript("build-etcd.sh", version, progress); err != nil {
+	if err := RunBuildScript(ctx, "build-etcd.sh", version, progress); err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
 		return "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
 	}
 	if !IsExecutable(filepath.Join(dir, "etcd")) {
@@ -70,28 +85,60 @@ func Binaries(version string, progress io.Writer) (string, error) {
 	return dir, nil
 }
 
+// WaitDelay bounds how long RunBuildScript waits, once its context is
+// cancelled, for the script's process group to exit after SIGTERM before
+// it kills the script and returns.
+const WaitDelay = time.Second
+
 // RunBuildScript runs the repository's scripts/name (build-etcd.sh,
-// build-kube-apiserver.sh) with version and CacheDir as its arguments, in
-// CleanEnv, copying the script's stderr to progress, which may be nil. The
-// scripts print the installed directory on stdout, which is discarded: the
-// caller knows where it is. The error names the script and carries the last
-// five lines of its stderr.
-func RunBuildScript(name, version string, progress io.Writer) error {
+// build-kube-apiserver.sh, build-benchmark.sh) with version and CacheDir as
+// its arguments, in CleanEnv and a process group of its own, copying the
+// script's stderr to progress, which may be nil. The caller has checked
+// version (package release); the script checks it again. The scripts print
+// the installed directory on stdout, which is discarded: the caller knows
+// where it is. Cancelling ctx sends SIGTERM to the script's process group
+// (the script, the lock wait, go build), which removes the script's
+// temporary directories; RunBuildScript returns within WaitDelay with an
+// error wrapping ctx.Err() that says what the script was doing. Any other
+// error names the script and carries the last five lines of its stderr.
+func RunBuildScript(ctx context.Context, name, version string, progress io.Writer) error {
 	script, err := buildScript(name)
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s %s not started: %w", script, version, err)
+	}
 	var stderr bytes.Buffer
-	cmd := exec.Command("bash", script, version, CacheDir())
+	cmd := exec.CommandContext(ctx, "bash", script, version, CacheDir())
 	cmd.Env = CleanEnv()
 	cmd.Stderr = &stderr
 	if progress != nil {
 		cmd.Stderr = io.MultiWriter(&stderr, progress)
 	}
-	if _, err := cmd.Output(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = WaitDelay
+	_, err = cmd.Output()
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s %s stopped%s: %w", script, version, lastSaid(stderr.String(), name), ctx.Err())
+	}
+	if err != nil {
 		return fmt.Errorf("%s %s: %v: %s", script, version, err, LastLines(stderr.String(), 5))
 	}
 	return nil
+}
+
+// lastSaid returns the last progress line of script name in stderr (one
+// beginning "name: "), as " (it had said: LINE)", or "" if there is none.
+func lastSaid(stderr, name string) string {
+	lines := strings.Split(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], name+": ") {
+			return " (it had said: " + strings.TrimSpace(lines[i]) + ")"
+		}
+	}
+	return ""
 }
 
 // buildScript finds scripts/name from this source file's location, which

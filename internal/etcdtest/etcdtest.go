@@ -27,6 +27,9 @@ type Options struct {
 	SnapshotCount uint64
 	// QuotaBackendBytes is etcd's --quota-backend-bytes; 0 keeps 2 GiB.
 	QuotaBackendBytes int64
+	// ClusterToken is etcd's --initial-cluster-token (embedetcd.Config);
+	// members started with different tokens are of different clusters.
+	ClusterToken string
 }
 
 // RunEtcd starts an embedded member for the test and stops it when the test
@@ -48,6 +51,7 @@ func RunEtcd(t testing.TB, opts ...Options) *embedetcd.Server {
 		WatchProgressNotifyInterval: o.WatchProgressNotifyInterval,
 		SnapshotCount:               o.SnapshotCount,
 		QuotaBackendBytes:           o.QuotaBackendBytes,
+		ClusterToken:                o.ClusterToken,
 	})
 	if err != nil {
 		t.Fatalf("start embedded etcd: %v", err)
@@ -106,7 +110,7 @@ func EtcdBinaries(t testing.TB, version string) string {
 	if testing.Short() {
 		t.Skip("starts etcd processes; skipped under -short")
 	}
-	dir, err := etcdproc.Binaries(version, etcdproc.LogWriter(t.Logf))
+	dir, err := etcdproc.Binaries(t.Context(), version, etcdproc.LogWriter(t.Logf))
 	if errors.Is(err, etcdproc.ErrNoBinaries) && os.Getenv("CI") == "" {
 		t.Skipf("etcd %s binaries cannot be built here: %v", version, err)
 	}

@@ -24,11 +24,12 @@ func FromRun(r *report.RunResult, label string) *Result {
 		Case:    fmt.Sprintf("%s watchers=%d objects=%d rate=%.0f/s", sc.Profile, sc.Watchers, sc.Objects, sc.WriteRatePerSecond),
 		Relists: int64(len(r.Relists)), WritesPerSecond: r.Writes.ThroughputPerSecond, WriteP99Ms: r.Writes.Latency.P99Ms,
 		DBSizeBeforeBytes: r.DBSize.BeforeCompactionBytes, DBSizeAfterBytes: r.DBSize.EndBytes, LostEvents: r.Validation.Lost}
-	var resync []float64
+	var resync, backoff, relist []float64
 	for _, rl := range r.Relists {
 		c.RelistObjects += rl.Objects
 		c.RelistBytes += rl.Bytes
 		resync = append(resync, rl.DurationMs+rl.BackoffMs)
+		backoff, relist = append(backoff, rl.BackoffMs), append(relist, rl.DurationMs)
 		for _, a := range rl.Attempts {
 			if a.Error != "" {
 				c.ListRestarts++
@@ -36,6 +37,7 @@ func FromRun(r *report.RunResult, label string) *Result {
 		}
 	}
 	c.ResyncP50Ms, c.ResyncMaxMs = percentile(append([]float64(nil), resync...), 0.5), maxOf(resync)
+	c.BackoffP50Ms, c.RelistP50Ms = percentile(backoff, 0.5), percentile(relist, 0.5)
 	for _, cp := range r.Compaction {
 		if cp.Error == "" {
 			c.Compactions++
@@ -79,14 +81,16 @@ func FromKubeRun(r *report.KubeRunResult, label string) *Result {
 		Case:    fmt.Sprintf("%s informers=%d objects=%d rate=%.0f/s", sc.Profile, sc.Watchers, sc.Objects, sc.WriteRatePerSecond),
 		Relists: int64(len(r.Relists)), WritesPerSecond: r.Writes.ThroughputPerSecond, WriteP99Ms: r.Writes.Latency.P99Ms,
 		LostEvents: r.Validation.Lost, OtherViolations: runViolations(r.Validation), Compactions: len(r.Compactions)}
-	var resync []float64
+	var resync, backoff, relist []float64
 	for _, rl := range r.Relists {
 		c.RelistObjects += rl.Objects
 		c.RelistBytes += rl.Bytes
 		c.ListRestarts += int64(rl.FailedRequests)
 		resync = append(resync, rl.DurationMs+rl.BackoffMs)
+		backoff, relist = append(backoff, rl.BackoffMs), append(relist, rl.DurationMs)
 	}
 	c.ResyncP50Ms, c.ResyncMaxMs = percentile(append([]float64(nil), resync...), 0.5), maxOf(resync)
+	c.BackoffP50Ms, c.RelistP50Ms = percentile(backoff, 0.5), percentile(relist, 0.5)
 	if r.Defrag != nil && r.Defrag.Error == "" {
 		c.Defrags, c.DefragMs = 1, r.Defrag.DurationMs
 	}

@@ -501,6 +501,7 @@ func (c RelistStormCase) summary() CaseSummary {
 	}
 	cs := CaseSummary{Experiment: NameRelistStorm, Case: name, Relists: int64(c.Relists), RelistObjects: c.RelistObjects,
 		RelistBytes: c.RelistBytes, ResyncP50Ms: c.ResyncP50Ms, ResyncMaxMs: c.ResyncMaxMs, ListRestarts: int64(c.Expired),
+		BackoffP50Ms: c.BackoffP50Ms, RelistP50Ms: c.ListP50Ms,
 		WritesPerSecond: c.Writes.ThroughputPerSecond, WriteP99Ms: c.Writes.Latency.P99Ms, Probe: c.Probe,
 		LostEvents: c.Validation.Lost, OtherViolations: c.Validation.Others()}
 	if c.Compacted {

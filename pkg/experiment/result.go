@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,6 +102,14 @@ type CaseSummary struct {
 	// list's total time (continuation), or catching up (catchup).
 	ResyncP50Ms float64 `json:"resyncP50Ms"`
 	ResyncMaxMs float64 `json:"resyncMaxMs"` // slowest of them
+	// BackoffP50Ms and RelistP50Ms split a relist's resync (relist storm,
+	// runs): the median of client-go's wait before each relist (backoff)
+	// and of the relist's LIST requests themselves (relist, failed
+	// attempts included); resync is about their sum (a relist storm's also
+	// counts the failed watch before the backoff). 0 in results written
+	// before they were recorded.
+	BackoffP50Ms float64 `json:"backoffP50Ms,omitempty"`
+	RelistP50Ms  float64 `json:"relistP50Ms,omitempty"` // median relist duration, ms
 	// ListRestarts counts LIST requests that met ErrCompacted and had to
 	// be made again (continuation).
 	ListRestarts int64 `json:"listRestarts"`
@@ -205,18 +214,25 @@ func (v Validation) Others() int64 {
 	return n
 }
 
+// ErrUnknownExperiment is returned (wrapped, naming the value) for an
+// experiment result whose experiment this build does not know.
+var ErrUnknownExperiment = errors.New("unknown experiment")
+
 // Decode decodes an experiment result (report.KindExperiment, or a
 // result written before the kind field by its experiment field). It
 // returns an error wrapping report.ErrUnknownKind, naming the kind, for
-// any other document, and one wrapping report.ErrNewerSchema for a newer
-// schema version or an experiment this build does not know.
+// any other document, one wrapping report.ErrNewerSchema for a newer
+// schema version, one wrapping ErrUnknownExperiment for an experiment
+// this build does not know, and one wrapping report.ErrMissingField,
+// naming the field, for a result without the fields every result of its
+// experiment has (Result.Check).
 func Decode(b []byte) (*Result, error) {
 	h, err := report.Identify(b)
 	if err != nil {
 		return nil, err
 	}
 	if h.Kind != report.KindExperiment {
-		return nil, fmt.Errorf("%w: a %s document, not an experiment result", report.ErrUnknownKind, h.Kind)
+		return nil, fmt.Errorf("%w, not an experiment result", report.UnknownKind(h.Kind))
 	}
 	if err := report.CheckSchema(h, SchemaVersion); err != nil {
 		return nil, err
@@ -225,11 +241,70 @@ func Decode(b []byte) (*Result, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", h.Kind, err)
 	}
-	if !slices.Contains(Names, r.Experiment) && r.Experiment != NameRun {
-		return nil, fmt.Errorf("%w: experiment %q (this lwbench knows %s)", report.ErrNewerSchema, r.Experiment, strings.Join(Names, ", "))
+	if err := r.Check(); err != nil {
+		return nil, err
 	}
 	r.Kind = report.KindExperiment
 	return &r, nil
+}
+
+// Check returns an error for a result that a table or a plot could only
+// show as empty: one wrapping ErrUnknownExperiment, naming the value,
+// when Experiment is none of Names, NameRun and NameKubeRun, and one wrapping
+// report.ErrMissingField, naming the first field missing by its JSON
+// path, when there is no case, a case lacks its experiment or its name,
+// or the experiment's own part (relistStorm, ...) or its cases are
+// missing.
+func (r *Result) Check() error {
+	if r.Experiment == "" {
+		return report.MissingField("experiment")
+	}
+	if !slices.Contains(Names, r.Experiment) && r.Experiment != NameRun && r.Experiment != NameKubeRun {
+		return fmt.Errorf("%w %q (this lwbench knows %s)", ErrUnknownExperiment, r.Experiment, strings.Join(Names, ", "))
+	}
+	if len(r.Cases) == 0 {
+		return report.MissingField("cases")
+	}
+	for i, c := range r.Cases {
+		switch {
+		case c.Experiment == "":
+			return report.MissingField(fmt.Sprintf("cases[%d].experiment", i))
+		case c.Experiment != r.Experiment:
+			return fmt.Errorf("cases[%d].experiment is %q in a %s result", i, c.Experiment, r.Experiment)
+		case c.Case == "":
+			return report.MissingField(fmt.Sprintf("cases[%d].case", i))
+		}
+	}
+	var own string
+	var cases int
+	switch r.Experiment {
+	case NameRelistStorm:
+		if own = "relistStorm"; r.RelistStorm != nil {
+			cases = len(r.RelistStorm.Cases)
+		}
+	case NameContinuation:
+		if own = "continuation"; r.Continuation != nil {
+			cases = len(r.Continuation.Cases)
+		}
+	case NameCompactionSweep:
+		if own = "compactionSweep"; r.CompactionSweep != nil {
+			cases = len(r.CompactionSweep.Cases)
+		}
+	case NameDefragStall:
+		if own = "defragStall"; r.DefragStall != nil {
+			cases = len(r.DefragStall.Cases)
+		}
+	case NameCatchup:
+		if own = "catchup"; r.Catchup != nil {
+			cases = len(r.Catchup.Cases)
+		}
+	default:
+		return nil // a run's result has no part of its own
+	}
+	if cases == 0 {
+		return report.MissingField(own + ".cases")
+	}
+	return nil
 }
 
 // fromReport is the one conversion from a load's validation

@@ -14,6 +14,7 @@ const (
 	FigureRelistObjects   = "relistObjects"
 	FigureRelistBytes     = "relistBytes"
 	FigureResync          = "resyncP50Ms" // and resyncMaxMs
+	FigureRelistTime      = "relistP50Ms" // and backoffP50Ms
 	FigureListRestarts    = "listRestarts"
 	FigureCompactions     = "compactions"
 	FigureDefrag          = "defragMs"        // and defrags; only for a case that defragmented
@@ -35,16 +36,16 @@ type Spec struct {
 // run` as FromRun summarises it and `lwbench run --kube-apiserver` as
 // FromKubeRun does.
 var Specs = []Spec{
-	{NameRelistStorm, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
+	{NameRelistStorm, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureRelistTime, FigureResync, FigureListRestarts, FigureCompactions,
 		FigureWrites, FigureProbe, FigureLostEvents, FigureOtherViolations}},
 	{NameContinuation, []string{FigureResync, FigureListRestarts, FigureCompactions, FigureWrites, FigureProbe}},
 	{NameCompactionSweep, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureCompactions, FigureWrites, FigureProbe,
 		FigureDBSize, FigureLostEvents, FigureOtherViolations}},
 	{NameDefragStall, []string{FigureCompactions, FigureDefrag, FigureProbe, FigureDBSize}},
 	{NameCatchup, []string{FigureRelistObjects, FigureRelistBytes, FigureResync, FigureProbe, FigureLostEvents, FigureOtherViolations}},
-	{NameRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
+	{NameRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureRelistTime, FigureResync, FigureListRestarts, FigureCompactions,
 		FigureDefrag, FigureWrites, FigureDBSize, FigureLostEvents, FigureOtherViolations}},
-	{NameKubeRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureResync, FigureListRestarts, FigureCompactions,
+	{NameKubeRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureRelistTime, FigureResync, FigureListRestarts, FigureCompactions,
 		FigureDefrag, FigureWrites, FigureLostEvents, FigureOtherViolations}},
 }
 
@@ -68,6 +69,16 @@ func Measured(c CaseSummary, figure string) bool {
 		return c.Defrags > 0
 	}
 	return true
+}
+
+// Summary returns what Compare and a comparison of r read of it: its
+// experiment, label, target, kube-apiservers and cases, without its
+// timelines and its experiment's own part, which are most of a result's
+// size. A reader of many results keeps the summaries (lwbench report).
+func (r *Result) Summary() *Result {
+	return &Result{Kind: r.Kind, SchemaVersion: r.SchemaVersion, Experiment: r.Experiment, StartedAt: r.StartedAt,
+		DurationMs: r.DurationMs, Quick: r.Quick, Label: r.Label, Environment: r.Environment, Target: r.Target,
+		APIServer: r.APIServer, Cases: r.Cases}
 }
 
 // ComparisonSchemaVersion is the version of the Comparison JSON document.

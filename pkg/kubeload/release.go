@@ -27,17 +27,18 @@ const (
 
 // releaseGates are the defaults of the gates the model follows in each
 // Kubernetes minor release lwbench builds, from
-// k8s.io/apiserver/pkg/features/kube_features.go of v0.35.4, v0.36.3 and
-// v0.37.2. A gate missing from a release does not exist in it, and its
-// kube-apiserver refuses it in --feature-gates:
+// k8s.io/apiserver/pkg/features/kube_features.go of v0.35.4, v0.36.3,
+// v0.37.2 and v0.38.0-beta.0. A gate missing from a release does not exist
+// in it, and its kube-apiserver refuses it in --feature-gates:
 //
-//	gate             1.35       1.36       1.37
-//	EtcdRangeStream  absent     absent     beta, on (added in 1.37)
-//	WatchList        beta, on   beta, on   beta, on (on again since 1.34)
+//	gate             1.35       1.36       1.37       1.38
+//	EtcdRangeStream  absent     absent     beta, on   beta, on (added in 1.37)
+//	WatchList        beta, on   beta, on   beta, on   beta, on (on again since 1.34)
 var releaseGates = map[string]map[string]bool{
 	"1.35": {GateWatchList: true},
 	"1.36": {GateWatchList: true},
 	"1.37": {GateWatchList: true, GateEtcdRangeStream: true},
+	"1.38": {GateWatchList: true, GateEtcdRangeStream: true},
 }
 
 // GateDefault returns the default of gate in kube-apiserver of version

@@ -3,10 +3,12 @@ package kubeload
 import (
 	"maps"
 	"testing"
+
+	"github.com/kubestore/etcdkit/internal/release"
 )
 
 // TestGateDefault holds the release table to kube_features.go of each
-// release: EtcdRangeStream only in 1.37, on; WatchList on in all three.
+// release: EtcdRangeStream in 1.37 and 1.38, on; WatchList on in all four.
 func TestGateDefault(t *testing.T) {
 	tests := []struct {
 		version, gate string
@@ -21,6 +23,8 @@ func TestGateDefault(t *testing.T) {
 		{"1.35.4", GateWatchList, true, true},
 		{"1.36.3", GateWatchList, true, true},
 		{"1.37.2", GateWatchList, true, true},
+		{"1.38.0-beta.0", GateEtcdRangeStream, true, true},
+		{"1.38.0-beta.0", GateWatchList, true, true},
 		{"1.37.2", "ConsistentListFromCache", false, false},
 		{"1.34.0", GateWatchList, false, false},
 	}
@@ -28,6 +32,17 @@ func TestGateDefault(t *testing.T) {
 		def, ok := GateDefault(tt.version, tt.gate)
 		if def != tt.wantDef || ok != tt.wantOK {
 			t.Errorf("GateDefault(%q, %q) = %v, %v; want %v, %v", tt.version, tt.gate, def, ok, tt.wantDef, tt.wantOK)
+		}
+	}
+}
+
+// TestGatesOfEveryRelease: every Kubernetes line lwbench builds
+// (release.Kubernetes) has its gates in the table; WatchList exists in
+// all of them.
+func TestGatesOfEveryRelease(t *testing.T) {
+	for _, l := range release.Kubernetes.Lines {
+		if _, ok := GateDefault(l.Default, GateWatchList); !ok {
+			t.Errorf("GateDefault(%q, %q): got absent, want the release's default in releaseGates", l.Default, GateWatchList)
 		}
 	}
 }

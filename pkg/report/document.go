@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/kubestore/etcdkit/internal/inputfile"
 )
@@ -42,6 +44,25 @@ const (
 // 64 MiB, over a hundred times the largest result the suite writes.
 const MaxDocumentBytes = 64 << 20
 
+// MaxDocumentObjects bounds the JSON objects ({...}) a document may hold:
+// 524,288, over 200 times those of the largest result the suite writes
+// (about one per 190 bytes of indented JSON). An array of empty objects
+// ("[{},{},...]", 3 bytes each) decodes into a Go struct of up to a few
+// hundred bytes each; this bounds what decoding any document allocates to
+// about 200 MB besides its bytes.
+const MaxDocumentObjects = 1 << 19
+
+// ErrTooManyObjects is returned (wrapped, with the count and the limit)
+// for a document of more than MaxDocumentObjects JSON objects.
+var ErrTooManyObjects = errors.New("more JSON objects than the limit")
+
+// MaxTotalDocumentBytes bounds the JSON `lwbench report` reads across
+// all its files together: 256 MiB. Each file is still at most
+// MaxDocumentBytes; what a reader keeps of each (a summary) adds up
+// with the number of files, the bytes it holds while decoding one do
+// not.
+const MaxTotalDocumentBytes = 256 << 20
+
 // ErrUnknownKind is returned when a JSON document is none of the kinds
 // above.
 var ErrUnknownKind = errors.New("not a result lwbench or scripts/ write")
@@ -49,6 +70,22 @@ var ErrUnknownKind = errors.New("not a result lwbench or scripts/ write")
 // ErrNewerSchema is returned for a document whose schemaVersion is newer
 // than this build reads.
 var ErrNewerSchema = errors.New("schema version newer than this lwbench reads")
+
+// ErrMissingField is returned (wrapped, naming the field by its JSON path,
+// e.g. "cases[0].case") for a result that lacks a field every result of
+// its kind has: a table of it would be empty or made of zeros that were
+// never measured.
+var ErrMissingField = errors.New("missing required field")
+
+// Kinds lists every kind above.
+var Kinds = []string{KindRun, KindWatch, KindPut, KindList, KindKubeRun, KindConformance, KindExperiment, KindComparison,
+	KindFaultRuns, KindVersionMatrix, KindSuiteProvenance, KindBenchmarkComparison, KindInspectBench}
+
+// MissingField returns an error wrapping ErrMissingField that names
+// field, a JSON path such as "cases" or "scenario.profile".
+func MissingField(field string) error {
+	return fmt.Errorf("%w %q", ErrMissingField, field)
+}
 
 // Header is what identifies a JSON document: its kind and the version of
 // that kind's schema.
@@ -62,6 +99,52 @@ type Header struct {
 // instead of waited on or read forever).
 func ReadDocument(path string) ([]byte, error) {
 	return inputfile.Read(path, MaxDocumentBytes)
+}
+
+// SizeDocuments returns the total size of the files at paths after
+// checking, without reading them, that each is a regular file ReadDocument
+// would read and that together they hold at most maxTotal bytes; the
+// error names the file that brings the total over maxTotal, the total
+// and the limit, and wraps inputfile.ErrTooLarge.
+func SizeDocuments(paths []string, maxTotal int64) (int64, error) {
+	var total int64
+	for _, p := range paths {
+		f, err := inputfile.Open(p, MaxDocumentBytes)
+		if err != nil {
+			return total, err
+		}
+		size := f.Info.Size()
+		f.Close()
+		total += size
+		if total > maxTotal {
+			return total, fmt.Errorf("%s: %d bytes, which brings the files read to %d bytes, %w of %d bytes across all files",
+				p, size, total, inputfile.ErrTooLarge, maxTotal)
+		}
+	}
+	return total, nil
+}
+
+// countObjects returns the number of "{" in b outside JSON strings, up to
+// MaxDocumentObjects+1: the objects of a JSON document, counted in one
+// pass without allocating.
+func countObjects(b []byte) int {
+	n := 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && c == '{':
+			if n++; n > MaxDocumentObjects {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // shape holds the fields that tell apart the documents written before
@@ -83,8 +166,13 @@ type shape struct {
 // Identify returns the kind and schema version of the JSON document b:
 // its kind field or, for a document written before that field existed,
 // the kind its fields show. It returns ErrUnknownKind for any other JSON
-// object, and a syntax error for bytes that are not one.
+// object, ErrTooManyObjects for a document of more than MaxDocumentObjects
+// objects (counted before anything is decoded), and a syntax error for
+// bytes that are not one.
 func Identify(b []byte) (Header, error) {
+	if n := countObjects(b); n > MaxDocumentObjects {
+		return Header{}, fmt.Errorf("%d JSON objects or more, %w of %d objects", n, ErrTooManyObjects, MaxDocumentObjects)
+	}
 	var s shape
 	if err := json.Unmarshal(b, &s); err != nil {
 		return Header{}, fmt.Errorf("not a JSON result: %w", err)
@@ -127,11 +215,13 @@ func Identify(b []byte) (Header, error) {
 }
 
 // Decode decodes a result of one of lwbench's own commands: it returns a
-// *RunResult, *WatchResult, *PutResult, *ListResult or *KubeRunResult by the document's
-// kind (Identify). It returns an error wrapping ErrNewerSchema for a
-// newer schema version, and one wrapping ErrUnknownKind, naming the
-// kind, for every other document (experiment results decode with
-// experiment.Decode).
+// *RunResult, *WatchResult, *PutResult, *ListResult, *KubeRunResult or
+// *Conformance by the document's kind (Identify). It returns an error
+// wrapping ErrNewerSchema for a newer schema version, one wrapping
+// ErrUnknownKind, naming the kind, for every other document (experiment
+// results decode with experiment.Decode; a kind value none of Kinds is
+// called unknown), and one wrapping ErrMissingField for a run (through
+// kube-apiserver or not) without its scenario's profile.
 func Decode(b []byte) (Header, any, error) {
 	h, err := Identify(b)
 	if err != nil {
@@ -153,7 +243,7 @@ func Decode(b []byte) (Header, any, error) {
 	case KindConformance:
 		v, current = &Conformance{}, ConformanceSchemaVersion
 	default:
-		return h, nil, fmt.Errorf("%w: a %s document", ErrUnknownKind, h.Kind)
+		return h, nil, UnknownKind(h.Kind)
 	}
 	if err := CheckSchema(h, current); err != nil {
 		return h, nil, err
@@ -161,7 +251,29 @@ func Decode(b []byte) (Header, any, error) {
 	if err := json.Unmarshal(b, v); err != nil {
 		return h, nil, fmt.Errorf("%s: %w", h.Kind, err)
 	}
+	var profile string
+	switch r := v.(type) {
+	case *RunResult:
+		profile = r.Scenario.Profile
+	case *KubeRunResult:
+		profile = r.Scenario.Profile
+	default:
+		return h, v, nil
+	}
+	if profile == "" {
+		return h, nil, fmt.Errorf("%s: %w", h.Kind, MissingField("scenario.profile"))
+	}
 	return h, v, nil
+}
+
+// UnknownKind returns the error wrapping ErrUnknownKind for a document
+// of kind k that the caller does not read: "a FaultRuns document" for
+// one of Kinds, `unknown kind "X"` for any other value.
+func UnknownKind(k string) error {
+	if slices.Contains(Kinds, k) {
+		return fmt.Errorf("%w: a %s document", ErrUnknownKind, k)
+	}
+	return fmt.Errorf("%w: unknown kind %q (lwbench and scripts/ write %s)", ErrUnknownKind, k, strings.Join(Kinds, ", "))
 }
 
 // CheckSchema returns an error wrapping ErrNewerSchema when h's schema

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,5 +108,33 @@ func TestReadDocumentRefuses(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("ReadDocument(%s) still blocked after 10s", tt.path)
 		}
+	}
+}
+
+// TestTooManyObjects checks that a document of more objects than
+// MaxDocumentObjects (an array of empty objects, each of which decodes
+// into a struct of hundreds of bytes) is refused before it is decoded,
+// allocating little, while one within the limit decodes.
+func TestTooManyObjects(t *testing.T) {
+	doc := func(n int) []byte {
+		return []byte(`{"kind":"RunResult","schemaVersion":2,"scenario":{"profile":"informer"},"relists":[` +
+			strings.Repeat(`{},`, n) + `{}]}`)
+	}
+	var before, after runtime.MemStats
+	b := doc(MaxDocumentObjects)
+	runtime.ReadMemStats(&before)
+	_, _, err := Decode(b)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooManyObjects) || !strings.Contains(err.Error(), fmt.Sprint(MaxDocumentObjects)) {
+		t.Errorf("Decode of %d objects: %v, want ErrTooManyObjects naming the limit", MaxDocumentObjects+2, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("refusing %d objects allocated %d bytes, want them uncounted, undecoded", MaxDocumentObjects+2, alloc)
+	}
+	if _, _, err := Decode(doc(1000)); err != nil {
+		t.Errorf("Decode of 1002 objects: %v", err)
+	}
+	if n := countObjects([]byte(`{"a": "{\"{", "b": [{}, "\\"], "c": {}}`)); n != 3 {
+		t.Errorf("countObjects counted %d objects, want 3 (braces in strings and escapes are not objects)", n)
 	}
 }

@@ -72,6 +72,9 @@ type KubeRunResult struct {
 	// lwbench does not own (--kubeconfig); nil otherwise (a cluster
 	// lwbench started is thrown away whole).
 	Cleanup *NamespaceCleanup `json:"namespaceCleanup,omitempty"`
+	// Verdict is the run's one-line verdict (KubeRunVerdict), as
+	// RunResult's.
+	Verdict string `json:"verdict"`
 }
 
 // NamespaceCleanup is the end of a run on a cluster lwbench does not own:

@@ -65,6 +65,13 @@ type RunResult struct {
 	// Cleanup is set when lwbench deleted what it wrote at the end (a
 	// cluster it does not own).
 	Cleanup *Cleanup `json:"cleanup,omitempty"`
+	// Warnings say what may have distorted the figures, one line each
+	// naming the figures affected (BusyWarnings); none when nothing did.
+	Warnings []string `json:"warnings,omitempty"`
+	// Verdict is the run's one-line verdict (RunVerdict): "PASS: ..."
+	// when every guarantee held and nothing was lost, "FAIL: ..." saying
+	// what failed.
+	Verdict string `json:"verdict"`
 }
 
 // Target is the etcd a run drove.
@@ -587,6 +594,15 @@ type SelfStats struct {
 	// (process_cpu_seconds_total, process_resident_memory_bytes) before
 	// and after; nil when it could not be read or runs in this process.
 	Etcd *ProcessStats `json:"etcd,omitempty"`
+	// LoadAverageMax is the machine's highest one-minute load average
+	// (/proc/loadavg), sampled every second; 0 where it cannot be read.
+	// Above NumCPU, runnable processes waited for a CPU (BusyWarnings).
+	LoadAverageMax float64 `json:"loadAverageMax,omitempty"`
+	// SchedLatencyP99Ms is the 99th percentile of how long this process's
+	// goroutines waited, runnable, for a CPU during the run (the Go
+	// runtime's /sched/latencies:seconds, runtime/metrics), ms: what
+	// lwbench's own starved CPU adds to the latencies it measures.
+	SchedLatencyP99Ms float64 `json:"schedLatencyP99Ms,omitempty"`
 }
 
 // ProcessStats is another process's CPU and memory over the run.

@@ -82,6 +82,10 @@ type DiffReport struct {
 	// committed between the two files when they come from one cluster
 	// (negative when the second file is older).
 	RevisionsBetween int64 `json:"revisionsBetween"`
+	// DifferentClusters is set when the files are of different clusters
+	// (their members buckets share no member ID; see
+	// MembersReport.Clusters): RevisionsBetween then means nothing.
+	DifferentClusters bool `json:"differentClusters"`
 	// Rows per resource with a change, sorted by the number of changes,
 	// most first.
 	Rows []DiffRow `json:"rows"`
@@ -92,7 +96,7 @@ type DiffReport struct {
 }
 
 // DiffReportSchemaVersion versions the JSON of DiffReport.
-const DiffReportSchemaVersion = 2
+const DiffReportSchemaVersion = 3
 
 // Diff compares the live keys of db (before) and other (after), each read
 // with one parallel scan. Two keys with the same latest revision, create
@@ -131,7 +135,11 @@ func (db *DB) Diff(ctx context.Context, other *DB, p keyspace.Parser) (*DiffRepo
 		maps.Copy(all.keys, tb.keys)
 		p = parserFor(p, all)
 	}
-	rep := &DiffReport{SchemaVersion: DiffReportSchemaVersion, From: from, To: to,
+	clusters, err := clustersOf(db, other)
+	if err != nil {
+		return nil, err
+	}
+	rep := &DiffReport{SchemaVersion: DiffReportSchemaVersion, From: from, To: to, DifferentClusters: clusters > 1,
 		RevisionsBetween: to.Revision - from.Revision, Rows: []DiffRow{}, Changes: []DiffChange{}}
 	rows := map[DiffRow]*DiffRow{}
 	keys := map[string]bool{}
@@ -201,6 +209,23 @@ func (db *DB) Diff(ctx context.Context, other *DB, p keyspace.Parser) (*DiffRepo
 		return compareLabels(a.Class, a.Prefix, a.Group, a.Resource, a.Path, b.Class, b.Prefix, b.Group, b.Resource, b.Path)
 	})
 	return rep, nil
+}
+
+// clustersOf counts the clusters dbs belong to by their members buckets
+// (assignClusters).
+func clustersOf(dbs ...*DB) (int, error) {
+	ms := make([]MemberState, len(dbs))
+	for i, db := range dbs {
+		ci, err := db.ClusterInfo()
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range ci.Members {
+			ms[i].MemberIDs = append(ms[i].MemberIDs, m.ID)
+		}
+		ms[i].RemovedMemberIDs = ci.RemovedMembers
+	}
+	return assignClusters(ms), nil
 }
 
 // sameEntry reports whether two latest entries hold the same revision,

@@ -406,3 +406,15 @@ func (db *DB) verifyTrailer(ctx context.Context) (Trailer, error) {
 	}
 	return TrailerInvalid, nil
 }
+
+// SameFile reports whether db and other are one file opened twice (under
+// two names: a data directory and its member/snap/db, a hard link, a
+// symbolic link), as os.SameFile tells from the open files.
+func (db *DB) SameFile(other *DB) bool {
+	a, err := db.file.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := other.file.Stat()
+	return err == nil && os.SameFile(a, b)
+}

@@ -75,7 +75,7 @@ func TestBboltOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			space, err := db.Space(t.Context(), 0, keyspace.Parser{})
+			space, err := db.Space(t.Context(), SpaceOptions{}, keyspace.Parser{})
 			if err != nil {
 				t.Fatal(err)
 			}

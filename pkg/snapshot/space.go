@@ -1,9 +1,16 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/bits"
+	"sort"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
@@ -16,6 +23,44 @@ const (
 	// etcd warns at start.
 	MaxQuotaBytes int64 = 8 << 30
 )
+
+// DefaultMaxRequestBytes is etcd's --max-request-bytes default, 1.5 MiB
+// (server/embed/config.go DefaultMaxRequestBytes): the largest marshalled
+// raft request a member proposes.
+const DefaultMaxRequestBytes int64 = 3 << 19
+
+// MaxPutForRequestBytes returns the largest key plus value a Put can carry
+// under etcd's --max-request-bytes: etcd marshals the request into an
+// InternalRaftRequest (a header with the request ID, and the Put) and
+// refuses it with "etcdserver: request is too large" when that is longer
+// than maxRequestBytes (server/etcdserver/v3_server.go
+// processInternalRaftRequestOnce). The framing is measured on the real
+// message, with a request ID of the largest varint and no auth user name
+// (an authenticated client's name adds its length and a few bytes); -1
+// when not even an empty Put fits.
+func MaxPutForRequestBytes(maxRequestBytes int64) int64 {
+	if maxRequestBytes <= 0 || requestBytes(0) > maxRequestBytes {
+		return -1
+	}
+	// The framing grows with the varints of the lengths: search for the
+	// largest n whose request still fits.
+	limit := int(min(maxRequestBytes, math.MaxInt32))
+	return int64(sort.Search(limit, func(n int) bool { return requestBytes(int64(n+1)) > maxRequestBytes }))
+}
+
+// requestBytes is the marshalled size of the InternalRaftRequest of a Put
+// of n key and value bytes (a 1-byte key, the rest value), computed from
+// protobuf's wire sizes without allocating the value: the header and the
+// key are measured on real messages, the value and the Put field (field
+// 4, a one-byte tag) added as length-delimited fields.
+func requestBytes(n int64) int64 {
+	header := proto.Size(&etcdserverpb.InternalRaftRequest{Header: &etcdserverpb.RequestHeader{ID: math.MaxUint64}})
+	put := int64(proto.Size(&etcdserverpb.PutRequest{Key: []byte{'/'}}))
+	if n > 1 {
+		put += 1 + int64(protowire.SizeBytes(int(n-1))) // field 2, value
+	}
+	return int64(header) + 1 + int64(protowire.SizeBytes(int(put)))
+}
 
 // What etcd charges a request against the quota (server/storage/quota.go
 // BackendQuota.Cost).
@@ -96,6 +141,17 @@ type Space struct {
 	// no Put is admitted. A kube-apiserver write larger than it (objects
 	// reach 1.5 MiB) raises the alarm.
 	MaxPutBytes int64 `json:"maxPutBytes"`
+	// MaxRequestBytes is the member's --max-request-bytes the verdict is
+	// for, and MaxRequestPutBytes the largest key plus value it lets a
+	// Put carry (MaxPutForRequestBytes).
+	MaxRequestBytes    int64 `json:"maxRequestBytes"`
+	MaxRequestPutBytes int64 `json:"maxRequestPutBytes"`
+	// LargestPutBytes is the largest key plus value etcd admits now: the
+	// smaller of MaxPutBytes and MaxRequestPutBytes, -1 when no Put is
+	// admitted; LargestPutLimit names the limit that decides it, "quota"
+	// or "max-request-bytes".
+	LargestPutBytes int64  `json:"largestPutBytes"`
+	LargestPutLimit string `json:"largestPutLimit"`
 	// NoSpaceAlarm is set when the file's alarm bucket holds a NOSPACE
 	// alarm: some member refused a write and the alarm is still raised.
 	NoSpaceAlarm bool `json:"noSpaceAlarm"`
@@ -152,15 +208,24 @@ const whyCompactionAlone = "etcd's quota compares the backend's size, the bbolt 
 // use (OpenShift's defrag controller: 45 %).
 const fragmentationAlertPercent = 45
 
+// SpaceOptions are the member's limits a Space verdict is for.
+type SpaceOptions struct {
+	// QuotaBytes is the member's --quota-backend-bytes; 0 means
+	// DefaultQuotaBytes.
+	QuotaBytes int64
+	// MaxRequestBytes is the member's --max-request-bytes; 0 means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+}
+
 // Space reads the page layout and the alarm bucket of the file and, with
 // one Compaction scan at the current revision, gives a verdict against
-// quotaBytes (0: DefaultQuotaBytes) by etcd's rule (QuotaAdmits). p parses
-// keys for the compaction estimate. Errors are those of Open's reads and
-// ErrCorrupt for a malformed page tree or alarm entry.
-func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*Space, error) {
-	if quotaBytes <= 0 {
-		quotaBytes = DefaultQuotaBytes
-	}
+// o's quota by etcd's rule (QuotaAdmits) and the largest Put o's limits
+// admit. p parses keys for the compaction estimate. Errors are those of
+// Open's reads and ErrCorrupt for a malformed page tree or alarm entry.
+func (db *DB) Space(ctx context.Context, o SpaceOptions, p keyspace.Parser) (*Space, error) {
+	quotaBytes := cmp.Or(max(o.QuotaBytes, 0), DefaultQuotaBytes)
+	maxRequestBytes := cmp.Or(max(o.MaxRequestBytes, 0), DefaultMaxRequestBytes)
 	ps := int64(db.meta.pageSize)
 	s := &Space{SchemaVersion: SpaceSchemaVersion, Path: db.path, PageSize: db.meta.pageSize, SizeBytes: db.size,
 		DBSizeBytes: int64(db.meta.highWater) * ps, QuotaBytes: quotaBytes, Why: whyCompactionAlone, FreeRuns: []FreeRunBucket{}}
@@ -206,6 +271,12 @@ func (db *DB) Space(ctx context.Context, quotaBytes int64, p keyspace.Parser) (*
 	s.HeadroomBytes = quotaBytes - s.DBSizeBytes
 	s.OverQuota = !QuotaAdmits(s.DBSizeBytes, LeaseGrantCostBytes, quotaBytes)
 	s.MaxPutBytes = max(s.HeadroomBytes-PutOverheadBytes-1, -1)
+	s.MaxRequestBytes = maxRequestBytes
+	s.MaxRequestPutBytes = MaxPutForRequestBytes(maxRequestBytes)
+	s.LargestPutBytes, s.LargestPutLimit = s.MaxPutBytes, "quota"
+	if s.MaxRequestPutBytes < s.MaxPutBytes {
+		s.LargestPutBytes, s.LargestPutLimit = s.MaxRequestPutBytes, "max-request-bytes"
+	}
 	err := db.guard("read the alarm bucket", func() error {
 		return db.forEach(bucketAlarm, func(k, _ []byte) error {
 			a, err := DecodeAlarm(k)

@@ -3,10 +3,13 @@ package snapshot_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 
@@ -32,7 +35,7 @@ func TestSpace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := db.Space(t.Context(), st.DBSizeBytes, keyspace.Parser{})
+			s, err := db.Space(t.Context(), snapshot.SpaceOptions{QuotaBytes: st.DBSizeBytes}, keyspace.Parser{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +115,7 @@ func TestSpaceCompactedAtCurrentRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s, err := db.Space(t.Context(), 0, keyspace.Parser{})
+	s, err := db.Space(t.Context(), snapshot.SpaceOptions{}, keyspace.Parser{})
 	if err != nil {
 		t.Fatalf("Space on a file compacted at its current revision: %v", err)
 	}
@@ -132,7 +135,7 @@ func TestSpaceQuotaRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	first, err := db.Space(t.Context(), 0, keyspace.Parser{})
+	first, err := db.Space(t.Context(), snapshot.SpaceOptions{}, keyspace.Parser{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +157,7 @@ func TestSpaceQuotaRule(t *testing.T) {
 		{"quota below the size after defragmentation", 4096, true, -1, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := db.Space(t.Context(), c.quotaBytes, keyspace.Parser{})
+			s, err := db.Space(t.Context(), snapshot.SpaceOptions{QuotaBytes: c.quotaBytes}, keyspace.Parser{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +218,7 @@ func TestSpaceAfterRealNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s, err := db.Space(t.Context(), quota, keyspace.Parser{})
+	s, err := db.Space(t.Context(), snapshot.SpaceOptions{QuotaBytes: quota}, keyspace.Parser{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,4 +227,65 @@ func TestSpaceAfterRealNoSpace(t *testing.T) {
 			refused, s.DBSizeBytes, s.MaxPutBytes, s.NoSpaceAlarm, refused)
 	}
 	t.Logf("DB size %d of quota %d when a %d-byte put was refused; max put %d", s.DBSizeBytes, quota, refused, s.MaxPutBytes)
+}
+
+// TestMaxPutForRequestBytes checks the largest Put etcd's
+// --max-request-bytes admits against the size of the real marshalled
+// InternalRaftRequest: the Put of that many key and value bytes fits, one
+// byte more does not.
+func TestMaxPutForRequestBytes(t *testing.T) {
+	request := func(n int64) int {
+		return proto.Size(&etcdserverpb.InternalRaftRequest{Header: &etcdserverpb.RequestHeader{ID: math.MaxUint64},
+			Put: &etcdserverpb.PutRequest{Key: []byte("/"), Value: make([]byte, n-1)}})
+	}
+	for _, limit := range []int64{snapshot.DefaultMaxRequestBytes, 10 << 20, 200, 128, 127, 30} {
+		got := snapshot.MaxPutForRequestBytes(limit)
+		if got < 1 {
+			t.Errorf("MaxPutForRequestBytes(%d) = %d, want a Put to fit", limit, got)
+			continue
+		}
+		if size := request(got); int64(size) > limit {
+			t.Errorf("MaxPutForRequestBytes(%d) = %d, but that request marshals to %d bytes", limit, got, size)
+		}
+		if size := request(got + 1); int64(size) <= limit {
+			t.Errorf("MaxPutForRequestBytes(%d) = %d, but one byte more still fits (%d bytes)", limit, got, size)
+		}
+	}
+	if got := snapshot.MaxPutForRequestBytes(10); got != -1 {
+		t.Errorf("MaxPutForRequestBytes(10) = %d, want -1: not even the header fits", got)
+	}
+}
+
+// TestSpaceLargestPut checks that the largest Put admitted is the smaller
+// of the quota's and --max-request-bytes' limits, and names the one that
+// decides.
+func TestSpaceLargestPut(t *testing.T) {
+	db, err := snapshot.Open(fixture("3.7"), snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		name      string
+		o         snapshot.SpaceOptions
+		wantLimit string
+	}{
+		{"defaults: a 2 GiB quota leaves more than 1.5 MiB", snapshot.SpaceOptions{}, "max-request-bytes"},
+		{"a tight quota", snapshot.SpaceOptions{QuotaBytes: 1 << 20}, "quota"},
+		{"a --max-request-bytes above the headroom", snapshot.SpaceOptions{QuotaBytes: 64 << 20, MaxRequestBytes: 1 << 30}, "quota"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := db.Space(t.Context(), c.o, keyspace.Parser{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := min(s.MaxPutBytes, snapshot.MaxPutForRequestBytes(s.MaxRequestBytes))
+			if s.LargestPutBytes != want || s.LargestPutLimit != c.wantLimit {
+				t.Errorf("got largest Put %d (%s), want %d (%s)", s.LargestPutBytes, s.LargestPutLimit, want, c.wantLimit)
+			}
+			if c.o.MaxRequestBytes == 0 && s.MaxRequestBytes != snapshot.DefaultMaxRequestBytes {
+				t.Errorf("got --max-request-bytes %d, want the default %d", s.MaxRequestBytes, snapshot.DefaultMaxRequestBytes)
+			}
+		})
+	}
 }

@@ -192,3 +192,28 @@ func usageFrom(t *keyTable, p keyspace.Parser) *Usage {
 	}
 	return u
 }
+
+// PrefixesWithoutResources returns the prefixes of u.Prefixes that hold
+// keys but no resource directory (keyspace.IsResourcePath): not an etcd
+// prefix of Kubernetes' key space, such as /registry/pods, under which
+// namespaces would be read as resources. A prefix that holds no key at
+// all is not returned.
+func (u *Usage) PrefixesWithoutResources() []string {
+	keys, resources := map[string]bool{}, map[string]bool{}
+	for _, r := range u.Rows {
+		if r.Prefix == "" {
+			continue
+		}
+		keys[r.Prefix] = true
+		if keyspace.IsResourcePath(r.Path) {
+			resources[r.Prefix] = true
+		}
+	}
+	var out []string
+	for _, p := range u.Prefixes {
+		if keys[p] && !resources[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -2,9 +2,12 @@ package wal
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -22,11 +25,27 @@ import (
 // width of a point doubles and neighbours merge.
 const maxSeriesPoints = 64
 
-// keyStat counts the writes to one key.
+// keyStat counts the writes requested to one key and their outcomes.
 type keyStat struct {
-	puts, deletes         int64
-	keyValueBytes, values int64
-	lastIndex             uint64
+	puts, deletes               int64
+	appliedPuts, appliedDeletes int64
+	failed, notDecided          int64
+	keyValueBytes, values       int64
+	lastIndex                   uint64
+}
+
+// count adds one write's outcome.
+func (s *keyStat) count(o outcome, put bool) {
+	switch {
+	case o == notDecided:
+		s.notDecided++
+	case o == failed:
+		s.failed++
+	case put:
+		s.appliedPuts++
+	default:
+		s.appliedDeletes++
+	}
 }
 
 // pendingEntry is an entry not yet known to be committed.
@@ -53,6 +72,9 @@ type aggregator struct {
 	lastIndex uint64 // of the last entry applied or pending
 	pending   []pendingEntry
 
+	// rp replays the requests to decide their outcomes.
+	rp *replay
+
 	kinds      map[string]*KindRow
 	keys       map[string]*keyStat
 	granted    map[int64]bool
@@ -61,7 +83,7 @@ type aggregator struct {
 }
 
 func newAggregator(rep *Report) *aggregator {
-	return &aggregator{rep: rep, kinds: map[string]*KindRow{}, keys: map[string]*keyStat{},
+	return &aggregator{rep: rep, rp: newReplay(), kinds: map[string]*KindRow{}, keys: map[string]*keyStat{},
 		granted: map[int64]bool{}, series: map[uint64]*SeriesPoint{}, seriesWide: 1}
 }
 
@@ -90,6 +112,11 @@ func (a *aggregator) snapshot(s *walpb.Snapshot) {
 	// A follower restored from a leader's snapshot continues after it.
 	if s.GetIndex() > a.lastIndex {
 		a.lastIndex = s.GetIndex()
+		at := a.rp.next // the entry expected next was not replayed
+		if at == 0 {
+			at = s.GetIndex() + 1
+		}
+		a.rp.lose(at, "the member received a snapshot at index %d: the store's state then is only in the db", s.GetIndex())
 	}
 }
 
@@ -142,6 +169,7 @@ func (a *aggregator) apply(p pendingEntry) {
 	if idx > a.commit {
 		r.UncommittedEntries++
 	}
+	replayed := a.rp.begin(idx, idx <= a.commit)
 	pt := a.point(idx)
 	pt.Entries++
 	data := e.GetData()
@@ -172,7 +200,7 @@ func (a *aggregator) apply(p pendingEntry) {
 			kind = "empty"
 			break
 		}
-		kind = a.request(p, pt)
+		kind = a.request(p, pt, replayed)
 	}
 	k, ok := a.kinds[kind]
 	if !ok {
@@ -188,15 +216,19 @@ func (a *aggregator) badEntry(p pendingEntry, what string, err error) {
 		Message: fmt.Sprintf("entry %d: %s data does not decode: %v", p.e.GetIndex(), what, err)})
 }
 
-// request counts a normal entry's request and returns its kind.
-func (a *aggregator) request(p pendingEntry, pt *SeriesPoint) string {
+// request counts a normal entry's request and returns its kind; when
+// replayed is set, the replay executes it first so that its writes are
+// counted with their outcome.
+func (a *aggregator) request(p pendingEntry, pt *SeriesPoint, replayed bool) string {
 	e := p.e
+	idx := e.GetIndex()
 	var req etcdserverpb.InternalRaftRequest
 	if err := proto.Unmarshal(e.GetData(), &req); err != nil {
 		if method, ok := v2Method(e.GetData()); ok {
 			return "v2." + method
 		}
 		a.badEntry(p, "request", err)
+		a.rp.lose(idx, "entry %d does not decode", idx)
 		return "undecodable"
 	}
 	kind := ""
@@ -211,9 +243,12 @@ func (a *aggregator) request(p pendingEntry, pt *SeriesPoint) string {
 		if method, ok := v2Field(req.ProtoReflect().GetUnknown()); ok {
 			return "v2." + method
 		}
+		a.rp.lose(idx, "entry %d holds a request this etcdinspect does not know", idx)
 		return "unknown"
 	}
-	idx := e.GetIndex()
+	if replayed {
+		a.rp.request(idx, &req)
+	}
 	r := a.rep
 	switch {
 	case req.Put != nil:
@@ -262,14 +297,27 @@ func (a *aggregator) key(k []byte) *keyStat {
 	return s
 }
 
+// outcome returns the outcome of the write op (a *PutRequest or
+// *DeleteRangeRequest) of entry idx, which the replay has executed.
+func (a *aggregator) outcome(idx uint64, op any) outcome {
+	switch {
+	case !a.rp.decided(idx):
+		return notDecided
+	case a.rp.effect[op]:
+		return applied
+	}
+	return failed
+}
+
 func (a *aggregator) put(p *etcdserverpb.PutRequest, idx uint64, pt *SeriesPoint) {
 	s := a.key(p.GetKey())
 	n := int64(len(p.GetKey()) + len(p.GetValue()))
 	s.puts++
+	s.count(a.outcome(idx, p), true)
 	s.keyValueBytes += n
 	s.values += int64(len(p.GetValue()))
 	s.lastIndex = idx
-	pt.Writes++
+	pt.RequestedWrites++
 	pt.KeyValueBytes += n
 	if p.GetLease() != 0 {
 		a.rep.Leases.PutsWithLease++
@@ -281,9 +329,10 @@ func (a *aggregator) put(p *etcdserverpb.PutRequest, idx uint64, pt *SeriesPoint
 func (a *aggregator) del(d *etcdserverpb.DeleteRangeRequest, idx uint64, pt *SeriesPoint) {
 	s := a.key(d.GetKey())
 	s.deletes++
+	s.count(a.outcome(idx, d), false)
 	s.keyValueBytes += int64(len(d.GetKey()))
 	s.lastIndex = idx
-	pt.Writes++
+	pt.RequestedWrites++
 	pt.KeyValueBytes += int64(len(d.GetKey()))
 }
 
@@ -309,8 +358,18 @@ func (a *aggregator) txn(t *etcdserverpb.TxnRequest, idx uint64, pt *SeriesPoint
 		}
 	}
 	for _, op := range t.GetFailure() {
-		if op.GetRequestPut() != nil || op.GetRequestDeleteRange() != nil {
-			st.FailureWrites++
+		var w any
+		switch {
+		case op.GetRequestPut() != nil:
+			w = op.GetRequestPut()
+		case op.GetRequestDeleteRange() != nil:
+			w = op.GetRequestDeleteRange()
+		default:
+			continue
+		}
+		st.FailureWrites++
+		if a.outcome(idx, w) == applied {
+			st.FailureWritesApplied++
 		}
 	}
 }
@@ -397,7 +456,7 @@ func (a *aggregator) point(idx uint64) *SeriesPoint {
 				merged[s/2] = m
 			}
 			m.Entries += pt.Entries
-			m.Writes += pt.Writes
+			m.RequestedWrites += pt.RequestedWrites
 			m.KeyValueBytes += pt.KeyValueBytes
 		}
 		a.series = merged
@@ -408,12 +467,24 @@ func (a *aggregator) point(idx uint64) *SeriesPoint {
 	return pt
 }
 
-// finish applies the entries still pending and builds the sorted rows.
-func (a *aggregator) finish(o Options) {
+// finish applies the entries still pending, checks the replay against
+// the member's db and builds the sorted rows.
+func (a *aggregator) finish(ctx context.Context, o Options) {
+	a.applyPending()
+	a.checkReplay(ctx)
+	a.rows(o)
+}
+
+// applyPending applies the entries not committed, at the end of the log.
+func (a *aggregator) applyPending() {
 	for _, p := range a.pending {
 		a.apply(p)
 	}
 	a.pending = nil
+}
+
+// rows builds the report's sorted rows.
+func (a *aggregator) rows(o Options) {
 	r := a.rep
 	for _, k := range slices.Sorted(maps.Keys(a.kinds)) {
 		r.Kinds = append(r.Kinds, *a.kinds[k])
@@ -451,11 +522,14 @@ func (a *aggregator) finish(o Options) {
 			row = &WriteRow{Class: k.Class, Prefix: k.Prefix, Group: k.Group, Resource: k.Resource, Path: k.Path, Namespace: k.Namespace}
 			rows[id] = row
 		}
-		w := WriteRow{Keys: 1, Writes: s.puts + s.deletes, Puts: s.puts, Deletes: s.deletes, KeyValueBytes: s.keyValueBytes, ValueBytes: s.values}
+		w := WriteRow{Keys: 1, RequestedWrites: s.puts + s.deletes, RequestedPuts: s.puts, RequestedDeletes: s.deletes,
+			AppliedWrites: s.appliedPuts + s.appliedDeletes, AppliedPuts: s.appliedPuts, AppliedDeletes: s.appliedDeletes,
+			FailedWrites: s.failed, NotDecidedWrites: s.notDecided, KeyValueBytes: s.keyValueBytes, ValueBytes: s.values}
 		row.add(&w)
 		r.Total.add(&w)
-		top = append(top, KeyWrites{Key: key, Resource: snapshot.ResourceLabel(k), Writes: w.Writes, Puts: s.puts, Deletes: s.deletes,
-			KeyValueBytes: s.keyValueBytes, ValueBytes: s.values, LastIndex: s.lastIndex})
+		top = append(top, KeyWrites{Key: key, Resource: snapshot.ResourceLabel(k), RequestedWrites: w.RequestedWrites,
+			RequestedPuts: s.puts, RequestedDeletes: s.deletes, AppliedWrites: w.AppliedWrites, FailedWrites: s.failed,
+			NotDecidedWrites: s.notDecided, KeyValueBytes: s.keyValueBytes, ValueBytes: s.values, LastIndex: s.lastIndex})
 	}
 	r.Writes = make([]WriteRow, 0, len(rows))
 	for _, row := range rows {
@@ -470,7 +544,7 @@ func (a *aggregator) finish(o Options) {
 		n = 10
 	}
 	slices.SortFunc(top, func(a, b KeyWrites) int {
-		return cmp.Or(cmp.Compare(b.Writes, a.Writes), cmp.Compare(b.KeyValueBytes, a.KeyValueBytes), cmp.Compare(a.Key, b.Key))
+		return cmp.Or(cmp.Compare(b.RequestedWrites, a.RequestedWrites), cmp.Compare(b.KeyValueBytes, a.KeyValueBytes), cmp.Compare(a.Key, b.Key))
 	})
 	r.TopKeys = top[:max(0, min(n, len(top)))]
 	if r.Kinds == nil {
@@ -488,4 +562,94 @@ func (a *aggregator) finish(o Options) {
 	if r.Txn.Compares == nil {
 		r.Txn.Compares = map[string]int64{}
 	}
+}
+
+// dbLockTimeout bounds the wait for the db's lock: a running member holds
+// it, and then the replay is not checked.
+const dbLockTimeout = time.Second
+
+// checkReplay reads the consistent index and revision of the member's db
+// (member/snap/db, read-only) and settles the replay against them. The db
+// is not opened when nothing was replayed.
+func (a *aggregator) checkReplay(ctx context.Context) {
+	if a.rp.next == 0 {
+		a.settle("", 0, 0, nil)
+		return
+	}
+	if a.rep.SnapDir == "" {
+		a.settle("", 0, 0, fmt.Errorf("no snap directory, so no db"))
+		return
+	}
+	path := filepath.Join(a.rep.SnapDir, "db")
+	ci, rev, err := dbAnchor(ctx, path)
+	a.settle(path, ci, rev, err)
+}
+
+// dbAnchor returns the consistent index of the db at path and its current
+// revision as etcd restores it: the last revision, at least 1, or a higher
+// compact revision (server/storage/mvcc/kvstore.go restore).
+func dbAnchor(ctx context.Context, path string) (consistentIndex uint64, rev int64, err error) {
+	db, err := snapshot.OpenContext(ctx, path, snapshot.Options{LockTimeout: dbLockTimeout})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	m, err := db.Meta()
+	if err != nil {
+		return 0, 0, err
+	}
+	last, err := db.LastRevision(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m.ConsistentIndex, max(1, last, m.FinishedCompactRevision, m.ScheduledCompactRevision), nil
+}
+
+// settle fills Report.Replay: the replay's outcomes stand when the replay
+// reached the db's consistent index ci at the db's revision rev;
+// otherwise (dbErr set, ci beyond the entries decided, another revision)
+// every outcome becomes not decided.
+func (a *aggregator) settle(dbPath string, ci uint64, rev int64, dbErr error) {
+	r, out := a.rp, &a.rep.Replay
+	decidedThrough, revision := uint64(0), int64(0)
+	switch {
+	case r.next == 0:
+	case r.lostAt != 0:
+		decidedThrough, revision = min(r.lostAt, r.next)-1, r.revAtLoss
+	default:
+		decidedThrough, revision = r.next-1, r.rev
+	}
+	out.DB, out.NotDecided = dbPath, r.why
+	if dbErr == nil && dbPath != "" {
+		out.ConsistentIndex, out.DBRevision = ci, rev
+	}
+	why := ""
+	switch {
+	case r.next == 0:
+		// Nothing was replayed; r.why says why.
+	case dbErr != nil:
+		why = fmt.Sprintf("the replay from entry 1 cannot be checked against the db: %v", dbErr)
+	case ci > decidedThrough && r.lostAt != 0:
+		why = fmt.Sprintf("%s; that is before the db's consistent index %d, so the replay cannot be checked against the db", r.why, ci)
+	case ci > decidedThrough:
+		why = fmt.Sprintf("the db's consistent index %d is past the WAL's last entry %d, so the replay from entry 1 cannot be checked against the db", ci, decidedThrough)
+	default:
+		out.ReplayRevision = r.revisionAt(ci)
+		if out.ReplayRevision != rev {
+			why = fmt.Sprintf("the replay from entry 1 reaches revision %d at the db's consistent index %d, the db is at revision %d: the store did not start empty (a member restored from a snapshot?)",
+				out.ReplayRevision, ci, rev)
+		}
+	}
+	if r.next == 0 || why != "" {
+		if why != "" {
+			out.NotDecided = why
+		}
+		for _, s := range a.keys {
+			s.notDecided += s.appliedPuts + s.appliedDeletes + s.failed
+			s.appliedPuts, s.appliedDeletes, s.failed = 0, 0, 0
+		}
+		a.rep.Txn.FailureWritesApplied = 0
+		return
+	}
+	out.DecidedThroughIndex, out.Revision = decidedThrough, revision
 }

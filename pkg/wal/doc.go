@@ -82,6 +82,19 @@
 // and older), which are counted by method. Conf change entries are
 // raftpb.ConfChange or ConfChangeV2.
 //
+// # Requests and outcomes
+//
+// A WAL holds requests, not their results: a Txn's compares may have
+// chosen its failure branch (kube-apiserver's update or delete with a
+// stale mod_revision), etcd may have refused a request at apply (a lease
+// not found), a delete may have found no key. Read counts the writes
+// requested, and decides each one's outcome by replaying the committed
+// requests in index order on a model of etcd's store (replay.go) that
+// starts empty at entry 1, then checks the revision the replay reaches at
+// the db's consistent index against member/snap/db. Outcomes are decided
+// only when that check passes, and only up to the first entry the model
+// cannot follow; the rest are "not decided", and Report.Replay says why.
+//
 // # Snap files
 //
 // member/snap holds "%016x-%016x.snap" files (term, index): a

@@ -67,9 +67,19 @@ func TestFixture(t *testing.T) {
 				t.Errorf("got faults %+v, want none", rep.Faults)
 			}
 			// writeLoad: 9 pod writes, 2 configmaps, 2 events, 1 key outside.
-			if rep.Total.Writes != 14 || len(rep.Compactions) != 1 || len(rep.SnapFiles) == 0 {
-				t.Errorf("got %d writes, %d compactions, %d snap files; want 14, 1 and some",
-					rep.Total.Writes, len(rep.Compactions), len(rep.SnapFiles))
+			if rep.Total.RequestedWrites != 14 || len(rep.Compactions) != 1 || len(rep.SnapFiles) == 0 {
+				t.Errorf("got %d writes requested, %d compactions, %d snap files; want 14, 1 and some",
+					rep.Total.RequestedWrites, len(rep.Compactions), len(rep.SnapFiles))
+			}
+			// Every write of writeLoad succeeds, and each fixture's WAL
+			// starts at entry 1 and ends at its db's consistent index.
+			tot := rep.Total
+			if tot.AppliedWrites != tot.RequestedWrites || tot.FailedWrites != 0 || tot.NotDecidedWrites != 0 {
+				t.Errorf("got %d applied, %d failed, %d not decided of %d writes requested; want all applied",
+					tot.AppliedWrites, tot.FailedWrites, tot.NotDecidedWrites, tot.RequestedWrites)
+			}
+			if rp := rep.Replay; rp.NotDecided != "" || rp.DecidedThroughIndex != rep.LastIndex || rp.ReplayRevision != rp.DBRevision {
+				t.Errorf("got replay %+v, want every entry decided through %d and the db's revision reached", rp, rep.LastIndex)
 			}
 			db, err := snapshot.Open(filepath.Join(dir, "member", "snap", "db"), snapshot.Options{})
 			if err != nil {

@@ -236,8 +236,8 @@ func TestReadHostileFiles(t *testing.T) {
 			if l := gotLinks[c.wantLink]; c.wantLink != "" && !strings.HasSuffix(l, string(filepath.Separator)+c.wantLink) {
 				t.Errorf("%s: got link %q reported, want the path it was moved to", c.wantLink, l)
 			}
-			if rep.Entries != intact.Entries || rep.Total.Writes != intact.Total.Writes {
-				t.Errorf("got %d entries and %d writes, want %d and %d as in the intact WAL", rep.Entries, rep.Total.Writes, intact.Entries, intact.Total.Writes)
+			if rep.Entries != intact.Entries || rep.Total.RequestedWrites != intact.Total.RequestedWrites {
+				t.Errorf("got %d entries and %d writes, want %d and %d as in the intact WAL", rep.Entries, rep.Total.RequestedWrites, intact.Entries, intact.Total.RequestedWrites)
 			}
 		})
 	}
@@ -481,8 +481,8 @@ func TestReadMemoryBounded(t *testing.T) {
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("got faults %+v, want kinds %v", rep.Faults, wantKinds)
 	}
-	if rep.Total.Writes != intact.Total.Writes+1 {
-		t.Errorf("got %d writes, want %d: the fixture's and the large put", rep.Total.Writes, intact.Total.Writes+1)
+	if rep.Total.RequestedWrites != intact.Total.RequestedWrites+1 {
+		t.Errorf("got %d writes, want %d: the fixture's and the large put", rep.Total.RequestedWrites, intact.Total.RequestedWrites+1)
 	}
 	// Read's doc: four copies of a record, the read buffer; and some room.
 	const bound = 5*DefaultMaxRecordBytes + 8<<20

@@ -208,7 +208,7 @@ func Read(ctx context.Context, path string, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	a.finish(o)
+	a.finish(ctx, o)
 	return rep, nil
 }
 

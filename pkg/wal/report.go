@@ -9,8 +9,11 @@ import (
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
 
-// ReportSchemaVersion versions the JSON of Report.
-const ReportSchemaVersion = 1
+// ReportSchemaVersion versions the JSON of Report. Version 2 names the
+// writes of the requests "requested" (writes, puts and deletes became
+// requestedWrites, requestedPuts and requestedDeletes) and adds their
+// outcomes (applied, failed, not decided) and Replay.
+const ReportSchemaVersion = 2
 
 // Report is what Read finds in a member's WAL and snap directories.
 // Indexes and terms are raft's (uint64); revisions are etcd's (int64).
@@ -47,13 +50,14 @@ type Report struct {
 	SnapFiles    []SnapFile    `json:"snapFiles"`
 	// Kinds counts entries per request kind, sorted by kind.
 	Kinds []KindRow `json:"kinds"`
-	// Writes aggregates the keys written per resource and namespace,
-	// sorted by resource then namespace; see By for other groupings.
+	// Writes aggregates the writes requested per resource and namespace,
+	// with their outcomes, sorted by resource then namespace; see By for
+	// other groupings.
 	Writes []WriteRow `json:"writes"`
 	// Total sums Writes.
 	Total WriteRow `json:"total"`
-	// TopKeys are the keys written most, at most Options.TopKeys, by
-	// writes then bytes descending, then key.
+	// TopKeys are the keys with the most writes requested, at most
+	// Options.TopKeys, by writes then bytes descending, then key.
 	TopKeys []KeyWrites `json:"topKeys"`
 	// Txn summarises the transactions' compares and branches.
 	Txn TxnStats `json:"txn"`
@@ -64,7 +68,9 @@ type Report struct {
 	// MemberChanges lists conf changes and member attribute updates, in
 	// index order.
 	MemberChanges []MemberChange `json:"memberChanges"`
-	// Series is writes and bytes over index ranges of equal width
+	// Replay says how far the outcomes of the requests were decided.
+	Replay Replay `json:"replay"`
+	// Series is writes requested and bytes over index ranges of equal width
 	// (a power of two, chosen so that there are at most 64).
 	Series []SeriesPoint `json:"series"`
 	// Faults lists every damage found, in file order.
@@ -137,10 +143,22 @@ type KindRow struct {
 	EntryBytes int64 `json:"entryBytes"`
 }
 
-// WriteRow aggregates the writes to one group of keys. A write is a put
-// or a delete: of a Put or DeleteRange request, or of a Txn's success
-// branch (the WAL does not record which branch ran; kube-apiserver's
-// writes are in the success branch and their failure branch only reads).
+// WriteRow aggregates the writes requested to one group of keys, and
+// their outcomes. A WAL holds requests: a write requested is a put or a
+// delete of a Put or DeleteRange request, or of a Txn's success branch
+// (kube-apiserver's writes are in the success branch, and their failure
+// branch only reads). Which branch ran, and whether a write changed the
+// store, the WAL does not record: Read decides it by replaying the
+// requests (see Replay). Every write requested is applied, failed or not
+// decided:
+//   - applied: it changed the store (a put stored a revision; a delete
+//     removed at least one key);
+//   - failed: it did not: its Txn's compares chose the failure branch (a
+//     kube-apiserver update or delete with a stale mod_revision, a create
+//     of a key that exists), etcd refused the request (lease not found,
+//     IgnoreValue/IgnoreLease without the key, a Range at a compacted
+//     revision in the same branch), or the delete found no key;
+//   - not decided: the replay could not tell (Replay.NotDecided).
 type WriteRow struct {
 	// Class, Prefix, Group, Resource, Path and Namespace identify the row
 	// as in snapshot.UsageRow.
@@ -150,37 +168,56 @@ type WriteRow struct {
 	Resource  string         `json:"resource,omitempty"`
 	Path      string         `json:"path,omitempty"`
 	Namespace string         `json:"namespace,omitempty"`
-	// Keys counts distinct keys written.
-	Keys    int64 `json:"keys"`
-	Writes  int64 `json:"writes"`
-	Puts    int64 `json:"puts"`
-	Deletes int64 `json:"deletes"`
+	// Keys counts the distinct keys of the writes requested.
+	Keys int64 `json:"keys"`
+	// RequestedWrites is RequestedPuts plus RequestedDeletes.
+	RequestedWrites  int64 `json:"requestedWrites"`
+	RequestedPuts    int64 `json:"requestedPuts"`
+	RequestedDeletes int64 `json:"requestedDeletes"`
+	// AppliedWrites is AppliedPuts plus AppliedDeletes; RequestedWrites
+	// is AppliedWrites plus FailedWrites plus NotDecidedWrites.
+	AppliedWrites    int64 `json:"appliedWrites"`
+	AppliedPuts      int64 `json:"appliedPuts"`
+	AppliedDeletes   int64 `json:"appliedDeletes"`
+	FailedWrites     int64 `json:"failedWrites"`
+	NotDecidedWrites int64 `json:"notDecidedWrites"`
 	// KeyValueBytes sums the key and value bytes of the puts and the key
-	// bytes of the deletes, as the requests carry them; ValueBytes sums
-	// the puts' values only (the objects as kube-apiserver stores them).
+	// bytes of the deletes requested, as the requests carry them;
+	// ValueBytes sums the puts' values only (the objects as
+	// kube-apiserver stores them).
 	KeyValueBytes int64 `json:"keyValueBytes"`
 	ValueBytes    int64 `json:"valueBytes"`
 }
 
 func (r *WriteRow) add(o *WriteRow) {
 	r.Keys += o.Keys
-	r.Writes += o.Writes
-	r.Puts += o.Puts
-	r.Deletes += o.Deletes
+	r.RequestedWrites += o.RequestedWrites
+	r.RequestedPuts += o.RequestedPuts
+	r.RequestedDeletes += o.RequestedDeletes
+	r.AppliedWrites += o.AppliedWrites
+	r.AppliedPuts += o.AppliedPuts
+	r.AppliedDeletes += o.AppliedDeletes
+	r.FailedWrites += o.FailedWrites
+	r.NotDecidedWrites += o.NotDecidedWrites
 	r.KeyValueBytes += o.KeyValueBytes
 	r.ValueBytes += o.ValueBytes
 }
 
-// KeyWrites counts the writes to one key.
+// KeyWrites counts the writes requested to one key and their outcomes,
+// as WriteRow does.
 type KeyWrites struct {
-	Key           string `json:"key"`
-	Resource      string `json:"resource"`
-	Writes        int64  `json:"writes"`
-	Puts          int64  `json:"puts"`
-	Deletes       int64  `json:"deletes"`
-	KeyValueBytes int64  `json:"keyValueBytes"`
-	ValueBytes    int64  `json:"valueBytes"`
-	// LastIndex is the index of the last entry that wrote it.
+	Key              string `json:"key"`
+	Resource         string `json:"resource"`
+	RequestedWrites  int64  `json:"requestedWrites"`
+	RequestedPuts    int64  `json:"requestedPuts"`
+	RequestedDeletes int64  `json:"requestedDeletes"`
+	AppliedWrites    int64  `json:"appliedWrites"`
+	FailedWrites     int64  `json:"failedWrites"`
+	NotDecidedWrites int64  `json:"notDecidedWrites"`
+	KeyValueBytes    int64  `json:"keyValueBytes"`
+	ValueBytes       int64  `json:"valueBytes"`
+	// LastIndex is the index of the last entry that requested a write to
+	// it.
 	LastIndex uint64 `json:"lastIndex"`
 }
 
@@ -195,8 +232,40 @@ type TxnStats struct {
 	SuccessOps int64 `json:"successOps"`
 	FailureOps int64 `json:"failureOps"`
 	// FailureWrites counts puts and deletes in failure branches: they are
-	// not counted in Writes.
-	FailureWrites int64 `json:"failureWrites"`
+	// not counted in Writes. FailureWritesApplied counts those the replay
+	// decided were applied (their Txn's compares failed).
+	FailureWrites        int64 `json:"failureWrites"`
+	FailureWritesApplied int64 `json:"failureWritesApplied"`
+}
+
+// Replay says how far Read could decide the outcome of the requests: by
+// replaying the WAL from entry 1 on an empty store at revision 1 (as
+// etcd's apply does; see replay in replay.go), then checking the revision
+// the replay reaches at the db's consistent index against the db's
+// (member/snap/db). The check is what makes the empty start a fact, not
+// an assumption: a member restored from a snapshot, or one whose WAL does
+// not hold the whole history, reaches another revision, and then nothing
+// is decided.
+type Replay struct {
+	// DB is the db file the replay was checked against; empty when none
+	// was read.
+	DB string `json:"db,omitempty"`
+	// ConsistentIndex is the db's: the index of the last entry applied to
+	// it. DBRevision is its current revision as etcd restores it (the
+	// last revision, or a higher compact revision:
+	// server/storage/mvcc/kvstore.go restore); ReplayRevision the
+	// replay's after the entry at ConsistentIndex (0 when the replay did
+	// not reach it). They agree when the check passed.
+	ConsistentIndex uint64 `json:"consistentIndex"`
+	DBRevision      int64  `json:"dbRevision"`
+	ReplayRevision  int64  `json:"replayRevision"`
+	// DecidedThroughIndex is the index of the last entry whose outcome is
+	// decided (0: none); Revision the store's revision after it.
+	DecidedThroughIndex uint64 `json:"decidedThroughIndex"`
+	Revision            int64  `json:"revision"`
+	// NotDecided says why the outcomes of the entries after
+	// DecidedThroughIndex are not decided; empty when every entry's is.
+	NotDecided string `json:"notDecided,omitempty"`
 }
 
 // Compaction is one compaction request.
@@ -236,13 +305,14 @@ type MemberChange struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// SeriesPoint aggregates the entries with index in [FirstIndex, LastIndex].
+// SeriesPoint aggregates the entries with index in [FirstIndex, LastIndex]:
+// the writes they request and those writes' key and value bytes.
 type SeriesPoint struct {
-	FirstIndex    uint64 `json:"firstIndex"`
-	LastIndex     uint64 `json:"lastIndex"`
-	Entries       int64  `json:"entries"`
-	Writes        int64  `json:"writes"`
-	KeyValueBytes int64  `json:"keyValueBytes"`
+	FirstIndex      uint64 `json:"firstIndex"`
+	LastIndex       uint64 `json:"lastIndex"`
+	Entries         int64  `json:"entries"`
+	RequestedWrites int64  `json:"requestedWrites"`
+	KeyValueBytes   int64  `json:"keyValueBytes"`
 }
 
 // FaultKind classifies a Fault.
@@ -305,7 +375,7 @@ func (f *Fault) Error() string {
 
 // By groups the write rows by dim as snapshot.Usage.By does: per resource
 // (all namespaces together), per namespace, or per API group, keys that
-// are not objects by their class; rows are sorted by writes
+// are not objects by their class; rows are sorted by writes requested
 // descending, then by their labels.
 func (r *Report) By(dim snapshot.Dimension) []WriteRow {
 	type id struct {
@@ -340,7 +410,7 @@ func (r *Report) By(dim snapshot.Dimension) []WriteRow {
 		out = append(out, *m[k])
 	}
 	slices.SortStableFunc(out, func(a, b WriteRow) int {
-		return cmp.Or(cmp.Compare(b.Writes, a.Writes), cmp.Compare(a.Class, b.Class), cmp.Compare(a.Prefix, b.Prefix),
+		return cmp.Or(cmp.Compare(b.RequestedWrites, a.RequestedWrites), cmp.Compare(a.Class, b.Class), cmp.Compare(a.Prefix, b.Prefix),
 			cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Namespace, b.Namespace))
 	})
 	return out

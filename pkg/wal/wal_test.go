@@ -187,14 +187,14 @@ func checkCounts(t *testing.T, rep *Report, w written) {
 		name      string
 		got, want int64
 	}{
-		{"pod puts", pods.Puts, w.podPuts},
-		{"pod deletes", pods.Deletes, w.podDeletes},
+		{"pod puts", pods.RequestedPuts, w.podPuts},
+		{"pod deletes", pods.RequestedDeletes, w.podDeletes},
 		{"pod keys", pods.Keys, 5},
 		{"pod value bytes", pods.ValueBytes, w.podValueBytes},
-		{"configmap puts", cms.Puts, w.configMapPuts},
-		{"kube-system writes", kubeSystem.Writes, w.configMapPuts},
-		{"event puts", events.Puts, w.eventPuts},
-		{"outside puts", outside.Writes, w.outsidePuts},
+		{"configmap puts", cms.RequestedPuts, w.configMapPuts},
+		{"kube-system writes", kubeSystem.RequestedWrites, w.configMapPuts},
+		{"event puts", events.RequestedPuts, w.eventPuts},
+		{"outside puts", outside.RequestedWrites, w.outsidePuts},
 		{"txn entries", kind(rep, "txn"), w.txns},
 		{"txns", rep.Txn.Txns, w.txns},
 		{"mod compares", rep.Txn.Compares["mod"], w.txns},
@@ -208,7 +208,15 @@ func checkCounts(t *testing.T, rep *Report, w written) {
 		{"lease revokes", rep.Leases.Revokes, 1},
 		{"revokes of granted leases", rep.Leases.RevokedGranted, 1},
 		{"puts with lease", rep.Leases.PutsWithLease, w.eventPuts},
-		{"total writes", rep.Total.Writes, w.podPuts + w.podDeletes + w.configMapPuts + w.eventPuts + w.outsidePuts},
+		{"total writes", rep.Total.RequestedWrites, w.podPuts + w.podDeletes + w.configMapPuts + w.eventPuts + w.outsidePuts},
+		// writeLoad's writes all succeed, and the replay decides each.
+		{"pod applied puts", pods.AppliedPuts, w.podPuts},
+		{"pod applied deletes", pods.AppliedDeletes, w.podDeletes},
+		{"applied writes", rep.Total.AppliedWrites, rep.Total.RequestedWrites},
+		{"failed writes", rep.Total.FailedWrites, 0},
+		{"writes not decided", rep.Total.NotDecidedWrites, 0},
+		{"entries decided", int64(rep.Replay.DecidedThroughIndex), int64(rep.LastIndex)},
+		{"replay revision at the db's consistent index", rep.Replay.ReplayRevision, rep.Replay.DBRevision},
 		{"entries", rep.Entries, int64(rep.LastIndex - rep.FirstIndex + 1)},
 		{"commit index", int64(rep.HardState.Commit), int64(rep.LastIndex)},
 	} {
@@ -216,10 +224,13 @@ func checkCounts(t *testing.T, rep *Report, w written) {
 			t.Errorf("%s: got %d, want %d", c.name, c.got, c.want)
 		}
 	}
+	if rep.Replay.NotDecided != "" {
+		t.Errorf("got outcomes not decided: %s", rep.Replay.NotDecided)
+	}
 	if rep.NodeID == "" || rep.HardState.Term == 0 {
 		t.Errorf("got node ID %q term %d, want both set", rep.NodeID, rep.HardState.Term)
 	}
-	if len(rep.TopKeys) == 0 || rep.TopKeys[0].Key != "/registry/pods/default/web-0" || rep.TopKeys[0].Writes != 4 {
+	if len(rep.TopKeys) == 0 || rep.TopKeys[0].Key != "/registry/pods/default/web-0" || rep.TopKeys[0].RequestedWrites != 4 {
 		t.Errorf("got top keys %+v, want web-0 first with 4 writes", rep.TopKeys)
 	}
 }

@@ -183,4 +183,16 @@
 // kube-apiserver's compact_rev_key; Options.Cleanup revokes the leases the
 // run granted and deletes each key it created while the key's create
 // revision is still one of the run's, at the end and after a failure.
+//
+// # Interruption
+//
+// When ctx ends during the writes (SIGINT), Run, Watch and Put stop
+// writing and still hand back what they measured: Session.AfterWrites
+// gives the confirmation, the validation and the collection a context of
+// their own, bounded by 20 s; the watchers stopped with ctx, so nobody
+// waits for them to confirm (ReflectorSet.WaitSynced). The result says
+// Interrupted, and the error wraps ctx's. Options.Abandon (a second
+// SIGINT) ends that context too: Run then returns no result and an error
+// naming the steps it did not take (ErrAbandoned), and cuts the cleanup
+// of a cluster it does not own short, saying so.
 package watchload

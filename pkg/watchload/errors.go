@@ -21,3 +21,9 @@ var ErrPrefixNotEmpty = errors.New("prefix is not empty")
 // member processes it does not control (Target.Members), or of a cluster
 // too small for them.
 var ErrNoFaults = errors.New("faults cannot be injected into this target")
+
+// ErrAbandoned is wrapped by Run's error when, interrupted, it was told to
+// give up collecting its result too (Options.Abandon), before the list of
+// what was not collected; the error also wraps the interruption
+// (context.Canceled).
+var ErrAbandoned = errors.New("not collected")

@@ -136,6 +136,13 @@ type Options struct {
 	// must attribute requests to phases exactly (a counting proxy), which
 	// OnProgress, behind by up to ProgressInterval, cannot.
 	OnPhase func(phase string)
+	// Abandon, if set, is a context whose end (a second SIGINT) gives up
+	// what an interrupted run still does to hand back its result
+	// (Session.AfterWrites): Run then stops at once and returns
+	// ErrAbandoned, naming what it did not collect, and no result. With
+	// Cleanup, the deletion of what the run wrote is cut short too. nil:
+	// an interrupted run always collects, within its grace period.
+	Abandon context.Context
 	// Hooks are given to every reflector.
 	Hooks ReflectorHooks
 

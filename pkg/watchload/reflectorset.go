@@ -70,6 +70,8 @@ func (s *ReflectorSet) Stop() {
 // kube-apiserver never sends for a client's watch with the watch cache
 // off (k8s.io/apiserver/pkg/storage/etcd3/watcher.go: no progress_notify,
 // no progress requests); rec may be nil (then only the first way counts).
+// A reflector that has stopped and not seen rev never will: once only such
+// remain, it returns without waiting for the timeout.
 func (s *ReflectorSet) WaitSynced(ctx context.Context, rec *Recorder, rev int64, period, timeout time.Duration) int {
 	return waitSynced(ctx, rec, s.Reflectors, rev, period, timeout)
 }
@@ -194,16 +196,33 @@ func waitSynced(ctx context.Context, rec *Recorder, refls []*Reflector, rev int6
 	pending := refls
 	for {
 		behind := pending[:0:0]
+		stopped := 0
 		for _, r := range pending {
 			if !seen(r, rec, rev) {
 				behind = append(behind, r)
+				if isDone(r) {
+					stopped++
+				}
 			}
 		}
 		pending = behind
-		if len(pending) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+		// A stopped reflector (its context ended: an interrupted load)
+		// will see nothing more: waiting for it is waiting for the
+		// timeout.
+		if len(pending) == stopped || time.Now().After(deadline) || ctx.Err() != nil {
 			return len(pending)
 		}
 		clockwait.SleepReal(ctx, period)
+	}
+}
+
+// isDone reports whether reflector r has stopped.
+func isDone(r *Reflector) bool {
+	select {
+	case <-r.Done():
+		return true
+	default:
+		return false
 	}
 }
 

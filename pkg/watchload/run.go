@@ -110,6 +110,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	s := NewSession(t, time.Now(), o.Logf)
 	defer s.Close()
 	s.OnPhase(o.OnPhase)
+	s.SetAbandon(o.Abandon)
 	s.SampleSelf(ctx)
 	logf := s.logf
 	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion, StartedAt: s.epoch.UTC(),
@@ -171,6 +172,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			s.stop()
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer cancel()
+			if o.Abandon != nil {
+				defer context.AfterFunc(o.Abandon, cancel)()
+			}
 			if err == nil && o.BeforeCleanup != nil {
 				if berr := o.BeforeCleanup(cctx); berr != nil {
 					err = berr
@@ -181,6 +185,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			logf("cleanup: deleted %d keys and revoked %d leases lwbench wrote; %d keys left under %s/", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft, o.Prefix)
 			if c.Error != "" {
 				logf("cleanup: %s", c.Error)
+			}
+			if o.Abandon != nil && o.Abandon.Err() != nil && cctx.Err() != nil {
+				logf("cleanup: cut short by the second interrupt; what is left under %s/ is lwbench's: run again with --reuse-prefix, or delete it", o.Prefix)
 			}
 			res.Cleanup = &c
 		}()
@@ -375,21 +382,37 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	res.Writes = ws
 
 	// Final state, then wait for the recorder and every watcher to
-	// confirm it.
+	// confirm it. An interrupted run interrupted again gives up at the
+	// step it is in (abandoned).
+	step := collectConfirm
+	abandoned := func(err error) error {
+		if s.Abandoned() {
+			return abandonedError(interrupted, time.Duration(interruptedAfter), step)
+		}
+		return err
+	}
 	s.SetPhase("confirming")
 	finalRev, err := currentRevision(ctx, admin, o.Prefix)
 	if err != nil {
-		return nil, fmt.Errorf("read the final revision: %w", err)
+		return nil, abandoned(fmt.Errorf("read the final revision: %w", err))
 	}
 	res.Final.Revision, res.Final.CompactRevision = finalRev, maint.compacted
 	logf("writes done at revision %d; waiting for the watchers to confirm it", finalRev)
 	unsynced := s.Confirm(ctx, finalRev, o.ProgressRequestPeriod, o.SyncTimeout)
+	if err := abandoned(nil); err != nil {
+		return nil, err
+	}
 	logChores(chores, logf)
 	if own != nil {
 		logf("kube-apiserver's own informer of %s (PodSecurity admission): %d lists, %d events", own.prefix, own.lists.Load(), own.events.Load())
 	}
+	step = collectValidate
 	s.SetPhase("validating")
 	s.Validate(ctx, o.ProgressRequestPeriod)
+	if err := abandoned(nil); err != nil {
+		return nil, err
+	}
+	step = collectFinal
 	if size, err := memberSize(ctx, admin, h.Endpoints[0]); err == nil {
 		res.DBSize.EndBytes, res.DBSize.EndInUseBytes = size.Bytes, size.InUseBytes
 	}
@@ -398,14 +421,45 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		res.ConsistentReads = cr.Result()
 	}
 	if err := s.collect(ctx, res, o, unsynced); err != nil {
+		return nil, abandoned(err)
+	}
+	if err := abandoned(nil); err != nil {
 		return nil, err
 	}
 	memberStats(res.Members, env, watchTopo, writerTopo, refls)
 	res.Self = s.selfStats(ctx)
+	res.Warnings = report.BusyWarnings(res.Self)
+	res.Verdict = report.RunVerdict(res)
 	if interrupted != nil {
-		return res, fmt.Errorf("run %w after %s of writes: the result holds what was measured until then", interrupted, time.Duration(interruptedAfter).Round(time.Millisecond))
+		return res, fmt.Errorf("run stopped after %s of writes: the result holds what was measured until then: %w", time.Duration(interruptedAfter).Round(time.Millisecond), interrupted)
 	}
 	return res, nil
+}
+
+// The steps an interrupted run still takes to hand back its result, in
+// order; abandonedError names those not taken.
+const (
+	collectConfirm  = iota // the watchers confirm the final revision
+	collectValidate        // every watch validated against the history
+	collectFinal           // final counts, cache comparison, sizes
+)
+
+// collectSteps say what each collection step gathers, by step.
+var collectSteps = []string{
+	collectConfirm:  "the watchers' confirmation of the final revision",
+	collectValidate: "the validation of every watch against the recorded history",
+	collectFinal:    "the final object counts, the comparison of every cache with etcd and the db sizes",
+}
+
+// abandonedError is Run's error when an interrupted run (interrupted,
+// after writing for after) was interrupted again at step: it names what
+// was not collected (ErrAbandoned) and wraps the interruption.
+func abandonedError(interrupted error, after time.Duration, step int) error {
+	if interrupted == nil { // both signals came once the writes had ended
+		interrupted = context.Canceled
+	}
+	return fmt.Errorf("run stopped after %s of writes, then interrupted again: %w: %s; no result: %w",
+		after.Round(time.Millisecond), ErrAbandoned, strings.Join(collectSteps[step:], ", "), interrupted)
 }
 
 // cacheRevisions returns, for each resource, the revision its watch cache

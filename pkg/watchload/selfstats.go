@@ -3,8 +3,12 @@ package watchload
 import (
 	"bufio"
 	"context"
+	"errors"
+	"math"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +29,12 @@ type selfSampler struct {
 	endpoint string
 	etcd0    *processSample
 
+	sched0 *metrics.Float64Histogram // /sched/latencies:seconds at the start
+
 	mu             sync.Mutex
 	peakHeap       uint64
 	peakGoroutines int
+	loadMax        float64 // highest one-minute load average seen
 	stop           chan struct{}
 	done           chan struct{}
 }
@@ -46,6 +53,7 @@ func startSelfSampler(ctx context.Context, embedded bool, endpoint string) *self
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s.gc0, s.pause0 = ms.NumGC, ms.PauseTotalNs
+	s.sched0 = schedLatencies()
 	s.sample(&ms)
 	if !embedded && endpoint != "" {
 		s.etcd0 = scrapeProcess(ctx, endpoint)
@@ -74,6 +82,69 @@ func (s *selfSampler) sample(ms *runtime.MemStats) {
 	defer s.mu.Unlock()
 	s.peakHeap = max(s.peakHeap, ms.HeapInuse)
 	s.peakGoroutines = max(s.peakGoroutines, runtime.NumGoroutine())
+	if l, err := loadAverage(); err == nil {
+		s.loadMax = max(s.loadMax, l)
+	}
+}
+
+// loadAverage returns the machine's one-minute load average, the first
+// field of /proc/loadavg (proc(5)).
+func loadAverage() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, errors.New("/proc/loadavg is empty")
+	}
+	return strconv.ParseFloat(f[0], 64)
+}
+
+// schedLatencies reads the Go runtime's histogram of how long runnable
+// goroutines waited to run (cumulative since the process started); nil
+// if the runtime does not export it.
+func schedLatencies() *metrics.Float64Histogram {
+	sample := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return sample[0].Value.Float64Histogram()
+}
+
+// histogramQuantile returns quantile q of the samples added to a
+// cumulative runtime/metrics histogram between before and after (the
+// same buckets), as the upper bound of the bucket it falls in (its lower
+// bound for the last, unbounded, bucket), in seconds; 0 without samples.
+func histogramQuantile(before, after *metrics.Float64Histogram, q float64) float64 {
+	if after == nil || (before != nil && len(before.Counts) != len(after.Counts)) {
+		return 0
+	}
+	var total uint64
+	counts := make([]uint64, len(after.Counts))
+	for i, c := range after.Counts {
+		if before != nil {
+			c -= before.Counts[i]
+		}
+		counts[i] = c
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(total)))
+	var seen uint64
+	for i, c := range counts {
+		seen += c
+		if seen >= rank {
+			if hi := after.Buckets[i+1]; !math.IsInf(hi, 1) {
+				return hi
+			}
+			return after.Buckets[i]
+		}
+	}
+	return 0
 }
 
 // finish stops sampling and returns the figures.
@@ -93,7 +164,8 @@ func (s *selfSampler) finish(ctx context.Context) report.SelfStats {
 		WallMs: report.Ms(wall), CPUSeconds: cpu, CPUCores: cpu / wall.Seconds(), NumCPU: runtime.NumCPU(),
 		MaxRSSBytes: ru.Maxrss * 1024, PeakHeapBytes: int64(s.peakHeap), PeakGoroutines: s.peakGoroutines,
 		GCCount: int64(ms.NumGC - s.gc0), GCPauseMs: float64(ms.PauseTotalNs-s.pause0) / 1e6,
-		IncludesEmbeddedEtcd: s.embedded,
+		IncludesEmbeddedEtcd: s.embedded, LoadAverageMax: s.loadMax,
+		SchedLatencyP99Ms: math.Round(histogramQuantile(s.sched0, schedLatencies(), 0.99)*1e6) / 1e3, // ms, to the µs
 	}
 	if s.etcd0 != nil {
 		if e1 := scrapeProcess(ctx, s.endpoint); e1 != nil {

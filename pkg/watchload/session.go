@@ -67,7 +67,8 @@ type Session struct {
 	stopRecorder context.CancelFunc
 	recWG        sync.WaitGroup
 	writing      *Writing
-	closers      []func() // connections to close, in the order opened
+	closers      []func()        // connections to close, in the order opened
+	abandon      context.Context // ends the collection of an interrupted load (SetAbandon)
 }
 
 // NewSession starts a Session on t whose times count from epoch (usually
@@ -488,17 +489,35 @@ func interruptedAfterWrites(load string, interrupted error, ws report.WriteStats
 // its result: confirm, validate and collect.
 const interruptedGrace = 20 * time.Second
 
+// SetAbandon makes the end of abandon (a second SIGINT; nil: never) end
+// the context AfterWrites returns to an interrupted load, so that it gives
+// up collecting its result at once (Abandoned). Call it before
+// AfterWrites.
+func (s *Session) SetAbandon(abandon context.Context) { s.abandon = abandon }
+
+// Abandoned reports whether the load was interrupted and then told to give
+// up collecting its result too (SetAbandon).
+func (s *Session) Abandoned() bool { return s.abandon != nil && s.abandon.Err() != nil }
+
 // AfterWrites is called once a load's writes have ended. While ctx is live
 // it returns ctx and a nil interruption. Once ctx has ended (SIGINT,
-// SIGTERM) it returns a context of its own, bounded by 20 s, for the phases
-// that hand back what was measured (the Session's connections outlive ctx),
-// and the interruption, which the load returns beside its result; cancel
-// releases the context.
+// SIGTERM) it returns a context of its own, bounded by 20 s and ended
+// early by SetAbandon's context, for the phases that hand back what was
+// measured (the Session's connections outlive ctx), and the interruption,
+// which the load returns beside its result; cancel releases the context.
 func (s *Session) AfterWrites(ctx context.Context) (_ context.Context, interrupted error, cancel context.CancelFunc) {
 	if ctx.Err() == nil {
 		return ctx, nil, func() {}
 	}
-	s.logf("interrupted: collecting what was measured so far (at most %s)", interruptedGrace)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedGrace)
-	return cctx, ctx.Err(), cancel
+	if s.abandon == nil {
+		s.logf("interrupted: collecting what was measured so far (at most %s)", interruptedGrace)
+	} else {
+		s.logf("interrupted: collecting what was measured so far (at most %s; interrupt again to stop at once)", interruptedGrace)
+	}
+	cctx, cancelGrace := context.WithTimeout(context.WithoutCancel(ctx), interruptedGrace)
+	if s.abandon != nil {
+		stop := context.AfterFunc(s.abandon, cancelGrace)
+		return cctx, ctx.Err(), func() { stop(); cancelGrace() }
+	}
+	return cctx, ctx.Err(), cancelGrace
 }

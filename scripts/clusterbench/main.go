@@ -24,6 +24,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -164,7 +165,7 @@ func matrix(out string, versions []string, runs int) error {
 		return err
 	}
 	for _, v := range versions {
-		if _, err := etcdproc.Binaries(v, os.Stderr); err != nil {
+		if _, err := etcdproc.Binaries(context.Background(), v, os.Stderr); err != nil {
 			doc.Skipped = append(doc.Skipped, Skipped{Name: "etcd " + v, Reason: err.Error()})
 		}
 	}
@@ -216,7 +217,7 @@ func faultRuns(out, version string, kinds []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := etcdproc.Binaries(version, os.Stderr); err != nil {
+	if _, err := etcdproc.Binaries(context.Background(), version, os.Stderr); err != nil {
 		return err
 	}
 	netnsErr := etcdproc.CheckNetns()

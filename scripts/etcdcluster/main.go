@@ -94,7 +94,7 @@ func start(dir, version string, members int, useTLS, noFsync bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	bin, err := etcdproc.Binaries(version, os.Stderr)
+	bin, err := etcdproc.Binaries(context.Background(), version, os.Stderr)
 	if err != nil {
 		return err
 	}

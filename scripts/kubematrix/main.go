@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/machine"
+	"github.com/kubestore/etcdkit/internal/release"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -36,6 +37,16 @@ func main() {
 	versions := flag.Args()
 	if len(versions) == 0 {
 		versions = []string{"1.37.2"}
+	}
+	// Each version names files under -out and reaches the build script:
+	// only releases lwbench builds, checked before anything is written.
+	for i, v := range versions {
+		r, err := release.Kubernetes.Resolve(v)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kubematrix: version:", err)
+			os.Exit(2)
+		}
+		versions[i] = r
 	}
 	if err := run(*out, versions, *duration, *objects); err != nil {
 		fmt.Fprintln(os.Stderr, "kubematrix:", err)

@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -54,23 +55,65 @@ func runCompaction(cmd *cobra.Command, g *globalOptions, o *compactionOptions, p
 	if err != nil {
 		return err
 	}
-	return output.Write(out, g.format, makeCompactionTable(rep), rep)
+	t, notes := makeCompactionTable(g, rep)
+	return g.write(cmd.Context(), out, t, notes, rep)
 }
 
-func makeCompactionTable(rep *snapshot.CompactionReport) output.Table {
-	t := output.Table{Header: []string{"resource", "etcd path", "revisions", "removed revisions", "removed tombstones", "removed bytes", "keys removed"}}
-	t.Numeric = numericFrom(t.Header, 2)
-	row := func(r snapshot.CompactionRow) []string {
-		return []string{fmt.Sprint(r.Revisions), fmt.Sprint(r.RemovedRevisions), fmt.Sprint(r.RemovedTombstones), fmt.Sprint(r.RemovedBytes), fmt.Sprint(r.KeysRemoved)}
-	}
+// makeCompactionTable lays the estimate out per resource with a total
+// row. For a person (table, markdown) with one prefix the resource column
+// stands alone (as usage's) and the sizes before and after a
+// defragmentation are notes below; CSV keeps the etcd path column and the
+// size rows.
+func makeCompactionTable(g *globalOptions, rep *snapshot.CompactionReport) (output.Table, []string) {
+	prefixes := map[string]bool{}
+	var prefix string
 	for _, r := range rep.Rows {
-		t.Rows = append(t.Rows, append(labels(r.Class, r.Prefix, r.Group, r.Resource, r.Path), row(r)...))
+		if r.Prefix != "" {
+			prefixes[r.Prefix], prefix = true, r.Prefix
+		}
 	}
-	t.Rows = append(t.Rows, append([]string{"TOTAL", fmt.Sprintf("compact at %d (now %d, current %d)", rep.At, rep.CompactRevision, rep.CurrentRevision)}, row(rep.Total)...))
-	t.Rows = append(t.Rows,
-		[]string{"DB SIZE NOW", "", "", "", "", fmt.Sprint(rep.DBSizeBytes), ""},
-		[]string{"IN USE NOW", "", "", "", "", fmt.Sprint(rep.InUseBytes), ""},
-		[]string{"AFTER DEFRAG (ESTIMATE)", "", "", "", "", fmt.Sprint(rep.EstimatedDBSizeAfterDefragBytes), ""},
-		[]string{"DEFRAG RECLAIMS", "", "", "", "", fmt.Sprint(rep.DefragReclaimBytes), ""})
-	return t
+	pathColumn := !g.human() || len(prefixes) != 1
+	t := output.Table{Header: []string{"resource", "etcd path", "revisions", "removed revisions", "removed tombstones", "removed bytes", "keys removed"}}
+	if !pathColumn {
+		t.Header = []string{"resource", "revisions", "removed", "tombstones", "bytes", "keys gone"}
+	}
+	nLabels := len(t.Header) - 5
+	t.Numeric = numericFrom(t.Header, nLabels)
+	row := func(r snapshot.CompactionRow) []string {
+		return []string{fmt.Sprint(r.Revisions), fmt.Sprint(r.RemovedRevisions), fmt.Sprint(r.RemovedTombstones), g.bytes(r.RemovedBytes), fmt.Sprint(r.KeysRemoved)}
+	}
+	var renamed []string
+	for _, r := range rep.Rows {
+		l := labels(r.Class, r.Prefix, r.Group, r.Resource, r.Path)
+		if !pathColumn {
+			l, renamed = oneLabel(snapshot.UsageRow{Class: r.Class, Prefix: r.Prefix, Group: r.Group, Resource: r.Resource, Path: r.Path}, l, renamed)
+		}
+		t.Rows = append(t.Rows, append(l, row(r)...))
+	}
+	span := fmt.Sprintf("compact at %d (now %d, current %d)", rep.At, rep.CompactRevision, rep.CurrentRevision)
+	total := []string{"TOTAL", span}
+	if !pathColumn {
+		total = []string{"TOTAL"}
+	}
+	t.Rows = append(t.Rows, append(total, row(rep.Total)...))
+	sizes := []struct {
+		name  string
+		bytes int64
+	}{{"DB SIZE NOW", rep.DBSizeBytes}, {"IN USE NOW", rep.InUseBytes},
+		{"AFTER DEFRAG (ESTIMATE)", rep.EstimatedDBSizeAfterDefragBytes}, {"DEFRAG RECLAIMS", rep.DefragReclaimBytes}}
+	if pathColumn {
+		for _, sz := range sizes {
+			t.Rows = append(t.Rows, []string{sz.name, "", "", "", "", g.bytes(sz.bytes), ""})
+		}
+		return t, nil
+	}
+	notes := []string{fmt.Sprintf("A compaction at revision %d (compacted now at %d, current revision %d) removes the revisions counted above; "+
+		"tombstones: of them, deletes; bytes: their entry bytes; keys gone: keys with no revision left.", rep.At, rep.CompactRevision, rep.CurrentRevision),
+		fmt.Sprintf("DB size now %s, in use %s; after the compaction and a defragmentation about %s: a defragmentation reclaims %s.",
+			g.bytes(rep.DBSizeBytes), g.bytes(rep.InUseBytes), g.bytes(rep.EstimatedDBSizeAfterDefragBytes), g.bytes(rep.DefragReclaimBytes)),
+		"Prefix: " + prefix + "."}
+	if len(renamed) > 0 {
+		notes = append(notes, "Stored under another name: "+strings.Join(renamed, ", ")+".")
+	}
+	return t, notes
 }

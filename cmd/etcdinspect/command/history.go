@@ -43,7 +43,7 @@ func runHistory(cmd *cobra.Command, g *globalOptions, path, key string, out io.W
 	if err != nil {
 		return err
 	}
-	t := output.Table{Header: []string{"main", "sub", "mod rev", "create rev", "version", "tombstone", "value bytes", "lease"}}
+	t := output.Table{Header: []string{"main", "sub", "mod rev", "create rev", "version", "tombstone", g.sizeHeader("value", "value bytes"), "lease"}}
 	t.Numeric = numericFrom(t.Header, 0)
 	t.Numeric[5] = false
 	for _, e := range h {
@@ -52,7 +52,7 @@ func runHistory(cmd *cobra.Command, g *globalOptions, path, key string, out io.W
 			lease = fmt.Sprintf("%x", e.Lease)
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(e.Main), fmt.Sprint(e.Sub), fmt.Sprint(e.ModRevision), fmt.Sprint(e.CreateRevision),
-			fmt.Sprint(e.Version), fmt.Sprint(e.Tombstone), fmt.Sprint(e.ValueBytes), lease})
+			fmt.Sprint(e.Version), fmt.Sprint(e.Tombstone), g.bytes(e.ValueBytes), lease})
 	}
-	return output.Write(out, g.format, t, historyResult{SchemaVersion: historySchemaVersion, Path: db.Path(), Key: key, Revisions: h})
+	return g.write(cmd.Context(), out, t, nil, historyResult{SchemaVersion: historySchemaVersion, Path: db.Path(), Key: key, Revisions: h})
 }

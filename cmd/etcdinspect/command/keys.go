@@ -79,11 +79,12 @@ func runKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, path string, 
 		return err
 	}
 	res := keysResult{SchemaVersion: keysSchemaVersion, Path: db.Path(), Keys: keys}
-	return output.Write(out, g.format, makeKeysTable(keys), res)
+	return g.write(cmd.Context(), out, makeKeysTable(g, keys), nil, res)
 }
 
-func makeKeysTable(keys []snapshot.KeyInfo) output.Table {
-	t := output.Table{Header: []string{"key", "resource", "namespace", "name", "create rev", "mod rev", "version", "lease", "value bytes", "entry bytes", "encoding", "kind"}}
+func makeKeysTable(g *globalOptions, keys []snapshot.KeyInfo) output.Table {
+	t := output.Table{Header: []string{"key", "resource", "namespace", "name", "create rev", "mod rev", "version", "lease",
+		g.sizeHeader("value", "value bytes"), g.sizeHeader("entry", "entry bytes"), "encoding", "kind"}}
 	t.Numeric = numericFrom(t.Header, 4)
 	t.Numeric[10], t.Numeric[11] = false, false
 	for _, k := range keys {
@@ -97,7 +98,7 @@ func makeKeysTable(keys []snapshot.KeyInfo) output.Table {
 			lease = fmt.Sprintf("%x", k.Lease)
 		}
 		t.Rows = append(t.Rows, []string{k.Key, res, orDash(k.Namespace, "-"), k.Name, fmt.Sprint(k.CreateRevision),
-			fmt.Sprint(k.ModRevision), fmt.Sprint(k.Version), lease, fmt.Sprint(k.ValueBytes), fmt.Sprint(k.EntryBytes), string(k.Encoding), orDash(kind, "-")})
+			fmt.Sprint(k.ModRevision), fmt.Sprint(k.Version), lease, g.bytes(k.ValueBytes), g.bytes(k.EntryBytes), string(k.Encoding), orDash(kind, "-")})
 	}
 	return t
 }

@@ -43,19 +43,34 @@ func runLeases(cmd *cobra.Command, g *globalOptions, path string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	t := output.Table{Header: []string{"lease", "ttl seconds", "checkpointed ttl seconds", "keys", "live entry bytes", "live value bytes", "resources"}}
+	t := output.Table{Header: []string{"lease", g.sizeHeader("ttl", "ttl seconds"), g.sizeHeader("checkpointed ttl", "checkpointed ttl seconds"), "keys",
+		g.sizeHeader("live", "live entry bytes"), g.sizeHeader("values", "live value bytes"), "resources"}}
 	t.Numeric = []bool{false, true, true, true, true, true, false}
 	for _, r := range rep.Rows {
-		ttl, rem := fmt.Sprint(r.TTLSeconds), fmt.Sprint(r.RemainingTTLSeconds)
+		ttl, rem := seconds(g, r.TTLSeconds), seconds(g, r.RemainingTTLSeconds)
 		if r.RemainingTTLSeconds == 0 {
 			rem = "-"
 		}
 		if r.Missing {
 			ttl, rem = "(no lease)", "-"
 		}
-		t.Rows = append(t.Rows, []string{r.IDHex, ttl, rem, fmt.Sprint(r.Keys), fmt.Sprint(r.LiveEntryBytes), fmt.Sprint(r.LiveValueBytes),
+		t.Rows = append(t.Rows, []string{r.IDHex, ttl, rem, fmt.Sprint(r.Keys), g.bytes(r.LiveEntryBytes), g.bytes(r.LiveValueBytes),
 			orDash(snapshot.FormatCounts(r.Resources), "-")})
 	}
 	t.Rows = append(t.Rows, []string{"TOTAL", "", "", fmt.Sprint(rep.KeysWithLease), "", "", fmt.Sprintf("(%d live keys without a lease)", rep.KeysWithoutLease)})
-	return output.Write(out, g.format, t, rep)
+	var notes []string
+	if g.human() {
+		notes = []string{"ttl: as granted; checkpointed ttl: the remaining TTL etcd last checkpointed (- without its LeaseCheckpoint feature gates); " +
+			"live: the attached live keys' entry bytes; values: their values alone."}
+	}
+	return g.write(cmd.Context(), out, t, notes, rep)
+}
+
+// seconds shows a TTL: with its unit for a person ("3600s"), the number
+// of seconds for a program (CSV).
+func seconds(g *globalOptions, n int64) string {
+	if g.human() {
+		return fmt.Sprintf("%ds", n)
+	}
+	return fmt.Sprint(n)
 }

@@ -33,7 +33,7 @@ func runMeta(cmd *cobra.Command, g *globalOptions, path string, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	return output.Write(out, g.format, makeMetaTable(ci), ci)
+	return g.write(cmd.Context(), out, makeMetaTable(ci), nil, ci)
 }
 
 // confState shows the raft membership with member IDs in hex, as every
@@ -67,8 +67,9 @@ func makeMetaTable(ci *snapshot.ClusterInfo) output.Table {
 		rows = append(rows, []string{"cluster", "downgrade", ci.Downgrade})
 	}
 	for _, mb := range ci.Members {
-		rows = append(rows, []string{"member", mb.ID, fmt.Sprintf("name=%s peerURLs=%s clientURLs=%s learner=%v",
-			orDash(mb.Name, "-"), strings.Join(mb.PeerURLs, ","), orDash(strings.Join(mb.ClientURLs, ","), "-"), mb.IsLearner)})
+		rows = append(rows, []string{"member", mb.ID, fmt.Sprintf("name=%s learner=%v", orDash(mb.Name, "-"), mb.IsLearner)},
+			[]string{"member", mb.ID + " peer URLs", strings.Join(mb.PeerURLs, ",")},
+			[]string{"member", mb.ID + " client URLs", orDash(strings.Join(mb.ClientURLs, ","), "-")})
 	}
 	for _, id := range ci.RemovedMembers {
 		rows = append(rows, []string{"removed member", id, "removed"})

@@ -13,16 +13,22 @@ import (
 )
 
 type spaceOptions struct {
-	quota int64
+	quota           int64
+	maxRequestBytes int64
 }
 
 func (o *spaceOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.Int64Var(&o.quota, "quota", snapshot.DefaultQuotaBytes, "the member's --quota-backend-bytes, in bytes")
+	fs.Var(newByteSize(&o.quota, snapshot.DefaultQuotaBytes), "quota", "the member's --quota-backend-bytes: bytes, or with a unit (8GiB, 2G)")
+	fs.Var(newByteSize(&o.maxRequestBytes, snapshot.DefaultMaxRequestBytes), "max-request-bytes",
+		"the member's --max-request-bytes: bytes, or with a unit (1.5MiB, 10MiB)")
 }
 
 func (o *spaceOptions) Validate() error {
 	if o.quota <= 0 {
 		return cli.FlagErrorf("--quota must be positive")
+	}
+	if o.maxRequestBytes <= 0 {
+		return cli.FlagErrorf("--max-request-bytes must be positive")
 	}
 	return nil
 }
@@ -40,8 +46,9 @@ and explains the page layout behind the verdict:
     (etcd's rule: a write is refused, and the alarm raised, when the DB
     size plus its charge reaches the quota; a Put is charged 256 bytes
     plus its key and value, so NOSPACE comes before the size reaches the
-    quota), the largest Put still admitted, and whether the file holds a
-    raised NOSPACE alarm;
+    quota), the largest Put still admitted (by the quota and by etcd's
+    --max-request-bytes, default 1.5 MiB: a larger request is refused
+    as too large), and whether the file holds a raised NOSPACE alarm;
   - why a compaction alone never clears NOSPACE (the quota checks the
     file's size, which only a defragmentation shrinks), and the size a
     compaction at the current revision and then a defragmentation would
@@ -68,53 +75,53 @@ func runSpace(cmd *cobra.Command, g *globalOptions, o *spaceOptions, path string
 	if err != nil {
 		return err
 	}
-	s, err := db.Space(cmd.Context(), o.quota, g.parser())
+	s, err := db.Space(cmd.Context(), snapshot.SpaceOptions{QuotaBytes: o.quota, MaxRequestBytes: o.maxRequestBytes}, g.parser())
 	done()
 	if err != nil {
 		return err
 	}
-	return output.Write(out, g.format, makeSpaceTable(s), s)
+	t, notes := makeSpaceTable(g, s)
+	return g.write(cmd.Context(), out, t, notes, s)
 }
 
-// makeSpaceTable lays the verdict out as field/value rows.
-func makeSpaceTable(s *snapshot.Space) output.Table {
-	verdict := fmt.Sprintf("below the quota (%.1f%% used): the quota admits a Put of up to %d key and value bytes", s.QuotaUsedPercent, s.MaxPutBytes)
+// makeSpaceTable lays the verdict out as field/value rows, the rules
+// behind it as notes below.
+func makeSpaceTable(g *globalOptions, s *snapshot.Space) (output.Table, []string) {
+	verdict := fmt.Sprintf("below the quota (%.1f%% used)", s.QuotaUsedPercent)
 	switch {
 	case s.OverQuota:
-		verdict = fmt.Sprintf("NOSPACE: DB size + the cheapest write's charge (a %d-byte LeaseGrant) reaches the quota (%.1f%% used): every write is refused",
-			snapshot.LeaseGrantCostBytes, s.QuotaUsedPercent)
+		verdict = fmt.Sprintf("NOSPACE: every write is refused (%.1f%% of the quota used, see note 1)", s.QuotaUsedPercent)
 	case s.MaxPutBytes < 0:
-		verdict = fmt.Sprintf("NOSPACE on the next Put: DB size + a Put's %d-byte charge reaches the quota (%.1f%% used)", snapshot.PutOverheadBytes, s.QuotaUsedPercent)
+		verdict = fmt.Sprintf("NOSPACE on the next Put (%.1f%% of the quota used, see note 1)", s.QuotaUsedPercent)
 	}
 	after := "below the quota"
 	if !s.AfterClearsQuota {
-		after = "still at or above the quota: raise the quota or delete data"
+		after = "still at or above the quota: raise it or delete data"
 	}
 	alarm := "no"
 	if s.NoSpaceAlarm {
 		alarm = "yes: writes stay refused until `etcdctl alarm disarm`"
 	}
-	largestPut := fmt.Sprintf("%d key and value bytes", s.MaxPutBytes)
-	if s.MaxPutBytes < 0 {
-		largestPut = "none"
+	largestPut := "none"
+	if s.LargestPutBytes >= 0 {
+		largestPut = fmt.Sprintf("%s of key and value (limited by %s, see note 2)", g.bytes(s.LargestPutBytes), s.LargestPutLimit)
 	}
 	rows := [][]string{
 		{"path", s.Path},
 		{"verdict", verdict},
-		{"rule", fmt.Sprintf("etcd refuses a write and raises NOSPACE when DB size + its charge >= quota; a Put is charged %d + key + value bytes, a LeaseGrant %d, a Txn its larger branch (server/storage/quota.go)",
-			snapshot.PutOverheadBytes, snapshot.LeaseGrantCostBytes)},
 		{"NOSPACE alarm in the file", alarm},
-		{"quota bytes", fmt.Sprint(s.QuotaBytes)},
-		{"headroom bytes", fmt.Sprint(s.HeadroomBytes)},
+		{"quota", g.bytes(s.QuotaBytes)},
+		{"headroom", g.bytes(s.HeadroomBytes)},
 		{"largest Put admitted", largestPut},
-		{"file size bytes", fmt.Sprint(s.SizeBytes)},
-		{"db size bytes", fmt.Sprint(s.DBSizeBytes)},
-		{"in use bytes", fmt.Sprint(s.InUseBytes)},
-		{"free bytes", fmt.Sprintf("%d (%d pages of %d bytes)", s.FreeBytes, s.FreePages, s.PageSize)},
-		{"compaction alone clears NOSPACE", fmt.Sprintf("%v: the quota checks the DB size, not the bytes in use, and only a defragmentation shrinks the file (server/storage/quota.go; -w json: why)", s.CompactionClearsNoSpace)},
-		{"compaction at current revision", fmt.Sprintf("revision %d removes %d entry bytes", s.CurrentRevision, s.CompactFreesBytes)},
-		{"after compaction and defragmentation", fmt.Sprintf("%d bytes: %s", s.AfterCompactDefragBytes, after)},
-		{"largest free run", fmt.Sprintf("%d pages (%d bytes)", s.LargestFreeRunPages, s.LargestFreeRunBytes)},
+		{"max request bytes", g.bytes(s.MaxRequestBytes)},
+		{"file size", g.bytes(s.SizeBytes)},
+		{"db size", g.bytes(s.DBSizeBytes)},
+		{"in use", g.bytes(s.InUseBytes)},
+		{"free", fmt.Sprintf("%s (%d pages of %s)", g.bytes(s.FreeBytes), s.FreePages, g.bytes(int64(s.PageSize)))},
+		{"compaction alone clears NOSPACE", fmt.Sprintf("%v (see note 3)", s.CompactionClearsNoSpace)},
+		{"compaction at current revision", fmt.Sprintf("revision %d removes %s of entries", s.CurrentRevision, g.bytes(s.CompactFreesBytes))},
+		{"after compaction and defragmentation", fmt.Sprintf("%s: %s", g.bytes(s.AfterCompactDefragBytes), after)},
+		{"largest free run", fmt.Sprintf("%d pages (%s)", s.LargestFreeRunPages, g.bytes(s.LargestFreeRunBytes))},
 	}
 	for _, b := range s.FreeRuns {
 		if b.Runs == 0 {
@@ -126,8 +133,27 @@ func makeSpaceTable(s *snapshot.Space) output.Table {
 		[]string{"pages", fmt.Sprintf("%d branch, %d leaf, %d overflow", s.BranchPages, s.LeafPages, s.OverflowPages)},
 		[]string{"leaf fill", fmt.Sprintf("%.1f%%", s.LeafFillPercent)},
 		[]string{"fragmentation", fmt.Sprintf("%.1f%%", s.FragmentationPercent)},
-		[]string{"fragmentation alert", fmt.Sprintf("%s (%s)", s.FragmentationAlert, s.FragmentationRule)},
-		[]string{"safe quota bytes", fmt.Sprintf("%d (twice the size after compaction and defragmentation, rounded up to a GiB, within etcd's 2-8 GiB)", s.SafeQuotaBytes)},
+		[]string{"fragmentation alert", fmt.Sprintf("%s (see note 4)", s.FragmentationAlert)},
+		[]string{"safe quota", fmt.Sprintf("%s (see note 5)", g.bytes(s.SafeQuotaBytes))},
 	)
-	return output.Table{Header: []string{"field", "value"}, Rows: rows}
+	notes := []string{
+		fmt.Sprintf("1. etcd refuses a write, and raises NOSPACE, when DB size + the write's charge >= quota: a Put is charged %d bytes + key + value, "+
+			"a LeaseGrant %d, a Txn its larger branch; deletes and compactions are never refused (server/storage/quota.go). "+
+			"So NOSPACE comes before the DB size reaches the quota.", snapshot.PutOverheadBytes, snapshot.LeaseGrantCostBytes),
+		fmt.Sprintf("2. The quota admits a Put of up to %s of key and value; --max-request-bytes (%s) admits up to %s: etcd refuses a larger "+
+			"marshalled request with \"request is too large\" (server/etcdserver/v3_server.go).",
+			putBytes(g, s.MaxPutBytes), g.bytes(s.MaxRequestBytes), putBytes(g, s.MaxRequestPutBytes)),
+		"3. " + s.Why + ".",
+		"4. Fragmentation alert: " + s.FragmentationRule + ".",
+		"5. Safe quota: twice the size after compaction and defragmentation, rounded up to a GiB, within etcd's 2-8 GiB.",
+	}
+	return output.Table{Header: []string{"field", "value"}, Rows: rows}, notes
+}
+
+// putBytes is a largest-Put figure: a size, or "nothing" when no Put fits.
+func putBytes(g *globalOptions, n int64) string {
+	if n < 0 {
+		return "nothing"
+	}
+	return g.bytes(n)
 }

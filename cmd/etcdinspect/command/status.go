@@ -20,8 +20,9 @@ func newStatusCommand(g *globalOptions) *cobra.Command {
 use, free pages, fragmentation), storage version, current, compact and
 scheduled compact revisions, consistent index and term, live keys, revisions,
 tombstones, leases, the hash 'etcdutl snapshot status' prints, the snapshot
-trailer and a bbolt consistency check. It exits 1 after printing when the
-check finds errors.`,
+trailer and what 'etcdutl snapshot restore' does with it, and a bbolt
+consistency check. It exits 1 after printing when the check finds errors
+or the snapshot's sha256 trailer does not match its content.`,
 		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStatus(cmd, g, args[0], cmd.OutOrStdout())
@@ -39,17 +40,19 @@ func runStatus(cmd *cobra.Command, g *globalOptions, path string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	if err := output.Write(out, g.format, makeStatusTable(st), st); err != nil {
+	t, notes := makeStatusTable(g, st)
+	if err := g.write(cmd.Context(), out, t, notes, st); err != nil {
 		return err
 	}
-	if !st.Check.OK {
-		return fmt.Errorf("%s: consistency check found %d errors: %s", st.Path, st.Check.ErrorCount, strings.Join(st.Check.Errors, "; "))
+	if st.SnapshotTrailer == snapshot.TrailerInvalid || !st.Check.OK {
+		return fmt.Errorf("%s: %s", st.Path, restoreProblem(st.SnapshotTrailer, st.Check))
 	}
 	return nil
 }
 
-// makeStatusTable lays the status out as field/value rows.
-func makeStatusTable(st *snapshot.Status) output.Table {
+// makeStatusTable lays the status out as field/value rows, what etcdutl
+// does with the trailer as a note below.
+func makeStatusTable(g *globalOptions, st *snapshot.Status) (output.Table, []string) {
 	check := "ok"
 	if !st.Check.OK {
 		check = fmt.Sprintf("%d errors: %s", st.Check.ErrorCount, strings.Join(st.Check.Errors, "; "))
@@ -60,12 +63,12 @@ func makeStatusTable(st *snapshot.Status) output.Table {
 	}
 	rows := [][]string{
 		{"path", st.Path},
-		{"size bytes", fmt.Sprint(st.SizeBytes)},
-		{"db size bytes", fmt.Sprint(st.DBSizeBytes)},
-		{"in use bytes", fmt.Sprint(st.InUseBytes)},
-		{"free bytes", fmt.Sprint(st.FreeBytes)},
+		{"size", g.bytes(st.SizeBytes)},
+		{"db size", g.bytes(st.DBSizeBytes)},
+		{"in use", g.bytes(st.InUseBytes)},
+		{"free", g.bytes(st.FreeBytes)},
 		{"fragmentation", fmt.Sprintf("%.1f%%", st.FragmentationPercent)},
-		{"page size", fmt.Sprint(st.PageSize)},
+		{"page size", g.bytes(int64(st.PageSize))},
 		{"storage version", st.StorageVersion},
 		{"revision", fmt.Sprint(st.Revision)},
 		{"last entry revision", fmt.Sprint(st.LastEntryRevision)},
@@ -78,9 +81,16 @@ func makeStatusTable(st *snapshot.Status) output.Table {
 		{"tombstones", fmt.Sprint(st.Tombstones)},
 		{"leases", fmt.Sprint(st.Leases)},
 		{"hash", fmt.Sprintf("%x", st.Hash)},
-		{"snapshot trailer", string(st.SnapshotTrailer)},
+		{"snapshot trailer", trailer[st.SnapshotTrailer] + " (see note)"},
 		{"freelist", freelist},
 		{"consistency check", check},
 	}
-	return output.Table{Header: []string{"field", "value"}, Rows: rows}
+	return output.Table{Header: []string{"field", "value"}, Rows: rows}, []string{"Snapshot trailer: " + st.SnapshotTrailer.Restore() + "."}
+}
+
+// trailer names a trailer state in a table cell.
+var trailer = map[snapshot.Trailer]string{
+	snapshot.TrailerValid:   "valid: the sha256 matches",
+	snapshot.TrailerInvalid: "INVALID: the sha256 does not match",
+	snapshot.TrailerAbsent:  "absent",
 }

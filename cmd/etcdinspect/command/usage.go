@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -92,6 +93,9 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 	if err != nil {
 		return err
 	}
+	if bad := u.PrefixesWithoutResources(); len(g.prefixes) > 0 && len(bad) > 0 {
+		return notAPrefix(bad[0])
+	}
 	dim := snapshot.Dimension(o.by)
 	rows := u.By(dim)
 	var others *snapshot.UsageRow
@@ -108,23 +112,52 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 		rows = rows[:o.top]
 	}
 	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Others: others, Total: u.Total}
-	return output.Write(out, g.format, makeUsageTable(dim, rows, others, u.Total), res)
+	t, notes := makeUsageTable(g, dim, u.Prefixes, rows, others, u.Total)
+	return g.write(cmd.Context(), out, t, notes, res)
 }
 
-// makeUsageTable lays usage rows out with a total row last.
-func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *snapshot.UsageRow, total snapshot.UsageRow) output.Table {
+// notAPrefix is the usage error for a --prefix that holds keys but no
+// resource directory: usage would count its namespaces (or names) as
+// resources. When it is a resource's directory below a prefix
+// (/registry/pods), the error names the prefix to give instead.
+func notAPrefix(prefix string) error {
+	hint := "give kube-apiserver's --etcd-prefix (default /registry), or leave --prefix out to detect it"
+	for i := strings.LastIndex(prefix, "/"); i > 0; i = strings.LastIndex(prefix[:i], "/") {
+		if keyspace.IsResourcePath(prefix[i+1:]) {
+			hint = fmt.Sprintf("it is the directory of %s under %s: give --prefix %s (keys --prefix %s/ lists its keys)",
+				prefix[i+1:], prefix[:i], prefix[:i], prefix)
+			break
+		}
+	}
+	return cli.FlagErrorf("--prefix %q is not an etcd prefix of the Kubernetes key space: it holds keys but no resource directory "+
+		"(pods, namespaces, <group>/<resource>, ...), so usage would count its namespaces as resources; %s", prefix, hint)
+}
+
+// makeUsageTable lays usage rows out with a total row last. For a person
+// (table, markdown) with one prefix, rows by resource carry the resource
+// alone and the etcd paths that are not the resource's name (nodes in
+// minions) go below as notes; CSV, or several prefixes, keep the etcd
+// path column.
+func makeUsageTable(g *globalOptions, dim snapshot.Dimension, prefixes []string, rows []snapshot.UsageRow, others *snapshot.UsageRow,
+	total snapshot.UsageRow) (output.Table, []string) {
 	var t output.Table
-	switch dim {
-	case snapshot.ByNamespace:
+	human := g.human()
+	pathColumn := !human || len(prefixes) != 1
+	switch {
+	case dim == snapshot.ByNamespace:
 		t.Header = []string{"namespace"}
-	case snapshot.ByGroup:
+	case dim == snapshot.ByGroup:
 		t.Header = []string{"group"}
-	default:
+	case pathColumn:
 		t.Header = []string{"resource", "etcd path"}
+	default:
+		t.Header = []string{"resource"}
 	}
 	nLabels := len(t.Header)
-	t.Header = append(t.Header, "objects", "live entry bytes", "live value bytes", "revisions", "history entry bytes", "tombstones")
+	t.Header = append(t.Header, "objects", g.sizeHeader("live", "live entry bytes"), g.sizeHeader("values", "live value bytes"),
+		"revisions", g.sizeHeader("history", "history entry bytes"), "tombstones")
 	t.Numeric = numericFrom(t.Header, nLabels)
+	var renamed []string
 	for _, r := range rows {
 		var labels []string
 		switch dim {
@@ -134,23 +167,53 @@ func makeUsageTable(dim snapshot.Dimension, rows []snapshot.UsageRow, others *sn
 			labels = []string{groupLabel(r)}
 		default:
 			labels = resourceLabels(r)
+			if !pathColumn {
+				labels, renamed = oneLabel(r, labels, renamed)
+			}
 		}
-		t.Rows = append(t.Rows, append(labels, numbers(r)...))
+		t.Rows = append(t.Rows, append(labels, numbers(g, r)...))
 	}
 	if others != nil {
 		otherLabels := make([]string, nLabels)
 		otherLabels[0] = "(other rows)"
-		t.Rows = append(t.Rows, append(otherLabels, numbers(*others)...))
+		t.Rows = append(t.Rows, append(otherLabels, numbers(g, *others)...))
 	}
 	totalLabels := make([]string, nLabels)
 	totalLabels[0] = "TOTAL"
-	t.Rows = append(t.Rows, append(totalLabels, numbers(total)...))
-	return t
+	t.Rows = append(t.Rows, append(totalLabels, numbers(g, total)...))
+	if !human {
+		return t, nil
+	}
+	notes := []string{"live: the live keys' entry bytes (revision key and KeyValue); values: their values alone; " +
+		"history: the entry bytes of older revisions and tombstones, what a compaction may remove."}
+	if !pathColumn && dim != snapshot.ByNamespace && dim != snapshot.ByGroup {
+		notes = append(notes, "Prefix: "+prefixes[0]+".")
+		if len(renamed) > 0 {
+			notes = append(notes, "Stored under another name: "+strings.Join(renamed, ", ")+".")
+		}
+	}
+	return t, notes
 }
 
-func numbers(r snapshot.UsageRow) []string {
-	return []string{fmt.Sprint(r.Objects), fmt.Sprint(r.LiveEntryBytes), fmt.Sprint(r.LiveValueBytes), fmt.Sprint(r.Revisions),
-		fmt.Sprint(r.HistoryEntryBytes), fmt.Sprint(r.Tombstones)}
+// oneLabel folds a row's resource and etcd path labels into one: the
+// resource, with the path for rows that are not objects of a resource
+// (outside the prefix, unrecognised). A resource stored under another
+// name than its own (nodes in minions) is added to renamed.
+func oneLabel(r snapshot.UsageRow, labels, renamed []string) ([]string, []string) {
+	switch {
+	case !r.Class.IsObject() && r.Class != keyspace.ClassMasterLease && r.Class != keyspace.ClassRangeAllocation:
+		if labels[1] != "-" && labels[1] != keyspace.CompactRevKey {
+			return []string{labels[0] + " " + labels[1]}, renamed
+		}
+	case r.Path != r.Resource && r.Path != r.Group+"/"+r.Resource:
+		renamed = append(renamed, labels[0]+" in "+labels[1])
+	}
+	return labels[:1], renamed
+}
+
+func numbers(g *globalOptions, r snapshot.UsageRow) []string {
+	return []string{fmt.Sprint(r.Objects), g.bytes(r.LiveEntryBytes), g.bytes(r.LiveValueBytes), fmt.Sprint(r.Revisions),
+		g.bytes(r.HistoryEntryBytes), fmt.Sprint(r.Tombstones)}
 }
 
 // bytesHelp explains the two byte figures the commands report.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -18,22 +17,23 @@ import (
 )
 
 type walOptions struct {
-	by  string
-	top int
-	// maxRecord and maxSnap are the size flags as given; Validate
-	// parses them into maxRecordBytes and maxSnapBytes.
-	maxRecord, maxSnap           string
+	by                           string
+	top                          int
 	maxRecordBytes, maxSnapBytes int64
 }
 
 func (o *walOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.by, "by", string(snapshot.ByResource), "group the writes by resource|namespace|group")
 	fs.IntVar(&o.top, "top", 10, "show the N most written keys (0: none)")
-	fs.StringVar(&o.maxRecord, "max-record-bytes", mebibytes(wal.DefaultMaxRecordBytes),
-		"largest WAL record to decode (bytes, or with a unit: 32MiB); raise it for a member run with --max-request-bytes above 10 MiB")
-	fs.StringVar(&o.maxSnap, "max-snap-bytes", mebibytes(wal.DefaultMaxSnapBytes),
-		"largest .snap file to read (bytes, or with a unit: 1GiB)")
+	fs.Var(newByteSize(&o.maxRecordBytes, wal.DefaultMaxRecordBytes), "max-record-bytes",
+		"largest WAL record to decode: bytes, or with a unit (32MiB); raise it for a member run with --max-request-bytes above 10 MiB")
+	fs.Var(newByteSize(&o.maxSnapBytes, wal.DefaultMaxSnapBytes), "max-snap-bytes",
+		"largest .snap file to read: bytes, or with a unit (1GiB)")
 }
+
+// maxLimitBytes bounds --max-record-bytes and --max-snap-bytes: what one
+// record or one .snap file may cost in memory.
+const maxLimitBytes = 1 << 40
 
 func (o *walOptions) Validate() error {
 	if err := validateBy(o.by); err != nil {
@@ -42,32 +42,15 @@ func (o *walOptions) Validate() error {
 	if o.top < 0 {
 		return cli.FlagErrorf("--top must not be negative")
 	}
-	var err error
-	if o.maxRecordBytes, err = parseSizeFlag("--max-record-bytes", o.maxRecord); err != nil {
-		return err
-	}
-	if o.maxSnapBytes, err = parseSizeFlag("--max-snap-bytes", o.maxSnap); err != nil {
-		return err
+	for _, f := range []struct {
+		name string
+		n    int64
+	}{{"--max-record-bytes", o.maxRecordBytes}, {"--max-snap-bytes", o.maxSnapBytes}} {
+		if f.n <= 0 || f.n > maxLimitBytes {
+			return cli.FlagErrorf("%s must be more than 0 and at most 1 TiB, got %d bytes", f.name, f.n)
+		}
 	}
 	return nil
-}
-
-// mebibytes formats n bytes as MiB exactly ("10.5MiB"), so that a flag's
-// default parses back to n (humanize.IBytes rounds).
-func mebibytes(n int64) string { return fmt.Sprintf("%gMiB", float64(n)/(1<<20)) }
-
-// parseSizeFlag parses the value of the size flag name: bytes, or a
-// number with a unit (go-humanize ParseBytes: 10MiB, 2G, 1.5 GiB);
-// zero, negative and beyond 1 TiB are usage errors.
-func parseSizeFlag(name, v string) (int64, error) {
-	n, err := humanize.ParseBytes(v)
-	if err != nil {
-		return 0, cli.FlagErrorf("%s %q: not a size (bytes, or a number with a unit: 10MiB, 2G)", name, v)
-	}
-	if n == 0 || n > 1<<40 {
-		return 0, cli.FlagErrorf("%s %q: must be more than 0 and at most 1 TiB", name, v)
-	}
-	return int64(n), nil
 }
 
 func newWALCommand(g *globalOptions) *cobra.Command {
@@ -84,12 +67,23 @@ key space:
     entry index, the last snapshot index, the segments and .snap files;
   - entries per request kind (put, txn, deleteRange, compaction,
     leaseGrant, auth..., confChange, empty: a new leader's no-op);
-  - writes per resource, namespace or group (--by): a write is a put or a
-    delete, of a Put or DeleteRange request or of a Txn's success branch
-    (the WAL does not record which branch ran; kube-apiserver writes in
-    the success branch). "key+value bytes" are the key and value bytes the
-    requests carry; "value bytes" the values alone (the objects as
-    kube-apiserver stores them);
+  - requested writes per resource, namespace or group (--by): a WAL holds
+    requests; a write requested is a put or a delete, of a Put or
+    DeleteRange request or of a Txn's success branch (kube-apiserver
+    writes in the success branch). "key+value bytes" are the key and
+    value bytes the requests carry; "value bytes" the values alone (the
+    objects as kube-apiserver stores them);
+  - applied writes per resource, namespace or group, beside them: which
+    writes changed the store, and which failed (a compare that chose the
+    other branch, such as a kube-apiserver delete with a stale
+    mod_revision, a request etcd refused, a delete of no key). The WAL
+    does not record outcomes: they are decided by replaying the requests
+    from entry 1 on an empty store, as etcd applies them, and checking
+    the revision reached at the db's consistent index against the db
+    (member/snap/db). Where that is not possible (a WAL whose first
+    segments were purged, a restored member, a missing entry, a value
+    compare, auth or an alarm), the rest is "not decided", with the
+    reason;
   - the most written keys, compactions and their revisions, lease grants
     and revokes, member changes, writes over index ranges;
   - faults: torn tails, crc mismatches, undecodable frames, missing
@@ -200,22 +194,29 @@ func makeWALTable(r *wal.Report, dim snapshot.Dimension) output.Table {
 	for _, k := range r.Kinds {
 		add("kind", k.Kind, k.Entries, k.EntryBytes, "entries; entry data bytes")
 	}
-	for _, w := range r.By(dim) {
-		add("writes by "+string(dim), writeLabel(w, dim), w.Writes, w.KeyValueBytes,
-			fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", w.Keys, w.Puts, w.Deletes, w.ValueBytes))
+	rows, tot := r.By(dim), r.Total
+	for _, w := range rows {
+		add("requested writes by "+string(dim), writeLabel(w, dim), w.RequestedWrites, w.KeyValueBytes,
+			fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", w.Keys, w.RequestedPuts, w.RequestedDeletes, w.ValueBytes))
 	}
-	tot := r.Total
-	add("writes", "TOTAL", tot.Writes, tot.KeyValueBytes, fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", tot.Keys, tot.Puts, tot.Deletes, tot.ValueBytes))
+	add("requested writes", "TOTAL", tot.RequestedWrites, tot.KeyValueBytes,
+		fmt.Sprintf("keys %d puts %d deletes %d value bytes %d", tot.Keys, tot.RequestedPuts, tot.RequestedDeletes, tot.ValueBytes))
+	for _, w := range rows {
+		add("applied writes by "+string(dim), writeLabel(w, dim), w.AppliedWrites, nil, appliedDetail(w))
+	}
+	add("applied writes", "TOTAL", tot.AppliedWrites, nil, appliedDetail(tot))
+	add("outcomes", "decided through index", r.Replay.DecidedThroughIndex, nil, replayDetail(r.Replay))
 	for _, k := range r.TopKeys {
-		add("top key", k.Key, k.Writes, k.KeyValueBytes, fmt.Sprintf("%s; puts %d deletes %d; last index %d", k.Resource, k.Puts, k.Deletes, k.LastIndex))
+		add("top key", k.Key, k.RequestedWrites, k.KeyValueBytes, fmt.Sprintf("%s; requested puts %d deletes %d; applied %d; last index %d",
+			k.Resource, k.RequestedPuts, k.RequestedDeletes, k.AppliedWrites, k.LastIndex))
 	}
 	if r.Txn.Txns > 0 {
 		var cmps []string
 		for _, c := range slices.Sorted(maps.Keys(r.Txn.Compares)) {
 			cmps = append(cmps, fmt.Sprintf("%s=%d", c, r.Txn.Compares[c]))
 		}
-		add("txn", "txns", r.Txn.Txns, nil, fmt.Sprintf("compares %s; success ops %d, failure ops %d (%d writes)",
-			orDash(strings.Join(cmps, " "), "none"), r.Txn.SuccessOps, r.Txn.FailureOps, r.Txn.FailureWrites))
+		add("txn", "txns", r.Txn.Txns, nil, fmt.Sprintf("compares %s; success ops %d, failure ops %d (%d writes, %d applied)",
+			orDash(strings.Join(cmps, " "), "none"), r.Txn.SuccessOps, r.Txn.FailureOps, r.Txn.FailureWrites, r.Txn.FailureWritesApplied))
 	}
 	for _, c := range r.Compactions {
 		add("compaction", fmt.Sprintf("revision %d", c.Revision), nil, nil, fmt.Sprintf("index %d term %d physical %v", c.Index, c.Term, c.Physical))
@@ -236,12 +237,29 @@ func makeWALTable(r *wal.Report, dim snapshot.Dimension) output.Table {
 		add("member change", m.Change, nil, nil, strings.Join(detail, "; "))
 	}
 	for _, p := range r.Series {
-		add("series", fmt.Sprintf("%d-%d", p.FirstIndex, p.LastIndex), p.Writes, p.KeyValueBytes, fmt.Sprintf("%d entries", p.Entries))
+		add("series", fmt.Sprintf("%d-%d", p.FirstIndex, p.LastIndex), p.RequestedWrites, p.KeyValueBytes, fmt.Sprintf("%d entries", p.Entries))
 	}
 	for _, f := range r.Faults {
 		add("fault", string(f.Kind), nil, nil, fmt.Sprintf("%s offset %d: %s", f.File, f.Offset, f.Message))
 	}
 	return t
+}
+
+// appliedDetail is the detail of an applied writes row: what became of the
+// writes requested that were not applied.
+func appliedDetail(w wal.WriteRow) string {
+	return fmt.Sprintf("puts %d deletes %d; failed %d; not decided %d", w.AppliedPuts, w.AppliedDeletes, w.FailedWrites, w.NotDecidedWrites)
+}
+
+// replayDetail says how the outcomes were decided, or why they were not.
+func replayDetail(r wal.Replay) string {
+	switch {
+	case r.NotDecided != "" && r.DecidedThroughIndex == 0:
+		return "not decided: " + r.NotDecided
+	case r.NotDecided != "":
+		return "not decided after it: " + r.NotDecided
+	}
+	return fmt.Sprintf("replayed from entry 1 to revision %d; checked: revision %d at the db's consistent index %d", r.Revision, r.DBRevision, r.ConsistentIndex)
 }
 
 // writeLabel names a write row as usage names its rows.

@@ -126,39 +126,32 @@ func TestWALPermissionDenied(t *testing.T) {
 	}
 }
 
-// cancelOnWrite cancels a context on its first write: a signal that lands
-// while the report is printed.
-type cancelOnWrite struct {
-	cancel context.CancelFunc
-	n      int
-}
-
-func (w *cancelOnWrite) Write(p []byte) (int, error) {
-	w.cancel()
-	w.n += len(p)
-	return len(p), nil
-}
-
 // TestWALInterrupted: wal exits 130 when interrupted, whenever the signal
 // lands: while it prints (after all the reading), and while it scans a
 // long segment (within 2 s of the signal).
 func TestWALInterrupted(t *testing.T) {
-	t.Run("while printing", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		root := command.NewRootCommand()
-		w := &cancelOnWrite{cancel: cancel}
-		var stderr strings.Builder
-		root.SetOut(w)
-		root.SetErr(&stderr)
-		code := cli.RunContext(ctx, root, []string{"wal", walFixture("3.7")}, &stderr)
-		if code != cli.ExitInterrupted || !strings.Contains(stderr.String(), "interrupted") {
-			t.Errorf("got exit %d, stderr %q; want %d and interrupted", code, stderr.String(), cli.ExitInterrupted)
-		}
-		if w.n == 0 {
-			t.Errorf("nothing was printed: the signal did not land while printing")
-		}
-	})
+	// A damaged WAL too: its faults must not turn the exit into 1.
+	damaged := filetest.CopyTree(t, walFixture("3.7"))
+	if err := os.Truncate(filepath.Join(damaged, "member", "wal", "0000000000000005-000000000000000f.wal"), 1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{walFixture("3.7"), damaged} {
+		t.Run("while printing "+filepath.Base(dir), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			root := command.NewRootCommand()
+			var out, stderr strings.Builder
+			root.SetOut(cancelOnWrite{Writer: &out, cancel: cancel})
+			root.SetErr(&stderr)
+			code := cli.RunContext(ctx, root, []string{"wal", dir}, &stderr)
+			if code != cli.ExitInterrupted || !strings.Contains(stderr.String(), "interrupted") {
+				t.Errorf("got exit %d, stderr %q; want %d and interrupted", code, stderr.String(), cli.ExitInterrupted)
+			}
+			if out.Len() == 0 {
+				t.Errorf("nothing was printed: the signal did not land while printing")
+			}
+		})
+	}
 	t.Run("while scanning", func(t *testing.T) {
 		// 4M valid crc records: a scan of about a second.
 		dir := t.TempDir()

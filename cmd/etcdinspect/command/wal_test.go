@@ -168,9 +168,11 @@ func TestFlagErrors(t *testing.T) {
 }
 
 // TestGoldenMembers compares the db fixtures of every version, which
-// hold the same key bucket, in every -w format, then the data directories
-// of the WAL fixtures (3.5, 3.6 and 3.7 members that each ran writeLoad),
-// and checks that one file is not enough and that no input changed.
+// hold the same key bucket but are of four clusters, in every -w format,
+// then the data directories of the WAL fixtures (3.5, 3.6 and 3.7 members
+// that each ran writeLoad, each its own cluster): each time a verdict of
+// different clusters, no restore source and exit 1. It checks that one
+// file is not enough and that no input changed.
 func TestGoldenMembers(t *testing.T) {
 	var files, dirs []string
 	for _, v := range fixtureVersions {
@@ -184,8 +186,8 @@ func TestGoldenMembers(t *testing.T) {
 	for _, format := range []string{"table", "json", "markdown", "csv"} {
 		t.Run(format, func(t *testing.T) {
 			out, stderr, code := run(t, append([]string{"members", "-w", format}, files...)...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
+			if code != 1 || !strings.Contains(stderr, "4 different clusters: no member to restore from") {
+				t.Fatalf("got exit %d, stderr %q; want 1 and the different clusters", code, stderr)
 			}
 			compareGolden(t, filepath.Join("testdata", "golden", "members", "members."+format+".golden"), out)
 		})
@@ -193,8 +195,8 @@ func TestGoldenMembers(t *testing.T) {
 	for _, format := range []string{"table", "json"} {
 		t.Run("data-dirs."+format, func(t *testing.T) {
 			out, stderr, code := run(t, append([]string{"members", "-w", format}, dirs...)...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
+			if code != 1 || !strings.Contains(stderr, "3 different clusters") {
+				t.Fatalf("got exit %d, stderr %q; want 1 and the different clusters", code, stderr)
 			}
 			compareGolden(t, filepath.Join("testdata", "golden", "members", "members-data-dirs."+format+".golden"), out)
 		})
@@ -256,4 +258,34 @@ func TestGoldenMembersDiverged(t *testing.T) {
 			compareGolden(t, filepath.Join(golden, "members-diverged."+format+".golden"), out)
 		})
 	}
+}
+
+// TestGoldenWALNotDecided runs `wal` on the 3.7 WAL fixture given the db of
+// another history (testdata/fixtures/etcd-3.7.db, whose consistent index
+// lies past the WAL's last entry): the replay cannot be checked, so every
+// write requested is "not decided" and the outcomes row says why.
+func TestGoldenWALNotDecided(t *testing.T) {
+	golden, err := filepath.Abs(filepath.Join("testdata", "golden", "wal", "wal-not-decided.table.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.ReadFile(fixture("3.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filetest.CopyTree(t, walFixture("3.7"))
+	if err := os.WriteFile(filepath.Join(dir, "member", "snap", "db"), db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A relative path keeps the temporary directory out of the golden.
+	t.Chdir(dir)
+	defer filetest.Unchanged(t, dir)()
+	out, stderr, code := run(t, "wal", ".", "--top", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "not decided 9") {
+		t.Errorf("the pods' 9 writes are not all not decided:\n%s", out)
+	}
+	compareGolden(t, golden, out)
 }

@@ -93,7 +93,7 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 	o.load.Defragment, o.load.Faults = false, nil
 	k := &o.kube
 	routeClientGoLogs(con.Logf)
-	bin, err := k.binaries(con.Logf)
+	bin, err := k.binaries(ctx, con.Logf)
 	if err != nil {
 		return err
 	}

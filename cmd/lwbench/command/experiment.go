@@ -20,6 +20,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/internal/release"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
@@ -33,6 +34,7 @@ type experimentOptions struct {
 	format           output.Format
 	formatValue      *output.FormatValue
 	outDir           string
+	benchstat        string
 	quick            bool
 	label            string
 	prefix           string
@@ -48,13 +50,14 @@ func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names())
 	o.target.AddFlags(fs)
 	fs.StringVar(&o.outDir, "out", "", "also write NAME.json, NAME.md (markdown table) and NAME-*.png (plots) into this directory, NAME being --label or the experiment")
+	fs.StringVar(&o.benchstat, "benchstat", "", "also write a benchstat-compatible line per case to this file (\"-\": stderr)")
 	fs.BoolVar(&o.quick, "quick", false, "small sizes: the whole experiment in seconds (what the tests and run-suite.sh --quick use)")
 	fs.StringVar(&o.label, "label", "", "name of this result in comparisons and file names (default: the experiment)")
 	fs.StringVar(&o.prefix, "prefix", "", fmt.Sprintf("Kubernetes etcd prefix to write under (default %s embedded, %s/<experiment>-<time> with --endpoints)", keyspace.DefaultPrefix, externalDefaultPrefix))
 	fs.Float64Var(&o.probeRate, "probe-rate", 0, "probe operations per second, reads and writes alternating (default 20; defrag-stall 50)")
 	fs.BoolVar(&o.allowMaintenance, "allow-maintenance", false, "with --endpoints: allow the experiment to compact (losing every key's history) and defragment that cluster")
 	o.kube.AddFlags(fs)
-	fs.Lookup("kube-apiserver").Usage = "run the experiment's Kubernetes clients through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the member: client-go writers and informers instead of lwbench's model; built from the Go module proxy into " + etcdproc.CacheDir() + " on first use (10-30 minutes on 2 cores)"
+	fs.Lookup("kube-apiserver").Usage = "run the experiment's Kubernetes clients through real kube-apiservers of this Kubernetes release (" + release.Kubernetes.Help() + ") in front of the member: client-go writers and informers instead of lwbench's model; built from the Go module proxy into " + etcdproc.CacheDir() + " on first use (10-30 minutes on 2 cores)"
 	fs.Lookup("watch-cache").Usage = "with --kube-apiserver: kube-apiserver's --watch-cache (default off: every LIST and WATCH reaches etcd, as the model's informers do)"
 	fs.Lookup("apiserver-feature-gates").Usage = "with --kube-apiserver: kube-apiserver's --feature-gates, passed as is (e.g. WatchList=false)"
 	o.kubeconfig.AddFlags(fs)
@@ -141,7 +144,7 @@ func (o *experimentOptions) stackFactory(logf func(string, ...any)) experiment.S
 	var bin string
 	return func(ctx context.Context, t watchload.Target, prefix string, compactionInterval time.Duration) (kubeload.Stack, func(), error) {
 		if bin == "" {
-			b, err := o.kube.binaries(logf)
+			b, err := o.kube.binaries(ctx, logf)
 			if err != nil {
 				return kubeload.Stack{}, func() {}, err
 			}
@@ -172,10 +175,16 @@ func (o *experimentOptions) registerCompletion(cmd *cobra.Command) {
 	})
 }
 
-// write renders the result to out and, with --out, to files.
-func (o *experimentOptions) write(out io.Writer, res *experiment.Result) error {
-	if err := output.Write(out, o.format, makeExperimentTable(res), res); err != nil {
+// write renders the result to out, its benchstat lines with --benchstat
+// (to errOut for "-") and, with --out, the files.
+func (o *experimentOptions) write(out, errOut io.Writer, res *experiment.Result) error {
+	if err := experimentLayout(res).write(out, o.format, res); err != nil {
 		return err
+	}
+	if o.benchstat != "" {
+		if err := writeBenchstat(o.benchstat, errOut, experiment.Benchstat(res)); err != nil {
+			return err
+		}
 	}
 	if o.outDir == "" {
 		return nil
@@ -202,7 +211,7 @@ func writeResultFiles(dir string, res *experiment.Result) error {
 	fmt.Fprintf(&md, "etcd %s (%s)%s, %s; %s, %d cores, %.1f GiB, %s; %s; %s; %.0f s\n\n", res.Target.EtcdVersion, targetKind(res.Target.Embedded),
 		through, res.Experiment, env.CPUModel, env.Cores, float64(env.MemoryBytes)/(1<<30), env.Kernel, env.GoVersion,
 		res.StartedAt.Format(time.RFC3339), res.DurationMs/1000)
-	if err := output.Write(&md, output.FormatMarkdown, makeExperimentTable(res), nil); err != nil {
+	if err := experimentLayout(res).write(&md, output.FormatMarkdown, nil); err != nil {
 		return err
 	}
 	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
@@ -260,6 +269,14 @@ type experimentEntry struct {
 	// table lays a result of the experiment out, one row per case; false
 	// when the result lacks the experiment's own part.
 	table func(*experiment.Result) (output.Table, bool)
+	// keys is the number of the table's leading columns that name a case,
+	// repeated in each part of a table split to fit maxTableWidth.
+	keys int
+	// groups are the indices of the table's columns that start a group
+	// kept in one part when it is split (splitTable); none: split anywhere.
+	groups []int
+	// notes explain the table's columns below it; nil for none.
+	notes func(*experiment.Result) []string
 	// figures are drawn for its results besides each timeline's probe
 	// latency (plot.Figures).
 	figures []plot.ExperimentFigure
@@ -317,9 +334,21 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 			if runF != nil {
 				return runF(cmd, o)
 			}
+			// The kubeconfig and the files it names are read (and
+			// refused) before anything is created or connected to.
+			if o.kubeconfig.enabled() {
+				if _, err := o.kubeconfig.restConfig(); err != nil {
+					return err
+				}
+			}
 			if o.outDir != "" {
 				if err := output.PrepareDir(o.outDir); err != nil {
 					return cli.FlagErrorf("--out: %v", err)
+				}
+			}
+			if o.benchstat != "" && o.benchstat != "-" {
+				if err := output.PrepareFile(o.benchstat); err != nil {
+					return cli.FlagErrorf("--benchstat: %v", err)
 				}
 			}
 			limitMemory()
@@ -329,7 +358,7 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 			if err != nil {
 				return err
 			}
-			if err := o.write(cmd.OutOrStdout(), res); err != nil {
+			if err := o.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), res); err != nil {
 				return err
 			}
 			return violations(res)
@@ -465,6 +494,9 @@ Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 			}
 		},
 		table:   relistStormTable,
+		keys:    3,
+		groups:  []int{3, 9, 13, 17}, // counts, times, probe and lost events, etcd behind kube-apiserver
+		notes:   relistStormNotes,
 		figures: []plot.ExperimentFigure{plot.RelistCostFigure},
 	},
 	{
@@ -507,6 +539,7 @@ Defaults: --objects 10000 (--quick 1000), --page-sizes 500,1000 (100,250).`,
 			}
 		},
 		table:   continuationTable,
+		keys:    2,
 		figures: []plot.ExperimentFigure{plot.ContinuationFigure},
 	},
 	{
@@ -559,6 +592,7 @@ Defaults: --intervals never,2s,5s,15s,30s (--quick never,1s,4s), --duration 60s 
 			}
 		},
 		table:   sweepTable,
+		keys:    1,
 		figures: []plot.ExperimentFigure{plot.SweepDBSizeFigure},
 	},
 	{
@@ -578,7 +612,8 @@ Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
 			fs.IntVar(&eo.ValueSize, "value-size", 0, "bytes per value (default 4096; --quick 512)")
 			fs.BoolVar(&eo.NoOverlap, "no-overlap", false, "skip the defragmentations that overlap a compaction")
 			fs.DurationVar(&eo.OverlapDelay, "overlap-delay", 0, "start of the overlapping defragmentation after the compaction request (default 20ms)")
-			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel puts growing the member (default 32)")
+			fs.IntVar(&eo.Concurrency, "writer-concurrency", 0, "parallel puts growing the member (default 32)")
+			deprecatedAlias(fs, "concurrency", "writer-concurrency")
 			return experimentRun{
 				validate: func(o *experimentOptions) error {
 					if err := o.refuseKubeconfig("defrag-stall grows the cluster's etcd by hundreds of megabytes of keys it does not delete"); err != nil {
@@ -602,6 +637,7 @@ Defaults: --sizes 100MB,500MB,1GB (--quick 8MB,24MB).`,
 			}
 		},
 		table:   defragTable,
+		keys:    2,
 		figures: []plot.ExperimentFigure{plot.DefragFigure, plot.DBSizeFigure},
 	},
 	{
@@ -619,7 +655,8 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 			fs.IntSliceVar(&behind, "behind", nil, "updates the watcher misses, ascending (default 1000,10000,50000; --quick 1000,5000)")
 			fs.IntVar(&eo.Objects, "objects", 0, "pods updated and relisted (default 1000; --quick 200)")
 			fs.Int64Var(&eo.PageSize, "page-size", 0, "the relist's page size (default 500)")
-			fs.IntVar(&eo.Concurrency, "concurrency", 0, "parallel updates (default 32)")
+			fs.IntVar(&eo.Concurrency, "writer-concurrency", 0, "parallel updates (default 32)")
+			deprecatedAlias(fs, "concurrency", "writer-concurrency")
 			return experimentRun{
 				validate: func(o *experimentOptions) error {
 					eo.Behind = toInt64s(behind)
@@ -636,6 +673,7 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 			}
 		},
 		table:   catchupTable,
+		keys:    1,
 		figures: []plot.ExperimentFigure{plot.CatchupFigure},
 	},
 }

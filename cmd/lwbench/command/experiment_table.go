@@ -2,6 +2,8 @@ package command
 
 import (
 	"fmt"
+	"io"
+	"slices"
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/output"
@@ -39,13 +41,36 @@ func makeExperimentTable(r *experiment.Result) output.Table {
 	return makeComparisonTable([]*experiment.Result{r})
 }
 
+// experimentLayout is an experiment's table as its command prints it:
+// split into tables of at most maxTableWidth columns, each repeating the
+// columns that name the case (its entry's keys), with its entry's notes
+// below; the comparison's layout for a result without its part.
+func experimentLayout(r *experiment.Result) layout {
+	if e, ok := lookupExperiment(r.Experiment); ok {
+		if t, ok := e.table(r); ok {
+			l := layout{wide: t, keys: e.keys, groups: e.groups}
+			if e.notes != nil {
+				l.notes = e.notes(r)
+			}
+			return l
+		}
+	}
+	return comparisonLayout([]*experiment.Result{r})
+}
+
+// writeComparison prints the comparison of results in format f: its
+// layout, or the Comparison document for JSON.
+func writeComparison(w io.Writer, f output.Format, results []*experiment.Result) error {
+	return comparisonLayout(results).write(w, f, experiment.Compare(results))
+}
+
 func relistStormTable(r *experiment.Result) (output.Table, bool) {
 	rs := r.RelistStorm
 	if rs == nil {
 		return output.Table{}, false
 	}
 	t := output.Table{Header: []string{"objects", "page size", "compacted", "watchers", "relists", "LIST requests", "410 expired",
-		"relist objects", "relist MB", "resync p50 ms", "resync max ms", "relist p50 ms", "backoff p50 ms",
+		"relist objects", "relist MB", "backoff p50 ms", "relist p50 ms", "resync p50 ms", "resync max ms",
 		"probe p99 ms", "probe max ms", "probe errors", "lost events"}}
 	if r.APIServer != nil {
 		// What the relists cost etcd behind kube-apiserver.
@@ -54,14 +79,33 @@ func relistStormTable(r *experiment.Result) (output.Table, bool) {
 	t.Numeric = numeric(len(t.Header), 2)
 	for _, c := range rs.Cases {
 		row := []string{n(c.Objects), c.Listing(), fmt.Sprint(c.Compacted), n(c.Watchers), n(c.Relists),
-			n(c.RelistRequests), n(c.Expired), n(c.RelistObjects), mb(c.RelistBytes), ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs),
-			ms(c.ListP50Ms), ms0(c.BackoffP50Ms), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Probe.Errors), n(c.Validation.Lost)}
+			n(c.RelistRequests), n(c.Expired), n(c.RelistObjects), mb(c.RelistBytes), ms0(c.BackoffP50Ms), ms(c.ListP50Ms),
+			ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs), ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), n(c.Probe.Errors), n(c.Validation.Lost)}
 		if r.APIServer != nil {
 			row = append(row, n(c.EtcdRanges), mb(c.EtcdRangeBytes))
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t, true
+}
+
+// resyncNote explains backoff, relist and resync, in the words `lwbench
+// run`'s table uses too.
+const resyncNote = "resync = backoff + relist: backoff is client-go's wait before a relist (its backoff manager), " +
+	"relist the relist's LIST requests (a 410 and the list at the latest revision together), " +
+	"resync the time until the informer's cache is current again."
+
+// relistStormNotes explain the relist storm's columns.
+func relistStormNotes(r *experiment.Result) []string {
+	notes := []string{resyncNote + " In a relist storm resync runs from the informers' release, so it also counts " +
+		"the watch that failed with \"required revision has been compacted\"; a control case (compacted false) has no relist " +
+		"and resyncs by watching.",
+		"probe: a fixed-rate read and write from the release until every informer resynced; lost events: events a watcher never received."}
+	if r.APIServer != nil {
+		notes = append(notes, "etcd ranges and etcd range MB: the LISTs etcd received behind kube-apiserver for the relists "+
+			"(Range and RangeStream over a prefix), and their response bytes; none when the watch cache served them.")
+	}
+	return notes
 }
 
 func continuationTable(r *experiment.Result) (output.Table, bool) {
@@ -170,8 +214,9 @@ func catchupTable(r *experiment.Result) (output.Table, bool) {
 // (experiment.Measured) shows "-".
 func makeComparisonTable(results []*experiment.Result) output.Table {
 	t := output.Table{Header: []string{"result", "experiment", "case", "etcd", "kube-apiserver", "relists", "relist objects", "relist MB",
-		"resync p50 ms", "resync max ms", "LIST restarts", "compactions", "defrag ms", "writes/s", "write p99 ms",
-		"probe p99 ms", "probe max ms", "longest stall ms", "probe errors", "db before MB", "db after MB", "lost events", "other violations"}}
+		"backoff p50 ms", "relist p50 ms", "resync p50 ms", "resync max ms", "LIST restarts", "compactions", "defrag ms", "writes/s",
+		"write p99 ms", "probe p99 ms", "probe max ms", "longest stall ms", "probe errors", "db before MB", "db after MB", "lost events",
+		"other violations"}}
 	t.Numeric = numeric(len(t.Header), 0, 1, 2, 3, 4)
 	for _, r := range results {
 		for _, c := range r.Cases {
@@ -185,10 +230,15 @@ func makeComparisonTable(results []*experiment.Result) output.Table {
 				}
 				return cells
 			}
+			backoff, relist := ms0(c.BackoffP50Ms), ms(c.RelistP50Ms)
+			if c.BackoffP50Ms == 0 && c.RelistP50Ms == 0 {
+				backoff, relist = "-", "-" // no relist, or a result written before they were recorded
+			}
 			row := []string{r.Name(), c.Experiment, c.Case, r.Target.EtcdVersion, apiServerCell(r.APIServer)}
 			row = append(row, measured(experiment.FigureRelists, n(c.Relists))...)
 			row = append(row, measured(experiment.FigureRelistObjects, n(c.RelistObjects))...)
 			row = append(row, measured(experiment.FigureRelistBytes, mb(c.RelistBytes))...)
+			row = append(row, measured(experiment.FigureRelistTime, backoff, relist)...)
 			row = append(row, measured(experiment.FigureResync, ms0(c.ResyncP50Ms), ms0(c.ResyncMaxMs))...)
 			row = append(row, measured(experiment.FigureListRestarts, n(c.ListRestarts))...)
 			row = append(row, measured(experiment.FigureCompactions, n(c.Compactions))...)
@@ -202,6 +252,50 @@ func makeComparisonTable(results []*experiment.Result) output.Table {
 		}
 	}
 	return t
+}
+
+// comparisonIdentity is the number of makeComparisonTable's leading
+// columns that say what ran: result, experiment, case, etcd,
+// kube-apiserver.
+const comparisonIdentity = 5
+
+// comparisonLayout is the comparison as `lwbench report` prints it: in
+// text, a first table numbering the cases (#) with what ran (the
+// kube-apiserver by its release, described in a note), then the figures
+// in tables of at most maxTableWidth columns keyed by #; notes explain
+// "-", resync and the kube-apiservers.
+func comparisonLayout(results []*experiment.Result) layout {
+	wide := makeComparisonTable(results)
+	ident := output.Table{Header: append([]string{"#"}, wide.Header[:comparisonIdentity]...), Numeric: []bool{true}}
+	figs := output.Table{Header: append([]string{"#"}, wide.Header[comparisonIdentity:]...),
+		Numeric: append([]bool{true}, wide.Numeric[comparisonIdentity:]...)}
+	var apiNotes []string
+	i := 0
+	for _, r := range results {
+		api := "-"
+		if a := r.APIServer; a != nil {
+			api = a.Version
+			note := fmt.Sprintf("kube-apiserver of %s: %s.", r.Name(), apiServerCell(a))
+			if !slices.Contains(apiNotes, note) {
+				apiNotes = append(apiNotes, note)
+			}
+		}
+		for range r.Cases {
+			row := wide.Rows[i]
+			id := fmt.Sprint(i + 1)
+			ident.Rows = append(ident.Rows, []string{id, row[0], row[1], row[2], row[3], api})
+			figs.Rows = append(figs.Rows, append([]string{id}, row[comparisonIdentity:]...))
+			i++
+		}
+	}
+	notes := []string{"A figure a case's experiment does not measure shows \"-\".",
+		resyncNote + " relist-storm's resync runs from the informers' release (the failed watch too); a run's is backoff + relist; " +
+			"continuation's is one paginated list's total time, retries included; catchup's the time the watcher took to catch up."}
+	// The groups kept together: relists, their times, restarts and
+	// maintenance, writes, probe, db size, broken guarantees.
+	parts := splitTable(figs, 1, maxTableWidth, 1, 4, 8, 11, 13, 17, 19)
+	return layout{wide: wide, text: append([]output.Table{ident}, parts...), notes: append(notes, apiNotes...),
+		textNotes: []string{"#: the case's row in the first table."}}
 }
 
 // apiServerCell names the kube-apiservers a result went through in one

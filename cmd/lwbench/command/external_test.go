@@ -94,7 +94,7 @@ func TestRunAgainstTLSClusterWithAuth(t *testing.T) {
 		// etcd lets only the root role compact: allowed, the compactions
 		// fail and are reported, and the run goes on.
 		args := append(append([]string{"run"}, conn...), load...)
-		args = append(args, "--allow-compaction", "--compaction-interval", "500ms", "--hold-back", "0")
+		args = append(args, "--allow-maintenance", "--no-defrag", "--compaction-interval", "500ms", "--hold-back", "0")
 		code, res, stderr := runLwbench(t, args...)
 		if code != 0 || res == nil {
 			t.Fatalf("exit %d:\n%s", code, stderr)
@@ -168,7 +168,7 @@ func TestRunAgainstTLSClusterWithAuth(t *testing.T) {
 		// As root, which may compact; the compactor's key goes under the
 		// prefix all the same.
 		args := append(append([]string{"run"}, connAs("root", "rootpw")...), load...)
-		args = append(args, "--reuse-prefix", "--allow-compaction", "--compaction-interval", "700ms", "--duration", "3s")
+		args = append(args, "--reuse-prefix", "--allow-maintenance", "--no-defrag", "--compaction-interval", "700ms", "--duration", "3s")
 		code, res, stderr := runLwbench(t, args...)
 		if code != 0 || res == nil {
 			t.Fatalf("exit %d:\n%s", code, stderr)

@@ -27,6 +27,7 @@ var fieldFlags = map[string][]string{
 	"faults.kind":       {"fault"},
 	"faults.at":         {"fault-at"},
 	"faults.duration":   {"fault-duration"},
+	"concurrency":       {"writer-concurrency"}, // catchup's and defrag-stall's writers
 }
 
 // listIndex matches a list index in a field path: objects[1].

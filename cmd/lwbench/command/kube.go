@@ -20,15 +20,11 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdclient"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
+	"github.com/kubestore/etcdkit/internal/release"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
-
-// kubeVersions maps each Kubernetes minor release lwbench can build to the
-// patch release it builds by default: the newest the module proxy served
-// for k8s.io/kubernetes when this was written.
-var kubeVersions = map[string]string{"1.35": "1.35.4", "1.36": "1.36.3", "1.37": apiserverproc.DefaultVersion}
 
 // kubeOptions put real kube-apiservers in front of the etcd target
 // (`lwbench run --kube-apiserver VERSION`): the load then goes through
@@ -47,7 +43,7 @@ type kubeOptions struct {
 }
 
 func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.version, "kube-apiserver", "", "run the load through real kube-apiservers of this Kubernetes release (1.35, 1.36, 1.37 or a full x.y.z) in front of the etcd target, built from the Go module proxy into "+etcdproc.CacheDir()+" on first use (10-30 minutes on 2 cores), with real client-go writers and informers")
+	fs.StringVar(&o.version, "kube-apiserver", "", "run the load through real kube-apiservers of this Kubernetes release ("+release.Kubernetes.Help()+") in front of the etcd target, built from the Go module proxy into "+etcdproc.CacheDir()+" on first use (10-30 minutes on 2 cores), with real client-go writers and informers")
 	fs.IntVar(&o.servers, "apiservers", 1, "with --kube-apiserver: kube-apiservers to start, all in front of the same etcd")
 	fs.BoolVar(&o.watchCache, "watch-cache", false, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd); default: what --profile models, off for informer, on for apiserver-cache")
 	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "kube-apiserver's --feature-gates (e.g. EtcdRangeStream=false,WatchList=false): passed as is to the real kube-apiservers (--kube-apiserver, conformance); the gates the etcd-direct model follows, "+kubeload.GateEtcdRangeStream+" and "+kubeload.GateWatchList+", also set the model's (without --kube-apiserver only these two are accepted; unset, the model follows the release conformance compares it with, else 1.37)")
@@ -56,12 +52,15 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	o.flags = fs
 }
 
-// enabled reports whether the load goes through kube-apiserver.
-func (o *kubeOptions) enabled() bool { return o.version != "" }
+// enabled reports whether the load goes through kube-apiserver: the flag
+// was given, even empty (Validate refuses that).
+func (o *kubeOptions) enabled() bool {
+	return o.version != "" || (o.flags != nil && o.flags.Changed("kube-apiserver"))
+}
 
 // Validate checks the flags: all but --client-feature-gates and
 // --apiserver-feature-gates need --kube-apiserver, whose version must be
-// one lwbench can build. Without --kube-apiserver, --apiserver-feature-gates
+// one lwbench can build (release.Kubernetes; an empty one is refused). Without --kube-apiserver, --apiserver-feature-gates
 // may set only the gates the model follows (kubeload.ModelGate); with it,
 // a gate the model follows must exist in the release (kube-apiserver would
 // refuse to start), and any other is left to kube-apiserver.
@@ -86,16 +85,9 @@ func (o *kubeOptions) Validate() error {
 		}
 		return nil
 	}
-	v := strings.TrimPrefix(o.version, "v")
-	if full, ok := kubeVersions[v]; ok {
-		v = full
-	}
-	minor := v
-	if parts := strings.Split(v, "."); len(parts) == 3 {
-		minor = parts[0] + "." + parts[1]
-	}
-	if _, ok := kubeVersions[minor]; !ok {
-		return cli.FlagErrorf("--kube-apiserver: Unsupported value: %q: lwbench builds kube-apiserver 1.35, 1.36 and 1.37", o.version)
+	v, err := release.Kubernetes.Resolve(o.version)
+	if err != nil {
+		return cli.FlagErrorf("--kube-apiserver: %v", err)
 	}
 	o.resolvedVersion = v
 	for _, name := range slices.Sorted(maps.Keys(o.serverGates)) {
@@ -193,12 +185,12 @@ func (o *kubeOptions) clientWatchList() string {
 
 // binaries returns the directory of kube-apiserver of the chosen
 // release, building it first (logged, locked, 10-30 minutes) if it is not
-// cached.
-func (o *kubeOptions) binaries(logf func(string, ...any)) (string, error) {
+// cached; cancelling ctx stops the build or the wait for it.
+func (o *kubeOptions) binaries(ctx context.Context, logf func(string, ...any)) (string, error) {
 	if !apiserverproc.Cached(o.resolvedVersion) {
 		logf("building kube-apiserver %s into %s: the first build takes 10-30 minutes on 2 cores", o.resolvedVersion, apiserverproc.BinDir(o.resolvedVersion))
 	}
-	return apiserverproc.Binaries(o.resolvedVersion, etcdproc.LogWriter(logf))
+	return apiserverproc.Binaries(ctx, o.resolvedVersion, etcdproc.LogWriter(logf))
 }
 
 // routeClientGoLogs sends what client-go logs through klog (its
@@ -238,7 +230,7 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	o.load.Logf = con.Logf
 	k := &o.kube
 	routeClientGoLogs(con.Logf)
-	bin, err := k.binaries(con.Logf)
+	bin, err := k.binaries(ctx, con.Logf)
 	if err != nil {
 		return err
 	}
@@ -275,7 +267,12 @@ func writeKubeResult(o *runOptions, out, errOut io.Writer, res *report.KubeRunRe
 		return err
 	}
 	interrupted := err
-	if err := o.out.write(out, errOut, makeKubeRunTable(res), res, res.Intervals, nil); err != nil {
+	res.Verdict = report.KubeRunVerdict(res)
+	summary, notes := makeKubeRunTable(res)
+	if err := o.out.write(out, errOut, summary, res, res.Intervals, nil); err != nil {
+		return errors.Join(interrupted, err)
+	}
+	if err := writeKubeRunTail(out, errOut, o.out.format, res, notes); err != nil {
 		return errors.Join(interrupted, err)
 	}
 	if interrupted != nil {

@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -20,12 +21,18 @@ func kubeAPIServerRow(a report.APIServerTarget, cache, compaction string) string
 		}
 		return fmt.Sprintf("%s at %s (an existing cluster's: watch cache as its operator set it), compaction %s", a.Version, a.URL, compaction)
 	}
-	return fmt.Sprintf("%s x%d, watch cache %s, compaction %s, feature gates %q", a.Version, a.Servers, cache, compaction, a.FeatureGates)
+	row := fmt.Sprintf("%s x%d, watch cache %s, compaction %s", a.Version, a.Servers, cache, compaction)
+	if a.FeatureGates != "" {
+		row += ", feature gates " + a.FeatureGates
+	}
+	return row
 }
 
 // makeKubeRunTable lays a run through kube-apiserver out as metric/value
-// rows, the summary `lwbench run --kube-apiserver` prints.
-func makeKubeRunTable(r *report.KubeRunResult) output.Table {
+// rows, the summary `lwbench run --kube-apiserver` prints, and the notes
+// below it: every value too long for a cell (runNotes.fit).
+func makeKubeRunTable(r *report.KubeRunResult) (output.Table, *runNotes) {
+	notes := &runNotes{}
 	a := r.APIServer
 	cache := "off"
 	if a.WatchCache {
@@ -45,16 +52,10 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 	}
 	causes := map[string]int{}
 	var relistObjects, relistBytes int64
-	var relistMs float64
 	for _, rl := range r.Relists {
-		c := rl.Cause
-		if c == "" {
-			c = "none"
-		}
-		causes[c]++
+		causes[kubeRelistCause(rl)]++
 		relistObjects += rl.Objects
 		relistBytes += rl.Bytes
-		relistMs = max(relistMs, rl.DurationMs)
 	}
 	var causeList []string
 	for _, c := range slices.Sorted(maps.Keys(causes)) {
@@ -68,7 +69,11 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 	if len(r.Holds) > 0 {
 		var hs []string
 		for _, h := range r.Holds {
-			hs = append(hs, fmt.Sprintf("informer %d from revision %d for %.0f ms (compacted past: %v)", h.Informer, h.HeldRevision, h.ReleasedAtMs-h.HeldAtMs, h.Compacted))
+			past := "compacted past"
+			if !h.Compacted {
+				past = "not compacted past"
+			}
+			hs = append(hs, fmt.Sprintf("informer %d from revision %d for %.0f ms, %s", h.Informer, h.HeldRevision, h.ReleasedAtMs-h.HeldAtMs, past))
 		}
 		holds = strings.Join(hs, "; ")
 	}
@@ -88,14 +93,13 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 		{"informer requests", strings.Join(reqs, "; ")},
 		{"relists (cause)", relists},
 		{"relist objects / bytes", fmt.Sprintf("%d / %d", relistObjects, relistBytes)},
-		{"longest relist", fmt.Sprintf("%.2f ms", relistMs)},
 		{"held informers", holds},
 	}...)
 	if r.Interrupted {
 		rows = append([][]string{{"interrupted", "yes: the figures cover the run until the interruption"}}, rows...)
 	}
-	for _, e := range r.Etcd {
-		rows = append(rows, []string{fmt.Sprintf("etcd %s: %s %s", e.Phase, e.Method, e.Kind), fmt.Sprintf("%d requests, %d bytes in, %d responses, %d bytes out", e.Requests, e.RequestBytes, e.Responses, e.ResponseBytes)})
+	if len(r.Etcd) > 0 {
+		rows = append(rows, []string{"etcd requests", fmt.Sprintf("%d kinds (the etcd requests table below)", len(r.Etcd))})
 	}
 	rows = append(rows, kubeStackRows(r)...)
 	rows = append(rows,
@@ -108,8 +112,54 @@ func makeKubeRunTable(r *report.KubeRunResult) output.Table {
 		[]string{"cache mismatches at end", fmt.Sprint(v.CacheMismatches)},
 		[]string{"unsynced informers at end", fmt.Sprint(v.UnsyncedWatchers)},
 	)
-	return output.Table{Header: []string{"metric", "value"}, Rows: rows}
+	return output.Table{Header: []string{"metric", "value"}, Rows: notes.fit(rows)}, notes
 }
+
+// kubeRelistCause is what forced a relist through kube-apiserver: the
+// outcome of the request before it, "none" when none failed.
+func kubeRelistCause(rl report.KubeRelist) string {
+	if rl.Cause == "" {
+		return "none"
+	}
+	return rl.Cause
+}
+
+// makeKubeEtcdTable lays out what the counting proxy saw etcd receive,
+// by phase and request shape.
+func makeKubeEtcdTable(reqs []report.EtcdRequests) output.Table {
+	t := output.Table{Header: []string{"etcd phase", "request", "requests", "bytes in", "responses", "bytes out"},
+		Numeric: []bool{false, false, true, true, true, true}}
+	for _, e := range reqs {
+		t.Rows = append(t.Rows, []string{e.Phase, e.Method + " " + e.Kind, fmt.Sprint(e.Requests), fmt.Sprint(e.RequestBytes),
+			fmt.Sprint(e.Responses), fmt.Sprint(e.ResponseBytes)})
+	}
+	return t
+}
+
+// writeKubeRunTail writes what follows the summary of a run through
+// kube-apiserver (writeTail): the relists, side by side as run's, and
+// etcd's requests, then the notes and the verdict.
+func writeKubeRunTail(out, errOut io.Writer, f output.Format, r *report.KubeRunResult, notes *runNotes) error {
+	var tables []output.Table
+	var intro []string
+	if len(r.Relists) > 0 {
+		var rs []resync
+		for _, rl := range r.Relists {
+			rs = append(rs, resync{reason: kubeRelistCause(rl), objects: rl.Objects, backoffMs: rl.BackoffMs, listMs: rl.DurationMs})
+		}
+		tables = append(tables, makeRelistTable(rs))
+		intro = append(intro, kubeRelistNote)
+	}
+	if len(r.Etcd) > 0 {
+		tables = append(tables, makeKubeEtcdTable(r.Etcd))
+	}
+	return writeTail(out, errOut, f, tables, intro, notes, nil, r.Verdict)
+}
+
+// kubeRelistNote explains the relists table of a run through
+// kube-apiserver.
+const kubeRelistNote = "relists: by the outcome of the request before them, each cause's slowest resync, resync = backoff " +
+	"(client-go's wait before relisting) + relist (its LIST or WATCHLIST requests, to the last page or the initial events' bookmark)"
 
 // kubeMetricRows are the metrics of kube-apiserver's own /metrics the
 // table shows, in order, each summed over the apiservers and the phases

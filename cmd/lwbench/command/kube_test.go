@@ -64,7 +64,8 @@ func TestRunThroughKubeAPIServer(t *testing.T) {
 		t.Errorf("got apiserver usage %+v and %d metric series, want CPU, memory and metrics", res.APIServers, len(res.APIServerMetrics))
 	}
 	table := map[string]string{}
-	for _, row := range makeKubeRunTable(&res).Rows {
+	summary, _ := makeKubeRunTable(&res)
+	for _, row := range summary.Rows {
 		table[row[0]] = row[1]
 	}
 	for _, name := range []string{"kube-apiserver compactions", "defragmentation", "apiserver0 CPU seconds (by phase)", "apiserver0 resident memory", "etcd_requests_total", "apiserver_request_total"} {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -12,8 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/inputfile"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
@@ -122,16 +126,90 @@ func (o *kubeconfigOptions) sharedStackFactory(prefix, watchList string, logf fu
 	}
 }
 
-// restConfig loads the kubeconfig (clientcmd's loading rules, with the
-// explicit path and context) and returns the config of its context.
+// maxKubeconfigBytes bounds the kubeconfig --kubeconfig names and each
+// file it names (certificate-authority, client-certificate, client-key,
+// tokenFile): 16 MiB, far above any real one. /dev/zero, a FIFO or a
+// directory is refused before it is read (internal/inputfile).
+const maxKubeconfigBytes = 16 << 20
+
+// restConfig loads the kubeconfig and returns the config of its context
+// (--context, else its current-context). Every file is read through
+// internal/inputfile, never by client-go: the kubeconfig itself (only the
+// --kubeconfig path: clientcmd's loading rules with an explicit path read
+// neither $KUBECONFIG nor ~/.kube/config) and the certificate-authority,
+// client-certificate and client-key files it names (relative to its
+// directory, as clientcmd resolves them), whose contents take the place of
+// the paths. A tokenFile is checked the same way and left to client-go,
+// which reads it again as it rotates.
 func (o *kubeconfigOptions) restConfig() (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.path}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context})
+	b, err := inputfile.Read(o.path, maxKubeconfigBytes)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	kc, err := clientcmd.Load(b)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", o.path, err)
+	}
+	if err := inlineFiles(kc, o.path); err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", o.path, err)
+	}
+	cc := clientcmd.NewNonInteractiveClientConfig(*kc, o.context, &clientcmd.ConfigOverrides{CurrentContext: o.context}, nil)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", o.path, err)
 	}
 	return cfg, nil
+}
+
+// inlineFiles resolves the files kc names relative to path's directory
+// (clientcmd.ResolveLocalPaths, as clientcmd's loader does), reads each
+// certificate and key with inputfile.Read (maxKubeconfigBytes) into the
+// matching *Data field and clears the path, and checks each tokenFile with
+// inputfile.Open. The error names the file and what it is.
+func inlineFiles(kc *clientcmdapi.Config, path string) error {
+	for _, c := range kc.Clusters {
+		c.LocationOfOrigin = path
+	}
+	for _, a := range kc.AuthInfos {
+		a.LocationOfOrigin = path
+	}
+	if err := clientcmd.ResolveLocalPaths(kc); err != nil {
+		return err
+	}
+	read := func(file *string, data *[]byte) error {
+		if *file == "" {
+			return nil
+		}
+		b, err := inputfile.Read(*file, maxKubeconfigBytes)
+		if err != nil {
+			return err
+		}
+		*file, *data = "", b
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(kc.Clusters)) {
+		c := kc.Clusters[name]
+		if err := read(&c.CertificateAuthority, &c.CertificateAuthorityData); err != nil {
+			return fmt.Errorf("cluster %q certificate-authority: %w", name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(kc.AuthInfos)) {
+		a := kc.AuthInfos[name]
+		if err := read(&a.ClientCertificate, &a.ClientCertificateData); err != nil {
+			return fmt.Errorf("user %q client-certificate: %w", name, err)
+		}
+		if err := read(&a.ClientKey, &a.ClientKeyData); err != nil {
+			return fmt.Errorf("user %q client-key: %w", name, err)
+		}
+		if a.TokenFile != "" {
+			f, err := inputfile.Open(a.TokenFile, maxKubeconfigBytes)
+			if err != nil {
+				return fmt.Errorf("user %q tokenFile: %w", name, err)
+			}
+			f.Close()
+		}
+	}
+	return nil
 }
 
 // checkSameCluster makes sure the etcd at --endpoints under prefix is the

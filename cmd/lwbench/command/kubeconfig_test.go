@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +283,82 @@ func TestExperimentsThroughKubeconfig(t *testing.T) {
 	if c := catchup.Catchup.Cases[0]; c.Events != 200 || c.Missing != 0 || c.Unexpected != 0 || c.RelistObjects != 40 {
 		t.Errorf("catchup: %d events (%d missing, %d unexpected), relist of %d objects; want the 200 updates and the 40 pods of the load alone",
 			c.Events, c.Missing, c.Unexpected, c.RelistObjects)
+	}
+}
+
+// TestKubeconfigFilesAreChecked runs `run` and an experiment with a
+// --kubeconfig that is not a regular file of at most 16 MiB, or that names
+// such a file as a certificate, key or token: each must fail within 2 s
+// with one line that names the file and says what it is, before anything
+// is connected to. Before, /dev/zero was read until the kernel killed
+// lwbench (23.7 GB) and a FIFO blocked open(2) beyond SIGINT's reach.
+func TestKubeconfigFilesAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large")
+	if f, err := os.Create(large); err != nil {
+		t.Fatal(err)
+	} else if err := f.Truncate(maxKubeconfigBytes + 1); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	// naming writes a kubeconfig whose cluster or user names file, relative
+	// to the kubeconfig's directory as clientcmd resolves it.
+	naming := func(name string, cluster clientcmdapi.Cluster, user clientcmdapi.AuthInfo) string {
+		kc := clientcmdapi.NewConfig()
+		cluster.Server = "https://127.0.0.1:1"
+		kc.Clusters["c"] = &cluster
+		kc.AuthInfos["u"] = &user
+		kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+		kc.CurrentContext = "x"
+		p := filepath.Join(dir, name)
+		if err := clientcmd.WriteToFile(*kc, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name       string
+		kubeconfig string
+		want       string
+	}{
+		{"fifo", fifo, fifo + ": is a FIFO, not a regular file"},
+		{"dev zero", "/dev/zero", "/dev/zero: is a character device, not a regular file"},
+		{"directory", dir, dir + ": is a directory, not a regular file"},
+		{"too large", large, fmt.Sprintf("%s: %d bytes, larger than the limit of %d bytes", large, maxKubeconfigBytes+1, maxKubeconfigBytes)},
+		{"missing", filepath.Join(dir, "missing"), "no such file or directory"},
+		{"certificate-authority fifo", naming("ca-fifo", clientcmdapi.Cluster{CertificateAuthority: "fifo"}, clientcmdapi.AuthInfo{Token: "t"}),
+			`cluster "c" certificate-authority: ` + fifo + ": is a FIFO, not a regular file"},
+		{"certificate-authority dev zero", naming("ca-zero", clientcmdapi.Cluster{CertificateAuthority: "/dev/zero"}, clientcmdapi.AuthInfo{Token: "t"}),
+			`cluster "c" certificate-authority: /dev/zero: is a character device, not a regular file`},
+		{"client-certificate too large", naming("cert-large", clientcmdapi.Cluster{}, clientcmdapi.AuthInfo{ClientCertificate: large, ClientKey: fifo}),
+			`user "u" client-certificate: ` + large + ": " + fmt.Sprint(maxKubeconfigBytes+1) + " bytes, larger than the limit"},
+		{"client-key fifo", naming("key-fifo", clientcmdapi.Cluster{}, clientcmdapi.AuthInfo{ClientCertificate: "ca-zero", ClientKey: "fifo"}),
+			`user "u" client-key: ` + fifo + ": is a FIFO, not a regular file"},
+		{"token file dev zero", naming("token-zero", clientcmdapi.Cluster{}, clientcmdapi.AuthInfo{TokenFile: "/dev/zero"}),
+			`user "u" tokenFile: /dev/zero: is a character device, not a regular file`},
+	}
+	for _, command := range [][]string{{"run"}, {"relist-storm", "--allow-maintenance", "--quick"}} {
+		for _, tt := range tests {
+			t.Run(command[0]+"/"+tt.name, func(t *testing.T) {
+				args := append(slices.Clone(command), "--kubeconfig", tt.kubeconfig, "--endpoints", "http://127.0.0.1:1")
+				var errOut bytes.Buffer
+				done := make(chan int, 1)
+				go func() { done <- cli.Run(NewRootCommand(), args, &errOut) }()
+				select {
+				case code := <-done:
+					got := errOut.String()
+					if code != cli.ExitError || strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "lwbench: --kubeconfig") || !strings.Contains(got, tt.want) {
+						t.Errorf("got exit %d, stderr %q; want exit %d, one line beginning %q that says %q", code, got, cli.ExitError, "lwbench: --kubeconfig", tt.want)
+					}
+				case <-time.After(2 * time.Second):
+					t.Fatalf("lwbench %s did not return within 2 s", strings.Join(args, " "))
+				}
+			})
+		}
 	}
 }

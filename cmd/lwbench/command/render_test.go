@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/compaction"
@@ -174,17 +175,115 @@ func syntheticKubeRun() *report.KubeRunResult {
 // the table `lwbench run --kube-apiserver` prints.
 func TestKubeRunResultGolden(t *testing.T) {
 	r := syntheticKubeRun()
-	golden(t, "kube-run.table", render(t, output.FormatTable, makeKubeRunTable(r), r))
+	golden(t, "kube-run.table", renderKubeRun(t, output.FormatTable, r))
+}
+
+// renderRun renders r as `lwbench run` prints it on stdout in format f:
+// the summary, then (table, markdown) the relists, notes, warnings and
+// verdict.
+func renderRun(t *testing.T, f output.Format, r *report.RunResult) []byte {
+	t.Helper()
+	summary, notes := makeRunTable(r)
+	var b, errOut bytes.Buffer
+	if err := output.Write(&b, f, summary, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRunTail(&b, &errOut, f, r, notes); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// renderKubeRun renders r as `lwbench run --kube-apiserver` prints it on
+// stdout in format f, with its verdict.
+func renderKubeRun(t *testing.T, f output.Format, r *report.KubeRunResult) []byte {
+	t.Helper()
+	r.Verdict = report.KubeRunVerdict(r)
+	summary, notes := makeKubeRunTable(r)
+	var b, errOut bytes.Buffer
+	if err := output.Write(&b, f, summary, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKubeRunTail(&b, &errOut, f, r, notes); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// judged is r with the warnings and the verdict Run gives it.
+func judged(r *report.RunResult) *report.RunResult {
+	r.Warnings = report.BusyWarnings(r.Self)
+	r.Verdict = report.RunVerdict(r)
+	return r
 }
 
 // TestRunResultGolden renders the fixed synthetic RunResult as JSON, as
-// the table `lwbench run` prints, as CSV and as the interval CSV.
+// the table `lwbench run` prints (with its relists, notes, warnings and
+// verdict), as markdown, as CSV and as the interval CSV.
 func TestRunResultGolden(t *testing.T) {
 	r := syntheticRun()
-	golden(t, "run.json", render(t, output.FormatJSON, makeRunTable(r), r))
-	golden(t, "run.table", render(t, output.FormatTable, makeRunTable(r), r))
+	r.Self.LoadAverageMax, r.Self.SchedLatencyP99Ms = 3.5, 1.25
+	judged(r)
+	golden(t, "run.json", render(t, output.FormatJSON, output.Table{}, r))
+	golden(t, "run.table", renderRun(t, output.FormatTable, r))
+	golden(t, "run.md", renderRun(t, output.FormatMarkdown, r))
 	golden(t, "run-intervals.csv", render(t, output.FormatCSV, makeIntervalTable(r.Intervals), nil))
 	golden(t, "run.csv", render(t, output.FormatCSV, makeRunCSVTable(r), r))
+}
+
+// TestRunTableWidth: no line of what `lwbench run` prints by default is
+// wider than 120 columns, for the synthetic run and for one with the
+// longest names and figures (a partition-follower fault, long errors,
+// five-digit latencies, several relist reasons), and for a run through
+// kube-apiserver; what does not fit goes below the table as a note.
+// Before, the first relist's requests and the per-member defrag durations
+// made run's table 151 columns wide, etcd's requests by phase the kube
+// run's 134.
+func TestRunTableWidth(t *testing.T) {
+	wide := syntheticRun()
+	long := "rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2381: connect: connection refused\""
+	wide.Writes.Latency, wide.Delivery.FromCommit = latency(12345.5), latency(23456.25)
+	wide.Defrag.Error = long
+	wide.Members[2].Error = long
+	wide.Faults[0].Kind, wide.Faults[0].Member, wide.Faults[0].Error = "partition-follower", "m2", long
+	wide.Faults[0].RelistReasons = map[string]int{"compacted": 1, "watch-error": 30, "list-error": 2}
+	wide.Cleanup.Error = long
+	wide.Relists = append(wide.Relists, report.Relist{Reason: "watch-error", DurationMs: 123456.5, BackoffMs: 1600, Objects: 50000, Cache: true},
+		report.Relist{Reason: "list-error", DurationMs: 12.5, BackoffMs: 400})
+	wide.Self.LoadAverageMax, wide.Self.SchedLatencyP99Ms = 18.87, 45
+	kube := syntheticKubeRun()
+	kube.Requests = append(kube.Requests, report.RequestCount{Verb: "watchlist", Outcome: "ok", ResourceVersion: "", Count: 12},
+		report.RequestCount{Verb: "watch", Outcome: "ok", ResourceVersion: "notOlderThan", Count: 40})
+	kube.Validation.Lost = 2 // a FAIL verdict
+	for _, tt := range []struct {
+		name   string
+		render func(t *testing.T) []byte
+	}{
+		{"synthetic", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(syntheticRun())) }},
+		{"wide", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(wide)) }},
+		{"through kube-apiserver", func(t *testing.T) []byte { return renderKubeRun(t, output.FormatTable, kube) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lines := strings.Split(strings.TrimRight(string(tt.render(t)), "\n"), "\n")
+			verdict := -1
+			for i, l := range lines {
+				if n := len([]rune(l)); n > maxRunTableWidth {
+					t.Errorf("line %d is %d columns, want at most %d: %q", i+1, n, maxRunTableWidth, l)
+				}
+				if strings.HasPrefix(l, "PASS: ") || strings.HasPrefix(l, "FAIL: ") {
+					verdict = i
+				}
+			}
+			if verdict < 0 {
+				t.Fatalf("no verdict line")
+			}
+			for _, l := range lines[verdict+1:] {
+				if !strings.HasPrefix(l, "  ") {
+					t.Errorf("got %q after the verdict, want the verdict last (wrapped lines only)", l)
+				}
+			}
+		})
+	}
 }
 
 // TestCSVIsATable checks that -w csv of run, put and watch is a header
@@ -229,7 +328,7 @@ func TestCSVIsATable(t *testing.T) {
 // TestEmptyRunResultRenders checks that a result with nothing in it
 // still lays out every row, with "-" for what was not measured.
 func TestEmptyRunResultRenders(t *testing.T) {
-	tb := makeRunTable(&report.RunResult{})
+	tb, _ := makeRunTable(&report.RunResult{})
 	if len(tb.Rows) < 30 || tb.Header[0] != "metric" {
 		t.Errorf("run table of an empty result: %d rows, header %q; want 30 or more under metric", len(tb.Rows), tb.Header)
 	}
@@ -288,7 +387,8 @@ func syntheticExperiments() []*experiment.Result {
 		{Objects: 1000, PageSize: 0, Compacted: false, Watchers: 10, Probe: probeWindow(2), Writes: writes}}}
 	rs.Cases = []experiment.CaseSummary{
 		{Experiment: experiment.NameRelistStorm, Case: "objects=1000 pageSize=500", Relists: 10, RelistObjects: 10000, RelistBytes: 8e6,
-			ResyncP50Ms: 900, ResyncMaxMs: 1200, ListRestarts: 10, Compactions: 1, WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(4)},
+			BackoffP50Ms: 800, RelistP50Ms: 35.25, ResyncP50Ms: 900, ResyncMaxMs: 1200, ListRestarts: 10, Compactions: 1, WritesPerSecond: 49.5,
+			WriteP99Ms: 8, Probe: probeWindow(4)},
 		{Experiment: experiment.NameRelistStorm, Case: "objects=1000 pageSize=none control", WritesPerSecond: 49.5, WriteP99Ms: 8, Probe: probeWindow(2)}}
 
 	co := base(experiment.NameContinuation)
@@ -331,21 +431,55 @@ func syntheticExperiments() []*experiment.Result {
 	return []*experiment.Result{rs, co, sw, df, cu}
 }
 
-// TestExperimentTablesGolden renders each experiment's own table.
+// renderLayout writes l in format f.
+func renderLayout(t *testing.T, f output.Format, l layout, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := l.write(&b, f, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// assertWidth fails for every line of text wider than maxTableWidth
+// columns.
+func assertWidth(t *testing.T, name string, text []byte) {
+	t.Helper()
+	for i, l := range strings.Split(string(text), "\n") {
+		if n := utf8.RuneCountInString(l); n > maxTableWidth {
+			t.Errorf("%s line %d is %d columns wide, want at most %d: %q", name, i+1, n, maxTableWidth, l)
+		}
+	}
+}
+
+// TestExperimentTablesGolden renders each experiment's own table as its
+// command prints it, no line wider than 120 columns, the relist storm
+// through kube-apiserver (two more columns) too.
 func TestExperimentTablesGolden(t *testing.T) {
-	for _, r := range syntheticExperiments() {
-		t.Run(r.Experiment, func(t *testing.T) {
-			golden(t, r.Experiment+".table", render(t, output.FormatTable, makeExperimentTable(r), r))
+	results := syntheticExperiments()
+	kube := *results[0]
+	kube.APIServer = &report.APIServerTarget{Version: "v1.37.2", Servers: 1, Managed: true, ClientWatchList: "off"}
+	kube.Label = "relist-storm-kube"
+	for _, r := range append(results, &kube) {
+		t.Run(r.Name(), func(t *testing.T) {
+			got := renderLayout(t, output.FormatTable, experimentLayout(r), r)
+			assertWidth(t, r.Name(), got)
+			golden(t, r.Name()+".table", got)
 		})
 	}
 }
 
 // TestComparisonTableGolden renders every experiment, a run and a run
-// through kube-apiserver in the comparison table `lwbench report` prints.
+// through kube-apiserver in the comparison `lwbench report` prints, no
+// line wider than 120 columns; the wide table is kept for markdown and
+// CSV.
 func TestComparisonTableGolden(t *testing.T) {
 	results := append(syntheticExperiments(), experiment.FromRun(syntheticRun(), "run"),
 		experiment.FromKubeRun(syntheticKubeRun(), "kube-run"))
-	golden(t, "comparison.table", render(t, output.FormatTable, makeComparisonTable(results), nil))
+	got := renderLayout(t, output.FormatTable, comparisonLayout(results), nil)
+	assertWidth(t, "comparison.table", got)
+	golden(t, "comparison.table", got)
+	golden(t, "comparison.md", renderLayout(t, output.FormatMarkdown, comparisonLayout(results), nil))
 }
 
 // TestEveryExperimentDescribed checks that each experiment of

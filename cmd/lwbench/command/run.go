@@ -43,9 +43,12 @@ type runOptions struct {
 	noDefrag       bool
 	logical        bool
 
-	// Safety against a cluster lwbench does not own (--endpoints).
-	allowCompaction bool
-	allowDefrag     bool
+	// Safety against a cluster lwbench does not own (--endpoints):
+	// --allow-maintenance allows both; the deprecated --allow-compaction
+	// and --allow-defrag one each.
+	allowMaintenance bool
+	allowCompaction  bool
+	allowDefrag      bool
 
 	// Faults, in a cluster lwbench starts itself.
 	fault         string
@@ -91,8 +94,17 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.load.StartConcurrency, "start-concurrency", d.StartConcurrency, "watchers listing at once at the start; negative: all at once")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of the objects and the write plan")
 
-	fs.BoolVar(&o.allowCompaction, "allow-compaction", false, "with --endpoints: run the compactor, which compacts the whole cluster (its compact_rev_key is kept under --prefix)")
-	fs.BoolVar(&o.allowDefrag, "allow-defrag", false, "with --endpoints: defragment every member once, one at a time, the leader last (each blocks its member)")
+	fs.BoolVar(&o.allowMaintenance, "allow-maintenance", false, "with --endpoints: run the compactor, which compacts the whole cluster (its compact_rev_key is kept under --prefix), and defragment every member once, one at a time, the leader last (each blocks its member); --no-defrag or --compaction-interval -1 leaves one out")
+	fs.BoolVar(&o.allowCompaction, "allow-compaction", false, "with --endpoints: run the compactor (--allow-maintenance --no-defrag)")
+	fs.BoolVar(&o.allowDefrag, "allow-defrag", false, "with --endpoints: defragment every member (--allow-maintenance --compaction-interval -1)")
+	for _, d := range []struct{ name, instead string }{
+		{"allow-compaction", "use --allow-maintenance, with --no-defrag to compact alone"},
+		{"allow-defrag", "use --allow-maintenance, with --compaction-interval -1 to defragment alone"},
+	} {
+		if err := fs.MarkDeprecated(d.name, d.instead); err != nil {
+			panic(err) // the flag was just defined
+		}
+	}
 	fs.BoolVar(&o.load.PinConnections, "pin-connections", false, "dial connection i of the watchers and of the writers to member i mod N only, to report latency per member (such connections do not fail over)")
 	fs.StringVar(&o.fault, "fault", "", "fault to inject into a --cluster-size cluster: "+faultNames())
 	fs.DurationVar(&o.faultAt, "fault-at", 0, "when the fault begins, from the start of the writes (default: half of --duration)")
@@ -116,6 +128,15 @@ func faultNames() string {
 func (o *runOptions) Validate() error {
 	if err := o.target.Validate(); err != nil {
 		return err
+	}
+	if o.allowMaintenance {
+		switch {
+		case o.kubeconfig.enabled():
+			return cli.FlagErrorf("--allow-maintenance cannot be used with --kubeconfig: lwbench never compacts or defragments a cluster it does not own; its kube-apiservers compact it")
+		case o.kube.enabled() && o.target.external():
+			return cli.FlagErrorf("--allow-maintenance cannot be used with --kube-apiserver and --endpoints: kube-apiserver's compactor keeps its compact_rev_key outside --prefix")
+		}
+		o.allowCompaction, o.allowDefrag = true, true
 	}
 	if err := o.kubeconfig.Validate(o); err != nil {
 		return err
@@ -191,10 +212,10 @@ func (o *runOptions) validateExternal() error {
 	}
 	if !o.allowCompaction {
 		if o.changed("compaction-interval") && o.load.CompactionInterval >= 0 {
-			return cli.FlagErrorf("--compaction-interval compacts the whole --endpoints cluster: add --allow-compaction")
+			return cli.FlagErrorf("--compaction-interval compacts the whole --endpoints cluster: add --allow-maintenance")
 		}
 		if o.changed("hold-back") && o.load.HoldBack > 0 {
-			return cli.FlagErrorf("--hold-back needs compactions: add --allow-compaction")
+			return cli.FlagErrorf("--hold-back needs compactions: add --allow-maintenance")
 		}
 		o.load.CompactionInterval, o.load.HoldBack = -1, 0
 	}
@@ -265,6 +286,7 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
+	o.load.Abandon = cli.SecondInterrupt(ctx)
 	o.load.OnProgress = func(p watchload.Progress) {
 		con.Progress(fmt.Sprintf("%s %5.1fs  writes %d/%d (%d errors)  events %d  relists %d  synced %d/%d  violations %d",
 			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.Relists,
@@ -276,7 +298,7 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 		return err
 	}
 	if o.target.external() && (o.load.CompactionInterval < 0 || !o.load.Defragment) {
-		con.Logf("compaction %s, defragmentation %s: --endpoints is a cluster lwbench does not own (--allow-compaction, --allow-defrag); it deletes what it wrote at the end",
+		con.Logf("compaction %s, defragmentation %s: --endpoints is a cluster lwbench does not own (--allow-maintenance); it deletes what it wrote at the end",
 			onOff(o.load.CompactionInterval >= 0), onOff(o.load.Defragment))
 	}
 	// snapshotErr is a failed --snapshot: the run's result is printed
@@ -309,7 +331,11 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	// An interrupted run still prints what it measured, then fails with
 	// the interruption (exit code 130).
 	interrupted := err
-	if err := o.out.write(out, errOut, o.out.table(makeRunTable(res), makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
+	summary, notes := makeRunTable(res)
+	if err := o.out.write(out, errOut, o.out.table(summary, makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
+		return errors.Join(interrupted, err)
+	}
+	if err := writeRunTail(out, errOut, o.out.format, res, notes); err != nil {
 		return errors.Join(interrupted, err)
 	}
 	if interrupted != nil {

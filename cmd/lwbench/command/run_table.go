@@ -2,6 +2,9 @@ package command
 
 import (
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,51 +20,27 @@ func lat(l report.Latency) string {
 	return fmt.Sprintf("p50 %.2f / p99 %.2f / p99.9 %.2f / max %.2f ms", l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs)
 }
 
+// Widths of the run summary: no line of it is wider than
+// maxRunTableWidth; a value longer than maxValueWidth goes below the table
+// as a numbered note (runNotes), its cell saying which.
+const (
+	maxRunTableWidth = 120
+	maxValueWidth    = 60
+)
+
 // makeRunTable lays a run result out as metric/value rows, the summary
-// `lwbench run` prints.
-func makeRunTable(r *report.RunResult) output.Table {
-	var relistMs, relistObjects, relistRVs string
-	if len(r.Relists) > 0 {
-		var maxMs float64
-		var objs int64
-		for _, rl := range r.Relists {
-			maxMs = max(maxMs, rl.DurationMs)
-			objs += rl.Objects
-		}
-		relistMs = fmt.Sprintf("%.2f ms (longest)", maxMs)
-		relistObjects = fmt.Sprint(objs)
-		var rvs []string
-		for _, a := range r.Relists[0].Attempts {
-			rv := a.ResourceVersion
-			if rv == "" {
-				rv = `""`
-			}
-			res := "ok"
-			if a.Error != "" {
-				res = a.Error
-			}
-			req := fmt.Sprintf("RV=%s limit %d", rv, a.Limit)
-			if a.WatchList {
-				req = fmt.Sprintf("watch-list RV=%s", rv)
-			}
-			rvs = append(rvs, fmt.Sprintf("%s: %s", req, res))
-		}
-		relistRVs = strings.Join(rvs, "; ")
-	} else {
-		relistMs, relistObjects, relistRVs = "-", "0", "-"
-	}
+// `lwbench run` prints, and the notes that go below it (runNotes): the
+// first relist's requests, and every value too long for a cell.
+func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
+	notes := &runNotes{}
 	defrag := "-"
 	if r.Defrag != nil {
 		defrag = fmt.Sprintf("%.2f ms", r.Defrag.DurationMs)
 		if len(r.Defrag.Members) > 1 {
-			var each []string
-			for _, m := range r.Defrag.Members {
-				each = append(each, fmt.Sprintf("%s %.2f ms", m.Endpoint, m.DurationMs))
-			}
-			defrag += " (" + strings.Join(each, ", ") + ")"
+			defrag += fmt.Sprintf(" (%d members, one at a time)", len(r.Defrag.Members))
 		}
 		if r.Defrag.Error != "" {
-			defrag += " (error: " + r.Defrag.Error + ")"
+			defrag += fmt.Sprintf(" (error: note %d)", notes.add("defrag error", r.Defrag.Error))
 		}
 	}
 	var compactRevs []string
@@ -82,7 +61,8 @@ func makeRunTable(r *report.RunResult) output.Table {
 	v := r.Validation
 	rows := [][]string{
 		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetDescription(r.Target))},
-		{"profile", fmt.Sprintf("%s%s: %d watchers on %d streams over %d connections", r.Scenario.Profile, watchListNote(r.Scenario), r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)},
+		{"profile", r.Scenario.Profile + watchListNote(r.Scenario)},
+		{"watchers / streams / connections", fmt.Sprintf("%d / %d / %d", r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)},
 		{"writes completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
 		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
 		{"write latency (from schedule)", lat(r.Writes.Latency)},
@@ -91,12 +71,15 @@ func makeRunTable(r *report.RunResult) output.Table {
 		{"delivery latency from send" + notHeldBack(r.Delivery), lat(r.Delivery.FromSend)},
 	}
 	rows = append(rows, heldBackRows(r.Delivery.HeldBack, "watchers", "commit")...)
+	relists := fmt.Sprint(len(r.Relists))
+	if len(r.Relists) > 0 {
+		relists += " (the relists table below)"
+		notes.addLines("first relist's requests", firstRelistRequests(r.Relists[0]))
+	}
 	rows = append(rows, [][]string{
-		{"initial lists", fmt.Sprintf("%d, %s", r.InitialLists.Count, lat(r.InitialLists.Latency))},
-		{"relists", fmt.Sprint(len(r.Relists))},
-		{"first relist requests", relistRVs},
-		{"relist duration", relistMs},
-		{"relist objects", relistObjects},
+		{"initial lists", fmt.Sprintf("%d (%d objects)", r.InitialLists.Count, r.InitialLists.Objects)},
+		{"initial list latency", lat(r.InitialLists.Latency)},
+		{"relists", relists},
 	}...)
 	if r.Interrupted {
 		rows = append([][]string{{"interrupted", "yes: the figures cover the run until the interruption"}}, rows...)
@@ -112,6 +95,13 @@ func makeRunTable(r *report.RunResult) output.Table {
 		[]string{"db size after compaction", dbSize(r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
 		[]string{"db size after defrag", dbSize(r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)},
 		[]string{"defrag duration", defrag},
+	)
+	if r.Defrag != nil && len(r.Defrag.Members) > 1 {
+		for _, m := range r.Defrag.Members {
+			rows = append(rows, []string{"defrag of " + m.Endpoint, fmt.Sprintf("%.2f ms", m.DurationMs)})
+		}
+	}
+	rows = append(rows,
 		[]string{"history events recorded", fmt.Sprint(v.HistoryEvents)},
 		[]string{"lost events", fmt.Sprint(v.Lost)},
 		[]string{"duplicated events", fmt.Sprint(v.Duplicated)},
@@ -129,14 +119,205 @@ func makeRunTable(r *report.RunResult) output.Table {
 	rows = append(rows, memberRows(r.Members)...)
 	rows = append(rows, faultRows(r.Faults)...)
 	if c := r.Cleanup; c != nil {
-		s := fmt.Sprintf("%d keys deleted, %d leases revoked, %d keys left under the prefix", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft)
+		s := fmt.Sprintf("%d keys deleted, %d leases revoked, %d left under the prefix", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft)
 		if c.Error != "" {
-			s += " (error: " + c.Error + ")"
+			s += fmt.Sprintf(" (error: note %d)", notes.add("cleanup error", c.Error))
 		}
 		rows = append(rows, []string{"cleanup", s})
 	}
 	rows = append(rows, selfRows(r.Self)...)
-	return output.Table{Header: []string{"metric", "value"}, Rows: rows}
+	return output.Table{Header: []string{"metric", "value"}, Rows: notes.fit(rows)}, notes
+}
+
+// firstRelistRequests lists a relist's LIST requests, one line each, with
+// their outcome.
+func firstRelistRequests(rl report.Relist) []string {
+	var lines []string
+	for i, a := range rl.Attempts {
+		rv := a.ResourceVersion
+		if rv == "" {
+			rv = `""`
+		}
+		res := "ok"
+		if a.Error != "" {
+			res = a.Error
+		}
+		req := fmt.Sprintf("RV=%s limit %d", rv, a.Limit)
+		if a.WatchList {
+			req = fmt.Sprintf("watch-list RV=%s", rv)
+		}
+		lines = append(lines, fmt.Sprintf("%d. %s: %s", i+1, req, res))
+	}
+	return lines
+}
+
+// resync is one relist as the relists table sums it up: what forced it
+// (reason), the objects it read, its backoff and its relist.
+type resync struct {
+	reason            string
+	objects           int64
+	backoffMs, listMs float64
+}
+
+// runResyncs are a run's relists as resyncs, a watch cache's apart.
+func runResyncs(relists []report.Relist) []resync {
+	var out []resync
+	for _, rl := range relists {
+		name := rl.Reason
+		if rl.Cache {
+			name += " (watch cache)"
+		}
+		out = append(out, resync{reason: name, objects: rl.Objects, backoffMs: rl.BackoffMs, listMs: rl.DurationMs})
+	}
+	return out
+}
+
+// makeRelistTable lays relists out by reason, side by side: how many,
+// the objects they read, and the slowest resync of each reason split
+// into its backoff (client-go's wait before relisting; a watch cache's
+// one second) and its relist (the LIST requests' duration, every
+// attempt): resync = backoff + relist, the words `lwbench report` uses.
+// No rows without relists.
+func makeRelistTable(relists []resync) output.Table {
+	t := output.Table{Header: []string{"relists", "count", "objects", "backoff ms", "relist ms", "resync ms"},
+		Numeric: []bool{false, true, true, true, true, true}}
+	type group struct {
+		count, objects int64
+		slowest        resync
+	}
+	groups := map[string]*group{}
+	for _, rl := range relists {
+		g := groups[rl.reason]
+		if g == nil {
+			g = &group{slowest: rl}
+			groups[rl.reason] = g
+		}
+		g.count++
+		g.objects += rl.objects
+		if rl.backoffMs+rl.listMs > g.slowest.backoffMs+g.slowest.listMs {
+			g.slowest = rl
+		}
+	}
+	ms := func(x float64) string { return fmt.Sprintf("%.2f", x) }
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[name]
+		t.Rows = append(t.Rows, []string{name, fmt.Sprint(g.count), fmt.Sprint(g.objects),
+			ms(g.slowest.backoffMs), ms(g.slowest.listMs), ms(g.slowest.backoffMs + g.slowest.listMs)})
+	}
+	return t
+}
+
+// relistNote explains the relists table.
+const relistNote = "relists: each reason's slowest resync, resync = backoff (client-go's wait before relisting; " +
+	"a watch cache's 1 s) + relist (its LIST requests' duration, every attempt)"
+
+// runNotes are the numbered notes below the run summary: what does not
+// fit in a cell.
+type runNotes struct{ lines [][]string }
+
+// fit moves every value of rows (metric/value) longer than
+// maxValueWidth to a note, its cell saying which, and returns rows.
+func (n *runNotes) fit(rows [][]string) [][]string {
+	for _, row := range rows {
+		if len(row[1]) > maxValueWidth {
+			row[1] = fmt.Sprintf("(note %d)", n.add(row[0], row[1]))
+		}
+	}
+	return rows
+}
+
+// add adds a note "N. what: text" and returns N.
+func (n *runNotes) add(what, text string) int {
+	return n.addLines(what, []string{text})
+}
+
+// addLines adds a note of several lines, the first "N. what:".
+func (n *runNotes) addLines(what string, lines []string) int {
+	n.lines = append(n.lines, append([]string{what + ":"}, lines...))
+	return len(n.lines)
+}
+
+// writeRunTail writes what follows the run summary (writeTail): the
+// relists table, the notes, the warnings and the verdict.
+func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, notes *runNotes) error {
+	var tables []output.Table
+	var intro []string
+	if len(r.Relists) > 0 {
+		tables = append(tables, makeRelistTable(runResyncs(r.Relists)))
+		intro = append(intro, relistNote)
+	}
+	return writeTail(out, errOut, f, tables, intro, notes, r.Warnings, r.Verdict)
+}
+
+// writeTail writes what follows a run's summary. For table and markdown,
+// to out: the tables, the lines of intro (what explains them), the
+// numbered notes, the warnings and the verdict, the last line, wrapped to
+// maxRunTableWidth. For JSON and CSV, whose stdout is for programs, the
+// warnings and the verdict to errOut.
+func writeTail(out, errOut io.Writer, f output.Format, tables []output.Table, intro []string, notes *runNotes, warnings []string, verdict string) error {
+	if f != output.FormatTable && f != output.FormatMarkdown {
+		for _, w := range warnings {
+			fmt.Fprintln(errOut, "warning: "+w)
+		}
+		if verdict != "" {
+			fmt.Fprintln(errOut, verdict)
+		}
+		return nil
+	}
+	for _, t := range tables {
+		fmt.Fprintln(out)
+		if err := output.Write(out, f, t, nil); err != nil {
+			return err
+		}
+	}
+	text := append([]string(nil), intro...)
+	for i, note := range notes.lines {
+		text = append(text, fmt.Sprintf("%d. %s", i+1, note[0]))
+		for _, l := range note[1:] {
+			text = append(text, "   "+l)
+		}
+	}
+	for _, w := range warnings {
+		text = append(text, "warning: "+w)
+	}
+	if verdict != "" {
+		text = append(text, verdict)
+	}
+	if len(text) > 0 {
+		fmt.Fprintln(out)
+	}
+	for _, l := range text {
+		for _, w := range wrapIndented(output.Escape(l), maxRunTableWidth) {
+			if _, err := fmt.Fprintln(out, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wrapIndented breaks s at spaces into lines of at most width characters, the
+// lines after the first indented as s is, plus two; a word longer than
+// width stays whole.
+func wrapIndented(s string, width int) []string {
+	indent := strings.Repeat(" ", len(s)-len(strings.TrimLeft(s, " "))+2)
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = strings.Repeat(" ", len(s)-len(strings.TrimLeft(s, " "))) + w
+			if len(lines) > 0 {
+				line = indent + w
+			}
+		case len(line)+1+len(w) > width:
+			lines = append(lines, line)
+			line = indent + w
+		default:
+			line += " " + w
+		}
+	}
+	return append(lines, line)
 }
 
 // dbSize is a member's db file size and the size in use, or "-" when it
@@ -226,10 +407,10 @@ func faultRows(faults []report.Fault) [][]string {
 		relists := f.RelistSummary()
 		rows = append(rows,
 			[]string{name + " recovery", rec},
-			[]string{name + " leader before / after", fmt.Sprintf("%s / %s", f.LeaderBefore, f.LeaderAfter)},
+			[]string{name + " leader before/after", fmt.Sprintf("%s / %s", f.LeaderBefore, f.LeaderAfter)},
 			[]string{name + " relists", relists},
 			[]string{name + " write errors (timeouts)", fmt.Sprintf("%d (%d)", f.WriteErrors, f.WriteTimeouts)},
-			[]string{name + " probe errors, longest stall", fmt.Sprintf("%d writes, %d reads, %.0f ms", f.Probe.Writes.Errors, f.Probe.Reads.Errors, f.Probe.LongestStallMs)},
+			[]string{name + " probe errors, stall", fmt.Sprintf("%d writes, %d reads, longest stall %.0f ms", f.Probe.Writes.Errors, f.Probe.Reads.Errors, f.Probe.LongestStallMs)},
 		)
 		if f.Error != "" {
 			rows = append(rows, []string{name + " error", f.Error})
@@ -369,6 +550,20 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	}
 	f.int("relist_objects", relistObjects)
 	f.add("relist_max_ms", relistMax)
+	// The slowest resync, = its backoff + its relist.
+	resync, resyncBackoff := "-", "-"
+	if len(r.Relists) > 0 {
+		slowest := r.Relists[0]
+		for _, rl := range r.Relists {
+			if rl.BackoffMs+rl.DurationMs > slowest.BackoffMs+slowest.DurationMs {
+				slowest = rl
+			}
+		}
+		resync = strconv.FormatFloat(slowest.BackoffMs+slowest.DurationMs, 'f', 3, 64)
+		resyncBackoff = strconv.FormatFloat(slowest.BackoffMs, 'f', 3, 64)
+	}
+	f.add("resync_max_ms", resync)
+	f.add("resync_max_backoff_ms", resyncBackoff)
 	var compactions, compactionErrors int64
 	for _, c := range r.Compaction {
 		if c.Error != "" {
@@ -415,5 +610,8 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	f.int("final_compact_revision", r.Final.CompactRevision)
 	f.int("live_objects", r.Final.Objects)
 	f.self(r.Self)
+	verdict, _, _ := strings.Cut(r.Verdict, ":")
+	f.add("verdict", verdict)
+	f.t.Numeric[len(f.t.Numeric)-1] = false
 	return f.t
 }

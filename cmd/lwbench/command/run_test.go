@@ -61,15 +61,36 @@ func TestRunFlags(t *testing.T) {
 					t.Errorf("options %+v: want no compaction, hold-back or defrag, a cleanup and the compactor's key under the prefix", o.load)
 				}
 			}},
-		{name: "external compaction and defrag when allowed", args: []string{"--endpoints", "http://x:1", "--allow-compaction", "--allow-defrag", "--reuse-prefix"}, wantPrefix: "/lwbench",
+		{name: "external compaction and defrag when allowed", args: []string{"--endpoints", "http://x:1", "--allow-maintenance", "--reuse-prefix"}, wantPrefix: "/lwbench",
 			check: func(t *testing.T, o *runOptions) {
 				if o.load.CompactionInterval != 0 || o.load.HoldBack != 1 || !o.load.Defragment || !o.load.ReusePrefix || !o.load.NamespaceCompactRevKey {
 					t.Errorf("options %+v", o.load)
 				}
 			}},
-		{name: "external compaction interval without permission", args: []string{"--endpoints", "http://x:1", "--compaction-interval", "1m"}, wantErr: "--allow-compaction"},
-		{name: "external hold-back without permission", args: []string{"--endpoints", "http://x:1", "--hold-back", "2"}, wantErr: "--allow-compaction"},
-		{name: "embedded member keeps compacting and owns compact_rev_key", args: []string{"--allow-compaction"}, wantPrefix: "/registry",
+		{name: "external compaction alone", args: []string{"--endpoints", "http://x:1", "--allow-maintenance", "--no-defrag"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 0 || o.load.Defragment {
+					t.Errorf("options %+v: want compactions and no defragmentation", o.load)
+				}
+			}},
+		// The names before --allow-maintenance still work, deprecated,
+		// each allowing its own.
+		{name: "deprecated --allow-compaction", args: []string{"--endpoints", "http://x:1", "--allow-compaction"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 0 || o.load.Defragment {
+					t.Errorf("options %+v: want compactions and no defragmentation", o.load)
+				}
+			}},
+		{name: "deprecated --allow-defrag", args: []string{"--endpoints", "http://x:1", "--allow-defrag"}, wantPrefix: "/lwbench",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval >= 0 || !o.load.Defragment {
+					t.Errorf("options %+v: want a defragmentation and no compaction", o.load)
+				}
+			}},
+		{name: "maintenance through an existing cluster's apiservers", args: []string{"--endpoints", "http://x:1", "--kubeconfig", "/dev/null", "--allow-maintenance"}, wantErr: "--allow-maintenance cannot be used with --kubeconfig"},
+		{name: "external compaction interval without permission", args: []string{"--endpoints", "http://x:1", "--compaction-interval", "1m"}, wantErr: "--allow-maintenance"},
+		{name: "external hold-back without permission", args: []string{"--endpoints", "http://x:1", "--hold-back", "2"}, wantErr: "--allow-maintenance"},
+		{name: "embedded member keeps compacting and owns compact_rev_key", args: []string{"--allow-maintenance"}, wantPrefix: "/registry",
 			check: func(t *testing.T, o *runOptions) {
 				if o.load.CompactionInterval < 0 || !o.load.Defragment || o.load.Cleanup || o.load.NamespaceCompactRevKey {
 					t.Errorf("options %+v", o.load)
@@ -79,7 +100,13 @@ func TestRunFlags(t *testing.T) {
 		{name: "cert without key", args: []string{"--endpoints", "https://x:1", "--cert", "c.crt"}, wantErr: "--cert and --key"},
 		{name: "cluster and endpoints", args: []string{"--endpoints", "http://x:1", "--cluster-size", "3"}, wantErr: "--cluster-size and --endpoints"},
 		{name: "etcd version without a cluster", args: []string{"--etcd-version", "3.6.16"}, wantErr: "--etcd-version needs --cluster-size"},
-		{name: "etcd version not a release", args: []string{"--cluster-size", "3", "--etcd-version", "3.6"}, wantErr: "--etcd-version"},
+		{name: "etcd version not a release", args: []string{"--cluster-size", "3", "--etcd-version", "3.6."}, wantErr: "--etcd-version: Invalid value"},
+		{name: "etcd version a minor line", args: []string{"--cluster-size", "3", "--etcd-version", "3.6"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.target.etcdVersion != "3.6.16" {
+					t.Errorf("etcd version %q, want 3.6.16, the line's newest", o.target.etcdVersion)
+				}
+			}},
 		{name: "fault without a cluster", args: []string{"--fault", "kill-leader"}, wantErr: "--cluster-size"},
 		{name: "fault on external endpoints", args: []string{"--endpoints", "http://x:1", "--fault", "pause-follower"}, wantErr: "never kills, pauses or cuts off"},
 		{name: "unknown fault", args: []string{"--cluster-size", "3", "--fault", "reboot"}, wantErr: "--fault"},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/internal/release"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -56,7 +56,7 @@ func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
 	o.conn.AddSecurityFlags(fs)
 	o.conn.AddKeepAliveFlags(fs)
 	fs.IntVar(&o.clusterSize, "cluster-size", 0, "start a cluster of this many real etcd processes on loopback (built from the module proxy into "+etcdproc.CacheDir()+") instead of the embedded member; 0: the embedded member")
-	fs.StringVar(&o.etcdVersion, "etcd-version", "", "etcd release of --cluster-size members, e.g. "+strings.Join(etcdproc.Versions, ", ")+" (default "+version.Version+", the client's)")
+	fs.StringVar(&o.etcdVersion, "etcd-version", "", "etcd release of --cluster-size members: "+release.Etcd.Help()+" (default "+version.Version+", the client's)")
 	fs.BoolVar(&o.reusePrefix, "reuse-prefix", false, "with --endpoints: write under --prefix even if it already holds keys (they are never modified or deleted)")
 	fs.BoolVar(&o.netns, "netns", false, "run --cluster-size members in network namespaces of their own, so that one can be cut off (needs root and iproute2)")
 	o.flags = fs
@@ -79,6 +79,13 @@ func (o *targetOptions) Validate() error {
 	if err := o.conn.Validate(); err != nil {
 		return cli.FlagErrorf("%v", err)
 	}
+	if o.etcdVersion != "" || (o.flags != nil && o.flags.Changed("etcd-version")) {
+		v, err := release.Etcd.Resolve(o.etcdVersion)
+		if err != nil {
+			return cli.FlagErrorf("--etcd-version: %v", err)
+		}
+		o.etcdVersion = v
+	}
 	switch {
 	case o.dataDir != "" && len(o.endpoints) > 0:
 		return cli.FlagErrorf("--data-dir and --endpoints cannot be used together")
@@ -93,12 +100,6 @@ func (o *targetOptions) Validate() error {
 	case o.unsafeNoFsync && len(o.endpoints) > 0:
 		return cli.FlagErrorf("--unsafe-no-fsync and --endpoints cannot be used together: lwbench does not configure --endpoints members")
 	}
-	if o.etcdVersion != "" {
-		if !releaseVersion.MatchString(strings.TrimPrefix(o.etcdVersion, "v")) {
-			return cli.FlagErrorf("--etcd-version %q is not a release version such as %s", o.etcdVersion, version.Version)
-		}
-		o.etcdVersion = strings.TrimPrefix(o.etcdVersion, "v")
-	}
 	if o.dataDir != "" {
 		entries, err := os.ReadDir(o.dataDir)
 		if err == nil && len(entries) > 0 {
@@ -107,9 +108,6 @@ func (o *targetOptions) Validate() error {
 	}
 	return nil
 }
-
-// releaseVersion matches an etcd release such as 3.6.16.
-var releaseVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 
 // external reports whether the target is a cluster lwbench does not own.
 func (o *targetOptions) external() bool { return len(o.endpoints) > 0 }
@@ -137,7 +135,8 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 	if t.Managed {
 		dir := o.dataDir
 		if dir == "" {
-			tmp, err := os.MkdirTemp("", "lwbench-etcd-")
+			removeStaleDirs(logf)
+			tmp, err := embedetcd.NewTempDir("")
 			if err != nil {
 				return t, cleanup, err
 			}
@@ -189,6 +188,23 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 	return t, cleanup, nil
 }
 
+// removeStaleDirs removes the temporary data directories of earlier
+// lwbench runs that were killed before they could (embedetcd.RemoveStale),
+// and names those it cannot prove stale.
+func removeStaleDirs(logf func(string, ...any)) {
+	found, err := embedetcd.RemoveStale("")
+	if err != nil {
+		logf("looking for data directories killed runs left: %v", err)
+	}
+	for _, s := range found {
+		if s.Removed {
+			logf("removed %s, the data directory of an lwbench run that was killed (pid %d)", s.Dir, s.PID)
+			continue
+		}
+		logf("found %s, an lwbench data directory, not removed: %s; delete it if no lwbench runs", s.Dir, s.Why)
+	}
+}
+
 func (o *targetOptions) dial(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
 	cfg, err := o.clientConfig(endpoints)
 	if err != nil {
@@ -209,7 +225,7 @@ func (o *targetOptions) startCluster(ctx context.Context, dir string, logf func(
 		v = version.Version
 	}
 	logf("preparing etcd %s binaries (built from the module proxy the first time, 1-3 minutes)", v)
-	bin, err := etcdproc.Binaries(v, etcdproc.LogWriter(logf))
+	bin, err := etcdproc.Binaries(ctx, v, etcdproc.LogWriter(logf))
 	if err != nil {
 		return nil, fmt.Errorf("--etcd-version %s: %w", v, err)
 	}
@@ -357,24 +373,31 @@ func (o *outputOptions) write(out, errOut io.Writer, t output.Table, v any, inte
 		}
 	}
 	if o.benchstat != "" {
-		w := errOut
-		var f *os.File
-		if o.benchstat != "-" {
-			var err error
-			if f, err = os.Create(o.benchstat); err != nil {
-				return fmt.Errorf("--benchstat %s: %w", o.benchstat, err)
-			}
-			w = f
+		return writeBenchstat(o.benchstat, errOut, lines)
+	}
+	return nil
+}
+
+// writeBenchstat writes lines in benchstat's format (report.WriteBenchstat)
+// to the file path, or to errOut for "-". Errors name --benchstat.
+func writeBenchstat(path string, errOut io.Writer, lines []report.BenchstatLine) error {
+	w := errOut
+	var f *os.File
+	if path != "-" {
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return fmt.Errorf("--benchstat %s: %w", path, err)
 		}
-		err := report.WriteBenchstat(w, machine.CPUModel(), lines)
-		if f != nil {
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+		w = f
+	}
+	err := report.WriteBenchstat(w, machine.CPUModel(), lines)
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
-		if err != nil {
-			return fmt.Errorf("--benchstat %s: %w", o.benchstat, err)
-		}
+	}
+	if err != nil {
+		return fmt.Errorf("--benchstat %s: %w", path, err)
 	}
 	return nil
 }

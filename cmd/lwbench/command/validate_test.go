@@ -38,7 +38,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"run profile", []string{"run", "--profile", "kubelet"}, `lwbench: --profile: Unsupported value: "kubelet": supported values: "informer", "apiserver-cache"` + "\n"},
 		{"run fault after the writes", []string{"run", "--cluster-size", "3", "--fault", "kill-leader", "--fault-at", "30s"}, `lwbench: --fault-at: Invalid value: "30s": must fall within the duration (20s)` + "\n"},
 		{"run apiservers without kube-apiserver", []string{"run", "--apiservers", "2"}, "lwbench: --apiservers needs --kube-apiserver\n"},
-		{"run kube-apiserver release", []string{"run", "--kube-apiserver", "1.34"}, `lwbench: --kube-apiserver: Unsupported value: "1.34": lwbench builds kube-apiserver 1.35, 1.36 and 1.37` + "\n"},
+		{"run kube-apiserver release", []string{"run", "--kube-apiserver", "1.34"}, `lwbench: --kube-apiserver: Unsupported value: "1.34": lwbench builds Kubernetes 1.35, 1.36, 1.37 or 1.38` + "\n"},
 		{"run no apiserver", []string{"run", "--kube-apiserver", "1.37", "--apiservers", "0"}, "lwbench: --apiservers: Invalid value: 0: must be at least 1\n"},
 		{"run client gate", []string{"run", "--kube-apiserver", "1.37", "--client-feature-gates", "WatchList=true"}, `lwbench: --client-feature-gates: Invalid value: "WatchList=true": give WatchListClient=true or WatchListClient=false` + "\n"},
 		{"run model client gate", []string{"run", "--client-feature-gates", "WatchListClient=maybe"}, `lwbench: --client-feature-gates: Invalid value: "WatchListClient=maybe": give WatchListClient=true or WatchListClient=false` + "\n"},
@@ -58,6 +58,9 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"watch old flag name", []string{"watch", "--put-workers", "0"}, "lwbench: --writer-concurrency: Invalid value: 0: must be greater than 0\n"},
 		{"watch conns above streams", []string{"watch", "--streams", "2", "--conns", "3"}, "lwbench: --conns: Invalid value: 3: must not exceed the number of streams (2)\n"},
 		{"list repeats", []string{"list", "--repeats", "0"}, "lwbench: --repeats: Invalid value: 0: must be greater than 0\n"},
+		// The experiments' writers: one name with run, put and watch.
+		{"catchup writer concurrency", []string{"catchup", "--writer-concurrency", "-1"}, "lwbench: --writer-concurrency: Invalid value: -1: must be greater than 0\n"},
+		{"defrag-stall old flag name", []string{"defrag-stall", "--concurrency", "-1"}, "lwbench: --writer-concurrency: Invalid value: -1: must be greater than 0\n"},
 		{"list objects", []string{"list", "--objects", "100,10"}, "lwbench: --objects: Invalid value: 10: must be greater than the value before it (values ascending)\n"},
 		{"relist-storm NaN rate", []string{"relist-storm", "--write-rate", "NaN"}, "lwbench: --write-rate: Invalid value: NaN: must be finite and positive\n"},
 		{"relist-storm watchers", []string{"relist-storm", "--watchers", "-1"}, "lwbench: --watchers: Invalid value: -1: must be greater than 0\n"},

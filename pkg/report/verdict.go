@@ -1,0 +1,91 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SchedLatencyBusyMs is the Go scheduler latency (SelfStats.
+// SchedLatencyP99Ms) above which lwbench's own goroutines waited long
+// enough for a CPU to show in the latencies lwbench measures: each of
+// those is taken by a goroutine that must run to read the clock.
+const SchedLatencyBusyMs = 5.0
+
+// BusyWarnings returns a warning for each sign in s that the machine was
+// too busy for the latencies measured to be taken at face value, naming
+// the figures affected: a load average above the number of CPUs (every
+// process, the etcd member included, waited for a CPU), and lwbench's own
+// goroutines waiting more than SchedLatencyBusyMs (p99) for one. None
+// when neither was seen or could be measured.
+func BusyWarnings(s SelfStats) []string {
+	var w []string
+	if s.NumCPU > 0 && s.LoadAverageMax > float64(s.NumCPU) {
+		w = append(w, fmt.Sprintf("the machine was busy: load average up to %.1f on %d CPUs during the run; "+
+			"every latency (writes, delivery, lists, relists, defragmentation, probes) includes waiting for a CPU, etcd's too",
+			s.LoadAverageMax, s.NumCPU))
+	}
+	if s.SchedLatencyP99Ms > SchedLatencyBusyMs {
+		w = append(w, fmt.Sprintf("lwbench's own CPU was starved: its goroutines waited %.1f ms (p99) for a CPU; "+
+			"the write and delivery latencies it timed may be that much too high", s.SchedLatencyP99Ms))
+	}
+	return w
+}
+
+// RunVerdict is r's one-line verdict: "PASS: ..." when every watch
+// guarantee held and nothing was lost, the run ran to its end and every
+// fault was recovered from; "FAIL: ..." naming what failed otherwise.
+// With r.Warnings it adds that the latencies are not to be trusted.
+func RunVerdict(r *RunResult) string {
+	var failed []string
+	if r.Interrupted {
+		failed = append(failed, fmt.Sprintf("interrupted after %d of %d writes", r.Writes.Completed, r.Writes.Planned))
+	}
+	if !r.Validation.OK() {
+		failed = append(failed, r.Validation.Summary())
+	}
+	for _, f := range r.Faults {
+		if !f.Recovered {
+			failed = append(failed, fmt.Sprintf("fault %s (%s) not recovered from", f.Kind, f.Member))
+		}
+	}
+	if r.Defrag != nil && r.Defrag.Error != "" {
+		failed = append(failed, "defragmentation failed: "+r.Defrag.Error)
+	}
+	if c := r.Cleanup; c != nil && c.Error != "" {
+		failed = append(failed, fmt.Sprintf("cleanup failed (%d keys left): %s", c.KeysLeft, c.Error))
+	}
+	busy := ""
+	if len(r.Warnings) > 0 {
+		busy = "; latencies distorted by a busy machine (see the warnings)"
+	}
+	if len(failed) > 0 {
+		return "FAIL: " + strings.Join(failed, "; ") + busy
+	}
+	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events to %d watchers, checked against the %d in etcd's recorded history)%s",
+		r.Delivery.Events, r.Scenario.Watchers, r.Validation.HistoryEvents, busy)
+}
+
+// KubeRunVerdict is r's one-line verdict, as RunVerdict's: "PASS: ..."
+// when every watch guarantee held and nothing was lost, the run ran to
+// its end and (--kubeconfig) its namespaces were deleted; "FAIL: ..."
+// naming what failed otherwise.
+func KubeRunVerdict(r *KubeRunResult) string {
+	var failed []string
+	if r.Interrupted {
+		failed = append(failed, fmt.Sprintf("interrupted after %d of %d writes", r.Writes.Completed, r.Writes.Planned))
+	}
+	if !r.Validation.OK() {
+		failed = append(failed, r.Validation.Summary())
+	}
+	if r.Defrag != nil && r.Defrag.Error != "" {
+		failed = append(failed, "defragmentation failed: "+r.Defrag.Error)
+	}
+	if c := r.Cleanup; c != nil && c.Error != "" {
+		failed = append(failed, fmt.Sprintf("cleanup of the run's namespaces failed (%d left): %s", len(c.Left), c.Error))
+	}
+	if len(failed) > 0 {
+		return "FAIL: " + strings.Join(failed, "; ")
+	}
+	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events to %d informers, checked against the %d in etcd's recorded history)",
+		r.Delivery.Events, len(r.Informers), r.Validation.HistoryEvents)
+}

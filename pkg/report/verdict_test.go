@@ -1,0 +1,75 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunVerdict: one line, PASS only when every guarantee held, the run
+// ended and every fault was recovered from; FAIL naming each failure.
+func TestRunVerdict(t *testing.T) {
+	ok := func() *RunResult {
+		return &RunResult{Scenario: Scenario{Watchers: 10}, Writes: WriteStats{Planned: 100, Completed: 100},
+			Delivery: DeliveryStats{Events: 1000}, Validation: Validation{HistoryEvents: 100}}
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(r *RunResult)
+		want   []string
+	}{
+		{name: "pass", change: func(*RunResult) {}, want: []string{"PASS: every watch guarantee held, nothing lost (1000 events to 10 watchers, checked against the 100 in etcd's recorded history)"}},
+		{name: "lost", change: func(r *RunResult) { r.Validation.Lost = 3 }, want: []string{"FAIL: 3 lost"}},
+		{name: "interrupted", change: func(r *RunResult) { r.Interrupted, r.Writes.Completed = true, 40 }, want: []string{"FAIL: interrupted after 40 of 100 writes"}},
+		{name: "fault", change: func(r *RunResult) { r.Faults = []Fault{{Kind: "kill-leader", Member: "m0"}} }, want: []string{"FAIL: fault kill-leader (m0) not recovered from"}},
+		{name: "defrag and cleanup", change: func(r *RunResult) {
+			r.Defrag = &Defrag{Error: "context deadline exceeded"}
+			r.Cleanup = &Cleanup{KeysLeft: 7, Error: "etcdserver: no leader"}
+		}, want: []string{"FAIL: defragmentation failed: context deadline exceeded; cleanup failed (7 keys left): etcdserver: no leader"}},
+		{name: "busy", change: func(r *RunResult) { r.Warnings = []string{"busy"} }, want: []string{"PASS: ", "; latencies distorted by a busy machine (see the warnings)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ok()
+			tt.change(r)
+			got := RunVerdict(r)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("got %q, want it to contain %q", got, w)
+				}
+			}
+			if strings.Contains(got, "\n") {
+				t.Errorf("got %q, want one line", got)
+			}
+		})
+	}
+}
+
+// TestBusyWarnings: a load average above the CPUs and a starved lwbench
+// each warn, naming the figures affected; a quiet machine does not.
+func TestBusyWarnings(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		s    SelfStats
+		want []string
+	}{
+		{name: "quiet", s: SelfStats{NumCPU: 2, LoadAverageMax: 1.5, SchedLatencyP99Ms: 0.5}},
+		{name: "not measured", s: SelfStats{NumCPU: 2}},
+		{name: "load above the CPUs", s: SelfStats{NumCPU: 2, LoadAverageMax: 18.9},
+			want: []string{"load average up to 18.9 on 2 CPUs during the run; every latency (writes, delivery, lists, relists"}},
+		{name: "lwbench starved", s: SelfStats{NumCPU: 2, LoadAverageMax: 1, SchedLatencyP99Ms: 12},
+			want: []string{"its goroutines waited 12.0 ms (p99) for a CPU; the write and delivery latencies"}},
+		{name: "both", s: SelfStats{NumCPU: 4, LoadAverageMax: 5, SchedLatencyP99Ms: 6},
+			want: []string{"load average up to 5.0 on 4 CPUs", "waited 6.0 ms (p99)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BusyWarnings(tt.s)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d warnings %q, want %d", len(got), got, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %d: got %q, want it to contain %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
