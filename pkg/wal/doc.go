@@ -5,7 +5,10 @@
 // # Safety
 //
 // Files are opened O_RDONLY and only read; nothing is locked, repaired or
-// truncated. etcd's own wal.Open/ReadAll with repair rewrites the last
+// truncated. Every file is opened through internal/inputfile: without
+// blocking (a FIFO does not hang open(2)), regular files only (a FIFO, a
+// directory or a device named *.wal or *.snap is a fault saying what it
+// is), following a symbolic link to a regular file and reporting it. etcd's own wal.Open/ReadAll with repair rewrites the last
 // segment of a torn log, so this package never calls it: it decodes the
 // record framing itself (record.go) and the records' contents with etcd's
 // own protobuf types (walpb, raftpb, etcdserverpb, snappb).
@@ -40,9 +43,29 @@
 // corruption. A record whose crc does not match is reported and skipped,
 // and the chain is resynchronised from the stored crc so that the records
 // after it are still checked. A gap in the segment sequence is a missing
-// segment. Read reports each fault as one Fault (file, offset, what) and
-// keeps reading where it can: past a bad record to the next one, past a
-// bad frame to the next segment.
+// segment; two segments of one sequence number are a duplicate segment,
+// and the later one is not read. A segment or .snap file that cannot be
+// opened (not a regular file, permission denied) is unreadable. Read
+// reports each fault as one Fault (file, offset, what) and keeps reading
+// where it can: past a bad record to the next one, past a bad frame to
+// the next segment, past an unreadable file to the next one; after 100
+// faults in one segment, the rest of it is skipped.
+//
+// # Limits and memory
+//
+// A frame's length field is trusted only up to Options.MaxRecordBytes
+// (DefaultMaxRecordBytes, 10.5 MiB, above what etcd accepts with
+// --max-request-bytes at its recommended ceiling of 10 MiB): a longer
+// record is a too-large fault and ends its segment, since etcd 3.5 to 3.7
+// check it only against the rest of the file. A .snap file is read only
+// up to Options.MaxSnapBytes (DefaultMaxSnapBytes, 512 MiB). Segments are
+// streamed through a 1 MiB buffer, one record at a time; a .snap file is
+// held once and walked in place. So Read holds at most about four copies
+// of the largest record (the frame, and its data decoded as a record, an
+// entry and a request) or one .snap file, plus the buffer, beside the
+// aggregate below, whatever the size of the files: a 20 GiB segment or
+// .snap, or /dev/zero, costs no more. ctx is checked before every record
+// and every 1 MiB of a .snap file.
 //
 // # Entries
 //
@@ -78,5 +101,8 @@
 // snappb.Snapshot whose crc is the CRC-32 (Castagnoli) of its data, a
 // marshalled raftpb.Snapshot
 // (server/etcdserver/api/snap/snapshotter.go). Its metadata says from
-// which index on the WAL must be replayed.
+// which index on the WAL must be replayed. An empty file, or one without
+// data or crc, is a bad snap, as etcd's snapshotter refuses it
+// (ErrEmptySnapshot); a snap directory that cannot be listed is
+// unreadable.
 package wal

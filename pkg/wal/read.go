@@ -1,24 +1,51 @@
 package wal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/snap/snappb"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/kubestore/etcdkit/internal/inputfile"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
+
+// DefaultMaxRecordBytes (10.5 MiB) is the largest WAL record Read
+// decodes when Options.MaxRecordBytes is 0. etcd refuses a request whose
+// marshalled InternalRaftRequest, an entry's data, is larger than
+// --max-request-bytes (server/etcdserver/v3_server.go), and warns when
+// that flag is above 10 MiB (server/etcdserver/server.go
+// recommendedMaxRequestBytes); the other 512 KiB (the overhead etcd's
+// gRPC server allows over it, server/config/config.go grpcOverheadBytes)
+// cover the entry's and the record's own fields. etcd 3.4's decoder
+// capped a record at 10 MiB (maxWALEntrySizeLimit); 3.5 to 3.7 cap it
+// only at the rest of the segment file (server/storage/wal/decoder.go).
+const DefaultMaxRecordBytes = 10<<20 + 512<<10
+
+// DefaultMaxSnapBytes is the largest .snap file Read reads when
+// Options.MaxSnapBytes is 0. A .snap holds the v2 store (since etcd 3.5
+// only the membership, a few KiB; more on a 3.4 member that served the
+// v2 API), which etcd reads whole without a limit
+// (server/etcdserver/api/snap/snapshotter.go Read).
+const DefaultMaxSnapBytes = 512 << 20
+
+// maxSegmentFaults bounds the faults reported per segment: after as many,
+// the rest of the segment is skipped (a segment of 8-byte garbage frames
+// would otherwise make millions).
+const maxSegmentFaults = 100
 
 // Options adjust Read; the zero value is fine.
 type Options struct {
@@ -29,13 +56,24 @@ type Options struct {
 	// TopKeys is the number of most written keys to report; 0 means 10,
 	// a negative value none.
 	TopKeys int
+	// MaxRecordBytes is the largest record a frame may hold; a larger one
+	// is a FaultTooLarge and ends its segment. 0 (or less) means
+	// DefaultMaxRecordBytes; raise it for a member that ran with
+	// --max-request-bytes above 10 MiB.
+	MaxRecordBytes int64
+	// MaxSnapBytes is the largest .snap file read; a larger one is a
+	// FaultTooLarge. 0 (or less) means DefaultMaxSnapBytes.
+	MaxSnapBytes int64
 }
 
 // Dirs locates a member's wal and snap directories from path: a data
 // directory (path/member/wal), a member directory (path/wal), a wal
-// directory (it holds *.wal files) or a snap directory (its sibling wal).
-// snapDir is empty when there is no snap directory. It returns an error
-// wrapping ErrNoWAL when none of these holds a segment.
+// directory (it holds *.wal entries) or a snap directory (its sibling
+// wal). snapDir is empty when there is no snap directory. It returns an
+// error wrapping ErrNoWAL when none of these holds a segment, and the
+// operating system's error (fs.ErrPermission...) for a candidate that
+// exists but cannot be listed: an unreadable member or member/wal is not
+// a directory without a WAL.
 func Dirs(path string) (walDir, snapDir string, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -51,11 +89,19 @@ func Dirs(path string) (walDir, snapDir string, err error) {
 		{filepath.Join(filepath.Dir(path), "wal"), path},
 	}
 	for _, c := range candidates {
-		names, _ := filepath.Glob(filepath.Join(c.wal, "*.wal"))
-		if len(names) == 0 {
+		ents, err := os.ReadDir(c.wal)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			continue
 		}
-		if fi, err := os.Stat(c.snap); err != nil || !fi.IsDir() {
+		if err != nil {
+			return "", "", fmt.Errorf("look for WAL segments: %w", err)
+		}
+		if !slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return strings.HasSuffix(e.Name(), ".wal") }) {
+			continue
+		}
+		// A snap directory that exists but cannot be read is kept: Read
+		// reports it.
+		if fi, err := os.Stat(c.snap); errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) {
 			c.snap = ""
 		}
 		return c.wal, c.snap, nil
@@ -69,8 +115,10 @@ type segmentFile struct {
 	seq, index uint64
 }
 
-// listSegments returns the "%016x-%016x.wal" files of dir by sequence;
-// other files (the ".tmp" file being preallocated) are left out.
+// listSegments returns the "%016x-%016x.wal" entries of dir by sequence,
+// then index, whatever their type (readSegment refuses what is not a
+// regular file, or a link to one); other names (the ".tmp" file being
+// preallocated) are left out.
 func listSegments(dir string) ([]segmentFile, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -79,7 +127,7 @@ func listSegments(dir string) ([]segmentFile, error) {
 	var out []segmentFile
 	for _, e := range ents {
 		var s segmentFile
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".wal") {
+		if !strings.HasSuffix(e.Name(), ".wal") {
 			continue
 		}
 		if _, err := fmt.Sscanf(e.Name(), "%016x-%016x.wal", &s.seq, &s.index); err != nil {
@@ -89,23 +137,33 @@ func listSegments(dir string) ([]segmentFile, error) {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b segmentFile) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.index, b.index), cmp.Compare(a.name, b.name))
 	})
 	return out, nil
 }
 
 // Read reads every segment of the member's WAL (and every .snap file of
 // its snap directory) under path (see Dirs), read-only, and returns what
-// they hold. Damage is reported in Report.Faults, not as an error; errors
-// are returned for a path without a WAL, for files that cannot be read,
-// and when ctx ends.
+// they hold. Damage is reported in Report.Faults, not as an error: a
+// segment or .snap file that cannot be read (not a regular file,
+// permission denied, too large) too. Errors are returned for a path
+// without a WAL or whose WAL directory cannot be listed, and when ctx
+// ends (wrapping ctx.Err()).
+//
+// Memory: Read holds one record at a time, in about four copies (the
+// frame's bytes, and its data decoded as a record, an entry and a
+// request: at most 4 × MaxRecordBytes), or one .snap file (at most
+// MaxSnapBytes, walked in place), plus a 1 MiB read buffer. What it keeps
+// is the aggregate, which grows with the distinct keys written, the
+// entries not yet committed and the faults (at most 100 per segment), not
+// with the size of the files.
 func Read(ctx context.Context, path string, o Options) (*Report, error) {
+	if o.MaxRecordBytes <= 0 {
+		o.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if o.MaxSnapBytes <= 0 {
+		o.MaxSnapBytes = DefaultMaxSnapBytes
+	}
 	walDir, snapDir, err := Dirs(path)
 	if err != nil {
 		return nil, err
@@ -117,25 +175,36 @@ func Read(ctx context.Context, path string, o Options) (*Report, error) {
 	rep := &Report{SchemaVersion: ReportSchemaVersion, WALDir: walDir, SnapDir: snapDir,
 		Segments: []Segment{}, SnapFiles: []SnapFile{}, Faults: []Fault{}}
 	if snapDir != "" {
-		if err := readSnapFiles(snapDir, rep); err != nil {
+		if err := readSnapFiles(ctx, snapDir, o.MaxSnapBytes, rep); err != nil {
 			return nil, err
 		}
 	}
 	a := newAggregator(rep)
+	r := newSegmentReader(nil, "", 0, o.MaxRecordBytes, false)
+	prev := -1 // the last segment read
 	for i, s := range segs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if i > 0 && s.seq != segs[i-1].seq+1 {
-			missing := fmt.Sprintf("segment %d is missing", s.seq-1)
-			if s.seq-segs[i-1].seq > 2 {
-				missing = fmt.Sprintf("segments %d to %d are missing", segs[i-1].seq+1, s.seq-1)
+		if prev >= 0 {
+			p := segs[prev]
+			switch {
+			case s.seq == p.seq:
+				a.fault(Fault{File: s.name, Offset: 0, Kind: FaultDuplicateSegment,
+					Message: fmt.Sprintf("sequence number %d is also %s's; this segment is not read", s.seq, p.name)})
+				continue
+			case s.seq == p.seq+2:
+				a.fault(Fault{File: s.name, Offset: 0, Kind: FaultMissingSegment,
+					Message: fmt.Sprintf("segment %d is missing (after %s)", p.seq+1, p.name)})
+				a.afterGap = true
+			case s.seq > p.seq+2:
+				a.fault(Fault{File: s.name, Offset: 0, Kind: FaultMissingSegment,
+					Message: fmt.Sprintf("segments %d to %d are missing (after %s)", p.seq+1, s.seq-1, p.name)})
+				a.afterGap = true
 			}
-			a.fault(Fault{File: s.name, Offset: 0, Kind: FaultMissingSegment,
-				Message: fmt.Sprintf("%s (after %s)", missing, segs[i-1].name)})
-			a.afterGap = true
 		}
-		if err := a.readSegment(ctx, filepath.Join(walDir, s.name), s, i == len(segs)-1); err != nil {
+		prev = i
+		if err := a.readSegment(ctx, r, walDir, s, i == len(segs)-1); err != nil {
 			return nil, err
 		}
 	}
@@ -143,24 +212,33 @@ func Read(ctx context.Context, path string, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// readSegment reads one segment's records into the aggregator.
-func (a *aggregator) readSegment(ctx context.Context, path string, s segmentFile, last bool) error {
-	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+// readSegment reads one segment's records into the aggregator with r. A
+// segment that cannot be opened is a FaultUnreadable; the crc chain and
+// the index sequence then restart after it.
+func (a *aggregator) readSegment(ctx context.Context, r *segmentReader, walDir string, s segmentFile, last bool) error {
+	path := filepath.Join(walDir, s.name)
+	f, err := inputfile.Open(path, -1) // streamed: memory follows the record, not the file
 	if err != nil {
-		return fmt.Errorf("open %q read-only: %w", path, err)
+		a.fault(Fault{File: s.name, Kind: FaultUnreadable, Message: openMessage(path, err)})
+		a.afterGap = true
+		return nil
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat %q: %w", path, err)
+	seg := Segment{Name: s.name, Seq: s.seq, Index: s.index, SizeBytes: f.Info.Size()}
+	if f.Symlink {
+		seg.Link = linkTarget(path)
 	}
-	seg := Segment{Name: s.name, Seq: s.seq, Index: s.index, SizeBytes: fi.Size()}
-	r := newSegmentReader(f, s.name, fi.Size(), last)
-	for n := 0; ; n++ {
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	firstFault := len(a.rep.Faults)
+	r.reset(f, s.name, f.Info.Size(), last)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(a.rep.Faults)-firstFault >= maxSegmentFaults {
+			a.fault(Fault{File: s.name, Offset: r.off, Kind: FaultCorruptFrame,
+				Message: fmt.Sprintf("%d faults in this segment; the rest of it is skipped", maxSegmentFaults)})
+			a.afterGap = true
+			break
 		}
 		rec, err := r.next()
 		if errors.Is(err, errEndOfSegment) {
@@ -168,7 +246,10 @@ func (a *aggregator) readSegment(ctx context.Context, path string, s segmentFile
 		}
 		var fault *Fault
 		if errors.As(err, &fault) {
+			// The rest of the segment is skipped: the crc chain and the
+			// indexes restart after it.
 			a.fault(*fault)
+			a.afterGap = true
 			break
 		}
 		if err != nil {
@@ -189,6 +270,32 @@ func (a *aggregator) readSegment(ctx context.Context, path string, s segmentFile
 	}
 	a.rep.Segments = append(a.rep.Segments, seg)
 	return nil
+}
+
+// openMessage is a fault's message for a file inputfile.Open refused,
+// without the path, which the fault's file and the report's directories
+// name: "open: permission denied", "is a FIFO, not a regular file", "is
+// a symbolic link to /dev/zero: is a character device, not a regular
+// file".
+func openMessage(path string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), path+": ")
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == path {
+		msg = pe.Op + ": " + pe.Err.Error()
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		msg = fmt.Sprintf("is a symbolic link to %s: %s", linkTarget(path), msg)
+	}
+	return msg
+}
+
+// linkTarget returns the target of the symbolic link path, or "?" when it
+// cannot be read.
+func linkTarget(path string) string {
+	t, err := os.Readlink(path)
+	if err != nil {
+		return "?"
+	}
+	return t
 }
 
 // checkCRC continues the crc chain over rec and reports whether rec can
@@ -293,49 +400,3 @@ func (a *aggregator) record(file string, rec record) uint64 {
 
 // hexID formats a member or cluster ID as etcdctl does.
 func hexID(id uint64) string { return fmt.Sprintf("%x", id) }
-
-// readSnapFiles decodes every .snap file of dir into rep.SnapFiles, in
-// name order (term, then index).
-func readSnapFiles(dir string, rep *Report) error {
-	names, err := filepath.Glob(filepath.Join(dir, "*.snap"))
-	if err != nil {
-		return err
-	}
-	slices.Sort(names)
-	for _, path := range names {
-		name := filepath.Base(path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("read %q: %w", path, err)
-		}
-		sf := SnapFile{Name: name, SizeBytes: int64(len(b)), Voters: []string{}}
-		fail := func(format string, args ...any) {
-			rep.Faults = append(rep.Faults, Fault{File: name, Kind: FaultBadSnap, Message: fmt.Sprintf(format, args...)})
-			rep.SnapFiles = append(rep.SnapFiles, sf)
-		}
-		var ss snappb.Snapshot
-		if err := proto.Unmarshal(b, &ss); err != nil {
-			fail("does not decode: %v", err)
-			continue
-		}
-		if c := crc32.Checksum(ss.GetData(), crcTable); c != ss.GetCrc() {
-			fail("stored crc %08x, computed %08x", ss.GetCrc(), c)
-			continue
-		}
-		var rs raftpb.Snapshot
-		if err := proto.Unmarshal(ss.GetData(), &rs); err != nil {
-			fail("raft snapshot does not decode: %v", err)
-			continue
-		}
-		md := rs.GetMetadata()
-		sf.Index, sf.Term, sf.DataBytes, sf.OK = md.GetIndex(), md.GetTerm(), int64(len(rs.GetData())), true
-		for _, id := range md.GetConfState().GetVoters() {
-			sf.Voters = append(sf.Voters, hexID(id))
-		}
-		for _, id := range md.GetConfState().GetLearners() {
-			sf.Learners = append(sf.Learners, hexID(id))
-		}
-		rep.SnapFiles = append(rep.SnapFiles, sf)
-	}
-	return nil
-}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 
 	"google.golang.org/protobuf/proto"
 
@@ -71,18 +70,33 @@ type record struct {
 	offset int64 // of the frame's length field
 }
 
-// segmentReader reads the frames of one segment in order.
+// readBufferBytes is the size of the buffer a segment is read through.
+const readBufferBytes = 1 << 20
+
+// segmentReader reads the frames of one segment in order. It holds the
+// read buffer and one record's bytes: at most readBufferBytes plus
+// maxRecordBytes (plus padding), however large the segment; reset reuses
+// both for the next segment.
 type segmentReader struct {
-	name string
-	size int64
-	r    *bufio.Reader
-	off  int64
-	last bool // the last segment: damage at its end is a torn tail
-	buf  []byte
+	name           string
+	size           int64
+	maxRecordBytes int64
+	r              *bufio.Reader
+	off            int64
+	last           bool // the last segment: damage at its end is a torn tail
+	buf            []byte
 }
 
-func newSegmentReader(f *os.File, name string, size int64, last bool) *segmentReader {
-	return &segmentReader{name: name, size: size, r: bufio.NewReaderSize(f, 1<<20), last: last}
+// newSegmentReader reads the segment f of size bytes; a frame whose record
+// is longer than maxRecordBytes is a FaultTooLarge.
+func newSegmentReader(f io.Reader, name string, size, maxRecordBytes int64, last bool) *segmentReader {
+	return &segmentReader{name: name, size: size, maxRecordBytes: maxRecordBytes, r: bufio.NewReaderSize(f, readBufferBytes), last: last}
+}
+
+// reset makes s read the segment f from its start, keeping its buffers.
+func (s *segmentReader) reset(f io.Reader, name string, size int64, last bool) {
+	s.r.Reset(f)
+	s.name, s.size, s.off, s.last = name, size, 0, last
 }
 
 // errEndOfSegment ends a segment normally: end of file or preallocated
@@ -110,6 +124,13 @@ func (s *segmentReader) next() (record, error) {
 	if recBytes+padBytes > s.size-start-frameSizeBytes {
 		return record{}, s.fault(start, FaultTornTail, FaultCorruptFrame,
 			"frame of %d bytes (+%d padding) runs past the end of the %d-byte file", recBytes, padBytes, s.size)
+	}
+	if recBytes > s.maxRecordBytes {
+		// etcd 3.4 capped a record at 10 MiB; 3.5 and later only at the
+		// rest of the file (server/storage/wal/decoder.go), which lets a
+		// damaged length field allocate gigabytes.
+		return record{}, &Fault{File: s.name, Offset: start, Kind: FaultTooLarge, Message: fmt.Sprintf(
+			"frame claims a record of %d bytes, over the limit of %d bytes per record; the rest of the segment is skipped", recBytes, s.maxRecordBytes)}
 	}
 	total := int(recBytes + padBytes)
 	if cap(s.buf) < total {

@@ -1,6 +1,9 @@
 package wal
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -52,16 +55,7 @@ func TestV2Method(t *testing.T) {
 // FuzzRead feeds arbitrary bytes as the only WAL segment: Read must report
 // faults, never panic.
 func FuzzRead(f *testing.F) {
-	var seeds []string
-	for _, v := range fixtureVersions {
-		names, _ := filepath.Glob(filepath.Join(fixtureDir(v.minor), "member", "wal", "*.wal"))
-		seeds = append(seeds, names[:min(2, len(names))]...)
-	}
-	for _, s := range seeds {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fixtureFiles(f, "wal/*.wal", 2) {
 		f.Add(b)
 	}
 	f.Add([]byte{})
@@ -73,6 +67,77 @@ func FuzzRead(f *testing.F) {
 		}
 		if _, err := Read(t.Context(), dir, Options{}); err != nil {
 			t.Fatalf("Read: %v", err)
+		}
+	})
+}
+
+// fixtureFiles returns the files matching pattern (under member/) of every
+// fixture version, at most n of each.
+func fixtureFiles(t testing.TB, pattern string, n int) [][]byte {
+	var out [][]byte
+	for _, v := range fixtureVersions {
+		names, _ := filepath.Glob(filepath.Join(fixtureDir(v.minor), "member", pattern))
+		for _, name := range names[:min(n, len(names))] {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// FuzzSegmentReader feeds arbitrary bytes to the frame reader with a
+// 64 KiB record limit: it must end with the end of the segment or a
+// fault, never panic, never hold a buffer over the limit, and advance
+// within the segment.
+func FuzzSegmentReader(f *testing.F) {
+	for _, b := range fixtureFiles(f, "wal/*.wal", 2) {
+		f.Add(b)
+	}
+	f.Add(binary.LittleEndian.AppendUint64(nil, 19<<30))
+	f.Add(binary.LittleEndian.AppendUint64(nil, 1<<63))
+	const maxRecordBytes = 64 << 10
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := newSegmentReader(bytes.NewReader(b), "fuzz.wal", int64(len(b)), maxRecordBytes, true)
+		for {
+			prev := r.off
+			_, err := r.next()
+			if cap(r.buf) > maxRecordBytes+7 {
+				t.Fatalf("holds a buffer of %d bytes, over the limit of %d plus padding", cap(r.buf), maxRecordBytes)
+			}
+			if err != nil {
+				var fault *Fault
+				if !errors.Is(err, errEndOfSegment) && !errors.As(err, &fault) {
+					t.Fatalf("got %v, want the end of the segment or a fault", err)
+				}
+				return
+			}
+			if r.off <= prev || r.off > int64(len(b)) {
+				t.Fatalf("offset went from %d to %d in a %d-byte segment", prev, r.off, len(b))
+			}
+		}
+	})
+}
+
+// FuzzDecodeSnap feeds arbitrary bytes as a .snap file: decodeSnap must
+// never panic, and a snapshot it accepts carries its v2 store inside the
+// file.
+func FuzzDecodeSnap(f *testing.F) {
+	for _, b := range fixtureFiles(f, "snap/*.snap", 2) {
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte{0x08, 0x00, 0x12, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sf := SnapFile{Name: "fuzz.snap"}
+		fault := decodeSnap(&sf, b)
+		if (fault == nil) != sf.OK {
+			t.Fatalf("got fault %v and OK %v, want exactly one", fault, sf.OK)
+		}
+		if sf.SizeBytes != int64(len(b)) || sf.DataBytes > sf.SizeBytes {
+			t.Fatalf("got size %d and data %d bytes from %d bytes", sf.SizeBytes, sf.DataBytes, len(b))
 		}
 	})
 }

@@ -98,6 +98,9 @@ type Segment struct {
 	Seq       uint64 `json:"seq"`
 	Index     uint64 `json:"index"`
 	SizeBytes int64  `json:"sizeBytes"`
+	// Link is the target of the symbolic link the segment's name is,
+	// which Read followed to a regular file; empty for a regular file.
+	Link string `json:"link,omitempty"`
 	// Records counts the records decoded; UsedBytes is the offset after
 	// the last of them (the rest is preallocated zeros or damage).
 	Records   int64 `json:"records"`
@@ -112,6 +115,9 @@ type Segment struct {
 type SnapFile struct {
 	Name      string `json:"name"`
 	SizeBytes int64  `json:"sizeBytes"`
+	// Link is the target of the symbolic link the file's name is, which
+	// Read followed to a regular file; empty for a regular file.
+	Link string `json:"link,omitempty"`
 	// Index and Term are the snapshot metadata's; Voters and Learners its
 	// ConfState's member IDs in hex.
 	Index    uint64   `json:"index"`
@@ -120,8 +126,8 @@ type SnapFile struct {
 	Learners []string `json:"learners,omitempty"`
 	// DataBytes is the size of the v2 store JSON it carries.
 	DataBytes int64 `json:"dataBytes"`
-	// OK is false when the file failed its crc or did not decode; a Fault
-	// says why.
+	// OK is false when the file could not be read, was empty or too
+	// large, failed its crc or did not decode; a Fault says why.
 	OK bool `json:"ok"`
 }
 
@@ -334,8 +340,23 @@ const (
 	// FaultBadEntry is an entry, state or metadata record whose data does
 	// not decode.
 	FaultBadEntry FaultKind = "bad-entry"
-	// FaultBadSnap is a .snap file that fails its crc or does not decode.
+	// FaultBadSnap is a .snap file that is empty, fails its crc or does
+	// not decode: etcd would not load it (ErrEmptySnapshot,
+	// ErrCRCMismatch: server/etcdserver/api/snap/snapshotter.go).
 	FaultBadSnap FaultKind = "bad-snap"
+	// FaultDuplicateSegment is a segment whose sequence number an earlier
+	// segment (by name) has too; it is not read. etcd refuses to open
+	// such a WAL (server/storage/wal/util.go isValidSeq).
+	FaultDuplicateSegment FaultKind = "duplicate-segment"
+	// FaultUnreadable is a segment, a .snap file or the snap directory
+	// that cannot be opened or read: not a regular file (a FIFO, a
+	// directory, a device; the message says which), permission denied,
+	// an I/O error. Reading goes on with the next file.
+	FaultUnreadable FaultKind = "unreadable"
+	// FaultTooLarge is a frame whose length field claims a record larger
+	// than Options.MaxRecordBytes (the rest of its segment is skipped),
+	// or a .snap file larger than Options.MaxSnapBytes (not read).
+	FaultTooLarge FaultKind = "too-large"
 )
 
 // Fault is one damage found, with the file and the byte offset of the

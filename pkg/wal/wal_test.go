@@ -250,7 +250,7 @@ func frames(t *testing.T, path string) []frame {
 	}
 	defer f.Close()
 	fi, _ := f.Stat()
-	r := newSegmentReader(f, filepath.Base(path), fi.Size(), false)
+	r := newSegmentReader(f, filepath.Base(path), fi.Size(), DefaultMaxRecordBytes, false)
 	var out []frame
 	for {
 		start := r.off

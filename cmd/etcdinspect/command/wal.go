@@ -17,14 +17,23 @@ import (
 )
 
 type walOptions struct {
-	by  string
-	top int
+	by                           string
+	top                          int
+	maxRecordBytes, maxSnapBytes int64
 }
 
 func (o *walOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.by, "by", string(snapshot.ByResource), "group the writes by resource|namespace|group")
 	fs.IntVar(&o.top, "top", 10, "show the N most written keys (0: none)")
+	fs.Var(newByteSize(&o.maxRecordBytes, wal.DefaultMaxRecordBytes), "max-record-bytes",
+		"largest WAL record to decode: bytes, or with a unit (32MiB); raise it for a member run with --max-request-bytes above 10 MiB")
+	fs.Var(newByteSize(&o.maxSnapBytes, wal.DefaultMaxSnapBytes), "max-snap-bytes",
+		"largest .snap file to read: bytes, or with a unit (1GiB)")
 }
+
+// maxLimitBytes bounds --max-record-bytes and --max-snap-bytes: what one
+// record or one .snap file may cost in memory.
+const maxLimitBytes = 1 << 40
 
 func (o *walOptions) Validate() error {
 	if err := validateBy(o.by); err != nil {
@@ -32,6 +41,14 @@ func (o *walOptions) Validate() error {
 	}
 	if o.top < 0 {
 		return cli.FlagErrorf("--top must not be negative")
+	}
+	for _, f := range []struct {
+		name string
+		n    int64
+	}{{"--max-record-bytes", o.maxRecordBytes}, {"--max-snap-bytes", o.maxSnapBytes}} {
+		if f.n <= 0 || f.n > maxLimitBytes {
+			return cli.FlagErrorf("%s must be more than 0 and at most 1 TiB, got %d bytes", f.name, f.n)
+		}
 	}
 	return nil
 }
@@ -73,7 +90,15 @@ key space:
     segments and index gaps, each with its file and byte offset. Reading
     goes on past a bad record where the framing allows.
 
-It exits 1 after printing when it finds faults, naming each on stderr.`,
+Files are opened read-only and without blocking; a segment or .snap that
+is not a regular file (a FIFO, a directory, a device), cannot be read, or
+is too large is a fault, and a symbolic link to a regular file is followed
+and named. Memory is bounded by one record (--max-record-bytes, decoded
+into a few copies) or one .snap file (--max-snap-bytes) at a time, plus
+what is counted: the distinct keys, the uncommitted entries, the faults.
+
+It exits 1 after printing when it finds faults, naming each on stderr, and
+130 when interrupted (SIGINT, SIGTERM), even after printing.`,
 		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
@@ -91,16 +116,32 @@ func runWAL(cmd *cobra.Command, g *globalOptions, o *walOptions, path string, ou
 	if top == 0 {
 		top = -1
 	}
-	rep, err := wal.Read(cmd.Context(), path, wal.Options{Parser: g.parser(), TopKeys: top})
+	ctx := cmd.Context()
+	rep, err := wal.Read(ctx, path, wal.Options{Parser: g.parser(), TopKeys: top,
+		MaxRecordBytes: o.maxRecordBytes, MaxSnapBytes: o.maxSnapBytes})
 	if err != nil {
 		return err
+	}
+	// A signal that lands after the reading still ends the command as
+	// interrupted (exit 130): no report, or one the caller must not trust
+	// to be whole.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("before printing the report: %w", err)
 	}
 	if err := output.Write(out, g.format, makeWALTable(rep, snapshot.Dimension(o.by)), rep); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("while printing the report: %w", err)
+	}
 	if len(rep.Faults) > 0 {
+		tooLarge := false
 		for _, f := range rep.Faults {
 			fmt.Fprintf(cmd.ErrOrStderr(), "fault: %s\n", f.Error())
+			tooLarge = tooLarge || f.Kind == wal.FaultTooLarge
+		}
+		if tooLarge {
+			fmt.Fprintf(cmd.ErrOrStderr(), "hint: --max-record-bytes (now %d) and --max-snap-bytes (now %d) raise the limits\n", o.maxRecordBytes, o.maxSnapBytes)
 		}
 		return fmt.Errorf("%s: %d faults in the WAL", rep.WALDir, len(rep.Faults))
 	}
@@ -134,12 +175,19 @@ func makeWALTable(r *wal.Report, dim snapshot.Dimension) output.Table {
 		add("log", "last snapshot", s.Index, nil, fmt.Sprintf("term %d", s.Term))
 	}
 	for _, s := range r.Segments {
-		add("segment", s.Name, s.Records, s.UsedBytes, fmt.Sprintf("records; entries %d-%d; file %d bytes", s.FirstEntry, s.LastEntry, s.SizeBytes))
+		detail := fmt.Sprintf("records; entries %d-%d; file %d bytes", s.FirstEntry, s.LastEntry, s.SizeBytes)
+		if s.Link != "" {
+			detail += "; symbolic link to " + s.Link
+		}
+		add("segment", s.Name, s.Records, s.UsedBytes, detail)
 	}
 	for _, s := range r.SnapFiles {
 		detail := fmt.Sprintf("index %d term %d voters %s", s.Index, s.Term, orDash(strings.Join(s.Voters, ","), "-"))
 		if !s.OK {
-			detail = "damaged"
+			detail = "not valid: see faults"
+		}
+		if s.Link != "" {
+			detail += "; symbolic link to " + s.Link
 		}
 		add("snap file", s.Name, nil, s.SizeBytes, detail)
 	}

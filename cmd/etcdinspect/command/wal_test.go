@@ -138,7 +138,7 @@ func TestWALDamaged(t *testing.T) {
 					t.Errorf("stderr shows a panic: %s", stderr)
 				}
 				for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-					if strings.HasPrefix(line, "fault: ") && !strings.Contains(line, ".wal offset ") {
+					if strings.HasPrefix(line, "fault: ") && !strings.Contains(line, ".wal offset ") && !strings.Contains(line, ".snap offset ") {
 						t.Errorf("fault line %q does not name a segment and offset", line)
 					}
 				}
@@ -156,6 +156,10 @@ func TestFlagErrors(t *testing.T) {
 		{"space", "x.db", "--quota", "0"},
 		{"wal", walFixture("3.7"), "--by", "pod"},
 		{"wal", walFixture("3.7"), "--top", "-1"},
+		{"wal", walFixture("3.7"), "--max-record-bytes", "0"},
+		{"wal", walFixture("3.7"), "--max-record-bytes", "ten"},
+		{"wal", walFixture("3.7"), "--max-snap-bytes", "-1GiB"},
+		{"wal", walFixture("3.7"), "--max-snap-bytes", "2TiB"},
 	} {
 		if _, stderr, code := run(t, args...); code != 2 {
 			t.Errorf("etcdinspect %v: got exit %d (%s), want 2", args, code, stderr)
