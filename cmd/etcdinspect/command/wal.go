@@ -94,8 +94,10 @@ Files are opened read-only and without blocking; a segment or .snap that
 is not a regular file (a FIFO, a directory, a device), cannot be read, or
 is too large is a fault, and a symbolic link to a regular file is followed
 and named. Memory is bounded by one record (--max-record-bytes, decoded
-into a few copies) or one .snap file (--max-snap-bytes) at a time, plus
-what is counted: the distinct keys, the uncommitted entries, the faults.
+into a few copies) or one .snap file (--max-snap-bytes) at a time, and
+64 MiB of entries awaiting a commit (those read past it are counted as
+"notCounted", a fault), plus what is counted: the distinct keys, the
+faults.
 
 It exits 1 after printing when it finds faults, naming each on stderr, and
 130 when interrupted (SIGINT, SIGTERM), even after printing.`,
