@@ -599,3 +599,51 @@ func TestReadUncommittedBounded(t *testing.T) {
 		t.Errorf("got faults %+v, want one %s naming entry %d", rep.Faults, FaultNotCounted, wantHeld+1)
 	}
 }
+
+// TestNotCountedEntriesCommitted follows entries read past
+// MaxPendingBytes through a commit that covers part of them, an
+// overwrite of their tail by a new leader, and a last commit: every entry
+// is counted once, as put while held or as notCounted, and the replay
+// stops at the first one not kept.
+func TestNotCountedEntriesCommitted(t *testing.T) {
+	req, err := proto.Marshal(&etcdserverpb.InternalRaftRequest{ID: 1, Put: &etcdserverpb.PutRequest{
+		Key: []byte("/registry/configmaps/default/large"), Value: make([]byte, 1<<20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := uint64(MaxPendingBytes / (len(req) + pendingEntryOverhead))
+	entry := func(idx, term uint64) *raftpb.Entry {
+		return &raftpb.Entry{Index: proto.Uint64(idx), Term: proto.Uint64(term), Data: req}
+	}
+	rep := &Report{}
+	a := newAggregator(rep)
+	const n, firstCommit, overwriteAt = 100, 80, 90
+	for i := uint64(1); i <= n; i++ {
+		a.entry("wal", int64(i), entry(i, 1))
+	}
+	a.state(&raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(firstCommit)})
+	a.entry("wal", 1000, entry(overwriteAt, 2))
+	a.state(&raftpb.HardState{Term: proto.Uint64(2), Commit: proto.Uint64(overwriteAt)})
+	a.finish(t.Context(), Options{})
+
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"entries", rep.Entries, overwriteAt},
+		{"uncommitted entries", rep.UncommittedEntries, 0},
+		{"overwritten entries", rep.OverwrittenEntries, n - overwriteAt + 1},
+		{"put entries", kind(rep, "put"), int64(held)},
+		{"notCounted entries", kind(rep, "notCounted"), overwriteAt - int64(held)},
+		{"last index", int64(rep.LastIndex), overwriteAt},
+		{"last term", int64(rep.LastTerm), 2},
+		{"requested writes", rep.Total.RequestedWrites, int64(held)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if a.rp.lostAt != held+1 || !strings.Contains(a.rp.why, "was read while") {
+		t.Errorf("got the replay lost at entry %d (%s), want at entry %d, the first not kept", a.rp.lostAt, a.rp.why, held+1)
+	}
+}
