@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -381,10 +382,21 @@ func makeWALTables(g *globalOptions, r *wal.Report, dim snapshot.Dimension) ([]o
 
 	tables = append(tables, makeWALWritesTable(g, r, dim, &notes))
 
-	top := output.Table{Header: []string{"top key", "requested", "puts", "deletes", "applied", "failed", "not decided", "key+value"},
-		Numeric: []bool{false, true, true, true, true, true, true, true}}
+	// Keys longer than fit beside the figures are numbered, and named
+	// below.
+	numbered := false
 	for _, k := range r.TopKeys {
-		top.Rows = append(top.Rows, []string{k.Key, fmt.Sprint(k.RequestedWrites), fmt.Sprint(k.RequestedPuts), fmt.Sprint(k.RequestedDeletes),
+		numbered = numbered || utf8.RuneCountInString(output.Escape(k.Key)) > maxTopKeyColumns
+	}
+	top := output.Table{Header: []string{"top key", "requested", "deletes", "applied", "failed", "not decided", "key+value"},
+		Numeric: []bool{false, true, true, true, true, true, true}}
+	for i, k := range r.TopKeys {
+		key := k.Key
+		if numbered {
+			key = fmt.Sprintf("key %d", i+1)
+			notes = append(notes, fmt.Sprintf("Key %d: %s", i+1, k.Key))
+		}
+		top.Rows = append(top.Rows, []string{key, fmt.Sprint(k.RequestedWrites), fmt.Sprint(k.RequestedDeletes),
 			fmt.Sprint(k.AppliedWrites), fmt.Sprint(k.FailedWrites), fmt.Sprint(k.NotDecidedWrites), g.bytes(k.KeyValueBytes)})
 	}
 	add(top)
@@ -441,6 +453,11 @@ func makeWALTables(g *globalOptions, r *wal.Report, dim snapshot.Dimension) ([]o
 	add(faults)
 	return tables, notes
 }
+
+// maxTopKeyColumns is the longest key the top keys table shows in its
+// cell within maxTableColumns; when one is longer, the keys are numbered
+// and named in notes below.
+const maxTopKeyColumns = 48
 
 // makeWALWritesTable lays out the writes requested per resource,
 // namespace or group (dim) with their outcomes, and a TOTAL row; notes
