@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -48,11 +49,77 @@ func (s *keyStat) count(o outcome, put bool) {
 	}
 }
 
+// MaxPendingBytes bounds what Read holds of the entries not yet known to
+// be committed (above the last HardState's commit index): their data
+// plus pendingEntryOverhead bytes each. An entry read while the entries
+// held would pass it (unless none is held: one entry, however large, is
+// always held) is kept only as its index: its data is dropped, and when it
+// is committed, or at the end of the log, it is counted as kind
+// "notCounted", without its bytes or requests, and the replay stops
+// before it. A FaultNotCounted names the first such entry. etcd commits
+// entries within a few records of appending them, so a WAL passes the
+// bound only when a leader kept appending without a quorum for 64 MiB of
+// requests, or when it was crafted.
+const MaxPendingBytes = 64 << 20
+
+// pendingEntryOverhead is what a held entry costs beside its data (the
+// pendingEntry, the raftpb.Entry and the slice's share), charged against
+// MaxPendingBytes so that entries without data are bounded too.
+const pendingEntryOverhead = 160
+
 // pendingEntry is an entry not yet known to be committed.
 type pendingEntry struct {
 	file   string
 	offset int64
 	e      *raftpb.Entry
+}
+
+// notKept is the run of n entries read after the pending entries held,
+// whose data was dropped at MaxPendingBytes: at indexes first to last,
+// one each, the last of term lastTerm. An index gap inside the run (itself
+// a FaultIndexGap) is not kept: the entries before the last are taken to
+// follow first without one.
+type notKept struct {
+	first, last uint64
+	lastTerm    uint64
+	n           uint64
+}
+
+// index returns the index of the i-th entry of the run, from 0.
+func (d *notKept) index(i uint64) uint64 {
+	if i == d.n-1 {
+		return d.last
+	}
+	return d.first + i
+}
+
+// add appends entry idx of term.
+func (d *notKept) add(idx, term uint64) {
+	if d.n == 0 {
+		d.first = idx
+	}
+	d.n++
+	d.last, d.lastTerm = idx, term
+}
+
+// truncate drops the entries at or above idx and returns how many.
+func (d *notKept) truncate(idx uint64) uint64 {
+	keep := uint64(0)
+	for keep < d.n && d.index(keep) < idx {
+		keep++
+	}
+	if keep == d.n {
+		return 0
+	}
+	dropped := d.n - keep
+	if keep == 0 {
+		*d = notKept{}
+		return dropped
+	}
+	// The new last entry's term was not kept: the entry that overwrites
+	// follows it and becomes the run's last (hold).
+	d.n, d.last = keep, d.index(keep-1)
+	return dropped
 }
 
 // aggregator folds records into a Report.
@@ -70,7 +137,14 @@ type aggregator struct {
 
 	commit    uint64
 	lastIndex uint64 // of the last entry applied or pending
-	pending   []pendingEntry
+	// pending are the entries held until a HardState commits them,
+	// pendingBytes what they cost (data plus pendingEntryOverhead each,
+	// at most MaxPendingBytes plus one entry); dropped are those read
+	// after them without their data.
+	pending      []pendingEntry
+	pendingBytes int64
+	dropped      notKept
+	droppedFault bool // a FaultNotCounted was reported
 
 	// rp replays the requests to decide their outcomes.
 	rp *replay
@@ -103,8 +177,34 @@ func (a *aggregator) flush() {
 	}
 	for _, p := range a.pending[:n] {
 		a.apply(p)
+		a.pendingBytes -= pendingCost(p.e)
 	}
+	clear(a.pending[:n])
 	a.pending = slices.Delete(a.pending, 0, n)
+	if len(a.pending) == 0 && a.dropped.n > 0 {
+		a.applyDropped(a.commit)
+	}
+}
+
+// pendingCost is what a held entry counts against MaxPendingBytes.
+func pendingCost(e *raftpb.Entry) int64 { return int64(len(e.GetData())) + pendingEntryOverhead }
+
+// applyDropped counts the entries of a.dropped up to index through as
+// kind "notCounted" and removes them from it. Their terms were not kept
+// but the last one's: Report.LastTerm is exact once the last is counted.
+func (a *aggregator) applyDropped(through uint64) {
+	d := &a.dropped
+	for d.n > 0 && d.index(0) <= through {
+		idx := d.index(0)
+		a.rp.lose(idx, "entry %d was read while more than %d bytes of entries were pending a commit: its request was not kept", idx, MaxPendingBytes)
+		a.count(idx, d.lastTerm)
+		a.countKind("notCounted", 0)
+		if d.n == 1 {
+			*d = notKept{}
+			return
+		}
+		d.first, d.n = idx+1, d.n-1
+	}
 }
 
 func (a *aggregator) snapshot(s *walpb.Snapshot) {
@@ -129,12 +229,7 @@ func (a *aggregator) entry(file string, offset int64, e *raftpb.Entry) {
 		a.fault(Fault{File: file, Offset: offset, Kind: FaultIndexGap,
 			Message: fmt.Sprintf("entry %d follows entry %d: entries %d to %d are missing", idx, a.lastIndex, a.lastIndex+1, idx-1)})
 	case a.lastIndex != 0 && idx <= a.lastIndex:
-		n := len(a.pending)
-		for n > 0 && a.pending[n-1].e.GetIndex() >= idx {
-			n--
-		}
-		a.rep.OverwrittenEntries += int64(len(a.pending) - n)
-		a.pending = a.pending[:n]
+		a.truncate(idx)
 		if idx <= a.applied() {
 			a.fault(Fault{File: file, Offset: offset, Kind: FaultIndexGap,
 				Message: fmt.Sprintf("entry %d (term %d) rewrites an entry at or below the commit index %d", idx, e.GetTerm(), a.commit)})
@@ -142,18 +237,84 @@ func (a *aggregator) entry(file string, offset int64, e *raftpb.Entry) {
 	}
 	a.afterGap = false
 	a.lastIndex = idx
-	a.pending = append(a.pending, pendingEntry{file: file, offset: offset, e: e})
+	a.hold(file, offset, e)
 	if idx <= a.commit {
 		a.flush()
 	}
 }
 
+// truncate drops the pending entries at or above idx, which a new entry
+// overwrites.
+func (a *aggregator) truncate(idx uint64) {
+	a.rep.OverwrittenEntries += int64(a.dropped.truncate(idx))
+	n := len(a.pending)
+	for n > 0 && a.pending[n-1].e.GetIndex() >= idx {
+		n--
+		a.pendingBytes -= pendingCost(a.pending[n].e)
+	}
+	a.rep.OverwrittenEntries += int64(len(a.pending) - n)
+	clear(a.pending[n:]) // let the entries' data go
+	a.pending = a.pending[:n]
+}
+
+// hold keeps e until it is committed: whole while the entries held cost
+// at most MaxPendingBytes, otherwise (and after the first entry dropped,
+// so that the entries stay in index order) as an index of a.dropped.
+func (a *aggregator) hold(file string, offset int64, e *raftpb.Entry) {
+	c := pendingCost(e)
+	if a.dropped.n == 0 && (len(a.pending) == 0 || a.pendingBytes+c <= MaxPendingBytes) {
+		a.pending = append(a.pending, pendingEntry{file: file, offset: offset, e: e})
+		a.pendingBytes += c
+		return
+	}
+	if !a.droppedFault {
+		a.droppedFault = true
+		a.fault(Fault{File: file, Offset: offset, Kind: FaultNotCounted,
+			Message: fmt.Sprintf("entry %d was read while more than %d bytes of entries were pending a commit: its data, and that of the entries read until they are committed, is not kept, so their requests are not counted (kind notCounted)",
+				e.GetIndex(), MaxPendingBytes)})
+	}
+	a.dropped.add(e.GetIndex(), e.GetTerm())
+}
+
 // applied returns the index of the last entry applied (committed).
 func (a *aggregator) applied() uint64 {
-	if len(a.pending) > 0 {
+	switch {
+	case len(a.pending) > 0:
 		return a.pending[0].e.GetIndex() - 1
+	case a.dropped.n > 0:
+		return a.dropped.index(0) - 1
 	}
 	return a.rep.LastIndex
+}
+
+// count counts entry idx of term in the log, the series and the replay
+// (which it begins: see replay.begin) and returns whether the replay is
+// to execute its request, and its series point.
+func (a *aggregator) count(idx, term uint64) (replayed bool, pt *SeriesPoint) {
+	r := a.rep
+	if r.FirstIndex == 0 {
+		r.FirstIndex = idx
+	}
+	r.LastIndex, r.LastTerm = idx, term
+	r.Entries++
+	if idx > a.commit {
+		r.UncommittedEntries++
+	}
+	replayed = a.rp.begin(idx, idx <= a.commit)
+	pt = a.point(idx)
+	pt.Entries++
+	return replayed, pt
+}
+
+// countKind counts one entry of kind with dataBytes of data.
+func (a *aggregator) countKind(kind string, dataBytes int) {
+	k, ok := a.kinds[kind]
+	if !ok {
+		k = &KindRow{Kind: kind}
+		a.kinds[kind] = k
+	}
+	k.Entries++
+	k.EntryBytes += int64(dataBytes)
 }
 
 // apply counts one entry.
@@ -161,17 +322,7 @@ func (a *aggregator) apply(p pendingEntry) {
 	e := p.e
 	idx := e.GetIndex()
 	r := a.rep
-	if r.FirstIndex == 0 {
-		r.FirstIndex = idx
-	}
-	r.LastIndex, r.LastTerm = idx, e.GetTerm()
-	r.Entries++
-	if idx > a.commit {
-		r.UncommittedEntries++
-	}
-	replayed := a.rp.begin(idx, idx <= a.commit)
-	pt := a.point(idx)
-	pt.Entries++
+	replayed, pt := a.count(idx, e.GetTerm())
 	data := e.GetData()
 	kind := ""
 	switch e.GetType() {
@@ -202,13 +353,7 @@ func (a *aggregator) apply(p pendingEntry) {
 		}
 		kind = a.request(p, pt, replayed)
 	}
-	k, ok := a.kinds[kind]
-	if !ok {
-		k = &KindRow{Kind: kind}
-		a.kinds[kind] = k
-	}
-	k.Entries++
-	k.EntryBytes += int64(len(data))
+	a.countKind(kind, len(data))
 }
 
 func (a *aggregator) badEntry(p pendingEntry, what string, err error) {
@@ -480,7 +625,8 @@ func (a *aggregator) applyPending() {
 	for _, p := range a.pending {
 		a.apply(p)
 	}
-	a.pending = nil
+	a.pending, a.pendingBytes = nil, 0
+	a.applyDropped(math.MaxUint64)
 }
 
 // rows builds the report's sorted rows.

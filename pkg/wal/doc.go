@@ -64,17 +64,24 @@
 // of the largest record (the frame, and its data decoded as a record, an
 // entry and a request) or one .snap file, plus the buffer, beside the
 // aggregate below, whatever the size of the files: a 20 GiB segment or
-// .snap, or /dev/zero, costs no more. ctx is checked before every record
-// and every 1 MiB of a .snap file.
+// .snap, or /dev/zero, costs no more. Entries not yet committed are held
+// up to MaxPendingBytes (64 MiB of data, plus 160 bytes each); entries
+// read past it, until a HardState commits them, are kept as an index
+// range only and counted as kind "notCounted", without their requests
+// (a FaultNotCounted), so a crafted WAL that never commits costs no more
+// either. What is counted grows with the distinct keys written, the
+// faults, the member changes and compactions, and a bit per entry index
+// replayed. ctx is checked before every record and every 1 MiB of a .snap
+// file.
 //
 // # Entries
 //
 // Entries are kept as raft would: an entry whose index is at or below one
 // already read replaces it and every later uncommitted one (a new leader
 // overwriting an old leader's tail). Entries above the last HardState's
-// commit index are buffered until a later state record commits them, so
-// memory follows the number of uncommitted entries and the number of
-// distinct keys written, not the size of the log.
+// commit index are held until a later state record commits them, up to
+// MaxPendingBytes (see Limits and memory), so memory follows the number
+// of distinct keys written, not the size of the log.
 //
 // A normal entry's data is an etcdserverpb.InternalRaftRequest (empty
 // data is a new leader's no-op); etcd 3.5 and older also wrote v2 store

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -490,5 +491,159 @@ func TestReadMemoryBounded(t *testing.T) {
 	t.Logf("allocated %d bytes (%.1f records of the largest size), heap in use %d bytes", allocated, float64(allocated)/DefaultMaxRecordBytes, after.HeapInuse)
 	if allocated > bound {
 		t.Errorf("allocated %d bytes, want at most %d", allocated, bound)
+	}
+}
+
+// uncommittedSegment writes a segment of n entries (indexes 1 to n, term
+// 1), each a put of a value of valueBytes, and no state record: nothing
+// commits them. It returns the size of one entry's data.
+func uncommittedSegment(t *testing.T, path string, n, valueBytes int) int {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(appendFrame(t, nil, &walpb.Record{Type: proto.Int64(crcType), Crc: proto.Uint32(0)})); err != nil {
+		t.Fatal(err)
+	}
+	req, err := proto.Marshal(&etcdserverpb.InternalRaftRequest{ID: 1, Put: &etcdserverpb.PutRequest{
+		Key: []byte("/registry/configmaps/default/large"), Value: make([]byte, valueBytes)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crc := uint32(0)
+	var frame []byte
+	for i := range n {
+		entry, err := proto.Marshal(&raftpb.Entry{Term: proto.Uint64(1), Index: proto.Uint64(uint64(i + 1)), Data: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crc = crc32.Update(crc, crcTable, entry)
+		frame = appendFrame(t, frame[:0], &walpb.Record{Type: proto.Int64(entryType), Data: entry, Crc: proto.Uint32(crc)})
+		if _, err := f.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return len(req)
+}
+
+// TestReadUncommittedBounded reads a WAL of 256 entries of 1 MiB that no
+// HardState commits: Read holds at most MaxPendingBytes of them (plus
+// one record's copies and a constant, as its doc states), counts the rest
+// as kind notCounted with one FaultNotCounted, and counts every entry.
+// The heap is sampled while Read runs, with the collector set to run at
+// 10% growth so that the peak follows what is held.
+func TestReadUncommittedBounded(t *testing.T) {
+	const n, valueBytes = 256, 1 << 20
+	dir := t.TempDir()
+	dataBytes := uncommittedSegment(t, filepath.Join(dir, "0000000000000000-0000000000000000.wal"), n, valueBytes)
+	wantHeld := int64(MaxPendingBytes / (dataBytes + pendingEntryOverhead))
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	rep, err := readWithin(t, t.Context(), 30*time.Second, dir, Options{})
+	close(stop)
+	<-sampled
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Held entries, the copies of one record in flight, the read buffer
+	// and the collector's 10%.
+	const bound = MaxPendingBytes + 5*DefaultMaxRecordBytes + 16<<20
+	grew := int64(peak.Load()) - int64(base.HeapAlloc)
+	t.Logf("heap grew by at most %d bytes (%.1f MiB) reading %d MiB of uncommitted entries", grew, float64(grew)/(1<<20), n*dataBytes>>20)
+	if grew > bound {
+		t.Errorf("heap grew by %d bytes, want at most %d (MaxPendingBytes plus a few records)", grew, bound)
+	}
+	if rep.Entries != n || rep.UncommittedEntries != n || rep.LastIndex != n {
+		t.Errorf("got %d entries, %d uncommitted, last index %d, want %d, %d, %d", rep.Entries, rep.UncommittedEntries, rep.LastIndex, n, n, n)
+	}
+	if got := kind(rep, "put"); got != wantHeld {
+		t.Errorf("got %d put entries counted, want %d: those MaxPendingBytes holds", got, wantHeld)
+	}
+	if got := kind(rep, "notCounted"); got != n-wantHeld {
+		t.Errorf("got %d notCounted entries, want %d", got, n-wantHeld)
+	}
+	var notCounted []Fault
+	for _, f := range rep.Faults {
+		if f.Kind == FaultNotCounted {
+			notCounted = append(notCounted, f)
+		}
+	}
+	if len(notCounted) != 1 || !strings.Contains(notCounted[0].Message, fmt.Sprintf("entry %d ", wantHeld+1)) {
+		t.Errorf("got faults %+v, want one %s naming entry %d", rep.Faults, FaultNotCounted, wantHeld+1)
+	}
+}
+
+// TestNotCountedEntriesCommitted follows entries read past
+// MaxPendingBytes through a commit that covers part of them, an
+// overwrite of their tail by a new leader, and a last commit: every entry
+// is counted once, as put while held or as notCounted, and the replay
+// stops at the first one not kept.
+func TestNotCountedEntriesCommitted(t *testing.T) {
+	req, err := proto.Marshal(&etcdserverpb.InternalRaftRequest{ID: 1, Put: &etcdserverpb.PutRequest{
+		Key: []byte("/registry/configmaps/default/large"), Value: make([]byte, 1<<20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := uint64(MaxPendingBytes / (len(req) + pendingEntryOverhead))
+	entry := func(idx, term uint64) *raftpb.Entry {
+		return &raftpb.Entry{Index: proto.Uint64(idx), Term: proto.Uint64(term), Data: req}
+	}
+	rep := &Report{}
+	a := newAggregator(rep)
+	const n, firstCommit, overwriteAt = 100, 80, 90
+	for i := uint64(1); i <= n; i++ {
+		a.entry("wal", int64(i), entry(i, 1))
+	}
+	a.state(&raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(firstCommit)})
+	a.entry("wal", 1000, entry(overwriteAt, 2))
+	a.state(&raftpb.HardState{Term: proto.Uint64(2), Commit: proto.Uint64(overwriteAt)})
+	a.finish(t.Context(), Options{})
+
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"entries", rep.Entries, overwriteAt},
+		{"uncommitted entries", rep.UncommittedEntries, 0},
+		{"overwritten entries", rep.OverwrittenEntries, n - overwriteAt + 1},
+		{"put entries", kind(rep, "put"), int64(held)},
+		{"notCounted entries", kind(rep, "notCounted"), overwriteAt - int64(held)},
+		{"last index", int64(rep.LastIndex), overwriteAt},
+		{"last term", int64(rep.LastTerm), 2},
+		{"requested writes", rep.Total.RequestedWrites, int64(held)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if a.rp.lostAt != held+1 || !strings.Contains(a.rp.why, "was read while") {
+		t.Errorf("got the replay lost at entry %d (%s), want at entry %d, the first not kept", a.rp.lostAt, a.rp.why, held+1)
 	}
 }

@@ -135,7 +135,8 @@ type SnapFile struct {
 // names of etcdserverpb.InternalRaftRequest ("put", "txn", "deleteRange",
 // "compaction", "leaseGrant", "authUserAdd", ...), plus "empty" (a new
 // leader's no-op), "confChange", "confChangeV2", "v2.<METHOD>" (etcd 3.5
-// and older v2 store requests) and "undecodable".
+// and older v2 store requests), "undecodable" and "notCounted" (an entry
+// whose data was not kept, past MaxPendingBytes: its EntryBytes are 0).
 type KindRow struct {
 	Kind    string `json:"kind"`
 	Entries int64  `json:"entries"`
@@ -357,6 +358,11 @@ const (
 	// than Options.MaxRecordBytes (the rest of its segment is skipped),
 	// or a .snap file larger than Options.MaxSnapBytes (not read).
 	FaultTooLarge FaultKind = "too-large"
+	// FaultNotCounted is an entry read while more than MaxPendingBytes of
+	// entries were pending a commit: it and the entries read until they
+	// are committed are counted as kind "notCounted", without their data,
+	// and the outcomes after it are not decided. It is reported once.
+	FaultNotCounted FaultKind = "not-counted"
 )
 
 // Fault is one damage found, with the file and the byte offset of the

@@ -58,31 +58,37 @@ func (o *globalOptions) sizeHeader(human, csv string) string {
 // below (a field/value table: valuesBelow) or is printed in the vertical
 // layout (verticalTable).
 func (o *globalOptions) write(ctx context.Context, out io.Writer, t output.Table, notes []string, v any) error {
+	return o.writeTables(ctx, out, t, nil, notes, v)
+}
+
+// writeTables is write for a result a person reads as several tables:
+// table and markdown print tables (t when there are none) one after
+// another, separated by an empty line, each fitted to maxTableColumns as
+// write fits t, then the notes; CSV prints t, the one table holding
+// every figure, and JSON v.
+func (o *globalOptions) writeTables(ctx context.Context, out io.Writer, t output.Table, tables []output.Table, notes []string, v any) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("before printing: %w", err)
 	}
 	if !o.human() {
 		return output.Write(out, o.format, t, v)
 	}
-	var b bytes.Buffer
-	if err := output.Write(&b, o.format, t, v); err != nil {
-		return err
+	if tables == nil {
+		tables = []output.Table{t}
 	}
-	if widest(b.String()) > maxTableColumns {
-		if len(t.Header) == 2 {
-			// A field/value table: the long values go below it.
-			var long []string
-			t, long = valuesBelow(t)
-			notes = append(long, notes...)
-		} else {
-			t = verticalTable(t)
+	var b bytes.Buffer
+	var below []string
+	for i, t := range tables {
+		if i > 0 {
+			b.WriteString("\n")
 		}
-		b.Reset()
-		if err := output.Write(&b, o.format, t, v); err != nil {
+		long, err := o.writeFitted(&b, t, v)
+		if err != nil {
 			return err
 		}
+		below = append(below, long...)
 	}
-	for _, n := range notes {
+	for _, n := range append(below, notes...) {
 		if o.format == output.FormatMarkdown {
 			b.WriteString("\n")
 		}
@@ -90,6 +96,27 @@ func (o *globalOptions) write(ctx context.Context, out io.Writer, t output.Table
 	}
 	_, err := out.Write(b.Bytes())
 	return err
+}
+
+// writeFitted renders t to b in a human format within maxTableColumns
+// where it can: a wider field/value table has its long values moved
+// below it (returned as notes), any other is printed in the vertical
+// layout.
+func (o *globalOptions) writeFitted(b *bytes.Buffer, t output.Table, v any) (notes []string, err error) {
+	start := b.Len()
+	if err := output.Write(b, o.format, t, v); err != nil {
+		return nil, err
+	}
+	if widest(b.String()[start:]) <= maxTableColumns {
+		return nil, nil
+	}
+	if len(t.Header) == 2 {
+		t, notes = valuesBelow(t)
+	} else {
+		t = verticalTable(t)
+	}
+	b.Truncate(start)
+	return notes, output.Write(b, o.format, t, v)
 }
 
 // verticalTable turns each row of t into a block of "column | value"

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -94,8 +95,10 @@ Files are opened read-only and without blocking; a segment or .snap that
 is not a regular file (a FIFO, a directory, a device), cannot be read, or
 is too large is a fault, and a symbolic link to a regular file is followed
 and named. Memory is bounded by one record (--max-record-bytes, decoded
-into a few copies) or one .snap file (--max-snap-bytes) at a time, plus
-what is counted: the distinct keys, the uncommitted entries, the faults.
+into a few copies) or one .snap file (--max-snap-bytes) at a time, and
+64 MiB of entries awaiting a commit (those read past it are counted as
+"notCounted", a fault), plus what is counted: the distinct keys, the
+faults.
 
 It exits 1 after printing when it finds faults, naming each on stderr, and
 130 when interrupted (SIGINT, SIGTERM), even after printing.`,
@@ -128,7 +131,9 @@ func runWAL(cmd *cobra.Command, g *globalOptions, o *walOptions, path string, ou
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("before printing the report: %w", err)
 	}
-	if err := output.Write(out, g.format, makeWALTable(rep, snapshot.Dimension(o.by)), rep); err != nil {
+	dim := snapshot.Dimension(o.by)
+	tables, notes := makeWALTables(g, rep, dim)
+	if err := g.writeTables(ctx, out, makeWALTable(rep, dim), tables, notes, rep); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -148,8 +153,9 @@ func runWAL(cmd *cobra.Command, g *globalOptions, o *walOptions, path string, ou
 	return nil
 }
 
-// makeWALTable lays the report out as section/name rows with a count, a
-// byte figure and a detail column.
+// makeWALTable lays the report out as one table of section/name rows
+// with a count, a byte figure (in bytes) and a detail column: the CSV, for
+// a program. A person reads makeWALTables.
 func makeWALTable(r *wal.Report, dim snapshot.Dimension) output.Table {
 	t := output.Table{Header: []string{"section", "name", "count", "bytes", "detail"}}
 	t.Numeric = []bool{false, false, true, true, false}
@@ -251,6 +257,18 @@ func appliedDetail(w wal.WriteRow) string {
 	return fmt.Sprintf("puts %d deletes %d; failed %d; not decided %d", w.AppliedPuts, w.AppliedDeletes, w.FailedWrites, w.NotDecidedWrites)
 }
 
+// outcomesNote says, below the tables, how the outcomes were decided, or
+// why they were not, and from which entry on.
+func outcomesNote(r wal.Replay) string {
+	switch {
+	case r.NotDecided != "" && r.DecidedThroughIndex == 0:
+		return "Outcomes not decided: " + r.NotDecided + "."
+	case r.NotDecided != "":
+		return fmt.Sprintf("Outcomes decided through entry %d, not after it: %s.", r.DecidedThroughIndex, r.NotDecided)
+	}
+	return fmt.Sprintf("Outcomes: replayed from entry 1 to revision %d; checked: revision %d at the db's consistent index %d.", r.Revision, r.DBRevision, r.ConsistentIndex)
+}
+
 // replayDetail says how the outcomes were decided, or why they were not.
 func replayDetail(r wal.Replay) string {
 	switch {
@@ -275,4 +293,206 @@ func writeLabel(w wal.WriteRow, dim snapshot.Dimension) string {
 		return l[0]
 	}
 	return l[0] + " (" + l[1] + ")"
+}
+
+// makeWALTables lays the report out for a person, as tables of their own
+// within maxTableColumns, sizes in binary units: the member and its log;
+// segments; .snap files; entries per request kind; writes requested and
+// their outcomes per resource, namespace or group; the most written keys;
+// transactions and leases; compactions; member changes; writes over index
+// ranges; faults. Empty tables are left out. The notes below them carry
+// the long texts: how the outcomes were decided or why not, the columns'
+// meaning, member change details, symbolic links, fault messages.
+func makeWALTables(g *globalOptions, r *wal.Report, dim snapshot.Dimension) ([]output.Table, []string) {
+	var tables []output.Table
+	var notes []string
+	add := func(t output.Table) {
+		if len(t.Rows) > 0 {
+			tables = append(tables, t)
+		}
+	}
+
+	log := output.Table{Header: []string{"member and log", "value"}}
+	field := func(name, value string) { log.Rows = append(log.Rows, []string{name, value}) }
+	field("node ID", orDash(r.NodeID, "-"))
+	field("cluster ID", orDash(r.ClusterID, "-"))
+	field("term", fmt.Sprint(r.HardState.Term))
+	field("vote", r.HardState.Vote)
+	field("commit index", fmt.Sprint(r.HardState.Commit))
+	field("first index", fmt.Sprint(r.FirstIndex))
+	field("last index", fmt.Sprintf("%d (term %d)", r.LastIndex, r.LastTerm))
+	field("entries", fmt.Sprintf("%d (%d uncommitted, %d overwritten)", r.Entries, r.UncommittedEntries, r.OverwrittenEntries))
+	if s := r.LastSnapshot; s != nil {
+		field("last snapshot", fmt.Sprintf("%d (term %d)", s.Index, s.Term))
+	}
+	decided := "none"
+	if r.Replay.DecidedThroughIndex > 0 {
+		decided = fmt.Sprintf("entry %d", r.Replay.DecidedThroughIndex)
+	}
+	field("outcomes decided through", decided)
+	add(log)
+	notes = append(notes, outcomesNote(r.Replay))
+
+	segs := output.Table{Header: []string{"segment", "records", "entries", "used", "size"}, Numeric: []bool{false, true, true, true, true}}
+	for _, s := range r.Segments {
+		entries := "-"
+		if s.FirstEntry != 0 {
+			entries = fmt.Sprintf("%d-%d", s.FirstEntry, s.LastEntry)
+		}
+		segs.Rows = append(segs.Rows, []string{s.Name, fmt.Sprint(s.Records), entries, g.bytes(s.UsedBytes), g.bytes(s.SizeBytes)})
+		if s.Link != "" {
+			notes = append(notes, fmt.Sprintf("Segment %s is a symbolic link to %s.", s.Name, s.Link))
+		}
+	}
+	add(segs)
+
+	snaps := output.Table{Header: []string{"snap file", "size", "index", "term", "voters"}, Numeric: []bool{false, true, true, true, true}}
+	voters := map[string][]string{} // voter list -> .snap files
+	var voterOrder []string
+	for _, s := range r.SnapFiles {
+		if !s.OK {
+			snaps.Rows = append(snaps.Rows, []string{s.Name, g.bytes(s.SizeBytes), "-", "-", "-"})
+			notes = append(notes, fmt.Sprintf("Snap file %s is not valid: see the faults.", s.Name))
+		} else {
+			snaps.Rows = append(snaps.Rows, []string{s.Name, g.bytes(s.SizeBytes), fmt.Sprint(s.Index), fmt.Sprint(s.Term), fmt.Sprint(len(s.Voters))})
+			v := orDash(strings.Join(s.Voters, ", "), "none")
+			if _, ok := voters[v]; !ok {
+				voterOrder = append(voterOrder, v)
+			}
+			voters[v] = append(voters[v], s.Name)
+		}
+		if s.Link != "" {
+			notes = append(notes, fmt.Sprintf("Snap file %s is a symbolic link to %s.", s.Name, s.Link))
+		}
+	}
+	add(snaps)
+	for _, v := range voterOrder {
+		if len(voters) == 1 {
+			notes = append(notes, "Voters of the snap files: "+v+".")
+		} else {
+			notes = append(notes, fmt.Sprintf("Voters of %s: %s.", strings.Join(voters[v], ", "), v))
+		}
+	}
+
+	kinds := output.Table{Header: []string{"request kind", "entries", g.sizeHeader("data", "entry data bytes")}, Numeric: []bool{false, true, true}}
+	for _, k := range r.Kinds {
+		kinds.Rows = append(kinds.Rows, []string{k.Kind, fmt.Sprint(k.Entries), g.bytes(k.EntryBytes)})
+	}
+	add(kinds)
+
+	tables = append(tables, makeWALWritesTable(g, r, dim, &notes))
+
+	// Keys longer than fit beside the figures are numbered, and named
+	// below.
+	numbered := false
+	for _, k := range r.TopKeys {
+		numbered = numbered || utf8.RuneCountInString(output.Escape(k.Key)) > maxTopKeyColumns
+	}
+	top := output.Table{Header: []string{"top key", "requested", "deletes", "applied", "failed", "not decided", "key+value"},
+		Numeric: []bool{false, true, true, true, true, true, true}}
+	for i, k := range r.TopKeys {
+		key := k.Key
+		if numbered {
+			key = fmt.Sprintf("key %d", i+1)
+			notes = append(notes, fmt.Sprintf("Key %d: %s", i+1, k.Key))
+		}
+		top.Rows = append(top.Rows, []string{key, fmt.Sprint(k.RequestedWrites), fmt.Sprint(k.RequestedDeletes),
+			fmt.Sprint(k.AppliedWrites), fmt.Sprint(k.FailedWrites), fmt.Sprint(k.NotDecidedWrites), g.bytes(k.KeyValueBytes)})
+	}
+	add(top)
+
+	other := output.Table{Header: []string{"txns and leases", "value"}}
+	if r.Txn.Txns > 0 {
+		var cmps []string
+		for _, c := range slices.Sorted(maps.Keys(r.Txn.Compares)) {
+			cmps = append(cmps, fmt.Sprintf("%s=%d", c, r.Txn.Compares[c]))
+		}
+		other.Rows = append(other.Rows, []string{"txns", fmt.Sprint(r.Txn.Txns)},
+			[]string{"compares", orDash(strings.Join(cmps, " "), "none")},
+			[]string{"success branch ops", fmt.Sprint(r.Txn.SuccessOps)},
+			[]string{"failure branch ops", fmt.Sprintf("%d (%d writes, %d applied)", r.Txn.FailureOps, r.Txn.FailureWrites, r.Txn.FailureWritesApplied)})
+	}
+	l := r.Leases
+	other.Rows = append(other.Rows, []string{"lease grants", fmt.Sprintf("%d (ttl %d-%d s)", l.Grants, l.MinTTLSeconds, l.MaxTTLSeconds)},
+		[]string{"lease revokes", fmt.Sprintf("%d (%d of leases granted in this WAL)", l.Revokes, l.RevokedGranted)},
+		[]string{"lease checkpoints", fmt.Sprint(l.Checkpoints)},
+		[]string{"puts with a lease", fmt.Sprint(l.PutsWithLease)})
+	add(other)
+
+	comp := output.Table{Header: []string{"compaction revision", "index", "term", "physical"}, Numeric: []bool{true, true, true, false}}
+	for _, c := range r.Compactions {
+		comp.Rows = append(comp.Rows, []string{fmt.Sprint(c.Revision), fmt.Sprint(c.Index), fmt.Sprint(c.Term), fmt.Sprint(c.Physical)})
+	}
+	add(comp)
+
+	members := output.Table{Header: []string{"member change", "index", "term", "member"}, Numeric: []bool{false, true, true, false}}
+	for _, m := range r.MemberChanges {
+		members.Rows = append(members.Rows, []string{m.Change, fmt.Sprint(m.Index), fmt.Sprint(m.Term), orDash(m.NodeID, "-")})
+		if m.Detail != "" {
+			notes = append(notes, fmt.Sprintf("Member change at index %d (%s): %s.", m.Index, m.Change, m.Detail))
+		}
+	}
+	add(members)
+
+	series := output.Table{Header: []string{"entries by index", "entries", "requested", "key+value"}, Numeric: []bool{false, true, true, true}}
+	for _, p := range r.Series {
+		span := fmt.Sprintf("%d-%d", p.FirstIndex, p.LastIndex)
+		if p.FirstIndex == p.LastIndex {
+			span = fmt.Sprint(p.FirstIndex)
+		}
+		series.Rows = append(series.Rows, []string{span, fmt.Sprint(p.Entries),
+			fmt.Sprint(p.RequestedWrites), g.bytes(p.KeyValueBytes)})
+	}
+	add(series)
+
+	faults := output.Table{Header: []string{"#", "fault", "file", "offset"}, Numeric: []bool{true, false, false, true}}
+	for i, f := range r.Faults {
+		faults.Rows = append(faults.Rows, []string{fmt.Sprint(i + 1), string(f.Kind), f.File, fmt.Sprint(f.Offset)})
+		notes = append(notes, fmt.Sprintf("Fault %d: %s", i+1, f.Message))
+	}
+	add(faults)
+	return tables, notes
+}
+
+// maxTopKeyColumns is the longest key the top keys table shows in its
+// cell within maxTableColumns; when one is longer, the keys are numbered
+// and named in notes below.
+const maxTopKeyColumns = 48
+
+// makeWALWritesTable lays out the writes requested per resource,
+// namespace or group (dim) with their outcomes, and a TOTAL row; notes
+// get what the columns mean and, for one prefix, the prefix.
+func makeWALWritesTable(g *globalOptions, r *wal.Report, dim snapshot.Dimension, notes *[]string) output.Table {
+	rows := r.By(dim)
+	label := string(dim)
+	t := output.Table{Header: []string{label, "keys", "requested", "applied", "failed", "not decided",
+		g.sizeHeader("key+value", "key+value bytes"), g.sizeHeader("values", "value bytes")}}
+	t.Numeric = numericFrom(t.Header, 1)
+	oneLabelOK := dim == snapshot.ByResource && len(r.Prefixes) == 1
+	var renamed []string
+	numbers := func(w wal.WriteRow) []string {
+		return []string{fmt.Sprint(w.Keys), fmt.Sprint(w.RequestedWrites), fmt.Sprint(w.AppliedWrites), fmt.Sprint(w.FailedWrites),
+			fmt.Sprint(w.NotDecidedWrites), g.bytes(w.KeyValueBytes), g.bytes(w.ValueBytes)}
+	}
+	for _, w := range rows {
+		name := writeLabel(w, dim)
+		if oneLabelOK {
+			u := snapshot.UsageRow{Class: w.Class, Prefix: w.Prefix, Group: w.Group, Resource: w.Resource, Path: w.Path}
+			var l []string
+			l, renamed = oneLabel(u, resourceLabels(u), renamed)
+			name = l[0]
+		}
+		t.Rows = append(t.Rows, append([]string{name}, numbers(w)...))
+	}
+	t.Rows = append(t.Rows, append([]string{"TOTAL"}, numbers(r.Total)...))
+	*notes = append(*notes, "requested: the puts and deletes the requests carry (Txn success branches included); "+
+		"applied: those that changed the store; failed: those that did not (a compare that chose the other branch, "+
+		"a request etcd refused, a delete of no key); not decided: see Outcomes. key+value: the key and value bytes requested; values: the values alone.")
+	if oneLabelOK {
+		*notes = append(*notes, "Prefix: "+r.Prefixes[0]+".")
+		if len(renamed) > 0 {
+			*notes = append(*notes, "Stored under another name: "+strings.Join(renamed, ", ")+".")
+		}
+	}
+	return t
 }

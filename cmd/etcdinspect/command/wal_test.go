@@ -5,9 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/membershippb"
+	etcdwal "go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/raft/v3/raftpb"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -284,8 +294,72 @@ func TestGoldenWALNotDecided(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "not decided 9") {
+	// pods: keys 5, requested 9, applied 0, failed 0, not decided 9.
+	if !regexp.MustCompile(`\| pods +\| +5 \| +9 \| +0 \| +0 \| +9 \|`).MatchString(out) {
 		t.Errorf("the pods' 9 writes are not all not decided:\n%s", out)
 	}
 	compareGolden(t, golden, out)
+}
+
+// TestWALTablesWithinWidth runs `wal` on a WAL (written with etcd's own
+// WAL writer) whose texts are long: a key of 150 characters, a member
+// with three long client URLs, and the replay's reason. Every table line
+// stays within 120 columns; the key and the member's attributes are
+// printed in full below the tables.
+func TestWALTablesWithinWidth(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := proto.Marshal(&etcdserverpb.Metadata{NodeID: proto.Uint64(0x18872ab49415b7e4), ClusterID: proto.Uint64(0xe75700c5e2c7c3ee)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := etcdwal.Create(zap.NewNop(), filepath.Join(dir, "member", "wal"), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "/registry/pods/default/" + strings.Repeat("long-pod-name-", 9)
+	var urls []string
+	for i := range 3 {
+		urls = append(urls, fmt.Sprintf("https://member-%d.a-rather-long-domain-name.example.com:2379", i))
+	}
+	reqs := []*etcdserverpb.InternalRaftRequest{
+		{ID: 1, ClusterMemberAttrSet: &membershippb.ClusterMemberAttrSetRequest{Member_ID: 0x18872ab49415b7e4,
+			MemberAttributes: &membershippb.Attributes{Name: "member-0", ClientUrls: urls}}},
+		{ID: 2, Put: &etcdserverpb.PutRequest{Key: []byte(key), Value: []byte("v")}},
+	}
+	var ents []*raftpb.Entry
+	for i, r := range reqs {
+		data, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents = append(ents, &raftpb.Entry{Term: proto.Uint64(1), Index: proto.Uint64(uint64(i + 1)), Data: data})
+	}
+	if err := w.Save(&raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(uint64(len(ents)))}, ents); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, format := range []string{"table", "markdown"} {
+		t.Run(format, func(t *testing.T) {
+			out, stderr, code := run(t, "wal", dir, "-w", format)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if (strings.HasPrefix(line, "|") || strings.HasPrefix(line, "+")) && utf8.RuneCountInString(line) > 120 {
+					t.Errorf("table line %d columns wide, want at most 120: %q", utf8.RuneCountInString(line), line)
+				}
+			}
+			for _, want := range []string{"| key 1 ", "Key 1:", key, urls[2], "Outcomes not decided"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("got output\n%s\nwant it to hold %q", out, want)
+				}
+			}
+		})
+	}
 }
