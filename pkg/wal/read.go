@@ -54,7 +54,7 @@ type Options struct {
 	// (keyspace.DetectPrefixes).
 	Parser keyspace.Parser
 	// TopKeys is the number of most written keys to report; 0 means 10,
-	// a negative value none.
+	// a negative value none, math.MaxInt every key.
 	TopKeys int
 	// MaxRecordBytes is the largest record a frame may hold; a larger one
 	// is a FaultTooLarge and ends its segment. 0 (or less) means

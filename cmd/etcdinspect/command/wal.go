@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -25,7 +26,7 @@ type walOptions struct {
 
 func (o *walOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.by, "by", string(snapshot.ByResource), "group the writes by resource|namespace|group")
-	fs.IntVar(&o.top, "top", 10, "show the N most written keys (0: none)")
+	fs.IntVar(&o.top, "top", 10, "show the N most written keys (0: all, as usage's --top)")
 	fs.Var(newByteSize(&o.maxRecordBytes, wal.DefaultMaxRecordBytes), "max-record-bytes",
 		"largest WAL record to decode: bytes, or with a unit (32MiB); raise it for a member run with --max-request-bytes above 10 MiB")
 	fs.Var(newByteSize(&o.maxSnapBytes, wal.DefaultMaxSnapBytes), "max-snap-bytes",
@@ -117,7 +118,7 @@ It exits 1 after printing when it finds faults, naming each on stderr, and
 func runWAL(cmd *cobra.Command, g *globalOptions, o *walOptions, path string, out io.Writer) error {
 	top := o.top
 	if top == 0 {
-		top = -1
+		top = math.MaxInt
 	}
 	ctx := cmd.Context()
 	rep, err := wal.Read(ctx, path, wal.Options{Parser: g.parser(), TopKeys: top,

@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -361,5 +362,29 @@ func TestWALTablesWithinWidth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWALTopZeroMeansAll holds wal's --top to usage's meaning: 0 shows
+// every key (the 3.7 fixture's WAL writes 10 distinct keys), N the N most
+// written.
+func TestWALTopZeroMeansAll(t *testing.T) {
+	for _, tt := range []struct {
+		top      string
+		wantKeys int
+	}{{"0", 10}, {"3", 3}} {
+		out, stderr, code := run(t, "wal", walFixture("3.7"), "--top", tt.top, "-w", "json")
+		if code != 0 {
+			t.Fatalf("--top %s: exit %d: %s", tt.top, code, stderr)
+		}
+		var r struct {
+			TopKeys []json.RawMessage `json:"topKeys"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.TopKeys) != tt.wantKeys {
+			t.Errorf("--top %s: got %d keys, want %d", tt.top, len(r.TopKeys), tt.wantKeys)
+		}
 	}
 }
