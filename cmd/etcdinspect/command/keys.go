@@ -79,7 +79,7 @@ func runKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, path string, 
 		return err
 	}
 	res := keysResult{SchemaVersion: keysSchemaVersion, Path: db.Path(), Keys: keys}
-	return g.write(cmd.Context(), out, makeKeysTable(g, keys), nil, res)
+	return g.writeTables(cmd.Context(), out, makeKeysTable(g, keys), makeKeysTablesByResource(g, keys), nil, res)
 }
 
 func makeKeysTable(g *globalOptions, keys []snapshot.KeyInfo) output.Table {
@@ -101,4 +101,48 @@ func makeKeysTable(g *globalOptions, keys []snapshot.KeyInfo) output.Table {
 			fmt.Sprint(k.ModRevision), fmt.Sprint(k.Version), lease, g.bytes(k.ValueBytes), g.bytes(k.EntryBytes), string(k.Encoding), orDash(kind, "-")})
 	}
 	return t
+}
+
+// makeKeysTablesByResource is the keys as a person reads them (table and
+// markdown): one table per resource, in the order of the keys, headed by
+// the resource and naming each object namespace/name (a cluster-scoped
+// one by name, a key outside the Kubernetes prefix by the key itself),
+// then its revisions, lease, sizes, encoding and kind. The key, group,
+// resource and apiVersion, which the table's header and names already
+// say, are in CSV and JSON (makeKeysTable); leaving them out keeps the
+// tables within maxTableColumns for the names a cluster holds.
+func makeKeysTablesByResource(g *globalOptions, keys []snapshot.KeyInfo) []output.Table {
+	var tables []output.Table
+	index := map[string]int{}
+	for _, k := range keys {
+		res := snapshot.ResourceLabel(keyspace.Key{Class: k.Class, Group: k.Group, Resource: k.Resource})
+		i, ok := index[res]
+		if !ok {
+			t := output.Table{Header: []string{res, "create rev", "mod rev", "version", "lease", g.sizeHeader("value", "value bytes"),
+				g.sizeHeader("entry", "entry bytes"), "encoding", "kind"}}
+			t.Numeric = numericFrom(t.Header, 1)
+			t.Numeric[7], t.Numeric[8] = false, false
+			tables = append(tables, t)
+			i = len(tables) - 1
+			index[res] = i
+		}
+		name := k.Name
+		switch {
+		case k.Name == "" || k.Class == keyspace.ClassOutside || k.Class == keyspace.ClassUnrecognised:
+			name = k.Key
+		case k.Namespace != "":
+			name = k.Namespace + "/" + k.Name
+		}
+		kind := k.Kind
+		if k.Encoding == keyspace.EncodingEncrypted {
+			kind = fmt.Sprintf("%s key %s", k.EncryptionProvider, k.EncryptionKey)
+		}
+		lease := "-"
+		if k.Lease != 0 {
+			lease = fmt.Sprintf("%x", k.Lease)
+		}
+		tables[i].Rows = append(tables[i].Rows, []string{name, fmt.Sprint(k.CreateRevision), fmt.Sprint(k.ModRevision),
+			fmt.Sprint(k.Version), lease, g.bytes(k.ValueBytes), g.bytes(k.EntryBytes), string(k.Encoding), orDash(kind, "-")})
+	}
+	return tables
 }
