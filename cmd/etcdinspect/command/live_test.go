@@ -1,0 +1,263 @@
+package command_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/snapshot"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubestore/etcdkit/cmd/etcdinspect/command"
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
+)
+
+// writeKubernetesObjects writes pods and configmaps in two namespaces as
+// kube-apiserver stores them, updates some, deletes one, compacts, and
+// writes more after the compaction, so that keys hold 1 to several
+// revisions on both sides of the compact revision.
+func writeKubernetesObjects(t *testing.T, ctx context.Context, c *clientv3.Client) {
+	t.Helper()
+	codec, err := keyspace.NewCodec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := keyspace.NewGenerator(7)
+	put := func(key string, obj runtime.Object) {
+		t.Helper()
+		b, err := codec.Encode(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Put(ctx, key, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{"default", "kube-system"} {
+		for i := range 5 {
+			put(fmt.Sprintf("/registry/pods/%s/p%d", ns, i), gen.Pod(ns, fmt.Sprintf("p%d", i), 0))
+			put(fmt.Sprintf("/registry/configmaps/%s/cm%d", ns, i), gen.ConfigMap(ns, fmt.Sprintf("cm%d", i), 0, 300*i))
+		}
+	}
+	for gn := 1; gn <= 2; gn++ {
+		put("/registry/pods/default/p1", gen.Pod("default", "p1", gn))
+		put("/registry/configmaps/kube-system/cm2", gen.ConfigMap("kube-system", "cm2", gn, 500))
+	}
+	if _, err := c.Delete(ctx, "/registry/pods/kube-system/p4"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Put(ctx, "compact_rev_key", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	for gn := 3; gn <= 5; gn++ {
+		put("/registry/pods/default/p1", gen.Pod("default", "p1", gn))
+		put("/registry/pods/kube-system/p0", gen.Pod("kube-system", "p0", gn))
+	}
+	put("/registry/pods/default/p9", gen.Pod("default", "p9", 0))
+	put("/registry/configmaps/default/cm9", gen.ConfigMap("default", "cm9", 0, 2000))
+}
+
+// usageJSON is what the live and offline usage JSON share.
+type usageJSON struct {
+	Source         string `json:"source"`
+	ReadAtRevision int64  `json:"readAtRevision"`
+	Rows           []struct {
+		Class, Group, Resource, Namespace string
+		Objects, Revisions                int64
+		LiveEntryBytes                    int64 `json:"liveEntryBytes"`
+		LiveValueBytes                    int64 `json:"liveValueBytes"`
+	} `json:"rows"`
+	Total struct {
+		Objects, Revisions int64
+		LiveEntryBytes     int64 `json:"liveEntryBytes"`
+		LiveValueBytes     int64 `json:"liveValueBytes"`
+	} `json:"total"`
+}
+
+func runJSON(t *testing.T, v any, args ...string) string {
+	t.Helper()
+	out, stderr, code := run(t, append(args, "-w", "json")...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("%s: JSON: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// TestLiveEqualsOffline reads a running member with --endpoints and a
+// snapshot of it saved at the same revision from the file: usage's
+// objects, revisions and (with --values) value and entry bytes, per
+// resource and per namespace, and status's revision and compact revision
+// must be equal.
+func TestLiveEqualsOffline(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	writeKubernetesObjects(t, t.Context(), c)
+	path := filepath.Join(t.TempDir(), "snapshot.db")
+	cfg := clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if _, err := snapshot.SaveWithVersion(t.Context(), zap.NewNop(), cfg, path); err != nil {
+		t.Fatalf("snapshot save: %v", err)
+	}
+	ep := strings.Join(srv.Endpoints, ",")
+
+	for _, by := range []string{"resource", "namespace"} {
+		t.Run(by, func(t *testing.T) {
+			var on, off usageJSON
+			liveOut := runJSON(t, &on, "usage", "--endpoints", ep, "--values", "--by", by)
+			runJSON(t, &off, "usage", path, "--by", by)
+			if on.Source != "live" || on.ReadAtRevision == 0 {
+				t.Errorf("live usage: source %q, readAtRevision %d; want live and a revision", on.Source, on.ReadAtRevision)
+			}
+			if strings.Contains(liveOut, "historyEntryBytes") || strings.Contains(liveOut, "tombstones") {
+				t.Errorf("live usage JSON carries figures a Range cannot know:\n%s", liveOut)
+			}
+			if len(on.Rows) != len(off.Rows) {
+				t.Fatalf("got %d live rows, want the %d offline rows:\nlive %+v\noffline %+v", len(on.Rows), len(off.Rows), on.Rows, off.Rows)
+			}
+			for i := range off.Rows {
+				if on.Rows[i] != off.Rows[i] {
+					t.Errorf("row %d: got live %+v, want offline %+v", i, on.Rows[i], off.Rows[i])
+				}
+			}
+			if on.Total != off.Total {
+				t.Errorf("total: got live %+v, want offline %+v", on.Total, off.Total)
+			}
+		})
+	}
+
+	t.Run("keys only", func(t *testing.T) {
+		var on, off usageJSON
+		liveOut := runJSON(t, &on, "usage", "--endpoints", ep)
+		runJSON(t, &off, "usage", path)
+		if strings.Contains(liveOut, "liveValueBytes") {
+			t.Errorf("usage --endpoints without --values reports value bytes:\n%s", liveOut)
+		}
+		if on.Total.Objects != off.Total.Objects || on.Total.Revisions != off.Total.Revisions {
+			t.Errorf("got live %d objects, %d revisions; want offline %d, %d", on.Total.Objects, on.Total.Revisions, off.Total.Objects, off.Total.Revisions)
+		}
+	})
+
+	t.Run("status", func(t *testing.T) {
+		var on struct {
+			Source          string `json:"source"`
+			ReadAtRevision  int64  `json:"readAtRevision"`
+			CompactRevision int64  `json:"compactRevision"`
+			Members         []struct {
+				Version     string `json:"version"`
+				Revision    int64  `json:"revision"`
+				DBSizeBytes int64  `json:"dbSizeBytes"`
+				IsLeader    bool   `json:"isLeader"`
+			} `json:"members"`
+		}
+		var off struct{ Revision, CompactRevision int64 }
+		runJSON(t, &on, "status", "--endpoints", ep)
+		runJSON(t, &off, "status", path)
+		if on.Source != "live" || on.ReadAtRevision != off.Revision || on.CompactRevision != off.CompactRevision || off.CompactRevision == 0 {
+			t.Errorf("live status: source %q, read at %d, compact revision %d; want live, offline revision %d, compact revision %d (not 0)",
+				on.Source, on.ReadAtRevision, on.CompactRevision, off.Revision, off.CompactRevision)
+		}
+		if len(on.Members) != 1 || on.Members[0].Revision != off.Revision || on.Members[0].DBSizeBytes == 0 || !on.Members[0].IsLeader || on.Members[0].Version == "" {
+			t.Errorf("live members %+v: want one leader at revision %d with a db size and version", on.Members, off.Revision)
+		}
+	})
+
+	t.Run("space", func(t *testing.T) {
+		var sp struct {
+			Source  string `json:"source"`
+			Members []struct {
+				QuotaBytes  int64  `json:"quotaBytes"`
+				QuotaSource string `json:"quotaSource"`
+				OverQuota   bool   `json:"overQuota"`
+				DBSizeBytes int64  `json:"dbSizeBytes"`
+			} `json:"members"`
+		}
+		runJSON(t, &sp, "space", "--endpoints", ep, "--quota", "1MiB")
+		if len(sp.Members) != 1 || sp.Members[0].QuotaBytes != 1<<20 || sp.Members[0].QuotaSource != "flag" ||
+			sp.Members[0].OverQuota != (sp.Members[0].DBSizeBytes+64 >= 1<<20) {
+			t.Errorf("space --quota 1MiB: got %+v, want the flag's quota and etcd's NOSPACE rule", sp.Members)
+		}
+	})
+}
+
+// TestLiveBadInput: a dead endpoint is a one-line error within the dial
+// timeout, a FILE with --endpoints a usage error naming both, flags of
+// the live mode without --endpoints usage errors.
+func TestLiveBadInput(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  []string
+	}{
+		{"dead endpoint usage", []string{"usage", "--endpoints", dead}, 1, []string{"connection refused", l.Addr().String()}},
+		{"dead endpoint status", []string{"status", "--endpoints", dead}, 1, []string{"connection refused"}},
+		{"dead endpoint space", []string{"space", "--endpoints", dead}, 1, []string{"connection refused"}},
+		{"file and endpoints", []string{"usage", "db", "--endpoints", dead}, 2, []string{"FILE \"db\"", "--endpoints", "cannot be used together"}},
+		{"file and endpoints status", []string{"status", "db", "--endpoints", dead}, 2, []string{"--endpoints"}},
+		{"neither", []string{"space"}, 2, []string{"accepts 1 arg"}},
+		{"values without endpoints", []string{"usage", "db", "--values"}, 2, []string{"--values"}},
+		{"cert without key", []string{"status", "--endpoints", dead, "--cert", "c.pem"}, 2, []string{"--cert and --key"}},
+		{"bad endpoint", []string{"status", "--endpoints", "10.0.0.1"}, 2, []string{"--endpoints", "host and port"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			out, stderr, code := run(t, tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+			}
+			if out != "" || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("got stdout %q and stderr %q, want nothing and one line", out, stderr)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("got stderr %q, want it to contain %q", stderr, w)
+				}
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("took %s, want an answer well within --dial-timeout", d)
+			}
+		})
+	}
+}
+
+// TestLiveInterrupted: a live command whose context ends (SIGINT) prints
+// nothing and exits 130.
+func TestLiveInterrupted(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	for _, args := range [][]string{{"usage", "--values"}, {"status"}, {"space"}} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			root := command.NewRootCommand()
+			var out, errOut strings.Builder
+			root.SetOut(&out)
+			root.SetErr(&errOut)
+			code := cli.RunContext(ctx, root, append(args, "--endpoints", strings.Join(srv.Endpoints, ",")), &errOut)
+			if code != cli.ExitInterrupted || out.Len() != 0 || !strings.Contains(errOut.String(), "interrupted") {
+				t.Errorf("got exit %d, stdout %q, stderr %q; want %d, nothing, interrupted", code, out.String(), errOut.String(), cli.ExitInterrupted)
+			}
+		})
+	}
+}
