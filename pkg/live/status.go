@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -96,11 +97,13 @@ type Status struct {
 // CompactRevisionSource is Status.CompactRevisionSource.
 const CompactRevisionSource = "bisection of count_only Ranges: etcd refuses a Range below the compact revision"
 
-// ReadStatus asks every member (MemberList) for its Status at its first
-// client URL, lists the alarms, and finds the compact revision. A member
-// that does not answer gets its error in MemberStatus.Error; the MemberList,
+// ReadStatus asks every member (MemberList) for its Status, lists the
+// alarms, and finds the compact revision. Each of endpoints (the URLs the
+// caller reached) is asked first; a member none of them answered for is
+// asked at the first client URL it advertises; a member that does not answer within timeout (0: no
+// bound but ctx) gets its error in MemberStatus.Error. The MemberList,
 // AlarmList or a Range failing is returned as an error.
-func ReadStatus(ctx context.Context, c Client) (*Status, error) {
+func ReadStatus(ctx context.Context, c Client, endpoints []string, timeout time.Duration) (*Status, error) {
 	head, err := c.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
 	if err != nil {
 		return nil, fmt.Errorf("read the current revision: %w", err)
@@ -119,6 +122,21 @@ func ReadStatus(ctx context.Context, c Client) (*Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list alarms: %w", err)
 	}
+	// Ask the endpoints the caller reached first: a member's advertised
+	// URL may not be reachable from here (an address inside a NAT or a
+	// pod network).
+	type answer struct {
+		endpoint string
+		resp     *clientv3.StatusResponse
+	}
+	byID := map[uint64]answer{}
+	for _, ep := range endpoints {
+		if s, err := memberStatus(ctx, c, ep, timeout); err == nil {
+			byID[s.Header.MemberId] = answer{ep, s}
+		} else if ctx.Err() != nil {
+			return nil, fmt.Errorf("status of %s: %w", ep, ctx.Err())
+		}
+	}
 	for _, m := range ml.Members {
 		ms := MemberStatus{Name: m.Name, MemberID: hexID(m.ID)}
 		for _, a := range al.Alarms {
@@ -126,21 +144,28 @@ func ReadStatus(ctx context.Context, c Client) (*Status, error) {
 				ms.Alarms = append(ms.Alarms, a.Alarm.String())
 			}
 		}
-		if len(m.ClientURLs) == 0 {
+		a, ok := byID[m.ID]
+		switch {
+		case ok:
+			ms.Endpoint = a.endpoint
+		case len(m.ClientURLs) == 0:
 			ms.Error = "no client URL (a member not started yet)"
 			st.Members = append(st.Members, ms)
 			continue
-		}
-		ms.Endpoint = m.ClientURLs[0]
-		s, err := c.Status(ctx, ms.Endpoint)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("status of %s: %w", ms.Endpoint, ctx.Err())
+		default:
+			ms.Endpoint = m.ClientURLs[0]
+			resp, err := memberStatus(ctx, c, ms.Endpoint, timeout)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("status of %s: %w", ms.Endpoint, ctx.Err())
+				}
+				ms.Error = err.Error()
+				st.Members = append(st.Members, ms)
+				continue
 			}
-			ms.Error = err.Error()
-			st.Members = append(st.Members, ms)
-			continue
+			a.resp = resp
 		}
+		s := a.resp
 		ms.Version, ms.StorageVersion = s.Version, s.StorageVersion
 		ms.DBSizeBytes, ms.InUseBytes, ms.QuotaBytes = s.DbSize, s.DbSizeInUse, s.DbSizeQuota
 		if s.DbSize > 0 {
@@ -156,6 +181,20 @@ func ReadStatus(ctx context.Context, c Client) (*Status, error) {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.MemberID, b.MemberID))
 	})
 	return st, nil
+}
+
+// memberStatus is c.Status(endpoint) bounded by timeout.
+func memberStatus(ctx context.Context, c Client, endpoint string, timeout time.Duration) (*clientv3.StatusResponse, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	s, err := c.Status(ctx, endpoint)
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		return nil, fmt.Errorf("no answer from %s within %s", endpoint, timeout)
+	}
+	return s, err
 }
 
 // CompactRevision returns the revision of the cluster's last completed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/coreos/go-semver/semver"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -80,12 +81,13 @@ func CheckVersions(versions []string, allow bool) error {
 	return nil
 }
 
-// ServerVersions asks each endpoint for its Status and returns the server
-// versions, in the order of endpoints, or the first error.
-func ServerVersions(ctx context.Context, c Client, endpoints []string) ([]string, error) {
+// ServerVersions asks each endpoint for its Status, each bounded by
+// timeout (0: ctx alone), and returns the server versions, in the order of
+// endpoints, or the first error.
+func ServerVersions(ctx context.Context, c Client, endpoints []string, timeout time.Duration) ([]string, error) {
 	var vs []string
 	for _, ep := range endpoints {
-		s, err := c.Status(ctx, ep)
+		s, err := memberStatus(ctx, c, ep, timeout)
 		if err != nil {
 			return nil, fmt.Errorf("status of %s: %w", ep, err)
 		}

@@ -51,7 +51,7 @@ func runLiveUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, out io.
 		return err
 	}
 	defer done()
-	versions, err := live.ServerVersions(ctx, c, o.live.conn.Endpoints)
+	versions, err := live.ServerVersions(ctx, c, o.live.conn.Endpoints, o.live.conn.DialTimeout)
 	if err != nil {
 		return err
 	}

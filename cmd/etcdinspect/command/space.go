@@ -90,7 +90,7 @@ func runLiveSpace(cmd *cobra.Command, g *globalOptions, o *spaceOptions, lo *liv
 		return err
 	}
 	defer done()
-	st, err := live.ReadStatus(cmd.Context(), c)
+	st, err := live.ReadStatus(cmd.Context(), c, lo.conn.Endpoints, lo.conn.DialTimeout)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func runLiveStatus(cmd *cobra.Command, g *globalOptions, lo *liveOptions, out io
 		return err
 	}
 	defer done()
-	st, err := live.ReadStatus(cmd.Context(), c)
+	st, err := live.ReadStatus(cmd.Context(), c, lo.conn.Endpoints, lo.conn.DialTimeout)
 	if err != nil {
 		return err
 	}
