@@ -2,8 +2,10 @@
 // cluster instead of a db file, with read-only requests only: Status,
 // MemberList, AlarmList and Range (count_only, keys_only, serializable).
 // It never writes, compacts, defragments or grants a lease, so a role with
-// read access to the key range is enough (Status and AlarmList need none
-// beyond an authenticated user; MemberList none).
+// read access to the key range is enough: Status and AlarmList need an
+// authenticated user and no more (server/etcdserver/api/v3rpc/
+// maintenance.go), ReadStatus's revision probes range the one key
+// compact_rev_key, ReadUsage ranges the whole key space.
 //
 // # Revisions
 //

@@ -152,6 +152,36 @@ func TestLiveEqualsOffline(t *testing.T) {
 		}
 	})
 
+	t.Run("tables", func(t *testing.T) {
+		tests := []struct {
+			args      []string
+			want      []string
+			wantNever []string
+		}{
+			{[]string{"usage", "--endpoints", ep}, []string{"Source: live, read at revision", "revisions", "lower bound", "only with --values"}, []string{"history", "tombstones |"}},
+			{[]string{"usage", "--endpoints", ep, "--values", "--by", "namespace"}, []string{"kube-system", "values", "live"}, []string{"history |"}},
+			{[]string{"status", "--endpoints", ep}, []string{"(itself)", "Compact revision:", "Source: live"}, nil},
+			{[]string{"space", "--endpoints", ep}, []string{"below the quota", "(member)", "Fragmentation alert:"}, nil},
+		}
+		for _, tc := range tests {
+			out, stderr, code := run(t, tc.args...)
+			t.Logf("%s:\n%s", strings.Join(tc.args, " "), out)
+			if code != 0 {
+				t.Errorf("%s: exit %d: %s", strings.Join(tc.args, " "), code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s: got no %q in:\n%s", strings.Join(tc.args, " "), w, out)
+				}
+			}
+			for _, w := range tc.wantNever {
+				if strings.Contains(out, w) {
+					t.Errorf("%s: got %q in:\n%s", strings.Join(tc.args, " "), w, out)
+				}
+			}
+		}
+	})
+
 	t.Run("status", func(t *testing.T) {
 		var on struct {
 			Source          string `json:"source"`
