@@ -106,6 +106,9 @@ const CompactRevisionSource = "bisection of count_only Ranges: etcd refuses a Ra
 func ReadStatus(ctx context.Context, c Client, endpoints []string, timeout time.Duration) (*Status, error) {
 	head, err := c.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
 	if err != nil {
+		if errors.Is(err, rpctypes.ErrPermissionDenied) {
+			err = fmt.Errorf("%w: the user's role needs read access to the key compact_rev_key", err)
+		}
 		return nil, fmt.Errorf("read the current revision: %w", err)
 	}
 	st := &Status{SchemaVersion: StatusSchemaVersion, Source: SourceLive, ReadAtRevision: head.Header.Revision,
@@ -211,6 +214,9 @@ func CompactRevision(ctx context.Context, c Client, rev int64) (int64, error) {
 			return true, nil
 		case errors.Is(err, rpctypes.ErrCompacted):
 			return false, nil
+		}
+		if errors.Is(err, rpctypes.ErrPermissionDenied) {
+			err = fmt.Errorf("%w: the user's role needs read access to the key compact_rev_key", err)
 		}
 		return false, fmt.Errorf("find the compact revision: range at revision %d: %w", r, err)
 	}

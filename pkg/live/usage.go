@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/coreos/go-semver/semver"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -209,10 +211,17 @@ func scan(ctx context.Context, c Client, rev int64, keysOnly bool, limit int64, 
 		}
 		resp, err := c.Get(ctx, key, opts...)
 		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
+			at := fmt.Sprintf("revision %d", rev)
+			if rev == 0 {
+				at = "the current revision"
 			}
-			return 0, fmt.Errorf("range from %q at revision %d: %w", key, rev, err)
+			switch {
+			case ctx.Err() != nil:
+				err = ctx.Err()
+			case errors.Is(err, rpctypes.ErrPermissionDenied):
+				err = fmt.Errorf("%w: the user's role needs read access to every key (from \\x00 to the end)", err)
+			}
+			return 0, fmt.Errorf("range from %q at %s: %w", key, at, err)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision

@@ -291,3 +291,70 @@ func TestLiveInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveWithAuth: on a cluster with authentication, status and space
+// need only a user with read access to compact_rev_key, usage read access
+// to the whole key space; a missing permission or a wrong password is one
+// line saying so.
+func TestLiveWithAuth(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	ctx := t.Context()
+	if _, err := c.Put(ctx, "/registry/pods/default/p0", "v"); err != nil {
+		t.Fatal(err)
+	}
+	steps := []func() error{
+		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "probe"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "probe", "compact_rev_key", "", clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "prober", "pw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "prober", "probe"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "reader"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "reader", "\x00", "\x00", clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "reader", "pw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
+		func() error { _, err := c.UserAdd(ctx, "nobody", "pw"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("auth setup step %d: %v", i, err)
+		}
+	}
+	ep := strings.Join(srv.Endpoints, ",")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"status as prober", []string{"status", "--user", "prober:pw"}, 0, ""},
+		{"space as prober", []string{"space", "--user", "prober", "--password", "pw"}, 0, ""},
+		{"usage as prober", []string{"usage", "--user", "prober:pw"}, 1, "permission denied: the user's role needs read access to every key"},
+		{"usage as reader", []string{"usage", "--user", "reader:pw", "--values"}, 0, ""},
+		{"status without a role", []string{"status", "--user", "nobody:pw"}, 1, "needs read access to the key compact_rev_key"},
+		{"wrong password", []string{"status", "--user", "reader:nope"}, 1, "authentication failed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, code := run(t, append(tc.args, "--endpoints", ep)...)
+			if code != tc.wantCode {
+				t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+			}
+			if tc.wantErr != "" && (!strings.Contains(stderr, tc.wantErr) || strings.Count(stderr, "\n") != 1 || out != "") {
+				t.Errorf("got stdout %q, stderr %q; want nothing and one line saying %q", out, stderr, tc.wantErr)
+			}
+			if tc.wantCode == 0 && !strings.Contains(out, "Source: live") {
+				t.Errorf("got stdout %q, want a live table", out)
+			}
+		})
+	}
+}
