@@ -224,6 +224,39 @@ func TestLiveEqualsOffline(t *testing.T) {
 	})
 }
 
+// TestLiveRevisionsLowerBound: a key deleted after the compact revision is
+// invisible to a Range, so live revisions fall short of the snapshot's
+// key bucket by its entries, and the result says it is a lower bound.
+func TestLiveRevisionsLowerBound(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	writeKubernetesObjects(t, t.Context(), c)
+	// p1 in default holds the entry kept at the compact revision and 3
+	// later ones; its tombstone makes 5 entries a Range cannot see.
+	if _, err := c.Delete(t.Context(), "/registry/pods/default/p1"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "snapshot.db")
+	cfg := clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if _, err := snapshot.SaveWithVersion(t.Context(), zap.NewNop(), cfg, path); err != nil {
+		t.Fatalf("snapshot save: %v", err)
+	}
+	var on struct {
+		usageJSON
+		RevisionsLowerBound bool `json:"revisionsLowerBound"`
+	}
+	var off usageJSON
+	runJSON(t, &on, "usage", "--endpoints", strings.Join(srv.Endpoints, ","), "--values")
+	runJSON(t, &off, "usage", path)
+	if on.Total.Objects != off.Total.Objects || on.Total.LiveValueBytes != off.Total.LiveValueBytes {
+		t.Errorf("got live %+v, want the offline objects and value bytes %+v", on.Total, off.Total)
+	}
+	if got, want := on.Total.Revisions, off.Total.Revisions-5; got != want || !on.RevisionsLowerBound {
+		t.Errorf("got live revisions %d (lower bound %v), want %d: the offline %d less the deleted key's 5 entries, a lower bound",
+			got, on.RevisionsLowerBound, want, off.Total.Revisions)
+	}
+}
+
 // TestLiveBadInput: a dead endpoint is a one-line error within the dial
 // timeout, a FILE with --endpoints a usage error naming both, flags of
 // the live mode without --endpoints usage errors.
