@@ -158,7 +158,9 @@ func TestLiveEqualsOffline(t *testing.T) {
 			want      []string
 			wantNever []string
 		}{
-			{[]string{"usage", "--endpoints", ep}, []string{"Source: live, read at revision", "revisions", "lower bound", "only with --values"}, []string{"history", "tombstones |"}},
+			{[]string{"usage", "--endpoints", ep}, []string{"Source: live, read at revision", "revisions", "lower bound", "only with --values",
+				"| configmaps        |      11 |"}, []string{"history", "tombstones |"}},
+			{[]string{"usage", "--endpoints", ep, "--top", "1"}, []string{"| configmaps", "(other rows)"}, []string{"| pods"}},
 			{[]string{"usage", "--endpoints", ep, "--values", "--by", "namespace"}, []string{"kube-system", "values", "live"}, []string{"history |"}},
 			{[]string{"status", "--endpoints", ep}, []string{"(itself)", "Compact revision:", "Source: live"}, nil},
 			{[]string{"space", "--endpoints", ep}, []string{"below the quota", "(member)", "Fragmentation alert:"}, nil},
@@ -302,6 +304,17 @@ func TestLiveBadInput(t *testing.T) {
 				t.Errorf("took %s, want an answer well within --dial-timeout", d)
 			}
 		})
+	}
+}
+
+// TestLiveTLSMistake: an https URL for a member that serves plain HTTP is
+// one line naming the mistake, as lwbench's diagnosis gives it.
+func TestLiveTLSMistake(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	ep := strings.Replace(srv.Endpoints[0], "http://", "https://", 1)
+	out, stderr, code := run(t, "status", "--endpoints", ep)
+	if code != 1 || out != "" || !strings.Contains(stderr, "does not speak TLS: use an http:// URL") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("got exit %d, stdout %q, stderr %q; want 1, nothing, one line saying the server does not speak TLS", code, out, stderr)
 	}
 }
 

@@ -1,8 +1,10 @@
 package command
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -67,7 +69,13 @@ func runLiveUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, out io.
 		return notAPrefix(bad[0])
 	}
 	dim := snapshot.Dimension(o.by)
-	rows, others := topRows(u.By(dim), o.top)
+	rows := u.By(dim)
+	if !o.values {
+		// Without bytes, By's order (largest bytes first) is by name
+		// alone: the most objects come first instead.
+		slices.SortStableFunc(rows, func(a, b snapshot.UsageRow) int { return cmp.Compare(b.Objects, a.Objects) })
+	}
+	rows, others := topRows(rows, o.top)
 	res := liveUsageResult{SchemaVersion: usageSchemaVersion, Source: live.SourceLive, Endpoints: o.live.conn.Endpoints,
 		ReadAtRevision: u.ReadAtRevision, CompactRevision: u.CompactRevision, RevisionsLowerBound: u.RevisionsLowerBound,
 		By: dim, Prefixes: u.Prefixes, Total: liveRow(u.Total, o.values)}
