@@ -404,3 +404,42 @@ func TestLiveWithAuth(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveInterruptedMidScan: SIGINT (the context ending) during a scan
+// of one key per Range stops it within 2 s, prints nothing and exits 130.
+func TestLiveInterruptedMidScan(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	for b := range 30 {
+		var ops []clientv3.Op
+		for i := range 100 {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/registry/configmaps/ns%d/cm%d", b, i), "v"))
+		}
+		if _, err := c.Txn(t.Context()).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	root := command.NewRootCommand()
+	var out, errOut strings.Builder
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	cancelledAt := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		cancelledAt <- time.Now()
+		cancel()
+	}()
+	code := cli.RunContext(ctx, root, []string{"usage", "--values", "--max-keys-per-request", "1", "--endpoints", strings.Join(srv.Endpoints, ",")}, &errOut)
+	var took time.Duration
+	select {
+	case at := <-cancelledAt:
+		took = time.Since(at)
+	default:
+		t.Fatalf("the scan of 3000 Ranges ended within 300 ms (exit %d); the test needs a longer one", code)
+	}
+	if code != cli.ExitInterrupted || out.Len() != 0 || !strings.Contains(errOut.String(), "interrupted") || took > 2*time.Second {
+		t.Errorf("got exit %d after %s, stdout %q, stderr %q; want %d within 2 s, nothing, interrupted", code, took, out.String(), errOut.String(), cli.ExitInterrupted)
+	}
+}
