@@ -10,9 +10,11 @@
 // # Revisions
 //
 // A scan is pinned to one revision: the header revision of its first
-// Range (ReadAtRevision); every later page asks for that revision, so the
-// result is the key space of one instant, the same instant a snapshot
-// saved at that revision holds.
+// Range (ReadAtRevision, a linearizable read); every later page asks for
+// that revision, serializable, so the result is the key space of one
+// instant, the same instant a snapshot saved at that revision holds. A
+// member that has not applied that revision yet refuses the page (etcd's
+// ErrFutureRev) rather than answer from another instant.
 //
 // The compact revision is found by etcd's own rule for a Range at an old
 // revision: etcd refuses a revision below the compact revision with
@@ -43,6 +45,6 @@
 // keys_only Ranges are served from etcd's in-memory index on etcd 3.7
 // (etcd PR 21791); older servers read every value from disk to answer
 // them (etcd issue 20386), which costs what a full read of values does.
-// Usage therefore refuses older servers unless the caller allows value
-// reads (ErrValueReads).
+// ReadUsage therefore refuses older servers unless the caller allows
+// value reads (ErrValueReads).
 package live
