@@ -534,3 +534,48 @@ func TestLiveAcrossVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveTLS: a member serving TLS with client certificates required is
+// read with etcdctl's --cacert, --cert and --key; without the CA, or
+// without the client certificate, the error is one line naming the flag
+// to pass.
+func TestLiveTLS(t *testing.T) {
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
+	files, err := etcdproc.GenerateTLS(t.TempDir(), "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files.ClientCertAuth = true
+	cl, err := etcdproc.Start(t.Context(), etcdproc.Config{BinDir: bin, Dir: t.TempDir(), UnsafeNoFsync: true, TLS: &files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	ep := cl.Endpoints()[0]
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"all flags", []string{"--cacert", files.CA, "--cert", files.ClientCert, "--key", files.ClientKey}, 0, ""},
+		{"no CA", []string{"--cert", files.ClientCert, "--key", files.ClientKey}, 1, "pass its CA with --cacert"},
+		{"no client certificate", []string{"--cacert", files.CA}, 1, "pass --cert and --key"},
+	}
+	for _, tc := range tests {
+		for _, cmd := range []string{"status", "space", "usage"} {
+			t.Run(tc.name+" "+cmd, func(t *testing.T) {
+				out, stderr, code := run(t, append([]string{cmd, "--endpoints", ep}, tc.args...)...)
+				if code != tc.wantCode {
+					t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+				}
+				if tc.wantErr != "" && (out != "" || !strings.Contains(stderr, tc.wantErr) || strings.Count(stderr, "\n") != 1) {
+					t.Errorf("got stdout %q, stderr %q; want nothing and one line saying %q", out, stderr, tc.wantErr)
+				}
+				if tc.wantCode == 0 && !strings.Contains(out, "Source: live") {
+					t.Errorf("got stdout %q, want a live table", out)
+				}
+			})
+		}
+	}
+}
