@@ -101,6 +101,11 @@ func Diagnose(ctx context.Context, cfg clientv3.Config, endpoint string) error {
 		}
 		tconn := tls.Client(conn, tc)
 		if err := tconn.HandshakeContext(ctx); err != nil {
+			// etcd's client port (cmux) closes a connection whose first
+			// bytes are a TLS hello when it serves plain HTTP only.
+			if (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) && servesPlainEtcd(ctx, network, addr, u.Host) {
+				return errors.New("the server does not speak TLS: use an http:// URL")
+			}
 			return tlsCause(ctx, err, timeout)
 		}
 		conn = tconn
@@ -133,6 +138,38 @@ func Diagnose(ctx context.Context, cfg clientv3.Config, endpoint string) error {
 		return fmt.Errorf("not an etcd server: GET /version answered %s, not etcd's {\"etcdserver\": ...}", resp.Status)
 	}
 	return nil
+}
+
+// servesPlainEtcd reports whether addr answers GET /version over plain
+// HTTP as an etcd server does, within ctx.
+func servesPlainEtcd(ctx context.Context, network, addr, host string) bool {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl) // a net.Conn's SetDeadline fails only once closed
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/version", nil)
+	if err != nil {
+		return false
+	}
+	req.Host = host
+	if req.Write(conn) != nil {
+		return false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Server string `json:"etcdserver"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096)) // a short read is judged as not etcd
+	return resp.StatusCode == http.StatusOK && json.Unmarshal(body, &v) == nil && v.Server != ""
 }
 
 // Check diagnoses every endpoint of cfg concurrently and returns nil when

@@ -208,6 +208,23 @@ const whyCompactionAlone = "etcd's quota compares the backend's size, the bbolt 
 // use (OpenShift's defrag controller: 45 %).
 const fragmentationAlertPercent = 45
 
+// FragmentationVerdict says whether an alert on a backend's fragmentation
+// (percent of dbSizeBytes not in use) is "signal" or "noise" under
+// quotaBytes, and states the rule: an alert on the ratio is signal only
+// when defragmenting would change the quota verdict, that is when the
+// ratio is high (fragmentationAlertPercent) and the backend holds at least
+// half the quota. Otherwise the free pages are reused by later writes and
+// a defragmentation (which blocks the member) buys nothing.
+func FragmentationVerdict(percent float64, dbSizeBytes, quotaBytes int64) (alert, rule string) {
+	half := quotaBytes / 2
+	rule = fmt.Sprintf("signal when fragmentation is at least %d%% and the DB size is at least half the quota (%d bytes); otherwise noise",
+		fragmentationAlertPercent, half)
+	if percent >= fragmentationAlertPercent && dbSizeBytes >= half {
+		return "signal", rule
+	}
+	return "noise", rule
+}
+
 // SpaceOptions are the member's limits a Space verdict is for.
 type SpaceOptions struct {
 	// QuotaBytes is the member's --quota-backend-bytes; 0 means
@@ -310,17 +327,7 @@ func (db *DB) Space(ctx context.Context, o SpaceOptions, p keyspace.Parser) (*Sp
 	s.AfterCompactDefragBytes = c.EstimatedDBSizeAfterDefragBytes
 	s.AfterClearsQuota = QuotaAdmits(s.AfterCompactDefragBytes, LeaseGrantCostBytes, quotaBytes)
 
-	// An alert on the ratio is signal only when defragmenting would
-	// change the quota verdict: the ratio is high and the file holds at
-	// least half the quota. Otherwise the free pages are reused by later
-	// writes and a defragmentation (which blocks the member) buys nothing.
-	half := quotaBytes / 2
-	s.FragmentationRule = fmt.Sprintf("signal when fragmentation is at least %d%% and the DB size is at least half the quota (%d bytes); otherwise noise",
-		fragmentationAlertPercent, half)
-	s.FragmentationAlert = "noise"
-	if s.FragmentationPercent >= fragmentationAlertPercent && s.DBSizeBytes >= half {
-		s.FragmentationAlert = "signal"
-	}
+	s.FragmentationAlert, s.FragmentationRule = FragmentationVerdict(s.FragmentationPercent, s.DBSizeBytes, quotaBytes)
 	const gib = 1 << 30
 	safe := (2*s.AfterCompactDefragBytes + gib - 1) / gib * gib
 	s.SafeQuotaBytes = min(max(safe, DefaultQuotaBytes), MaxQuotaBytes)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/live"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
 
@@ -35,8 +36,9 @@ func (o *spaceOptions) Validate() error {
 
 func newSpaceCommand(g *globalOptions) *cobra.Command {
 	o := &spaceOptions{}
+	lo := &liveOptions{}
 	cmd := &cobra.Command{
-		Use:   "space FILE",
+		Use:   "space FILE | --endpoints URLS",
 		Short: "A verdict on etcd's backend quota: size vs in use vs quota, what compaction and defragmentation would leave",
 		Long: `space compares the file with etcd's backend quota (--quota, default 2 GiB)
 and explains the page layout behind the verdict:
@@ -57,17 +59,87 @@ and explains the page layout behind the verdict:
     value larger than it grows the file even with free pages left); branch,
     leaf and overflow pages and how full the leaves are;
   - whether a fragmentation alert on this file is signal or noise, with
-    the rule, and a safe quota for the live data to double.`,
-		Args: cli.ExactArgs(1),
+    the rule, and a safe quota for the live data to double.
+
+With --endpoints it judges every member of a running cluster instead, from
+its Status (DB size, in use, its quota on etcd 3.6 and later unless --quota
+is given) and the alarms, by the same rules; what only the file's pages
+tell (free runs, what a compaction frees) is not shown.`,
+		Args: lo.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
+			}
+			if lo.enabled() {
+				if err := lo.Validate(); err != nil {
+					return err
+				}
+				return runLiveSpace(cmd, g, o, lo, cmd.OutOrStdout())
 			}
 			return runSpace(cmd, g, o, args[0], cmd.OutOrStdout())
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	lo.AddFlags(cmd.Flags())
 	return cmd
+}
+
+func runLiveSpace(cmd *cobra.Command, g *globalOptions, o *spaceOptions, lo *liveOptions, out io.Writer) error {
+	c, done, err := lo.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer done()
+	st, err := live.ReadStatus(cmd.Context(), c, lo.conn.Endpoints, lo.conn.DialTimeout)
+	if err != nil {
+		return err
+	}
+	sp := live.SpaceOf(st, o.quota, !cmd.Flags().Changed("quota"))
+	t, notes := makeLiveSpaceTable(g, sp)
+	return g.write(cmd.Context(), out, t, notes, sp)
+}
+
+// makeLiveSpaceTable lays out one row per member, the rules as notes.
+func makeLiveSpaceTable(g *globalOptions, sp *live.Space) (output.Table, []string) {
+	t := output.Table{Header: []string{"member", "verdict", "NOSPACE alarm", "quota", "headroom", "db size", "in use",
+		"fragmentation", "fragmentation alert"}}
+	t.Numeric = make([]bool, len(t.Header))
+	for _, i := range []int{3, 4, 5, 6, 7} {
+		t.Numeric[i] = true
+	}
+	var rule string
+	for _, m := range sp.Members {
+		name := m.Name + " (" + m.MemberID + ")"
+		if m.Error != "" {
+			t.Rows = append(t.Rows, []string{name, "unknown: " + m.Error, "", "", "", "", "", "", ""})
+			continue
+		}
+		verdict := fmt.Sprintf("below the quota (%.1f%% used)", m.QuotaUsedPercent)
+		switch {
+		case m.OverQuota:
+			verdict = fmt.Sprintf("NOSPACE: every write is refused (%.1f%% used)", m.QuotaUsedPercent)
+		case m.MaxPutBytes < 0:
+			verdict = fmt.Sprintf("NOSPACE on the next Put (%.1f%% used)", m.QuotaUsedPercent)
+		}
+		alarm := "no"
+		if m.NoSpaceAlarm {
+			alarm = "yes"
+		}
+		rule = m.FragmentationRule
+		t.Rows = append(t.Rows, []string{name, verdict, alarm, g.bytes(m.QuotaBytes) + " (" + m.QuotaSource + ")", g.bytes(m.HeadroomBytes),
+			g.bytes(m.DBSizeBytes), g.bytes(m.InUseBytes), fmt.Sprintf("%.1f%%", m.FragmentationPercent), m.FragmentationAlert})
+	}
+	notes := []string{
+		fmt.Sprintf("Source: live, read at revision %d; quota (member): the member's --quota-backend-bytes as its Status reports it, "+
+			"(flag): --quota.", sp.ReadAtRevision),
+		fmt.Sprintf("NOSPACE: etcd refuses a write, and raises NOSPACE, when DB size + the write's charge >= quota: a Put is charged %d bytes "+
+			"+ key + value (server/storage/quota.go); a compaction alone never clears it, only a defragmentation shrinks the DB size.",
+			snapshot.PutOverheadBytes),
+	}
+	if rule != "" {
+		notes = append(notes, "Fragmentation alert: "+rule+".")
+	}
+	return t, notes
 }
 
 func runSpace(cmd *cobra.Command, g *globalOptions, o *spaceOptions, path string, out io.Writer) error {

@@ -7,14 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/live"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
 
 func newStatusCommand(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status FILE",
+	lo := &liveOptions{}
+	cmd := &cobra.Command{
+		Use:   "status FILE | --endpoints URLS",
 		Short: "Summarise an etcd database: sizes, revisions, compaction, keys, hash, consistency",
 		Long: `status reads the whole file once: sizes (file, bbolt high-water mark, in
 use, free pages, fragmentation), storage version, current, compact and
@@ -22,11 +23,68 @@ scheduled compact revisions, consistent index and term, live keys, revisions,
 tombstones, leases, the hash 'etcdutl snapshot status' prints, the snapshot
 trailer and what 'etcdutl snapshot restore' does with it, and a bbolt
 consistency check. It exits 1 after printing when the check finds errors
-or the snapshot's sha256 trailer does not match its content.`,
-		Args: cli.ExactArgs(1),
+or the snapshot's sha256 trailer does not match its content.
+
+With --endpoints it reads a running cluster instead, read-only: every
+member's Status (sizes, revision, raft index and term, leader, version,
+errors), the alarms, and the compact revision, found with count_only
+Ranges (etcd refuses a Range below it).`,
+		Args: lo.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if lo.enabled() {
+				if err := lo.Validate(); err != nil {
+					return err
+				}
+				return runLiveStatus(cmd, g, lo, cmd.OutOrStdout())
+			}
 			return runStatus(cmd, g, args[0], cmd.OutOrStdout())
 		},
+	}
+	lo.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runLiveStatus(cmd *cobra.Command, g *globalOptions, lo *liveOptions, out io.Writer) error {
+	c, done, err := lo.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer done()
+	st, err := live.ReadStatus(cmd.Context(), c, lo.conn.Endpoints, lo.conn.DialTimeout)
+	if err != nil {
+		return err
+	}
+	t, notes := makeLiveStatusTable(g, st)
+	return g.write(cmd.Context(), out, t, notes, st)
+}
+
+// makeLiveStatusTable lays out one row per member, what the cluster
+// shares (revision read at, compact revision) as notes below.
+func makeLiveStatusTable(g *globalOptions, st *live.Status) (output.Table, []string) {
+	t := output.Table{Header: []string{"member", "endpoint", "version", "db size", "in use", "fragmentation", "revision",
+		"raft index", "raft term", "leader", "errors"}}
+	t.Numeric = make([]bool, len(t.Header))
+	for _, i := range []int{3, 4, 5, 6, 7, 8} {
+		t.Numeric[i] = true
+	}
+	for _, m := range st.Members {
+		name := m.Name + " (" + m.MemberID + ")"
+		if m.Error != "" {
+			t.Rows = append(t.Rows, []string{name, m.Endpoint, "", "", "", "", "", "", "", "", m.Error})
+			continue
+		}
+		leader := m.Leader
+		if m.IsLeader {
+			leader += " (itself)"
+		}
+		errs := append(append([]string{}, m.Errors...), m.Alarms...)
+		t.Rows = append(t.Rows, []string{name, m.Endpoint, m.Version, g.bytes(m.DBSizeBytes), g.bytes(m.InUseBytes),
+			fmt.Sprintf("%.1f%%", m.FragmentationPercent), fmt.Sprint(m.Revision), fmt.Sprint(m.RaftIndex), fmt.Sprint(m.RaftTerm),
+			leader, orDash(strings.Join(errs, "; "), "-")})
+	}
+	return t, []string{
+		fmt.Sprintf("Source: live, read at revision %d.", st.ReadAtRevision),
+		fmt.Sprintf("Compact revision: %d (%s).", st.CompactRevision, st.CompactRevisionSource),
 	}
 }
 

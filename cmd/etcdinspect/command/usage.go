@@ -11,6 +11,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/live"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
 
@@ -20,11 +21,21 @@ const usageSchemaVersion = 2
 type usageOptions struct {
 	by  string
 	top int
+
+	live              liveOptions
+	values            bool
+	allowValueReads   bool
+	maxKeysPerRequest int64
 }
 
 func (o *usageOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.by, "by", string(snapshot.ByResource), "group rows by resource|namespace|group")
 	fs.IntVar(&o.top, "top", 0, "show only the N largest rows (0: all); the total still counts every key")
+	o.live.AddFlags(fs)
+	fs.BoolVar(&o.values, "values", false, "with --endpoints: read the values too (a full Range of values) for the value and entry bytes")
+	fs.BoolVar(&o.allowValueReads, "allow-value-reads", false,
+		"with --endpoints: read from etcd before 3.7, whose keys_only Ranges read every value from disk (etcd issue 20386)")
+	fs.Int64Var(&o.maxKeysPerRequest, "max-keys-per-request", live.DefaultMaxKeysPerRequest, "with --endpoints: keys per Range page")
 }
 
 func (o *usageOptions) Validate() error {
@@ -34,7 +45,13 @@ func (o *usageOptions) Validate() error {
 	if o.top < 0 {
 		return cli.FlagErrorf("--top must not be negative")
 	}
-	return nil
+	if !o.live.enabled() && (o.values || o.allowValueReads) {
+		return cli.FlagErrorf("--values and --allow-value-reads need --endpoints")
+	}
+	if o.maxKeysPerRequest <= 0 {
+		return cli.FlagErrorf("--max-keys-per-request must be positive")
+	}
+	return o.live.Validate()
 }
 
 // validateBy checks a --by flag value.
@@ -49,7 +66,7 @@ func validateBy(by string) error {
 func newUsageCommand(g *globalOptions) *cobra.Command {
 	o := &usageOptions{}
 	cmd := &cobra.Command{
-		Use:   "usage FILE",
+		Use:   "usage FILE | --endpoints URLS",
 		Short: "Break the key bucket down by Kubernetes resource or namespace: objects, live bytes, history, tombstones",
 		Long: `usage scans the key bucket once and sums, per Kubernetes resource (or
 namespace, or API group), the live objects, their bytes, the revisions not
@@ -57,11 +74,23 @@ yet compacted and the tombstones. Keys outside the Kubernetes prefix,
 compact_rev_key and keys of no known shape get rows of their own, labelled
 alike in every --by.
 
+With --endpoints it reads a running cluster instead, read-only, at one
+revision: every key with keys_only Ranges (objects, and revisions kept per
+key: its version now minus its version at the compact revision, plus the
+entry kept there; keys deleted since make it a lower bound), and with
+--values the values too (live value and entry bytes). History bytes and
+tombstones are not known live. etcd before 3.7 reads every value from disk
+to answer a keys_only Range (etcd issue 20386): usage refuses such servers
+unless --allow-value-reads.
+
 ` + bytesHelp,
-		Args: cli.ExactArgs(1),
+		Args: o.live.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
+			}
+			if o.live.enabled() {
+				return runLiveUsage(cmd, g, o, cmd.OutOrStdout())
 			}
 			return runUsage(cmd, g, o, args[0], cmd.OutOrStdout())
 		},
@@ -97,23 +126,28 @@ func runUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, path string
 		return notAPrefix(bad[0])
 	}
 	dim := snapshot.Dimension(o.by)
-	rows := u.By(dim)
-	var others *snapshot.UsageRow
-	if o.top > 0 && len(rows) > o.top {
-		others = &snapshot.UsageRow{}
-		for _, r := range rows[o.top:] {
-			others.Objects += r.Objects
-			others.LiveEntryBytes += r.LiveEntryBytes
-			others.LiveValueBytes += r.LiveValueBytes
-			others.Revisions += r.Revisions
-			others.HistoryEntryBytes += r.HistoryEntryBytes
-			others.Tombstones += r.Tombstones
-		}
-		rows = rows[:o.top]
-	}
+	rows, others := topRows(u.By(dim), o.top)
 	res := usageResult{SchemaVersion: usageSchemaVersion, Path: db.Path(), By: dim, Prefixes: u.Prefixes, Rows: rows, Others: others, Total: u.Total}
 	t, notes := makeUsageTable(g, dim, u.Prefixes, rows, others, u.Total)
 	return g.write(cmd.Context(), out, t, notes, res)
+}
+
+// topRows keeps the top rows and sums the others, nil when none are
+// left out.
+func topRows(rows []snapshot.UsageRow, top int) ([]snapshot.UsageRow, *snapshot.UsageRow) {
+	if top <= 0 || len(rows) <= top {
+		return rows, nil
+	}
+	others := &snapshot.UsageRow{}
+	for _, r := range rows[top:] {
+		others.Objects += r.Objects
+		others.LiveEntryBytes += r.LiveEntryBytes
+		others.LiveValueBytes += r.LiveValueBytes
+		others.Revisions += r.Revisions
+		others.HistoryEntryBytes += r.HistoryEntryBytes
+		others.Tombstones += r.Tombstones
+	}
+	return rows[:top], others
 }
 
 // notAPrefix is the usage error for a --prefix that holds keys but no

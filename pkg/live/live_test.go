@@ -1,0 +1,196 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// fakeKV serves Ranges of a fixed key space: keys at every revision are
+// kvs, revisions below compact are refused as etcd refuses them. It
+// records the revision of every Range and can cancel a context after a
+// number of Ranges.
+type fakeKV struct {
+	compact, rev int64
+	kvs          []*mvccpb.KeyValue
+	ranges       []int64
+	cancelAfter  int
+	cancel       context.CancelFunc
+}
+
+func (f *fakeKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	op := clientv3.OpGet(key, opts...)
+	f.ranges = append(f.ranges, op.Rev())
+	if f.cancel != nil && len(f.ranges) > f.cancelAfter {
+		f.cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if op.Rev() != 0 && op.Rev() < f.compact {
+		return nil, rpctypes.ErrCompacted
+	}
+	resp := &clientv3.GetResponse{Header: &etcdserverpb.ResponseHeader{Revision: f.rev}}
+	for _, kv := range f.kvs {
+		if string(kv.Key) < key {
+			continue
+		}
+		if int64(len(resp.Kvs)) == op.Limit() {
+			resp.More = true
+			break
+		}
+		resp.Kvs = append(resp.Kvs, kv)
+	}
+	return resp, nil
+}
+
+func (f *fakeKV) Status(context.Context, string) (*clientv3.StatusResponse, error) {
+	return nil, errors.New("not served")
+}
+
+func (f *fakeKV) MemberList(context.Context, ...clientv3.OpOption) (*clientv3.MemberListResponse, error) {
+	return nil, errors.New("not served")
+}
+
+func (f *fakeKV) AlarmList(context.Context) (*clientv3.AlarmResponse, error) {
+	return nil, errors.New("not served")
+}
+
+func TestCompactRevision(t *testing.T) {
+	tests := []struct {
+		name          string
+		compact, rev  int64
+		want          int64
+		wantMaxRanges int
+	}{
+		{"never compacted", 0, 1000, 0, 1},
+		{"compacted at 1", 1, 1000, 0, 1},
+		{"compacted at 2", 2, 1000, 2, 12},
+		{"compacted in the middle", 517, 1000, 517, 12},
+		{"compacted at the current revision", 1000, 1000, 1000, 12},
+		{"one revision", 0, 1, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeKV{compact: tc.compact, rev: tc.rev}
+			got, err := CompactRevision(t.Context(), f, tc.rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got compact revision %d, want %d", got, tc.want)
+			}
+			if len(f.ranges) > tc.wantMaxRanges {
+				t.Errorf("got %d Ranges, want at most %d", len(f.ranges), tc.wantMaxRanges)
+			}
+		})
+	}
+}
+
+func TestRevisionsKept(t *testing.T) {
+	tests := []struct {
+		name      string
+		now, then keyState
+		want      int64
+	}{
+		{"created after the compaction", keyState{version: 3, createRevision: 50}, keyState{}, 3},
+		{"unchanged since before it", keyState{version: 1, createRevision: 5}, keyState{version: 1, createRevision: 5}, 1},
+		{"updated since", keyState{version: 6, createRevision: 5}, keyState{version: 3, createRevision: 5}, 4},
+		{"re-created since: a lower bound", keyState{version: 2, createRevision: 60}, keyState{version: 3, createRevision: 5}, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := revisionsKept(tc.now, tc.then); got != tc.want {
+				t.Errorf("got %d revisions kept, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckVersions(t *testing.T) {
+	tests := []struct {
+		versions []string
+		allow    bool
+		wantErr  bool
+	}{
+		{[]string{"3.7.0"}, false, false},
+		{[]string{"3.7.3", "3.8.0"}, false, false},
+		{[]string{"3.7.3", "3.6.16"}, false, true},
+		{[]string{"3.5.35"}, false, true},
+		{[]string{"3.5.35"}, true, false},
+		{[]string{""}, false, true},
+		{[]string{"not a version"}, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.versions, tc.allow), func(t *testing.T) {
+			err := CheckVersions(tc.versions, tc.allow)
+			if got := errors.Is(err, ErrValueReads); got != tc.wantErr {
+				t.Errorf("got error %v, want ErrValueReads: %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func keys(n int) []*mvccpb.KeyValue {
+	var kvs []*mvccpb.KeyValue
+	for i := range n {
+		kvs = append(kvs, &mvccpb.KeyValue{Key: fmt.Appendf(nil, "/registry/pods/default/p%03d", i), Version: 1, CreateRevision: int64(i + 2)})
+	}
+	return kvs
+}
+
+// TestReadUsagePinsOneRevision: every page after the first asks for the
+// first page's revision, and the keys at the compact revision are read at
+// it.
+func TestReadUsagePinsOneRevision(t *testing.T) {
+	f := &fakeKV{compact: 40, rev: 90, kvs: keys(25)}
+	u, err := ReadUsage(t.Context(), f, UsageOptions{MaxKeysPerRequest: 10, Versions: []string{"3.7.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.ReadAtRevision != 90 || u.CompactRevision != 40 || u.Total.Objects != 25 {
+		t.Errorf("got revision %d, compact %d, %d objects; want 90, 40, 25", u.ReadAtRevision, u.CompactRevision, u.Total.Objects)
+	}
+	// 3 pages at 0 then 90, the bisection, 3 pages at 40.
+	pages := f.ranges[:3]
+	if pages[0] != 0 || pages[1] != 90 || pages[2] != 90 {
+		t.Errorf("got the first pages at revisions %v, want [0 90 90]", pages)
+	}
+	last := f.ranges[len(f.ranges)-3:]
+	if last[0] != 40 || last[1] != 40 || last[2] != 40 {
+		t.Errorf("got the last pages at revisions %v, want [40 40 40]", last)
+	}
+}
+
+// TestReadUsageRefusesOldServers: before any Range.
+func TestReadUsageRefusesOldServers(t *testing.T) {
+	f := &fakeKV{rev: 10, kvs: keys(3)}
+	_, err := ReadUsage(t.Context(), f, UsageOptions{Versions: []string{"3.6.16"}})
+	if !errors.Is(err, ErrValueReads) || len(f.ranges) != 0 {
+		t.Errorf("got error %v after %d Ranges, want ErrValueReads before any", err, len(f.ranges))
+	}
+	if _, err := ReadUsage(t.Context(), f, UsageOptions{Versions: []string{"3.6.16"}, AllowValueReads: true}); err != nil {
+		t.Errorf("with AllowValueReads: got %v, want the usage", err)
+	}
+}
+
+// TestReadUsageInterrupted: a context ended between pages ends the scan
+// with its error and no partial result.
+func TestReadUsageInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f := &fakeKV{rev: 90, kvs: keys(25), cancelAfter: 1, cancel: cancel}
+	u, err := ReadUsage(ctx, f, UsageOptions{MaxKeysPerRequest: 10, Versions: []string{"3.7.3"}})
+	if u != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("got usage %v and error %v, want none and context.Canceled", u, err)
+	}
+	if len(f.ranges) != 2 {
+		t.Errorf("got %d Ranges, want 2: none after the cancellation", len(f.ranges))
+	}
+}
