@@ -48,6 +48,18 @@ func CacheDir() string {
 	return filepath.Join(home, ".cache", "etcdkit")
 }
 
+// Cached reports whether etcd and etcdctl of version (as Binaries resolves
+// it) are in CacheDir already, so that Binaries would return without a
+// build. An invalid version is not cached.
+func Cached(version string) bool {
+	version, err := release.Etcd.Resolve(version)
+	if err != nil {
+		return false
+	}
+	dir := filepath.Join(CacheDir(), "etcd-v"+version)
+	return IsExecutable(filepath.Join(dir, "etcd")) && IsExecutable(filepath.Join(dir, "etcdctl"))
+}
+
 // ErrNoBinaries is returned by Binaries when etcd of the version is not in
 // the cache and cannot be built here.
 var ErrNoBinaries = errors.New("etcd binaries unavailable")

@@ -107,6 +107,34 @@ func CreateDB(t testing.TB, fill func(ctx context.Context, c *clientv3.Client), 
 // must not pass by skipping the tests that need real etcd processes.
 func EtcdBinaries(t testing.TB, version string) string {
 	t.Helper()
+	return etcdBinaries(t, version)
+}
+
+// BuildOtherEtcdEnv is the environment variable that lets a test build an
+// etcd release other than the one every test run builds (3.7.3, the
+// client's): ETCDKIT_BUILD_ETCD_RELEASES=1.
+const BuildOtherEtcdEnv = "ETCDKIT_BUILD_ETCD_RELEASES"
+
+// OtherEtcdBinaries is EtcdBinaries for a release the test compares
+// against (3.5, 3.6): each is a build of one to several minutes on 2 cores,
+// too much to add to every fresh test run, so the test is skipped, saying
+// how to build it, when the release is not cached yet, unless
+// BuildOtherEtcdEnv=1 asks for the build. .ci/run links in the releases
+// the machine's cache holds, as it does kube-apiserver.
+func OtherEtcdBinaries(t testing.TB, version string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd processes; skipped under -short")
+	}
+	if !etcdproc.Cached(version) && os.Getenv(BuildOtherEtcdEnv) != "1" {
+		t.Skipf("etcd %s is not in %s: build it with `scripts/build-etcd.sh %s %s` or set %s=1 to let the test build it",
+			version, etcdproc.CacheDir(), version, etcdproc.CacheDir(), BuildOtherEtcdEnv)
+	}
+	return etcdBinaries(t, version)
+}
+
+func etcdBinaries(t testing.TB, version string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts etcd processes; skipped under -short")
 	}

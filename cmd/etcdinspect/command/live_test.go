@@ -455,7 +455,7 @@ func TestLiveInterruptedMidScan(t *testing.T) {
 func TestLiveAcrossVersions(t *testing.T) {
 	for _, v := range []string{"3.5.35", "3.6.16", "3.7.3"} {
 		t.Run(v, func(t *testing.T) {
-			bin := etcdtest.EtcdBinaries(t, v)
+			bin := etcdtest.OtherEtcdBinaries(t, v)
 			cl, err := etcdproc.Start(t.Context(), etcdproc.Config{BinDir: bin, Members: 3, Dir: t.TempDir(), UnsafeNoFsync: true})
 			if err != nil {
 				t.Fatal(err)
