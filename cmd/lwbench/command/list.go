@@ -99,5 +99,5 @@ func runList(ctx context.Context, o *listOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return o.out.write(out, errOut, makeListTable(res), res, nil, report.ListBenchstat(res))
+	return o.out.write(out, errOut, o.out.table(makeListTextTable(res), makeListTable(res)), res, nil, report.ListBenchstat(res))
 }

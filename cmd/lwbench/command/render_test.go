@@ -516,3 +516,17 @@ func TestEveryExperimentDescribed(t *testing.T) {
 		t.Errorf("experiment.Specs has %d entries, want the %d experiments, run and kube-run", len(experiment.Specs), len(experiment.Names))
 	}
 }
+
+// TestListTableWidth holds `lwbench list`'s table to maxTableWidth with
+// the largest figures a list run prints (a million objects, unpaginated,
+// count-only, seconds-long lists), and its CSV to exact bytes.
+func TestListTableWidth(t *testing.T) {
+	r := &report.ListResult{Rows: []report.ListRow{
+		{Objects: 1_000_000, Mode: "count-only", PageSize: 10000, Pages: 100, ObjectsReturned: 1_000_000, ResponseBytes: 4_123_456_789,
+			Latency: report.Latency{P50Ms: 12345.67, P99Ms: 23456.78, MaxMs: 34567.89}, ObjectsPerSecond: 12_345_678, MegabytesPerSecond: 12345.6, Errors: 1000},
+	}}
+	assertWidth(t, "list table", render(t, output.FormatTable, makeListTextTable(r), r))
+	if csv := string(render(t, output.FormatCSV, makeListTable(r), r)); !strings.Contains(csv, ",4123456789,") {
+		t.Errorf("list CSV %q: want the exact response bytes", csv)
+	}
+}
