@@ -2,10 +2,13 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // MembersSchemaVersion versions the JSON of Members.
@@ -68,8 +71,10 @@ type Members struct {
 // timeout, 0: ctx alone), then asks each member that answered for HashKV
 // at the common revision, bounded by ctx alone: HashKV reads every entry
 // of the member's key space up to the revision, and costs a member what a
-// full read of its db does. A member that does not answer gets its error in
-// MemberHash.Error; ReadStatus's errors, and ctx's, are returned.
+// full read of its db does, and etcd serves it only to the root role. A
+// member that does not answer gets its error in MemberHash.Error;
+// ReadStatus's errors, a HashKV refused for permission, and ctx's, are
+// returned.
 func ReadMembers(ctx context.Context, c Client, endpoints []string, timeout time.Duration) (*Members, error) {
 	st, err := ReadStatus(ctx, c, endpoints, timeout)
 	if err != nil {
@@ -104,8 +109,11 @@ func ReadMembers(ctx context.Context, c Client, endpoints []string, timeout time
 		}
 		h, err := c.HashKV(ctx, m.Endpoint, ms.CommonRevision)
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return nil, fmt.Errorf("hashkv of %s: %w", m.Endpoint, ctx.Err())
+			case errors.Is(err, rpctypes.ErrPermissionDenied):
+				return nil, fmt.Errorf("hashkv of %s: %w: etcd serves HashKV only to a user with the root role", m.Endpoint, err)
 			}
 			m.Error = fmt.Sprintf("hashkv at revision %d: %v", ms.CommonRevision, err)
 			continue

@@ -296,7 +296,7 @@ func TestLiveBadInput(t *testing.T) {
 			start := time.Now()
 			out, stderr, code := run(t, tc.args...)
 			if code != tc.wantCode {
-				t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+				t.Errorf("got exit %d, want %d (stderr %q, stdout %s)", code, tc.wantCode, stderr, out)
 			}
 			if out != "" || strings.Count(stderr, "\n") != 1 {
 				t.Errorf("got stdout %q and stderr %q, want nothing and one line", out, stderr)
@@ -345,9 +345,10 @@ func TestLiveInterrupted(t *testing.T) {
 }
 
 // TestLiveWithAuth: on a cluster with authentication, status and space
-// need only a user with read access to compact_rev_key, usage read access
-// to the whole key space; a missing permission or a wrong password is one
-// line saying so.
+// need only a user with read access to compact_rev_key, members the root
+// role (HashKV), usage
+// read access to the whole key space, keys --prefix read access to the
+// prefix; a missing permission or a wrong password is one line saying so.
 func TestLiveWithAuth(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
 	c := etcdtest.NewClient(t, srv)
@@ -374,6 +375,14 @@ func TestLiveWithAuth(t *testing.T) {
 		func() error { _, err := c.UserAdd(ctx, "reader", "pw"); return err },
 		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
 		func() error { _, err := c.UserAdd(ctx, "nobody", "pw"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "pods"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "pods", "/registry/pods/", clientv3.GetPrefixRangeEnd("/registry/pods/"),
+				clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "podreader", "pw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "podreader", "pods"); return err },
 		func() error { _, err := c.AuthEnable(ctx); return err },
 	}
 	for i, step := range steps {
@@ -393,13 +402,19 @@ func TestLiveWithAuth(t *testing.T) {
 		{"usage as prober", []string{"usage", "--user", "prober:pw"}, 1, "permission denied: the user's role needs read access to every key"},
 		{"usage as reader", []string{"usage", "--user", "reader:pw", "--values"}, 0, ""},
 		{"status without a role", []string{"status", "--user", "nobody:pw"}, 1, "needs read access to the key compact_rev_key"},
+		{"members as prober", []string{"members", "--user", "prober:pw"}, 1, "HashKV only to a user with the root role"},
+		{"members as root", []string{"members", "--user", "root:rootpw"}, 0, ""},
+		{"keys of a prefix as its reader", []string{"keys", "--user", "podreader:pw", "--prefix", "/registry/pods/", "--values"}, 0, ""},
+		{"keys as its reader", []string{"keys", "--user", "podreader:pw"}, 1, "needs read access to every key"},
+		{"keys of a prefix as prober", []string{"keys", "--user", "prober:pw", "--prefix", "/registry/pods/"}, 1,
+			"needs read access to the prefix \"/registry/pods/\""},
 		{"wrong password", []string{"status", "--user", "reader:nope"}, 1, "authentication failed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := run(t, append(tc.args, "--endpoints", ep)...)
 			if code != tc.wantCode {
-				t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+				t.Errorf("got exit %d, want %d (stderr %q, stdout %s)", code, tc.wantCode, stderr, out)
 			}
 			if tc.wantErr != "" && (!strings.Contains(stderr, tc.wantErr) || strings.Count(stderr, "\n") != 1 || out != "") {
 				t.Errorf("got stdout %q, stderr %q; want nothing and one line saying %q", out, stderr, tc.wantErr)
@@ -500,6 +515,24 @@ func TestLiveAcrossVersions(t *testing.T) {
 					v, code, stderr)
 			}
 
+			out, stderr, code = run(t, "keys", "--endpoints", ep)
+			if old := v < "3.7"; old != (code == 1) || old && (out != "" || !strings.Contains(stderr, "--allow-value-reads") || !strings.Contains(stderr, "20386")) {
+				t.Errorf("keys without --allow-value-reads on %s: got exit %d, stderr %q; want a refusal naming etcd issue 20386 and the flag only before 3.7",
+					v, code, stderr)
+			}
+			var onKeys, offKeys keysJSON
+			runJSON(t, &onKeys, "keys", "--endpoints", ep, "--values", "--allow-value-reads")
+			runJSON(t, &offKeys, "keys", path)
+			if got, want := fmt.Sprint(decodeKeys(t, onKeys.Keys)), fmt.Sprint(decodeKeys(t, offKeys.Keys)); got != want || len(offKeys.Keys) == 0 {
+				t.Errorf("keys: got live %s, want offline %s", got, want)
+			}
+
+			var mem membersJSON
+			runJSON(t, &mem, "members", "--endpoints", ep)
+			if !mem.HashesAgree || len(mem.Members) != 3 || mem.Members[0].Hash == 0 {
+				t.Errorf("members on %s: got %+v, want 3 members whose hashes agree", v, mem)
+			}
+
 			var on, off usageJSON
 			runJSON(t, &on, "usage", "--endpoints", ep, "--values", "--allow-value-reads", "--by", "namespace")
 			runJSON(t, &off, "usage", path, "--by", "namespace")
@@ -572,7 +605,7 @@ func TestLiveTLS(t *testing.T) {
 			t.Run(tc.name+" "+cmd, func(t *testing.T) {
 				out, stderr, code := run(t, append([]string{cmd, "--endpoints", ep}, tc.args...)...)
 				if code != tc.wantCode {
-					t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+					t.Errorf("got exit %d, want %d (stderr %q, stdout %s)", code, tc.wantCode, stderr, out)
 				}
 				if tc.wantErr != "" && (out != "" || !strings.Contains(stderr, tc.wantErr) || strings.Count(stderr, "\n") != 1) {
 					t.Errorf("got stdout %q, stderr %q; want nothing and one line saying %q", out, stderr, tc.wantErr)
@@ -590,6 +623,21 @@ type keysJSON struct {
 	Source         string            `json:"source"`
 	ReadAtRevision int64             `json:"readAtRevision"`
 	Keys           []json.RawMessage `json:"keys"`
+}
+
+// decodeKeys decodes each key of a keys JSON into a map, whose fmt.Sprint
+// is in key order: the same fields compare equal whatever their order.
+func decodeKeys(t *testing.T, raw []json.RawMessage) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, r := range raw {
+		var m map[string]any
+		if err := json.Unmarshal(r, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // TestLiveKeysEqualsOffline: keys --endpoints lists the same rows as keys
@@ -627,14 +675,9 @@ func TestLiveKeysEqualsOffline(t *testing.T) {
 				if len(on.Keys) != len(off.Keys) || len(off.Keys) == 0 {
 					t.Fatalf("got %d live keys, want the %d offline keys (not 0)", len(on.Keys), len(off.Keys))
 				}
+				onKeys, offKeys := decodeKeys(t, on.Keys), decodeKeys(t, off.Keys)
 				for i := range off.Keys {
-					var onKey, offKey map[string]any
-					if err := json.Unmarshal(on.Keys[i], &onKey); err != nil {
-						t.Fatal(err)
-					}
-					if err := json.Unmarshal(off.Keys[i], &offKey); err != nil {
-						t.Fatal(err)
-					}
+					onKey, offKey := onKeys[i], offKeys[i]
 					for _, f := range valueFields {
 						if _, ok := onKey[f]; ok != values {
 							t.Errorf("key %v: got %s present %v, want %v (--values %v)", onKey["key"], f, ok, values, values)
@@ -746,6 +789,7 @@ func TestLiveMembers(t *testing.T) {
 		}
 	}
 	out, stderr, code := run(t, "members", "--endpoints", ep)
+	t.Logf("members --endpoints:\n%s", out)
 	if code != 0 || !strings.Contains(out, "the hashes agree at the common revision") || !strings.Contains(out, "Source: live") {
 		t.Errorf("got exit %d, stderr %q, stdout:\n%s\nwant 0 and the hashes agreeing", code, stderr, out)
 	}
@@ -763,7 +807,8 @@ func TestLiveMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, stderr, code := run(t, "members", "--endpoints", ep, "--dial-timeout", "2s")
-		if code != 1 || !strings.Contains(out, "NO ANSWER") || !strings.Contains(stderr, "did not answer") || strings.Count(stderr, "\n") != 1 {
+		t.Logf("members --endpoints, one member down:\n%s", out)
+		if code != 1 || !strings.Contains(out, "NO ANSWER") || !strings.Contains(out, "2 members that answered agree") || !strings.Contains(stderr, "did not answer") || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("got exit %d, stderr %q, stdout:\n%s\nwant 1, the member without an answer in the table and one line", code, stderr, out)
 		}
 	})

@@ -44,6 +44,11 @@ func makeLiveMembersTable(ms *live.Members) (output.Table, []string) {
 		t.Header = append(t.Header, fmt.Sprintf("m%d", i+1))
 	}
 	t.Numeric = numericFrom(t.Header, 1)
+	t.Rows = append(t.Rows, []string{"member ID"})
+	for _, m := range ms.Members {
+		t.Rows[0] = append(t.Rows[0], m.MemberID)
+	}
+	// A member that did not answer Status has no figures.
 	row := func(name string, cell func(m live.MemberHash) string) {
 		r := []string{name}
 		for _, m := range ms.Members {
@@ -55,7 +60,6 @@ func makeLiveMembersTable(ms *live.Members) (output.Table, []string) {
 		}
 		t.Rows = append(t.Rows, r)
 	}
-	row("member ID", func(m live.MemberHash) string { return m.MemberID })
 	row("version", func(m live.MemberHash) string { return m.Version })
 	row("leader", func(m live.MemberHash) string { return yesNo(m.IsLeader) })
 	row("revision", func(m live.MemberHash) string { return fmt.Sprint(m.Revision) })
@@ -92,15 +96,27 @@ func makeLiveMembersTable(ms *live.Members) (output.Table, []string) {
 	return t, notes
 }
 
-// liveMembersVerdict sums the comparison up as membersVerdict does.
+// liveMembersVerdict sums the comparison up as membersVerdict does, and
+// tells members that did not answer from hashes that differ.
 func liveMembersVerdict(ms *live.Members) string {
+	hashes, silent := map[uint32]bool{}, 0
+	for _, m := range ms.Members {
+		if m.Error != "" {
+			silent++
+			continue
+		}
+		hashes[m.Hash] = true
+	}
 	switch {
 	case ms.CommonRevision == 0:
 		return "no common revision to compare the hashes at."
 	case ms.HashesAgree:
 		return fmt.Sprintf("the hashes agree at the common revision %d.", ms.CommonRevision)
+	case len(hashes) == 1:
+		return fmt.Sprintf("the hashes of the %d members that answered agree at revision %d; %d member(s) did NOT ANSWER and are not compared.",
+			len(ms.Members)-silent, ms.CommonRevision, silent)
 	case !ms.Majority:
-		return fmt.Sprintf("the hashes DIFFER (or a member did not answer) at revision %d and NO hash has a majority.", ms.CommonRevision)
+		return fmt.Sprintf("the hashes DIFFER at revision %d and NO hash has a majority.", ms.CommonRevision)
 	}
-	return fmt.Sprintf("the hashes DIFFER (or a member did not answer) at revision %d; the majority's hash is the members marked yes.", ms.CommonRevision)
+	return fmt.Sprintf("the hashes DIFFER at revision %d; the majority's hash is the members marked yes.", ms.CommonRevision)
 }
