@@ -1,11 +1,13 @@
 // Package live reads what etcdinspect reports offline from a running etcd
 // cluster instead of a db file, with read-only requests only: Status,
-// MemberList, AlarmList and Range (count_only, keys_only, serializable).
+// MemberList, AlarmList, Range (count_only, keys_only, serializable) and
+// HashKV.
 // It never writes, compacts, defragments or grants a lease, so a role with
 // read access to the key range is enough: Status and AlarmList need an
 // authenticated user and no more (server/etcdserver/api/v3rpc/
 // maintenance.go), ReadStatus's revision probes range the one key
-// compact_rev_key, ReadUsage ranges the whole key space.
+// compact_rev_key, ReadUsage ranges the whole key space, ReadKeys its
+// prefix; ReadMembers' HashKV needs the root role.
 //
 // # Revisions
 //
@@ -45,6 +47,11 @@
 // keys_only Ranges are served from etcd's in-memory index on etcd 3.7
 // (etcd PR 21791); older servers read every value from disk to answer
 // them (etcd issue 20386), which costs what a full read of values does.
-// ReadUsage therefore refuses older servers unless the caller allows
-// value reads (ErrValueReads).
+// ReadUsage and ReadKeys therefore refuse older servers unless the caller
+// allows value reads (ErrValueReads).
+//
+// HashKV modifies nothing, but a member answers it by reading every entry
+// of its key space up to the revision asked, values included
+// (server/storage/mvcc/hash.go): ReadMembers costs every member a full
+// read of its db.
 package live

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -59,6 +61,10 @@ func (f *fakeKV) MemberList(context.Context, ...clientv3.OpOption) (*clientv3.Me
 }
 
 func (f *fakeKV) AlarmList(context.Context) (*clientv3.AlarmResponse, error) {
+	return nil, errors.New("not served")
+}
+
+func (f *fakeKV) HashKV(context.Context, string, int64) (*clientv3.HashKVResponse, error) {
 	return nil, errors.New("not served")
 }
 
@@ -192,5 +198,112 @@ func TestReadUsageInterrupted(t *testing.T) {
 	}
 	if len(f.ranges) != 2 {
 		t.Errorf("got %d Ranges, want 2: none after the cancellation", len(f.ranges))
+	}
+}
+
+// TestReadKeysRefusesOldServers: before any Range, as ReadUsage.
+func TestReadKeysRefusesOldServers(t *testing.T) {
+	f := &fakeKV{rev: 10, kvs: keys(3)}
+	_, err := ReadKeys(t.Context(), f, KeysOptions{Versions: []string{"3.6.16"}})
+	if !errors.Is(err, ErrValueReads) || len(f.ranges) != 0 {
+		t.Errorf("got error %v after %d Ranges, want ErrValueReads before any", err, len(f.ranges))
+	}
+	ks, err := ReadKeys(t.Context(), f, KeysOptions{Versions: []string{"3.6.16"}, AllowValueReads: true, MaxKeysPerRequest: 2})
+	if err != nil || len(ks.Keys) != 3 || ks.ReadAtRevision != 10 {
+		t.Errorf("with AllowValueReads: got %v, %v; want 3 keys read at revision 10", ks, err)
+	}
+	if want := []int64{0, 10}; !slices.Equal(f.ranges, want) {
+		t.Errorf("got Ranges at revisions %v, want %v: the first pins the revision", f.ranges, want)
+	}
+}
+
+// fakeCluster is fakeKV with members: each member's Status and HashKV
+// answer from status and hashes by endpoint; an endpoint without a status
+// does not answer.
+type fakeCluster struct {
+	fakeKV
+	status  map[string]*clientv3.StatusResponse
+	hashes  map[string]uint32
+	hashRev map[string]int64
+}
+
+func (f *fakeCluster) Status(_ context.Context, ep string) (*clientv3.StatusResponse, error) {
+	if s, ok := f.status[ep]; ok {
+		return s, nil
+	}
+	return nil, errors.New("connection refused")
+}
+
+func (f *fakeCluster) MemberList(context.Context, ...clientv3.OpOption) (*clientv3.MemberListResponse, error) {
+	ml := &clientv3.MemberListResponse{}
+	for _, ep := range slices.Sorted(maps.Keys(f.hashes)) {
+		ml.Members = append(ml.Members, &etcdserverpb.Member{ID: uint64(len(ml.Members) + 1), Name: ep, ClientURLs: []string{ep}})
+	}
+	return ml, nil
+}
+
+func (f *fakeCluster) AlarmList(context.Context) (*clientv3.AlarmResponse, error) {
+	return &clientv3.AlarmResponse{}, nil
+}
+
+func (f *fakeCluster) HashKV(_ context.Context, ep string, rev int64) (*clientv3.HashKVResponse, error) {
+	if f.hashRev == nil {
+		f.hashRev = map[string]int64{}
+	}
+	f.hashRev[ep] = rev
+	return &clientv3.HashKVResponse{Hash: f.hashes[ep], CompactRevision: f.compact}, nil
+}
+
+func memberStatusAt(id uint64, rev int64, index uint64) *clientv3.StatusResponse {
+	return &clientv3.StatusResponse{Header: &etcdserverpb.ResponseHeader{MemberId: id, Revision: rev}, RaftIndex: index, Version: "3.7.3"}
+}
+
+// TestReadMembers: every member is hashed at the lowest current revision,
+// lag is counted from the newest member, and the verdicts follow
+// snapshot.CompareMembers' majority rule.
+func TestReadMembers(t *testing.T) {
+	tests := []struct {
+		name         string
+		hashes       map[string]uint32
+		down         string
+		wantAgree    bool
+		wantMajority bool
+		wantAgreeing []bool
+	}{
+		{"agree", map[string]uint32{"a": 7, "b": 7, "c": 7}, "", true, true, []bool{true, true, true}},
+		{"one differs", map[string]uint32{"a": 7, "b": 9, "c": 7}, "", false, true, []bool{true, false, true}},
+		{"all differ", map[string]uint32{"a": 7, "b": 8, "c": 9}, "", false, false, []bool{false, false, false}},
+		{"one down", map[string]uint32{"a": 7, "b": 7, "c": 7}, "c", false, true, []bool{true, true, false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCluster{fakeKV: fakeKV{compact: 20, rev: 100}, hashes: tc.hashes, status: map[string]*clientv3.StatusResponse{
+				"a": memberStatusAt(1, 100, 110), "b": memberStatusAt(2, 97, 105), "c": memberStatusAt(3, 100, 109)}}
+			delete(f.status, tc.down)
+			ms, err := ReadMembers(t.Context(), f, []string{"a"}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ms.CommonRevision != 97 || ms.CompactRevision != 20 {
+				t.Errorf("got common revision %d, compact %d; want 97, 20", ms.CommonRevision, ms.CompactRevision)
+			}
+			if ms.HashesAgree != tc.wantAgree || ms.Majority != tc.wantMajority {
+				t.Errorf("got agree %v, majority %v; want %v, %v", ms.HashesAgree, ms.Majority, tc.wantAgree, tc.wantMajority)
+			}
+			for i, m := range ms.Members {
+				if m.Agrees != tc.wantAgreeing[i] {
+					t.Errorf("member %s: got agrees %v, want %v", m.Name, m.Agrees, tc.wantAgreeing[i])
+				}
+				if (m.Name == tc.down) != (m.Error != "") {
+					t.Errorf("member %s: got error %q, want one only when down", m.Name, m.Error)
+				}
+				if m.Name != tc.down && f.hashRev[m.Name] != 97 {
+					t.Errorf("member %s: hashed at %d, want 97", m.Name, f.hashRev[m.Name])
+				}
+			}
+			if b := ms.Members[1]; b.RevisionsBehind != 3 || b.IndexBehind != 5 {
+				t.Errorf("member b: got %d revisions and %d entries behind, want 3 and 5", b.RevisionsBehind, b.IndexBehind)
+			}
+		})
 	}
 }

@@ -23,6 +23,9 @@ type Client interface {
 	MemberList(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.MemberListResponse, error)
 	// AlarmList lists the raised alarms (clientv3.Maintenance).
 	AlarmList(ctx context.Context) (*clientv3.AlarmResponse, error)
+	// HashKV asks one member for the hash of its key space at rev
+	// (clientv3.Maintenance): a read, of every entry up to rev.
+	HashKV(ctx context.Context, endpoint string, rev int64) (*clientv3.HashKVResponse, error)
 }
 
 var _ Client = (*clientv3.Client)(nil)

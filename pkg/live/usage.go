@@ -116,7 +116,7 @@ func ReadUsage(ctx context.Context, c Client, o UsageOptions) (*Usage, error) {
 	now := map[string]keyState{}
 	u := &Usage{Values: o.Values, RevisionsLowerBound: true}
 	valueBytes, entryBytes := map[string]int64{}, map[string]int64{}
-	rev, err := scan(ctx, c, 0, !o.Values, o.MaxKeysPerRequest, func(kv *mvccpb.KeyValue) {
+	rev, err := scan(ctx, c, 0, "", !o.Values, o.MaxKeysPerRequest, func(kv *mvccpb.KeyValue) {
 		k := string(kv.Key)
 		now[k] = keyState{version: kv.Version, createRevision: kv.CreateRevision}
 		if o.Values {
@@ -133,7 +133,7 @@ func ReadUsage(ctx context.Context, c Client, o UsageOptions) (*Usage, error) {
 	}
 	then := map[string]keyState{}
 	if u.CompactRevision > 0 {
-		_, err := scan(ctx, c, u.CompactRevision, true, o.MaxKeysPerRequest, func(kv *mvccpb.KeyValue) {
+		_, err := scan(ctx, c, u.CompactRevision, "", true, o.MaxKeysPerRequest, func(kv *mvccpb.KeyValue) {
 			then[string(kv.Key)] = keyState{version: kv.Version, createRevision: kv.CreateRevision}
 		})
 		if err != nil {
@@ -193,16 +193,20 @@ func revisionsKept(now, then keyState) int64 {
 	return now.version - then.version + 1
 }
 
-// scan reads every key at rev (0: the current revision, pinned by the
-// first page) in pages of limit keys, keys only or with values, and
-// returns the revision read at. Pages after the first are serializable.
-func scan(ctx context.Context, c Client, rev int64, keysOnly bool, limit int64, f func(*mvccpb.KeyValue)) (int64, error) {
+// scan reads every key starting with prefix ("": every key) at rev (0:
+// the current revision, pinned by the first page) in pages of limit keys,
+// keys only or with values, and returns the revision read at. Pages after
+// the first are serializable.
+func scan(ctx context.Context, c Client, rev int64, prefix string, keysOnly bool, limit int64, f func(*mvccpb.KeyValue)) (int64, error) {
 	if limit <= 0 {
 		limit = DefaultMaxKeysPerRequest
 	}
-	key := "\x00"
+	key, span, access := "\x00", clientv3.WithFromKey(), "every key (from \\x00 to the end)"
+	if prefix != "" {
+		key, span, access = prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), fmt.Sprintf("the prefix %q", prefix)
+	}
 	for {
-		opts := []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithLimit(limit)}
+		opts := []clientv3.OpOption{span, clientv3.WithLimit(limit)}
 		if keysOnly {
 			opts = append(opts, clientv3.WithKeysOnly())
 		}
@@ -219,7 +223,7 @@ func scan(ctx context.Context, c Client, rev int64, keysOnly bool, limit int64, 
 			case ctx.Err() != nil:
 				err = ctx.Err()
 			case errors.Is(err, rpctypes.ErrPermissionDenied):
-				err = fmt.Errorf("%w: the user's role needs read access to every key (from \\x00 to the end)", err)
+				err = fmt.Errorf("%w: the user's role needs read access to %s", err, access)
 			}
 			return 0, fmt.Errorf("range from %q at %s: %w", key, at, err)
 		}

@@ -65,7 +65,9 @@ type KeyFilter struct {
 	Namespace string
 }
 
-func (f KeyFilter) match(k keyspace.Key) bool {
+// Match reports whether the filter's Resource and Namespace select k (the
+// Prefix is the caller's to apply to the key itself).
+func (f KeyFilter) Match(k keyspace.Key) bool {
 	if f.Resource != "" && f.Resource != k.Resource && f.Resource != k.GroupResource() && f.Resource != k.Path {
 		return false
 	}
@@ -102,7 +104,7 @@ func (db *DB) Keys(ctx context.Context, p keyspace.Parser, f KeyFilter) ([]KeyIn
 			continue
 		}
 		k := p.Parse(key)
-		if !f.match(k) {
+		if !f.Match(k) {
 			continue
 		}
 		e, ok, err := db.entryAt(s.last.rev.Revision)

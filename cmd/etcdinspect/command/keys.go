@@ -11,6 +11,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/live"
 	"github.com/kubestore/etcdkit/pkg/snapshot"
 )
 
@@ -21,12 +22,22 @@ type keysOptions struct {
 	prefix    string
 	resource  string
 	namespace string
+
+	live              liveOptions
+	values            bool
+	allowValueReads   bool
+	maxKeysPerRequest int64
 }
 
 func (o *keysOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.prefix, "prefix", "", "list keys starting with this etcd key prefix (e.g. /registry/pods/default/); use --etcd-prefix to set the Kubernetes prefix")
 	fs.StringVar(&o.resource, "resource", "", "list objects of one resource: pods, deployments.apps, crontabs.stable.example.com, or its etcd path (minions)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "with --resource: only this namespace")
+	o.live.AddFlags(fs)
+	fs.BoolVar(&o.values, "values", false, "with --endpoints: read the values too (Ranges with values) for the value and entry bytes, encoding and kind")
+	fs.BoolVar(&o.allowValueReads, "allow-value-reads", false,
+		"with --endpoints: read from etcd before 3.7, whose keys_only Ranges read every value from disk (etcd issue 20386)")
+	fs.Int64Var(&o.maxKeysPerRequest, "max-keys-per-request", live.DefaultMaxKeysPerRequest, "with --endpoints: keys per Range page")
 }
 
 func (o *keysOptions) Validate() error {
@@ -35,24 +46,38 @@ func (o *keysOptions) Validate() error {
 		return cli.FlagErrorf("--prefix and --resource cannot be used together")
 	case o.namespace != "" && o.resource == "":
 		return cli.FlagErrorf("--namespace needs --resource")
+	case !o.live.enabled() && (o.values || o.allowValueReads):
+		return cli.FlagErrorf("--values and --allow-value-reads need --endpoints")
+	case o.maxKeysPerRequest <= 0:
+		return cli.FlagErrorf("--max-keys-per-request must be positive")
 	}
-	return nil
+	return o.live.Validate()
 }
 
 func newKeysCommand(g *globalOptions) *cobra.Command {
 	o := &keysOptions{}
 	cmd := &cobra.Command{
-		Use:   "keys FILE",
+		Use:   "keys FILE | --endpoints URLS",
 		Short: "List live keys with their Kubernetes identity, revisions, lease and value encoding",
 		Long: `keys lists the live keys (their latest entry is not a tombstone) with
 their Kubernetes resource, namespace and name, create and mod revision,
 version, lease, the value's encoding and kind, and two sizes.
 
+With --endpoints it reads a running cluster instead, read-only, at one
+revision: keys_only Ranges of the keys under --prefix (every key without
+it), page by page, for the same rows without the sizes, encoding and kind;
+--values reads the values too (what a full read of them costs). etcd
+before 3.7 reads every value from disk to answer a keys_only Range (etcd
+issue 20386): keys refuses such servers unless --allow-value-reads.
+
 ` + bytesHelp,
-		Args: cli.ExactArgs(1),
+		Args: o.live.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
 				return err
+			}
+			if o.live.enabled() {
+				return runLiveKeys(cmd, g, o, cmd.OutOrStdout())
 			}
 			return runKeys(cmd, g, o, args[0], cmd.OutOrStdout())
 		},
@@ -145,4 +170,86 @@ func makeKeysTablesByResource(g *globalOptions, keys []snapshot.KeyInfo) []outpu
 			fmt.Sprint(k.Version), lease, g.bytes(k.ValueBytes), g.bytes(k.EntryBytes), string(k.Encoding), orDash(kind, "-")})
 	}
 	return tables
+}
+
+// liveKeyInfo is a key read live: snapshot.KeyInfo, whose value fields
+// (shadowed here) are present only when values were read.
+type liveKeyInfo struct {
+	snapshot.KeyInfo
+	ValueBytes *int64             `json:"valueBytes,omitempty"`
+	EntryBytes *int64             `json:"entryBytes,omitempty"`
+	Encoding   *keyspace.Encoding `json:"encoding,omitempty"`
+	APIVersion *string            `json:"apiVersion,omitempty"`
+	Kind       *string            `json:"kind,omitempty"`
+}
+
+// liveKeysResult is the JSON of `keys --endpoints -w json`: keysResult's
+// shape, with source and the revision read at instead of a path.
+type liveKeysResult struct {
+	SchemaVersion  int           `json:"schemaVersion"`
+	Source         string        `json:"source"`
+	Endpoints      []string      `json:"endpoints"`
+	ReadAtRevision int64         `json:"readAtRevision"`
+	Values         bool          `json:"values"`
+	Keys           []liveKeyInfo `json:"keys"`
+}
+
+func runLiveKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, out io.Writer) error {
+	ctx := cmd.Context()
+	c, done, err := o.live.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	versions, err := live.ServerVersions(ctx, c, o.live.conn.Endpoints, o.live.conn.DialTimeout)
+	if err != nil {
+		return err
+	}
+	if err := live.CheckVersions(versions, o.allowValueReads); err != nil {
+		return fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err)
+	}
+	ks, err := live.ReadKeys(ctx, c, live.KeysOptions{Parser: g.parser(), Filter: snapshot.KeyFilter{Prefix: o.prefix, Resource: o.resource,
+		Namespace: o.namespace}, Values: o.values, AllowValueReads: o.allowValueReads, MaxKeysPerRequest: o.maxKeysPerRequest, Versions: versions})
+	if err != nil {
+		return err
+	}
+	res := liveKeysResult{SchemaVersion: keysSchemaVersion, Source: live.SourceLive, Endpoints: o.live.conn.Endpoints,
+		ReadAtRevision: ks.ReadAtRevision, Values: ks.Values, Keys: []liveKeyInfo{}}
+	for _, k := range ks.Keys {
+		lk := liveKeyInfo{KeyInfo: k}
+		if ks.Values {
+			lk.ValueBytes, lk.EntryBytes, lk.Encoding, lk.APIVersion, lk.Kind = &k.ValueBytes, &k.EntryBytes, &k.Encoding, &k.APIVersion, &k.Kind
+		}
+		res.Keys = append(res.Keys, lk)
+	}
+	t, tables := makeKeysTable(g, ks.Keys), makeKeysTablesByResource(g, ks.Keys)
+	if !ks.Values {
+		// The last four columns of both: value and entry bytes,
+		// encoding and kind.
+		t = dropLastColumns(t, 4)
+		for i := range tables {
+			tables[i] = dropLastColumns(tables[i], 4)
+		}
+	}
+	var notes []string
+	if g.human() {
+		notes = append(notes, fmt.Sprintf("Source: live, read at revision %d.", ks.ReadAtRevision))
+		if !ks.Values {
+			notes = append(notes, "Sizes, encoding and kind are read only with --values.")
+		}
+	}
+	return g.writeTables(ctx, out, t, tables, notes, res)
+}
+
+// dropLastColumns returns t without its last n columns.
+func dropLastColumns(t output.Table, n int) output.Table {
+	keep := len(t.Header) - n
+	out := output.Table{Header: t.Header[:keep]}
+	if t.Numeric != nil {
+		out.Numeric = t.Numeric[:keep]
+	}
+	for _, r := range t.Rows {
+		out.Rows = append(out.Rows, r[:keep])
+	}
+	return out
 }

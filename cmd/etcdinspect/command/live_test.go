@@ -279,6 +279,11 @@ func TestLiveBadInput(t *testing.T) {
 		{"dead endpoint usage", []string{"usage", "--endpoints", dead}, 1, []string{"connection refused", l.Addr().String()}},
 		{"dead endpoint status", []string{"status", "--endpoints", dead}, 1, []string{"connection refused"}},
 		{"dead endpoint space", []string{"space", "--endpoints", dead}, 1, []string{"connection refused"}},
+		{"dead endpoint keys", []string{"keys", "--endpoints", dead}, 1, []string{"connection refused"}},
+		{"dead endpoint members", []string{"members", "--endpoints", dead}, 1, []string{"connection refused"}},
+		{"file and endpoints keys", []string{"keys", "db", "--endpoints", dead}, 2, []string{"FILE \"db\"", "--endpoints"}},
+		{"files and endpoints members", []string{"members", "db1", "db2", "--endpoints", dead}, 2, []string{"FILE \"db1\"", "--endpoints"}},
+		{"values without endpoints keys", []string{"keys", "db", "--values"}, 2, []string{"--values"}},
 		{"file and endpoints", []string{"usage", "db", "--endpoints", dead}, 2, []string{"FILE \"db\"", "--endpoints", "cannot be used together"}},
 		{"file and endpoints status", []string{"status", "db", "--endpoints", dead}, 2, []string{"--endpoints"}},
 		{"neither", []string{"space"}, 2, []string{"accepts 1 arg"}},
@@ -291,7 +296,7 @@ func TestLiveBadInput(t *testing.T) {
 			start := time.Now()
 			out, stderr, code := run(t, tc.args...)
 			if code != tc.wantCode {
-				t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+				t.Errorf("got exit %d, want %d (stderr %q, stdout %s)", code, tc.wantCode, stderr, out)
 			}
 			if out != "" || strings.Count(stderr, "\n") != 1 {
 				t.Errorf("got stdout %q and stderr %q, want nothing and one line", out, stderr)
@@ -323,7 +328,7 @@ func TestLiveTLSMistake(t *testing.T) {
 // nothing and exits 130.
 func TestLiveInterrupted(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
-	for _, args := range [][]string{{"usage", "--values"}, {"status"}, {"space"}} {
+	for _, args := range [][]string{{"usage", "--values"}, {"status"}, {"space"}, {"keys"}, {"members"}} {
 		t.Run(args[0], func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
@@ -340,9 +345,10 @@ func TestLiveInterrupted(t *testing.T) {
 }
 
 // TestLiveWithAuth: on a cluster with authentication, status and space
-// need only a user with read access to compact_rev_key, usage read access
-// to the whole key space; a missing permission or a wrong password is one
-// line saying so.
+// need only a user with read access to compact_rev_key, members the root
+// role (HashKV), usage
+// read access to the whole key space, keys --prefix read access to the
+// prefix; a missing permission or a wrong password is one line saying so.
 func TestLiveWithAuth(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
 	c := etcdtest.NewClient(t, srv)
@@ -369,6 +375,14 @@ func TestLiveWithAuth(t *testing.T) {
 		func() error { _, err := c.UserAdd(ctx, "reader", "pw"); return err },
 		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
 		func() error { _, err := c.UserAdd(ctx, "nobody", "pw"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "pods"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "pods", "/registry/pods/", clientv3.GetPrefixRangeEnd("/registry/pods/"),
+				clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "podreader", "pw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "podreader", "pods"); return err },
 		func() error { _, err := c.AuthEnable(ctx); return err },
 	}
 	for i, step := range steps {
@@ -388,13 +402,19 @@ func TestLiveWithAuth(t *testing.T) {
 		{"usage as prober", []string{"usage", "--user", "prober:pw"}, 1, "permission denied: the user's role needs read access to every key"},
 		{"usage as reader", []string{"usage", "--user", "reader:pw", "--values"}, 0, ""},
 		{"status without a role", []string{"status", "--user", "nobody:pw"}, 1, "needs read access to the key compact_rev_key"},
+		{"members as prober", []string{"members", "--user", "prober:pw"}, 1, "HashKV only to a user with the root role"},
+		{"members as root", []string{"members", "--user", "root:rootpw"}, 0, ""},
+		{"keys of a prefix as its reader", []string{"keys", "--user", "podreader:pw", "--prefix", "/registry/pods/", "--values"}, 0, ""},
+		{"keys as its reader", []string{"keys", "--user", "podreader:pw"}, 1, "needs read access to every key"},
+		{"keys of a prefix as prober", []string{"keys", "--user", "prober:pw", "--prefix", "/registry/pods/"}, 1,
+			"needs read access to the prefix \"/registry/pods/\""},
 		{"wrong password", []string{"status", "--user", "reader:nope"}, 1, "authentication failed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := run(t, append(tc.args, "--endpoints", ep)...)
 			if code != tc.wantCode {
-				t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+				t.Errorf("got exit %d, want %d (stderr %q, stdout %s)", code, tc.wantCode, stderr, out)
 			}
 			if tc.wantErr != "" && (!strings.Contains(stderr, tc.wantErr) || strings.Count(stderr, "\n") != 1 || out != "") {
 				t.Errorf("got stdout %q, stderr %q; want nothing and one line saying %q", out, stderr, tc.wantErr)
@@ -495,6 +515,24 @@ func TestLiveAcrossVersions(t *testing.T) {
 					v, code, stderr)
 			}
 
+			out, stderr, code = run(t, "keys", "--endpoints", ep)
+			if old := v < "3.7"; old != (code == 1) || old && (out != "" || !strings.Contains(stderr, "--allow-value-reads") || !strings.Contains(stderr, "20386")) {
+				t.Errorf("keys without --allow-value-reads on %s: got exit %d, stderr %q; want a refusal naming etcd issue 20386 and the flag only before 3.7",
+					v, code, stderr)
+			}
+			var onKeys, offKeys keysJSON
+			runJSON(t, &onKeys, "keys", "--endpoints", ep, "--values", "--allow-value-reads")
+			runJSON(t, &offKeys, "keys", path)
+			if got, want := fmt.Sprint(decodeKeys(t, onKeys.Keys)), fmt.Sprint(decodeKeys(t, offKeys.Keys)); got != want || len(offKeys.Keys) == 0 {
+				t.Errorf("keys: got live %s, want offline %s", got, want)
+			}
+
+			var mem membersJSON
+			runJSON(t, &mem, "members", "--endpoints", ep)
+			if !mem.HashesAgree || len(mem.Members) != 3 || mem.Members[0].Hash == 0 {
+				t.Errorf("members on %s: got %+v, want 3 members whose hashes agree", v, mem)
+			}
+
 			var on, off usageJSON
 			runJSON(t, &on, "usage", "--endpoints", ep, "--values", "--allow-value-reads", "--by", "namespace")
 			runJSON(t, &off, "usage", path, "--by", "namespace")
@@ -567,7 +605,7 @@ func TestLiveTLS(t *testing.T) {
 			t.Run(tc.name+" "+cmd, func(t *testing.T) {
 				out, stderr, code := run(t, append([]string{cmd, "--endpoints", ep}, tc.args...)...)
 				if code != tc.wantCode {
-					t.Errorf("got exit %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+					t.Errorf("got exit %d, want %d (stderr %q, stdout %s)", code, tc.wantCode, stderr, out)
 				}
 				if tc.wantErr != "" && (out != "" || !strings.Contains(stderr, tc.wantErr) || strings.Count(stderr, "\n") != 1) {
 					t.Errorf("got stdout %q, stderr %q; want nothing and one line saying %q", out, stderr, tc.wantErr)
@@ -578,4 +616,200 @@ func TestLiveTLS(t *testing.T) {
 			})
 		}
 	}
+}
+
+// keysJSON is the JSON of `keys -w json`, offline or live.
+type keysJSON struct {
+	Source         string            `json:"source"`
+	ReadAtRevision int64             `json:"readAtRevision"`
+	Keys           []json.RawMessage `json:"keys"`
+}
+
+// decodeKeys decodes each key of a keys JSON into a map, whose fmt.Sprint
+// is in key order: the same fields compare equal whatever their order.
+func decodeKeys(t *testing.T, raw []json.RawMessage) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, r := range raw {
+		var m map[string]any
+		if err := json.Unmarshal(r, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLiveKeysEqualsOffline: keys --endpoints lists the same rows as keys
+// on a snapshot saved at the same revision: with --values every field,
+// without it every field but the value's (absent), for the whole key
+// space and with each filter.
+func TestLiveKeysEqualsOffline(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	writeKubernetesObjects(t, t.Context(), c)
+	path := filepath.Join(t.TempDir(), "snapshot.db")
+	cfg := clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if _, err := snapshot.SaveWithVersion(t.Context(), zap.NewNop(), cfg, path); err != nil {
+		t.Fatalf("snapshot save: %v", err)
+	}
+	ep := strings.Join(srv.Endpoints, ",")
+	var offStatus struct{ Revision int64 }
+	runJSON(t, &offStatus, "status", path)
+	valueFields := []string{"valueBytes", "entryBytes", "encoding", "apiVersion", "kind"}
+
+	filters := [][]string{nil, {"--prefix", "/registry/pods/"}, {"--resource", "configmaps", "-n", "kube-system"}, {"--resource", "pods"}}
+	for _, filter := range filters {
+		for _, values := range []bool{true, false} {
+			t.Run(fmt.Sprint(filter, " values=", values), func(t *testing.T) {
+				args := append([]string{"keys", "--endpoints", ep, "--max-keys-per-request", "4"}, filter...)
+				if values {
+					args = append(args, "--values")
+				}
+				var on, off keysJSON
+				runJSON(t, &on, args...)
+				runJSON(t, &off, append([]string{"keys", path}, filter...)...)
+				if on.Source != "live" || on.ReadAtRevision != offStatus.Revision {
+					t.Errorf("got source %q, readAtRevision %d; want live and the snapshot's revision %d", on.Source, on.ReadAtRevision, offStatus.Revision)
+				}
+				if len(on.Keys) != len(off.Keys) || len(off.Keys) == 0 {
+					t.Fatalf("got %d live keys, want the %d offline keys (not 0)", len(on.Keys), len(off.Keys))
+				}
+				onKeys, offKeys := decodeKeys(t, on.Keys), decodeKeys(t, off.Keys)
+				for i := range off.Keys {
+					onKey, offKey := onKeys[i], offKeys[i]
+					for _, f := range valueFields {
+						if _, ok := onKey[f]; ok != values {
+							t.Errorf("key %v: got %s present %v, want %v (--values %v)", onKey["key"], f, ok, values, values)
+						}
+						if !values {
+							delete(offKey, f)
+						}
+					}
+					if got, want := fmt.Sprint(onKey), fmt.Sprint(offKey); got != want {
+						t.Errorf("key %d: got live %s, want offline %s", i, got, want)
+					}
+				}
+			})
+		}
+	}
+
+	t.Run("table", func(t *testing.T) {
+		out, stderr, code := run(t, "keys", "--endpoints", ep, "--resource", "pods")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		for _, w := range []string{"default/p1", "Source: live, read at revision", "only with --values"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("got no %q in:\n%s", w, out)
+			}
+		}
+		if strings.Contains(out, "| encoding") {
+			t.Errorf("got an encoding column without --values:\n%s", out)
+		}
+	})
+}
+
+// membersJSON is what the live and offline members JSON share.
+type membersJSON struct {
+	Source         string `json:"source"`
+	CommonRevision int64  `json:"commonRevision"`
+	HashesAgree    bool   `json:"hashesAgree"`
+	Members        []struct {
+		Endpoint        string `json:"endpoint"`
+		Path            string `json:"path"`
+		Error           string `json:"error"`
+		Revision        int64  `json:"revision"`
+		RevisionsBehind int64  `json:"revisionsBehind"`
+		Hash            uint32 `json:"hash"`
+		Agrees          bool   `json:"agrees"`
+	} `json:"members"`
+}
+
+// TestLiveMembers: on a 3-member cluster of etcd 3.7, members
+// --endpoints hashes every member at the common revision, and each hash
+// equals the one the offline members computes, at the same revision, of a
+// snapshot saved from that member. A stopped member is reported, not
+// hashed, and the command exits 1 after printing.
+func TestLiveMembers(t *testing.T) {
+	bin := etcdtest.EtcdBinaries(t, "3.7.3")
+	cl, err := etcdproc.Start(t.Context(), etcdproc.Config{BinDir: bin, Members: 3, Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	c, err := cl.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	writeKubernetesObjects(t, t.Context(), c)
+	var paths []string
+	for i, ep := range cl.Endpoints() {
+		cfg, err := cl.ClientConfig(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Logger = zap.NewNop()
+		ci, err := clientv3.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A linearizable read on the member makes it apply every write.
+		if _, err := ci.Get(t.Context(), "compact_rev_key"); err != nil {
+			t.Fatal(err)
+		}
+		ci.Close()
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("m%d.db", i))
+		if _, err := snapshot.SaveWithVersion(t.Context(), zap.NewNop(), cfg, path); err != nil {
+			t.Fatalf("snapshot save of %s: %v", ep, err)
+		}
+		paths = append(paths, path)
+	}
+	ep := strings.Join(cl.Endpoints(), ",")
+	var on, off membersJSON
+	runJSON(t, &on, "members", "--endpoints", ep)
+	runJSON(t, &off, append([]string{"members"}, paths...)...)
+	if on.Source != "live" || on.CommonRevision == 0 || on.CommonRevision != off.CommonRevision || !on.HashesAgree || !off.HashesAgree {
+		t.Errorf("got live common revision %d (agree %v), want the offline %d (agree %v), not 0", on.CommonRevision, on.HashesAgree,
+			off.CommonRevision, off.HashesAgree)
+	}
+	if len(on.Members) != 3 {
+		t.Fatalf("got %d live members, want 3", len(on.Members))
+	}
+	offHash := map[string]uint32{}
+	for i, m := range off.Members {
+		offHash[cl.Endpoints()[i]] = m.Hash
+	}
+	for _, m := range on.Members {
+		want, ok := offHash[m.Endpoint]
+		if !ok || m.Error != "" || m.Hash != want || m.Hash == 0 || !m.Agrees || m.RevisionsBehind != 0 {
+			t.Errorf("member at %s: got %+v, want hash %08x, the offline hash of its snapshot at revision %d, no error, no lag",
+				m.Endpoint, m, want, off.CommonRevision)
+		}
+	}
+	out, stderr, code := run(t, "members", "--endpoints", ep)
+	t.Logf("members --endpoints:\n%s", out)
+	if code != 0 || !strings.Contains(out, "the hashes agree at the common revision") || !strings.Contains(out, "Source: live") {
+		t.Errorf("got exit %d, stderr %q, stdout:\n%s\nwant 0 and the hashes agreeing", code, stderr, out)
+	}
+
+	t.Run("a member down", func(t *testing.T) {
+		leader, err := cl.Leader(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		victim := cl.Members[0]
+		if victim == leader {
+			victim = cl.Members[1]
+		}
+		if err := victim.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := run(t, "members", "--endpoints", ep, "--dial-timeout", "2s")
+		t.Logf("members --endpoints, one member down:\n%s", out)
+		if code != 1 || !strings.Contains(out, "NO ANSWER") || !strings.Contains(out, "2 members that answered agree") || !strings.Contains(stderr, "did not answer") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("got exit %d, stderr %q, stdout:\n%s\nwant 1, the member without an answer in the table and one line", code, stderr, out)
+		}
+	})
 }

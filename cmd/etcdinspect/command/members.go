@@ -16,8 +16,9 @@ import (
 )
 
 func newMembersCommand(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "members FILE_OR_DIR FILE_OR_DIR...",
+	lo := &liveOptions{}
+	cmd := &cobra.Command{
+		Use:   "members FILE_OR_DIR FILE_OR_DIR... | --endpoints URLS",
 		Short: "Compare the dbs of a cluster's members: cluster, lag, consistent index, hash, first divergence, which to restore from",
 		Long: `members reads the db file (or data directory) of each member of one
 cluster and prints, per member, the cluster it belongs to (the WAL's
@@ -35,17 +36,38 @@ cluster and more than half of them hold one hash: among those, the one
 with the highest consistent index. With no majority it says so, and what
 decides instead; the order of the arguments never does. It exits 1 after
 printing when the inputs are of different clusters or the hashes differ,
-and 2 when one file is given twice.`,
+and 2 when one file is given twice.
+
+With --endpoints it compares the members of a running cluster instead,
+read-only: every member's Status (revision, raft index and term), lag
+behind the newest member, and HashKV on each member at the common
+revision (the lowest current revision, at or above the compact revision),
+with the same verdicts; it names no member to restore from. HashKV
+modifies nothing but reads every entry of the member's key space up to
+that revision, values included, on every member: it costs each member
+what a full read of its db does. It exits 1 after printing when the
+hashes differ or a member does not answer.`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if lo.enabled() {
+				return lo.args(cmd, args)
+			}
 			if len(args) < 2 {
 				return cli.FlagErrorf("members needs at least two files or data directories, got %d", len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if lo.enabled() {
+				if err := lo.Validate(); err != nil {
+					return err
+				}
+				return runLiveMembers(cmd, g, lo, cmd.OutOrStdout())
+			}
 			return runMembers(cmd, g, args, cmd.OutOrStdout())
 		},
 	}
+	lo.AddFlags(cmd.Flags())
+	return cmd
 }
 
 func runMembers(cmd *cobra.Command, g *globalOptions, paths []string, out io.Writer) error {
