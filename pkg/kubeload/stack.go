@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
+	"github.com/kubestore/etcdkit/internal/runtemp"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -90,7 +91,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 		acfg.EtcdServers, acfg.EtcdCAFile, acfg.EtcdCertFile, acfg.EtcdKeyFile = urls, "", "", ""
 		counter = CounterOf(shared)
 	}
-	dir, err := os.MkdirTemp("", "lwbench-apiserver-")
+	dir, err := runtemp.New("", runtemp.APIServerPrefix)
 	if err != nil {
 		stop()
 		return Stack{}, func() {}, err

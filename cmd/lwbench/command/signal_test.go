@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/cli"
-	"github.com/kubestore/etcdkit/internal/embedetcd"
+	"github.com/kubestore/etcdkit/internal/runtemp"
 )
 
 // lwbenchProcess is lwbench run as a process of its own (TestMain), with
@@ -108,7 +108,7 @@ func (p *lwbenchProcess) wait(t *testing.T) int {
 // dataDirs returns the lwbench data directories under tmp.
 func dataDirs(t *testing.T, tmp string) []string {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(tmp, embedetcd.TempDirPrefix+"*"))
+	dirs, err := filepath.Glob(filepath.Join(tmp, runtemp.EtcdPrefix+"*"))
 	if err != nil {
 		t.Fatal(err)
 	}

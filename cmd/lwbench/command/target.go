@@ -22,6 +22,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/internal/release"
+	"github.com/kubestore/etcdkit/internal/runtemp"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -136,7 +137,7 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 		dir := o.dataDir
 		if dir == "" {
 			removeStaleDirs(logf)
-			tmp, err := embedetcd.NewTempDir("")
+			tmp, err := runtemp.New("", runtemp.EtcdPrefix)
 			if err != nil {
 				return t, cleanup, err
 			}
@@ -189,10 +190,10 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 }
 
 // removeStaleDirs removes the temporary data directories of earlier
-// lwbench runs that were killed before they could (embedetcd.RemoveStale),
+// lwbench runs that were killed before they could (runtemp.RemoveStale),
 // and names those it cannot prove stale.
 func removeStaleDirs(logf func(string, ...any)) {
-	found, err := embedetcd.RemoveStale("")
+	found, err := runtemp.RemoveStale("")
 	if err != nil {
 		logf("looking for data directories killed runs left: %v", err)
 	}

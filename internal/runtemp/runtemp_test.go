@@ -1,4 +1,4 @@
-package embedetcd
+package runtemp
 
 import (
 	"fmt"
@@ -46,7 +46,7 @@ func TestRemoveStale(t *testing.T) {
 		}
 		return dir
 	}
-	live, err := NewTempDir(parent)
+	live, err := New(parent, EtcdPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,19 +58,20 @@ func TestRemoveStale(t *testing.T) {
 		wantRemoved bool
 	}
 	tests := []staleCase{
-		{name: "killed run", dir: mk(TempDirPrefix+"111", fmt.Sprintf("pid=%d start=%s\n", dead, "12345")), wantFound: true, wantRemoved: true},
-		{name: "pid reused by a later process", dir: mk(TempDirPrefix+"222", fmt.Sprintf("pid=%d start=%s\n", os.Getppid(), "1")), wantFound: true, wantRemoved: true},
+		{name: "killed run", dir: mk(EtcdPrefix+"111", fmt.Sprintf("pid=%d start=%s\n", dead, "12345")), wantFound: true, wantRemoved: true},
+		{name: "pid reused by a later process", dir: mk(EtcdPrefix+"222", fmt.Sprintf("pid=%d start=%s\n", os.Getppid(), "1")), wantFound: true, wantRemoved: true},
 		{name: "live run (this process)", dir: live, wantKept: true},
-		{name: "live run, another pid", dir: mk(TempDirPrefix+"333", fmt.Sprintf("pid=%d start=\n", os.Getppid())), wantKept: true},
-		{name: "no owner file", dir: mk(TempDirPrefix+"444", ""), wantKept: true, wantFound: true},
-		{name: "unreadable owner", dir: mk(TempDirPrefix+"555", "pid=x\n"), wantKept: true, wantFound: true},
-		{name: "not digits", dir: mk(TempDirPrefix+"mine", fmt.Sprintf("pid=%d start=1\n", dead)), wantKept: true},
+		{name: "live run, another pid", dir: mk(EtcdPrefix+"333", fmt.Sprintf("pid=%d start=\n", os.Getppid())), wantKept: true},
+		{name: "no owner file", dir: mk(EtcdPrefix+"444", ""), wantKept: true, wantFound: true},
+		{name: "unreadable owner", dir: mk(EtcdPrefix+"555", "pid=x\n"), wantKept: true, wantFound: true},
+		{name: "not digits", dir: mk(EtcdPrefix+"mine", fmt.Sprintf("pid=%d start=1\n", dead)), wantKept: true},
 		{name: "another name", dir: mk("etcd-666", fmt.Sprintf("pid=%d start=1\n", dead)), wantKept: true},
+		{name: "killed run's kube-apiservers", dir: mk(APIServerPrefix+"999", fmt.Sprintf("pid=%d start=1\n", dead)), wantFound: true, wantRemoved: true},
 	}
 	// A symlink named like a data directory, to a directory with a dead
 	// owner: neither it nor its target is touched.
 	target := mk("elsewhere", fmt.Sprintf("pid=%d start=1\n", dead))
-	link := filepath.Join(parent, TempDirPrefix+"777")
+	link := filepath.Join(parent, EtcdPrefix+"777")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestRemoveStale(t *testing.T) {
 		staleCase{name: "symlink's target", dir: target, wantKept: true})
 	// A dead owner's directory that a process still works in (a member
 	// the killed run left running): kept, and named.
-	busy := mk(TempDirPrefix+"888", fmt.Sprintf("pid=%d start=1\n", dead))
+	busy := mk(EtcdPrefix+"888", fmt.Sprintf("pid=%d start=1\n", dead))
 	member := exec.Command("sleep", "60")
 	member.Dir = filepath.Join(busy, "member")
 	if err := member.Start(); err != nil {
@@ -115,10 +116,13 @@ func TestRemoveStale(t *testing.T) {
 	}
 }
 
-// TestNewTempDirOwner: a directory NewTempDir makes names this process,
+// TestNewOwner: a directory New makes names this process,
 // and RemoveStale reads that back as a live owner.
-func TestNewTempDirOwner(t *testing.T) {
-	dir, err := NewTempDir(t.TempDir())
+func TestNewOwner(t *testing.T) {
+	if _, err := New(t.TempDir(), "mine-"); err == nil {
+		t.Error("New with a prefix RemoveStale does not know: got no error")
+	}
+	dir, err := New(t.TempDir(), EtcdPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}

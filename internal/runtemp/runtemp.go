@@ -1,4 +1,8 @@
-package embedetcd
+// Package runtemp makes the temporary directories an lwbench run works in
+// (an embedded member's data directory, kube-apiservers' PKI and logs)
+// with an owner file naming the process, so that a later run removes
+// those a killed run left behind (RemoveStale), and nothing else.
+package runtemp
 
 import (
 	"errors"
@@ -6,14 +10,24 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 )
 
-// TempDirPrefix starts the name of every temporary data directory lwbench
-// makes (NewTempDir): lwbench-etcd-<random digits>.
-const TempDirPrefix = "lwbench-etcd-"
+// The prefixes of the temporary directories lwbench makes (New): the
+// prefix, then random digits.
+const (
+	// EtcdPrefix names an embedded member's data directory.
+	EtcdPrefix = "lwbench-etcd-"
+	// APIServerPrefix names the directory of the kube-apiservers lwbench
+	// starts: their PKI, tokens and logs.
+	APIServerPrefix = "lwbench-apiserver-"
+)
+
+// prefixes are the names RemoveStale looks for.
+var prefixes = []string{EtcdPrefix, APIServerPrefix}
 
 // ownerFile, inside a temporary data directory, names the process that
 // made it: "pid=<pid> start=<start>\n", start being the process's start
@@ -25,13 +39,17 @@ const ownerFile = "lwbench.owner"
 // ownerFileMaxBytes bounds the owner file read: it is one short line.
 const ownerFileMaxBytes = 256
 
-// NewTempDir makes a temporary data directory under parent ("":
-// os.TempDir()) named TempDirPrefix plus random digits, with an owner file
-// naming this process, so that a later run can tell it from a live run's
-// once this process has been killed (RemoveStale). The caller removes it
-// (os.RemoveAll) on every path it controls.
-func NewTempDir(parent string) (string, error) {
-	dir, err := os.MkdirTemp(parent, TempDirPrefix)
+// New makes a temporary directory under parent ("": os.TempDir()) named
+// prefix (EtcdPrefix or APIServerPrefix, else an error) plus random
+// digits, with an owner file naming this process, so that a later run can
+// tell it from a live run's once this process has been killed
+// (RemoveStale). The caller removes it (os.RemoveAll) on every path it
+// controls.
+func New(parent, prefix string) (string, error) {
+	if !slices.Contains(prefixes, prefix) {
+		return "", fmt.Errorf("runtemp: unknown prefix %q", prefix)
+	}
+	dir, err := os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return "", err
 	}
@@ -64,11 +82,11 @@ type Stale struct {
 	Why string
 }
 
-// RemoveStale looks under parent ("": os.TempDir()) for the temporary data
+// RemoveStale looks under parent ("": os.TempDir()) for the temporary
 // directories of lwbench runs that did not remove their own (killed by
 // SIGKILL, or by a third interrupt) and removes those whose owner is
 // certainly dead: the entry is a real directory (not a symlink) named
-// TempDirPrefix plus digits, owned by this user, with an owner file
+// EtcdPrefix or APIServerPrefix plus digits, owned by this user, with an owner file
 // naming a process that no longer runs (or whose pid now belongs to a
 // process started at another time), and no process works in it or holds
 // a file of it open. It returns every such directory it
@@ -88,7 +106,7 @@ func RemoveStale(parent string) ([]Stale, error) {
 	}
 	var found []Stale
 	for _, e := range entries {
-		digits, ok := strings.CutPrefix(e.Name(), TempDirPrefix)
+		digits, ok := cutPrefix(e.Name())
 		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || e.Type()&fs.ModeType != fs.ModeDir {
 			continue
 		}
@@ -166,6 +184,17 @@ func inUse(dir string) (int, string) {
 		}
 	}
 	return 0, ""
+}
+
+// cutPrefix returns name without the prefix of one of lwbench's
+// temporary directories, and whether it had one.
+func cutPrefix(name string) (string, bool) {
+	for _, p := range prefixes {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			return rest, true
+		}
+	}
+	return "", false
 }
 
 // readOwner reads dir's owner file: the pid and start time it names.
