@@ -18,14 +18,16 @@ func TestDeadEndpoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers on loopback; skipped under -short")
 	}
+	// The server that is not etcd first: a port freed just before could be
+	// handed to it, and the "closed" endpoint would then answer 404.
+	notEtcd := httptest.NewServer(http.NotFoundHandler())
+	defer notEtcd.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	notEtcd := httptest.NewServer(http.NotFoundHandler())
-	defer notEtcd.Close()
 
 	commands := [][]string{
 		{"run"}, {"put"}, {"list"}, {"watch"},
