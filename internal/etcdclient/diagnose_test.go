@@ -21,15 +21,6 @@ import (
 // that kind on loopback: before it, every one of these read "status of URL:
 // context deadline exceeded".
 func TestDiagnose(t *testing.T) {
-	closed := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}()
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +35,16 @@ func TestDiagnose(t *testing.T) {
 	mtls.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}
 	mtls.StartTLS()
 	defer mtls.Close()
+	// Freed last, so that none of the servers above is handed its port.
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}()
 	trust := func(srv *httptest.Server) *tls.Config {
 		pool := x509.NewCertPool()
 		pool.AddCert(srv.Certificate())
