@@ -196,18 +196,11 @@ type liveKeysResult struct {
 
 func runLiveKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, out io.Writer) error {
 	ctx := cmd.Context()
-	c, done, err := o.live.connect(ctx)
+	c, versions, done, err := o.live.connectForKeys(ctx, o.allowValueReads)
 	if err != nil {
 		return err
 	}
 	defer done()
-	versions, err := live.ServerVersions(ctx, c, o.live.conn.Endpoints, o.live.conn.DialTimeout)
-	if err != nil {
-		return err
-	}
-	if err := live.CheckVersions(versions, o.allowValueReads); err != nil {
-		return fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err)
-	}
 	ks, err := live.ReadKeys(ctx, c, live.KeysOptions{Parser: g.parser(), Filter: snapshot.KeyFilter{Prefix: o.prefix, Resource: o.resource,
 		Namespace: o.namespace}, Values: o.values, AllowValueReads: o.allowValueReads, MaxKeysPerRequest: o.maxKeysPerRequest, Versions: versions})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdclient"
+	"github.com/kubestore/etcdkit/pkg/live"
 )
 
 // liveOptions are the connection flags of a command that reads a running
@@ -69,4 +70,27 @@ func (o *liveOptions) connect(ctx context.Context) (*clientv3.Client, func(), er
 		return nil, nil, fmt.Errorf("connect to %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
 	return c, func() { c.Close() }, nil
+}
+
+// connectForKeys is connect for the modes that read keys (usage, keys):
+// it also reads every member's server version and refuses servers whose
+// keys_only Ranges read values from disk (live.CheckVersions) unless
+// allowValueReads. The versions are returned for the read's options.
+func (o *liveOptions) connectForKeys(ctx context.Context, allowValueReads bool) (*clientv3.Client, []string, func(), error) {
+	c, done, err := o.connect(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	versions, err := live.ServerVersions(ctx, c, o.conn.Endpoints, o.conn.DialTimeout)
+	if err == nil {
+		err = live.CheckVersions(versions, allowValueReads)
+		if err != nil {
+			err = fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err)
+		}
+	}
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return c, versions, done, nil
 }

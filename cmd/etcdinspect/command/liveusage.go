@@ -48,18 +48,11 @@ type liveUsageResult struct {
 
 func runLiveUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, out io.Writer) error {
 	ctx := cmd.Context()
-	c, done, err := o.live.connect(ctx)
+	c, versions, done, err := o.live.connectForKeys(ctx, o.allowValueReads)
 	if err != nil {
 		return err
 	}
 	defer done()
-	versions, err := live.ServerVersions(ctx, c, o.live.conn.Endpoints, o.live.conn.DialTimeout)
-	if err != nil {
-		return err
-	}
-	if err := live.CheckVersions(versions, o.allowValueReads); err != nil {
-		return fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err)
-	}
 	u, err := live.ReadUsage(ctx, c, live.UsageOptions{Parser: g.parser(), Values: o.values, AllowValueReads: o.allowValueReads,
 		MaxKeysPerRequest: o.maxKeysPerRequest, Versions: versions})
 	if err != nil {
