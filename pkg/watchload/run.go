@@ -180,7 +180,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		defer stopOwn()
 		own = startOwnInformer(octx, o.Prefix, writerTopo.Streams[0], o.Clock, o.rangeStream())
 	}
-	s.ReportProgress(ctx, o.OnProgress, o.ProgressInterval, o.Watchers, "seeding")
+	s.ReportStatus(ctx, o.OnStatus, o.StatusInterval, o.Watchers, "seeding")
 	if o.Profile == ProfileAPIServerCache {
 		if err := startWatching(startRev + 1); err != nil {
 			return nil, err
