@@ -38,21 +38,6 @@ type Compactor struct {
 // NewCompactor returns a compactor that has not ticked yet.
 func NewCompactor(kv KV) *Compactor { return &Compactor{kv: kv} }
 
-// TickResult is what one tick did.
-type TickResult struct {
-	// Won is true when this compactor's transaction succeeded; false when
-	// another compactor had moved compact_rev_key's version first.
-	Won bool
-	// Compacted is the revision compacted to, 0 when the tick did not
-	// compact (first tick, or lost the race).
-	Compacted int64
-	// Duration is how long the Compact call took, 0 without one.
-	Duration time.Duration
-	// HeaderRevision is the store revision the transaction saw; the next
-	// winning tick compacts to it.
-	HeaderRevision int64
-}
-
 // Tick runs one round of kube-apiserver's algorithm (see the package
 // documentation). An error from the transaction leaves the compactor's
 // state unchanged; an error from Compact is returned after the state has

@@ -28,7 +28,7 @@
 //   - Session: one load assembled from these parts against one Target
 //     (session.go): the epoch, the connections, the recorder, the Env, the
 //     watchers and the writers, with each phase a method; collect.go turns
-//     what it measured into a result, progress.go is its live view.
+//     what it measured into a result, loadstatus.go is its live view.
 //   - Case: one case of a Session's load (case.go), with an Env, watchers
 //     and writers of its own over the Session's writers, recorder and
 //     maintenance connection; pkg/experiment runs its cases as Cases,

@@ -125,16 +125,16 @@ type Options struct {
 	Clock clock.WithTicker
 	// Logf, if set, receives one line per phase of the run.
 	Logf func(format string, args ...any)
-	// OnProgress, if set, is called about every ProgressInterval with a
+	// OnStatus, if set, is called about every StatusInterval with a
 	// live view of the run; it must not block.
-	OnProgress func(Progress)
-	// ProgressInterval defaults to 500 ms.
-	ProgressInterval time.Duration
+	OnStatus func(LoadStatus)
+	// StatusInterval defaults to 500 ms.
+	StatusInterval time.Duration
 	// OnPhase, if set, is called with each phase Run enters, in order
 	// ("seeding", "syncing", "writing", "confirming", "validating"),
 	// synchronously, before the phase's first request to etcd: for what
 	// must attribute requests to phases exactly (a counting proxy), which
-	// OnProgress, behind by up to ProgressInterval, cannot.
+	// OnStatus, behind by up to StatusInterval, cannot.
 	OnPhase func(phase string)
 	// Abandon, if set, is a context whose end (a second SIGINT) gives up
 	// what an interrupted run still does to hand back its result
@@ -275,8 +275,8 @@ func (o Options) Defaults() Options {
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 10 * time.Second
 	}
-	if o.ProgressInterval == 0 {
-		o.ProgressInterval = 500 * time.Millisecond
+	if o.StatusInterval == 0 {
+		o.StatusInterval = 500 * time.Millisecond
 	}
 	if o.RecoveryTimeout == 0 {
 		o.RecoveryTimeout = 60 * time.Second

@@ -43,8 +43,8 @@ type PutOptions struct {
 	Seed uint64
 	// Logf receives one line per phase.
 	Logf func(format string, args ...any)
-	// OnProgress, if set, is called every 500 ms with a live view.
-	OnProgress func(Progress)
+	// OnStatus, if set, is called every 500 ms with a live view.
+	OnStatus func(LoadStatus)
 }
 
 // Defaults returns o with zero fields set.
@@ -156,7 +156,7 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 		}
 	}
 	s.NewEnv(1024, o.Workers)
-	s.ReportProgress(ctx, o.OnProgress, 500*time.Millisecond, 0, "putting")
+	s.ReportStatus(ctx, o.OnStatus, 500*time.Millisecond, 0, "putting")
 	s.logf("putting %d ops at %.0f/s with %d workers over %d connections", o.Total, o.Rate, o.Workers, o.Connections)
 	writing, err := s.Write(ctx, wl, WriterOptions{Rate: o.Rate, Total: o.Total, Workers: o.Workers, Timeout: o.Timeout}, "putting")
 	if err != nil {

@@ -63,7 +63,7 @@ type Session struct {
 	caches   *ReflectorSet // the watch caches' reflectors (StartCaches)
 	wcs      []*watchCache // the watch caches, in the order of caches
 
-	stopProgress func()
+	stopStatus   func()
 	stopRecorder context.CancelFunc
 	recWG        sync.WaitGroup
 	writing      *Writing
@@ -101,13 +101,13 @@ func (s *Session) reportTarget() report.Target {
 	return report.Target{Embedded: s.t.Embedded, Endpoints: s.t.Endpoints, Managed: s.t.Managed}
 }
 
-// ReportProgress calls onProgress (nil: nothing) every interval with a
+// ReportStatus calls onStatus (nil: nothing) every interval with a
 // live view of the Session, whose phase is phase until the next phase
 // begins; watchers is the number of watchers planned. It runs until Close.
-func (s *Session) ReportProgress(ctx context.Context, onProgress func(Progress), interval time.Duration, watchers int, phase string) {
+func (s *Session) ReportStatus(ctx context.Context, onStatus func(LoadStatus), interval time.Duration, watchers int, phase string) {
 	s.live.watchers = watchers
 	s.SetPhase(phase)
-	s.stopProgress = s.live.report(ctx, onProgress, interval)
+	s.stopStatus = s.live.report(ctx, onStatus, interval)
 }
 
 // SetPhase names what the Session does from now on, for the live view
@@ -115,7 +115,7 @@ func (s *Session) ReportProgress(ctx context.Context, onProgress func(Progress),
 func (s *Session) SetPhase(phase string) { s.live.setPhase(phase) }
 
 // OnPhase makes every phase the Session enters from now on (SetPhase,
-// ReportProgress, Write) call onPhase (nil: nothing) with its name,
+// ReportStatus, Write) call onPhase (nil: nothing) with its name,
 // synchronously, before the phase's first request. Call it before the
 // Session's parts start.
 func (s *Session) OnPhase(onPhase func(phase string)) { s.live.onPhase = onPhase }
@@ -425,9 +425,9 @@ func (s *Session) Validate(ctx context.Context, period time.Duration) {
 // stop ends the live view, the writers, the watchers and the recorder,
 // without waiting for them.
 func (s *Session) stop() {
-	if s.stopProgress != nil {
-		s.stopProgress()
-		s.stopProgress = nil
+	if s.stopStatus != nil {
+		s.stopStatus()
+		s.stopStatus = nil
 	}
 	if s.writing != nil {
 		s.writing.stop()

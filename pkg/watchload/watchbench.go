@@ -47,8 +47,8 @@ type WatchOptions struct {
 	WriteTimeout, SyncTimeout time.Duration
 	// Logf receives one line per phase.
 	Logf func(format string, args ...any)
-	// OnProgress, if set, is called every 500 ms with a live view.
-	OnProgress func(Progress)
+	// OnStatus, if set, is called every 500 ms with a live view.
+	OnStatus func(LoadStatus)
 }
 
 // Defaults returns o with zero fields set.
@@ -167,7 +167,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	if _, err := s.ConnectWatchers(ctx, o.Connections, o.Streams, "", false); err != nil {
 		return nil, err
 	}
-	s.ReportProgress(ctx, o.OnProgress, 500*time.Millisecond, o.Watchers, "creating watches")
+	s.ReportStatus(ctx, o.OnStatus, 500*time.Millisecond, o.Watchers, "creating watches")
 	s.logf("creating %d watches of %s on %d streams over %d connections", o.Watchers, watchPrefix, o.Streams, o.Connections)
 	refls, err := s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
 		return ReflectorOptions{ID: i, Resource: "watch", Prefix: watchPrefix, Stream: stream, WatchOnlyFrom: from,

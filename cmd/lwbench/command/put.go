@@ -82,8 +82,8 @@ func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
-	o.load.OnProgress = func(p watchload.Progress) {
-		con.Progress(fmt.Sprintf("%s %5.1fs  ops %d/%d (%d errors)", p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors))
+	o.load.OnStatus = func(p watchload.LoadStatus) {
+		con.Status(fmt.Sprintf("%s %5.1fs  ops %d/%d (%d errors)", p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors))
 	}
 	target, done, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
 	defer done()

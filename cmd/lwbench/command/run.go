@@ -287,8 +287,8 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	defer con.Done()
 	o.load.Logf = con.Logf
 	o.load.Abandon = cli.SecondInterrupt(ctx)
-	o.load.OnProgress = func(p watchload.Progress) {
-		con.Progress(fmt.Sprintf("%s %5.1fs  writes %d/%d (%d errors)  events %d  relists %d  synced %d/%d  violations %d",
+	o.load.OnStatus = func(p watchload.LoadStatus) {
+		con.Status(fmt.Sprintf("%s %5.1fs  writes %d/%d (%d errors)  events %d  relists %d  synced %d/%d  violations %d",
 			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.Relists,
 			p.SyncedWatchers, p.Watchers, p.Violations))
 	}

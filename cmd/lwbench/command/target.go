@@ -403,7 +403,7 @@ func writeBenchstat(path string, errOut io.Writer, lines []report.BenchstatLine)
 	return nil
 }
 
-// console writes log lines and, on a terminal only, a live progress line
+// console writes log lines and, on a terminal only, a live status line
 // to stderr.
 type console struct {
 	w     io.Writer
@@ -421,7 +421,7 @@ func newConsole(w io.Writer) *console {
 	return c
 }
 
-// Logf prints one log line above the progress line.
+// Logf prints one log line above the status line.
 func (c *console) Logf(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -434,8 +434,8 @@ func (c *console) Logf(format string, args ...any) {
 	}
 }
 
-// Progress replaces the progress line; it does nothing off a terminal.
-func (c *console) Progress(line string) {
+// Status replaces the status line; it does nothing off a terminal.
+func (c *console) Status(line string) {
 	if !c.tty {
 		return
 	}
@@ -445,7 +445,7 @@ func (c *console) Progress(line string) {
 	fmt.Fprint(c.w, "\r\033[K"+line)
 }
 
-// Done clears the progress line.
+// Done clears the status line.
 func (c *console) Done() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -88,8 +88,8 @@ func runWatch(ctx context.Context, o *watchOptions, out, errOut io.Writer) error
 	con := newConsole(errOut)
 	defer con.Done()
 	o.load.Logf = con.Logf
-	o.load.OnProgress = func(p watchload.Progress) {
-		con.Progress(fmt.Sprintf("%s %5.1fs  puts %d/%d (%d errors)  events %d  created %d/%d  violations %d",
+	o.load.OnStatus = func(p watchload.LoadStatus) {
+		con.Status(fmt.Sprintf("%s %5.1fs  puts %d/%d (%d errors)  events %d  created %d/%d  violations %d",
 			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.SyncedWatchers, p.Watchers, p.Violations))
 	}
 	target, done, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)

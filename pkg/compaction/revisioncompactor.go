@@ -8,20 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Ticker is one compaction policy, advanced one tick at a time by its
-// caller's schedule. Compactor (kube-apiserver's algorithm) and
-// RevisionCompactor (every N revisions) implement it.
-type Ticker interface {
-	// Tick runs one round of the policy: it may compact, and says what it
-	// did. See each implementation for its errors.
-	Tick(ctx context.Context) (TickResult, error)
-}
-
-var (
-	_ Ticker = (*Compactor)(nil)
-	_ Ticker = (*RevisionCompactor)(nil)
-)
-
 // RevisionCompactor compacts every Every revisions, keeping Retain
 // revisions of history: on each tick it reads the store's revision R and,
 // when R-Retain has moved at least Every past the revision it last

@@ -1,5 +1,11 @@
 package watchload
 
+// This file is the model of kube-apiserver's own requests to etcd, the
+// ones it sends for itself rather than for a client: for each resource the
+// count polls and the watch cache's consistency checks (resourceChores, on
+// the schedules below), and PodSecurity's informer of every pod
+// (ownInformer).
+
 import (
 	"context"
 	"fmt"

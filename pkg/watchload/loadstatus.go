@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Progress is a live view of a run.
-type Progress struct {
+// LoadStatus is a live view of a run, for a status line on a console (not
+// to be confused with etcd's progress requests and notifications).
+type LoadStatus struct {
 	Phase            string        // seeding, syncing, writing, confirming...
 	Elapsed          time.Duration // since the run began
 	WritesPlanned    int64         // writes scheduled in all
@@ -22,10 +23,10 @@ type Progress struct {
 }
 
 // liveState is a Session's live view: what it is doing and what it has
-// started, fed to an OnProgress callback.
+// started, fed to an OnStatus callback.
 type liveState struct {
 	start    time.Time
-	watchers int // the watchers planned, reported as Progress.Watchers
+	watchers int // the watchers planned, reported as LoadStatus.Watchers
 	onPhase  func(string)
 	mu       sync.Mutex
 	phase    string
@@ -56,10 +57,10 @@ func (l *liveState) setWriters(w *Writers, planned int64) {
 	l.writers, l.planned = w, planned
 }
 
-func (l *liveState) snapshot() Progress {
+func (l *liveState) snapshot() LoadStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := Progress{Phase: l.phase, Elapsed: time.Since(l.start), WritesPlanned: l.planned, Watchers: l.watchers}
+	p := LoadStatus{Phase: l.phase, Elapsed: time.Since(l.start), WritesPlanned: l.planned, Watchers: l.watchers}
 	if l.writers != nil {
 		wp := l.writers.Progress()
 		p.WritesDone, p.WriteErrors = wp.Completed, wp.Errors
@@ -82,10 +83,10 @@ func (l *liveState) snapshot() Progress {
 	return p
 }
 
-// report calls onProgress every interval until the returned stop is
-// called or ctx ends; with a nil onProgress it does nothing.
-func (l *liveState) report(ctx context.Context, onProgress func(Progress), interval time.Duration) (stop func()) {
-	if onProgress == nil {
+// report calls onStatus every interval until the returned stop is
+// called or ctx ends; with a nil onStatus it does nothing.
+func (l *liveState) report(ctx context.Context, onStatus func(LoadStatus), interval time.Duration) (stop func()) {
+	if onStatus == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -97,7 +98,7 @@ func (l *liveState) report(ctx context.Context, onProgress func(Progress), inter
 		for {
 			select {
 			case <-t.C:
-				onProgress(l.snapshot())
+				onStatus(l.snapshot())
 			case <-done:
 				return
 			case <-ctx.Done():
