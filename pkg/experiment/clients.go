@@ -200,7 +200,7 @@ func (a apiInformer) relists() []relist {
 	out := make([]relist, len(rs))
 	for i, r := range rs {
 		out[i] = relist{at: time.Duration(r.AtMs * float64(time.Millisecond)), duration: time.Duration(r.DurationMs * float64(time.Millisecond)),
-			requests: r.Requests + r.FailedRequests, pages: int64(r.Requests), objects: r.Objects, bytes: r.Bytes, expired: r.Expired,
+			requests: r.Pages + r.FailedRequests, pages: int64(r.Pages), objects: r.Objects, bytes: r.Bytes, expired: r.Expired,
 			backoff: time.Duration(r.BackoffMs * float64(time.Millisecond)), ok: true}
 	}
 	return out

@@ -157,7 +157,7 @@ type session struct {
 	api   *report.APIServerTarget // the first stack started, nil: none
 	// cleanups are the loads' namespace deletions on a cluster lwbench
 	// does not own, in order.
-	cleanups []report.NamespaceCleanup
+	cleanups []report.Cleanup
 }
 
 // openSession gets a target, opens its maintenance connection, and
@@ -220,7 +220,7 @@ func (s *session) apiServer(a report.APIServerTarget) {
 }
 
 // cleanedUp records a load's namespace deletion.
-func (s *session) cleanedUp(c report.NamespaceCleanup) {
+func (s *session) cleanedUp(c report.Cleanup) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cleanups = append(s.cleanups, c)

@@ -14,8 +14,12 @@ import (
 
 // SchemaVersion is the version of the Result JSON document. It changes
 // when a field is renamed, removed or changes meaning; adding a field
-// keeps it.
-const SchemaVersion = 1
+// keeps it. Version 2 (RunSchemaVersion 4): namespaceCleanup[] are
+// report.Cleanup, whose namespaces still present are namespacesLeft
+// (left before); a run's result converted by FromRun (experiment "run")
+// is one kind, through kube-apiserver or not (experiment "kube-run"
+// before).
+const SchemaVersion = 2
 
 // The experiments' names, as Result.Experiment and lwbench's subcommands
 // spell them.
@@ -53,8 +57,8 @@ type Result struct {
 	APIServer *report.APIServerTarget `json:"apiServer,omitempty"`
 	// NamespaceCleanup are, on a cluster lwbench does not own
 	// (`--kubeconfig`), each load's deletion of the namespaces it created
-	// (as a run's namespaceCleanup); empty elsewhere.
-	NamespaceCleanup []report.NamespaceCleanup `json:"namespaceCleanup,omitempty"`
+	// (as a run's cleanup); empty elsewhere.
+	NamespaceCleanup []report.Cleanup `json:"namespaceCleanup,omitempty"`
 	// Cases summarise each case in the same columns, in the order run.
 	Cases []CaseSummary `json:"cases"`
 	// Timelines are the probe's series with the compactions and
@@ -121,6 +125,12 @@ type CaseSummary struct {
 	// WritesPerSecond and WriteP99Ms are the load's writes (0 if none).
 	WritesPerSecond float64 `json:"writesPerSecond"`
 	WriteP99Ms      float64 `json:"writeP99Ms"` // latency from schedule
+	// DeliveryP99Ms is the p99 of the watch events' delivery latency from
+	// their write's response (RunResult.Delivery.FromResponse: the
+	// informers not held back), over DeliveryEvents timed events (runs;
+	// absent before RunSchemaVersion 4's conversion).
+	DeliveryP99Ms  float64 `json:"deliveryP99Ms,omitempty"`
+	DeliveryEvents int64   `json:"deliveryEvents,omitempty"` // timed events of DeliveryP99Ms
 	// Probe summarises the probe's operations due during the case's
 	// window of interest (see each experiment).
 	Probe compaction.ProbeWindow `json:"probe"`

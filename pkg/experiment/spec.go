@@ -19,6 +19,7 @@ const (
 	FigureCompactions     = "compactions"
 	FigureDefrag          = "defragMs"        // and defrags; only for a case that defragmented
 	FigureWrites          = "writesPerSecond" // and writeP99Ms
+	FigureDelivery        = "deliveryP99Ms"   // and deliveryEvents
 	FigureProbe           = "probe"
 	FigureDBSize          = "dbSizeBeforeBytes" // and dbSizeAfterBytes
 	FigureLostEvents      = "lostEvents"
@@ -33,8 +34,8 @@ type Spec struct {
 }
 
 // Specs are the experiments in the order the suite runs them, then `lwbench
-// run` as FromRun summarises it and `lwbench run --kube-apiserver` as
-// FromKubeRun does.
+// run` as FromRun summarises it, of the etcd-direct model and through
+// kube-apiserver.
 var Specs = []Spec{
 	{NameRelistStorm, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureRelistTime, FigureResync, FigureListRestarts, FigureCompactions,
 		FigureWrites, FigureProbe, FigureLostEvents, FigureOtherViolations}},
@@ -44,9 +45,9 @@ var Specs = []Spec{
 	{NameDefragStall, []string{FigureCompactions, FigureDefrag, FigureProbe, FigureDBSize}},
 	{NameCatchup, []string{FigureRelistObjects, FigureRelistBytes, FigureResync, FigureProbe, FigureLostEvents, FigureOtherViolations}},
 	{NameRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureRelistTime, FigureResync, FigureListRestarts, FigureCompactions,
-		FigureDefrag, FigureWrites, FigureDBSize, FigureLostEvents, FigureOtherViolations}},
+		FigureDefrag, FigureWrites, FigureDelivery, FigureDBSize, FigureLostEvents, FigureOtherViolations}},
 	{NameKubeRun, []string{FigureRelists, FigureRelistObjects, FigureRelistBytes, FigureRelistTime, FigureResync, FigureListRestarts, FigureCompactions,
-		FigureDefrag, FigureWrites, FigureLostEvents, FigureOtherViolations}},
+		FigureDefrag, FigureWrites, FigureDelivery, FigureLostEvents, FigureOtherViolations}},
 }
 
 // Lookup returns the Spec of the experiment name.

@@ -171,7 +171,7 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 // nil (the namespaces stay, with the cluster lwbench owns). NewLoad
 // returns the Load with its error when it created namespaces before it
 // failed: Close it too.
-func (l *Load) Close(ctx context.Context) *report.NamespaceCleanup {
+func (l *Load) Close(ctx context.Context) *report.Cleanup {
 	if l == nil || l.scope == nil {
 		return nil
 	}
@@ -323,14 +323,14 @@ func (c *Case) HoldAll(ctx context.Context) (int64, error) {
 
 // Relists returns every informer's LIST phases after its first, by
 // informer then time (relistsOf over the informer's requests).
-func (c *Case) Relists() [][]report.KubeRelist {
+func (c *Case) Relists() [][]report.Relist {
 	byInformer := make([][]Request, len(c.set.Informers))
 	for _, r := range c.set.Requests() {
 		byInformer[r.Informer] = append(byInformer[r.Informer], r)
 	}
-	out := make([][]report.KubeRelist, len(byInformer))
+	out := make([][]report.Relist, len(byInformer))
 	for i, rs := range byInformer {
-		out[i] = relistsOf(i, rs)
+		out[i] = relistsOf(i, c.set.Informers[i].Resource, rs)
 	}
 	return out
 }

@@ -90,12 +90,12 @@ func (p *phases) applyLocked(ctx context.Context) {
 // compactor puts the key, then calls Compact: the requests between the
 // two (none but the Compact itself, usually) may count in either phase.
 // It returns the compactions seen, in order, once ctx has ended.
-func watchCompactions(ctx context.Context, admin *clientv3.Client, from int64, p *phases, epoch time.Time, logf func(string, ...any)) <-chan []report.KubeCompaction {
-	out := make(chan []report.KubeCompaction, 1)
-	var seen []report.KubeCompaction
+func watchCompactions(ctx context.Context, admin *clientv3.Client, from int64, p *phases, epoch time.Time, logf func(string, ...any)) <-chan []report.Compaction {
+	out := make(chan []report.Compaction, 1)
+	var seen []report.Compaction
 	done := WatchCompactions(ctx, admin, from, func(rev int64) {
 		n := p.compacted(ctx)
-		seen = append(seen, report.KubeCompaction{N: n, AtMs: report.Ms(time.Since(epoch)), Revision: rev})
+		seen = append(seen, report.Compaction{N: n, AtMs: report.Ms(time.Since(epoch)), Revision: rev})
 		logf("kube-apiserver compacts etcd to revision %d (compaction %d)", rev, n)
 	}, logf)
 	go func() {

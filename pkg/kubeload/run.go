@@ -118,7 +118,7 @@ type Options struct {
 // which Run leaves in place, except on a shared cluster (Stack.Shared),
 // where it deletes them at the end. Errors are returned only when the load could
 // not be carried out; broken guarantees are results, in Validation.
-func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err error) {
+func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err error) {
 	installGates()
 	lo := o.Load.Defaults()
 	if err := lo.Validate(); err != nil {
@@ -155,8 +155,10 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 
 	s := watchload.NewSession(st.Etcd, time.Now(), logf)
 	defer s.Close()
-	res := &report.KubeRunResult{Kind: report.KindKubeRun, SchemaVersion: report.KubeRunSchemaVersion,
-		StartedAt: s.Epoch().UTC(), APIServer: st.APIServer,
+	s.SampleSelf(ctx)
+	api := st.APIServer
+	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
+		StartedAt: s.Epoch().UTC(), APIServer: &api,
 		Target: report.Target{Embedded: st.Etcd.Embedded, Endpoints: st.Etcd.Endpoints, Managed: st.Etcd.Managed}}
 	res.Scenario = scenario(lo, st.APIServer)
 	if v, err := serverVersion(st.RESTConfig); err == nil {
@@ -316,6 +318,15 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.KubeRunResult, err
 	if st.Counter != nil {
 		res.Etcd = st.Counter.Requests()
 	}
+	if res.Relists == nil {
+		res.Relists = []report.Relist{}
+	}
+	if res.Compactions == nil {
+		res.Compactions = []report.Compaction{}
+	}
+	res.Self = s.SelfStats(cctx)
+	res.Warnings = report.BusyWarnings(res.Self)
+	res.Verdict = report.RunVerdict(res)
 	return res, nil
 }
 

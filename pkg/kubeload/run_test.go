@@ -79,7 +79,7 @@ func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 	var relisted bool
 	for _, r := range res.Relists {
 		t.Logf("relist: %+v", r)
-		if r.Informer == 0 && r.Cause == string(kubeload.OutcomeExpired) && r.Verb == string(kubeload.VerbList) {
+		if r.Informer == 0 && r.Reason == string(kubeload.OutcomeExpired) && r.Verb == string(kubeload.VerbList) {
 			relisted = true
 		}
 	}
@@ -115,8 +115,8 @@ func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 	if compacted == 0 || ranges == 0 {
 		t.Errorf("etcd saw %d compacted watch responses and %d ranges after the release, want both", compacted, ranges)
 	}
-	if res.Informers[1].Relists != 0 {
-		t.Errorf("informer 1, never held, relisted %d times", res.Informers[1].Relists)
+	if res.Informers[1].Lists != 1 {
+		t.Errorf("informer 1, never held, listed %d times, want once", res.Informers[1].Lists)
 	}
 	if h := res.Delivery.HeldBack; h == nil || h.Watchers != 1 || h.Events == 0 {
 		t.Errorf("got heldBack delivery %+v, want informer 0's events from its hold on (its relist's watch)", h)
@@ -163,13 +163,13 @@ func TestHeldInformerResumesFromWatchCache(t *testing.T) {
 	}
 	d := res.Delivery
 	h := d.HeldBack
-	t.Logf("hold of %.0f ms; delivery %+v; held back %+v", hold, d.FromCommit, h)
-	if h == nil || h.Watchers != 1 || h.Events == 0 || h.FromCommit.MaxMs < hold/2 {
+	t.Logf("hold of %.0f ms; delivery %+v; held back %+v", hold, d.FromResponse, h)
+	if h == nil || h.Watchers != 1 || h.Events == 0 || h.FromResponse.MaxMs < hold/2 {
 		t.Fatalf("got heldBack delivery %+v, want informer 0's, its events of the %.0f ms hold late by up to the hold", h, hold)
 	}
-	if d.FromCommit.P99Ms > hold/5 || d.FromCommit.Count != d.TimedEvents-h.TimedEvents {
-		t.Errorf("got delivery fromCommit %+v of %d timed events, want a p99 far below the %.0f ms hold, informer 0's %d events from its hold on left out",
-			d.FromCommit, d.TimedEvents, hold, h.TimedEvents)
+	if d.FromResponse.P99Ms > hold/5 || d.FromResponse.Count != d.TimedEvents-h.TimedEvents {
+		t.Errorf("got delivery fromResponse %+v of %d timed events, want a p99 far below the %.0f ms hold, informer 0's %d events from its hold on left out",
+			d.FromResponse, d.TimedEvents, hold, h.TimedEvents)
 	}
 	checkValid(t, res)
 }
@@ -177,7 +177,7 @@ func TestHeldInformerResumesFromWatchCache(t *testing.T) {
 // checkCompactionPhases checks that kube-apiserver's compactions were
 // seen and that the phase after the first holds etcd requests and
 // apiserver metrics.
-func checkCompactionPhases(t *testing.T, res *report.KubeRunResult) {
+func checkCompactionPhases(t *testing.T, res *report.RunResult) {
 	t.Helper()
 	if len(res.Compactions) == 0 || res.Compactions[0].N != 1 || res.Compactions[0].Revision == 0 {
 		t.Fatalf("got compactions %+v, want kube-apiserver's compactor seen", res.Compactions)
@@ -204,7 +204,7 @@ func checkCompactionPhases(t *testing.T, res *report.KubeRunResult) {
 
 // checkUsage checks the apiserver's CPU and memory and the metrics every
 // load makes non-zero.
-func checkUsage(t *testing.T, res *report.KubeRunResult) {
+func checkUsage(t *testing.T, res *report.RunResult) {
 	t.Helper()
 	if len(res.APIServers) != 1 {
 		t.Fatalf("got %d apiserver usages, want 1", len(res.APIServers))
@@ -242,7 +242,7 @@ func checkUsage(t *testing.T, res *report.KubeRunResult) {
 
 // metricSum sums the series of name in phase ("" every phase) whose
 // labels include labels.
-func metricSum(res *report.KubeRunResult, name, phase string, labels map[string]string) float64 {
+func metricSum(res *report.RunResult, name, phase string, labels map[string]string) float64 {
 	var sum float64
 next:
 	for _, m := range res.APIServerMetrics {
@@ -260,7 +260,7 @@ next:
 }
 
 // phasesOf returns the phases of the etcd counts, in order.
-func phasesOf(res *report.KubeRunResult) []string {
+func phasesOf(res *report.RunResult) []string {
 	var out []string
 	for _, e := range res.Etcd {
 		if len(out) == 0 || out[len(out)-1] != e.Phase {
@@ -295,7 +295,7 @@ func TestWatchCacheMetrics(t *testing.T) {
 }
 
 // checkValid fails the test on any broken guarantee.
-func checkValid(t *testing.T, res *report.KubeRunResult) {
+func checkValid(t *testing.T, res *report.RunResult) {
 	t.Helper()
 	v := res.Validation
 	if v.Lost != 0 || v.Duplicated != 0 || v.OutOfOrder != 0 || v.Unexpected != 0 || v.CacheMismatches != 0 || v.UnsyncedWatchers != 0 {

@@ -90,9 +90,9 @@ func refuseExisting(ctx context.Context, cfg *rest.Config, names []string) error
 // (k8s.io/kubernetes/pkg/controller/namespace/deletion) finalizes a
 // deleted namespace once it is empty; lwbench never bypasses it. Errors
 // are recorded in the result.
-func deleteNamespaces(ctx context.Context, cfg *rest.Config, names []string, selector string, timeout time.Duration, logf func(string, ...any)) *report.NamespaceCleanup {
+func deleteNamespaces(ctx context.Context, cfg *rest.Config, names []string, selector string, timeout time.Duration, logf func(string, ...any)) *report.Cleanup {
 	start := time.Now()
-	res := &report.NamespaceCleanup{Namespaces: names}
+	res := &report.Cleanup{Namespaces: names}
 	defer func() { res.DurationMs = report.Ms(time.Since(start)) }()
 	fail := func(err error) {
 		if res.Error == "" {
@@ -132,21 +132,21 @@ func deleteNamespaces(ctx context.Context, cfg *rest.Config, names []string, sel
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		res.Left = nil
+		res.NamespacesLeft = nil
 		for _, ns := range names {
 			_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			if !apierrors.IsNotFound(err) {
-				res.Left = append(res.Left, ns)
+				res.NamespacesLeft = append(res.NamespacesLeft, ns)
 			}
 		}
-		if len(res.Left) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+		if len(res.NamespacesLeft) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}
 		_ = clockwait.SleepReal(ctx, 500*time.Millisecond)
 	}
-	if len(res.Left) > 0 {
-		fail(fmt.Errorf("namespaces %v still present %v after their deletion (the cluster's namespace controller finalizes them)", res.Left, timeout))
+	if len(res.NamespacesLeft) > 0 {
+		fail(fmt.Errorf("namespaces %v still present %v after their deletion (the cluster's namespace controller finalizes them)", res.NamespacesLeft, timeout))
 	}
-	logf("cleanup: deleted %d objects and the %d namespaces the run created; %d still present", res.ObjectsDeleted, len(names), len(res.Left))
+	logf("cleanup: deleted %d objects and the %d namespaces the run created; %d still present", res.ObjectsDeleted, len(names), len(res.NamespacesLeft))
 	return res
 }

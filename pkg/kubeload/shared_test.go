@@ -66,7 +66,7 @@ func TestSharedClusterOwnsItsNamespaces(t *testing.T) {
 		}
 		c := res.Cleanup
 		want := []string{"lwbench-0000cafe-ns-0", "lwbench-0000cafe-ns-1"}
-		if c == nil || c.Error != "" || len(c.Left) != 0 || len(c.Namespaces) != len(want) || c.Namespaces[0] != want[0] || c.Namespaces[1] != want[1] {
+		if c == nil || c.Error != "" || len(c.NamespacesLeft) != 0 || len(c.Namespaces) != len(want) || c.Namespaces[0] != want[0] || c.Namespaces[1] != want[1] {
 			t.Fatalf("got cleanup %+v, want namespaces %v deleted", c, want)
 		}
 		ec, err := st.Etcd.Dial(ctx)

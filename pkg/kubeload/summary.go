@@ -55,7 +55,7 @@ func rvKind(rv string) string {
 
 // summarize fills the result's informers, request counts and relists
 // from the informers' request log.
-func summarize(res *report.KubeRunResult, set *InformerSet, epoch time.Time) {
+func summarize(res *report.RunResult, set *InformerSet, epoch time.Time) {
 	reqs := set.Requests()
 	heldBack := map[int]bool{}
 	for _, h := range res.Holds {
@@ -63,8 +63,8 @@ func summarize(res *report.KubeRunResult, set *InformerSet, epoch time.Time) {
 	}
 	stats := make([]report.InformerStats, len(set.Informers))
 	for i, in := range set.Informers {
-		stats[i] = report.InformerStats{ID: in.ID, Resource: in.Resource, CachedObjects: len(in.inf.GetStore().ListKeys()),
-			LastRevision: set.LastRevision(i), HeldBack: heldBack[i]}
+		stats[i] = report.InformerStats{ID: in.ID, Resource: in.Resource, CacheObjects: len(in.inf.GetStore().ListKeys()),
+			LastRevision: set.LastRevision(i), HeldBack: heldBack[i], Lists: 1}
 	}
 	type countKey struct{ verb, outcome, rv string }
 	counts := map[countKey]*report.RequestCount{}
@@ -101,8 +101,8 @@ func summarize(res *report.KubeRunResult, set *InformerSet, epoch time.Time) {
 		return a.ResourceVersion < b.ResourceVersion
 	})
 	for id, rs := range byInformer {
-		relists := relistsOf(id, rs)
-		stats[id].Relists = len(relists)
+		relists := relistsOf(id, set.Informers[id].Resource, rs)
+		stats[id].Lists += len(relists)
 		res.Relists = append(res.Relists, relists...)
 	}
 	sort.Slice(res.Relists, func(i, j int) bool {
@@ -124,14 +124,14 @@ func summarize(res *report.KubeRunResult, set *InformerSet, epoch time.Time) {
 // last page (or the end of a WATCHLIST's initial events); its backoff runs
 // from the end of the first request that failed since the previous phase
 // to its first attempt.
-func relistsOf(informer int, rs []Request) []report.KubeRelist {
-	var out []report.KubeRelist
+func relistsOf(informer int, resource string, rs []Request) []report.Relist {
+	var out []report.Relist
 	phases := 0
 	cause := ""
 	failed, expired := 0, 0
 	const none = time.Duration(-1)
 	causeEnd, firstAttempt := none, none // since the previous phase
-	var cur *report.KubeRelist
+	var cur *report.Relist
 	flush := func() {
 		if cur != nil {
 			if phases > 1 {
@@ -149,7 +149,7 @@ func relistsOf(informer int, rs []Request) []report.KubeRelist {
 	for _, r := range rs {
 		switch {
 		case r.Verb == VerbList && r.Continue && cur != nil:
-			cur.Requests++
+			cur.Pages++
 			cur.Objects += r.Objects
 			cur.Bytes += r.ResponseBytes
 			cur.DurationMs = report.Ms(r.Start+r.Duration) - cur.AtMs
@@ -178,8 +178,12 @@ func relistsOf(informer int, rs []Request) []report.KubeRelist {
 			if r.Verb == VerbWatchList {
 				end, bytes = r.InitialEventsEnd, r.InitialEventsBytes
 			}
-			cur = &report.KubeRelist{Informer: informer, AtMs: report.Ms(firstAttempt), Cause: cause, Verb: string(r.Verb),
-				ResourceVersion: r.ResourceVersion, Requests: 1, Objects: r.Objects, Bytes: bytes,
+			reason := cause
+			if reason == "" {
+				reason = report.ReasonNone
+			}
+			cur = &report.Relist{Informer: informer, Resource: resource, AtMs: report.Ms(firstAttempt), Reason: reason, Verb: string(r.Verb),
+				ResourceVersion: r.ResourceVersion, Pages: 1, Objects: r.Objects, Bytes: bytes,
 				DurationMs: report.Ms(end - firstAttempt), FailedRequests: failed, Expired: expired}
 			if causeEnd != none && causeEnd <= firstAttempt {
 				cur.BackoffMs = report.Ms(firstAttempt - causeEnd)

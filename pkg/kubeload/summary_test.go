@@ -26,10 +26,10 @@ func TestRelistsOf(t *testing.T) {
 		{Verb: VerbList, ResourceVersion: "", Limit: 500, Start: 210 * ms, Duration: ms, Outcome: OutcomeThrottled},
 		{Verb: VerbWatchList, ResourceVersion: "", Start: 220 * ms, Duration: time.Second, InitialEventsEnd: 250 * ms, Outcome: OutcomeStopped, Objects: 310, ResponseBytes: 900, InitialEventsBytes: 700},
 	}
-	got := relistsOf(3, reqs)
-	want := []report.KubeRelist{
-		{Informer: 3, AtMs: 140, Cause: "expired", Verb: "list", ResourceVersion: "95", Requests: 1, Objects: 300, Bytes: 600, DurationMs: 8, BackoffMs: 9},
-		{Informer: 3, AtMs: 210, Cause: "throttled", Verb: "watchlist", ResourceVersion: "", Requests: 1, Objects: 310, Bytes: 700, DurationMs: 40,
+	got := relistsOf(3, "pods", reqs)
+	want := []report.Relist{
+		{Informer: 3, Resource: "pods", AtMs: 140, Reason: "expired", Verb: "list", ResourceVersion: "95", Pages: 1, Objects: 300, Bytes: 600, DurationMs: 8, BackoffMs: 9},
+		{Informer: 3, Resource: "pods", AtMs: 210, Reason: "throttled", Verb: "watchlist", ResourceVersion: "", Pages: 1, Objects: 310, Bytes: 700, DurationMs: 40,
 			FailedRequests: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -49,8 +49,8 @@ func TestRelistsOfCompactedList(t *testing.T) {
 		{Verb: VerbList, ResourceVersion: "90", Limit: 500, Start: 900 * ms, Duration: 2 * ms, Outcome: OutcomeExpired},
 		{Verb: VerbList, ResourceVersion: "", Limit: 500, Start: 1000 * ms, Duration: 20 * ms, Outcome: OutcomeOK, Objects: 100, ResponseBytes: 5000},
 	}
-	got := relistsOf(0, reqs)
-	want := []report.KubeRelist{{Informer: 0, AtMs: 900, Cause: "expired", Verb: "list", ResourceVersion: "", Requests: 1, Objects: 100,
+	got := relistsOf(0, "pods", reqs)
+	want := []report.Relist{{Informer: 0, Resource: "pods", AtMs: 900, Reason: "expired", Verb: "list", ResourceVersion: "", Pages: 1, Objects: 100,
 		Bytes: 5000, DurationMs: 120, FailedRequests: 1, Expired: 1, BackoffMs: 780}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got relists\n%+v\nwant\n%+v", got, want)

@@ -5,9 +5,10 @@ import (
 )
 
 // Schema versions of the building-block results; they change like
-// RunSchemaVersion.
+// RunSchemaVersion. WatchSchemaVersion 2: delivery.fromResponse became
+// delivery.fromResponse (DeliveryStats), as in RunSchemaVersion 4.
 const (
-	WatchSchemaVersion = 1
+	WatchSchemaVersion = 2
 	PutSchemaVersion   = 1
 	ListSchemaVersion  = 1
 )

@@ -60,7 +60,7 @@ func RunBenchstat(r *RunResult) []BenchstatLine {
 		{r.Delivery.EventsPerSecond, "events/s"},
 	}
 	m = append(m, latencyMetrics("write", r.Writes.Latency)...)
-	m = append(m, latencyMetrics("delivery", r.Delivery.FromCommit)...)
+	m = append(m, latencyMetrics("delivery", r.Delivery.FromResponse)...)
 	m = append(m,
 		BenchstatMetric{float64(len(r.Relists)), "relists"},
 		BenchstatMetric{float64(r.Writes.Errors), "write-errors"},
@@ -80,7 +80,7 @@ func WatchBenchstat(r *WatchResult) []BenchstatLine {
 		{r.Delivery.EventsPerSecond, "events/s"},
 		{r.Writes.ThroughputPerSecond, "puts/s"},
 	}
-	m = append(m, latencyMetrics("delivery", r.Delivery.FromCommit)...)
+	m = append(m, latencyMetrics("delivery", r.Delivery.FromResponse)...)
 	m = append(m, latencyMetrics("creation", r.Creation)...)
 	m = append(m, BenchstatMetric{r.Self.CPUCores, "lwbench-cores"})
 	return []BenchstatLine{{

@@ -48,9 +48,10 @@ type MemberWrites struct {
 type MemberDelivery struct {
 	Events      int64 `json:"events"`      // events received, every watcher's
 	TimedEvents int64 `json:"timedEvents"` // of which matched with their write
-	// FromCommit is from the writer's response, as DeliveryStats.FromCommit:
-	// without the events of watchers held back, from their hold on.
-	FromCommit Latency `json:"fromCommit"`
+	// FromResponse is from the writer's response, as
+	// DeliveryStats.FromResponse: without the events of watchers held
+	// back, from their hold on.
+	FromResponse Latency `json:"fromResponse"`
 }
 
 // MemberDefrag is the defragmentation of one member.
@@ -152,16 +153,30 @@ type ProbeOps struct {
 }
 
 // Cleanup is what lwbench deleted at the end of a run against a cluster
-// it does not own: the keys it created and the leases it granted, nothing
-// else.
+// it does not own, nothing else: through etcd, the keys it created and
+// the leases it granted (KeysDeleted, LeasesRevoked, KeysLeft); through
+// kube-apiserver (--kubeconfig), the objects it wrote in the namespaces
+// it created, then those namespaces (Namespaces, ObjectsDeleted,
+// NamespacesLeft: KubeRunResult's namespaceCleanup before
+// RunSchemaVersion 4).
 type Cleanup struct {
 	KeysDeleted   int64 `json:"keysDeleted"`   // keys deleted
 	LeasesRevoked int64 `json:"leasesRevoked"` // leases revoked (with the events attached to them)
 	// KeysLeft counts the keys under the prefix afterwards; other clients'
 	// keys when the prefix was reused; -1 if it could not be counted.
-	KeysLeft   int64   `json:"keysLeft"`
-	DurationMs float64 `json:"durationMs"`      // how long it took, ms
-	Error      string  `json:"error,omitempty"` // the first error; empty on success
+	KeysLeft int64 `json:"keysLeft"`
+	// Namespaces are the namespaces the run created and deleted, in
+	// creation order; no other namespace is deleted.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ObjectsDeleted counts the pods, configmaps and events the run
+	// deleted in them before deleting the namespaces.
+	ObjectsDeleted int `json:"objectsDeleted,omitempty"`
+	// NamespacesLeft are the namespaces still present (Terminating) when
+	// the wait ended; the cluster's namespace controller removes them
+	// later.
+	NamespacesLeft []string `json:"namespacesLeft,omitempty"`
+	DurationMs     float64  `json:"durationMs"`      // how long it took, ms
+	Error          string   `json:"error,omitempty"` // the first error; empty on success
 }
 
 // RelistSummary returns the fault's relists with their reasons, as

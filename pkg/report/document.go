@@ -16,11 +16,13 @@ import (
 // after another. Documents written before the kind field existed are
 // recognised by their shape (Identify).
 const (
-	KindRun     = "RunResult"     // lwbench run: RunResult
-	KindWatch   = "WatchResult"   // lwbench watch: WatchResult
-	KindPut     = "PutResult"     // lwbench put: PutResult
-	KindList    = "ListResult"    // lwbench list: ListResult
-	KindKubeRun = "KubeRunResult" // lwbench run --kube-apiserver: KubeRunResult
+	KindRun   = "RunResult"   // lwbench run: RunResult
+	KindWatch = "WatchResult" // lwbench watch: WatchResult
+	KindPut   = "PutResult"   // lwbench put: PutResult
+	KindList  = "ListResult"  // lwbench list: ListResult
+	// KindKubeRun is `lwbench run --kube-apiserver` before
+	// RunSchemaVersion 4 (KubeRunResult); Decode reads it as a RunResult.
+	KindKubeRun = "KubeRunResult"
 	// KindConformance is lwbench conformance: Conformance.
 	KindConformance = "Conformance"
 	KindExperiment  = "ExperimentResult" // the experiments: experiment.Result
@@ -215,8 +217,10 @@ func Identify(b []byte) (Header, error) {
 }
 
 // Decode decodes a result of one of lwbench's own commands: it returns a
-// *RunResult, *WatchResult, *PutResult, *ListResult, *KubeRunResult or
-// *Conformance by the document's kind (Identify). It returns an error
+// *RunResult, *WatchResult, *PutResult, *ListResult or *Conformance by
+// the document's kind (Identify); a KubeRunResult (a run through
+// kube-apiserver before RunSchemaVersion 4) decodes into a *RunResult
+// (legacy.go), its kind and version kept in the returned Header. It returns an error
 // wrapping ErrNewerSchema for a newer schema version, one wrapping
 // ErrUnknownKind, naming the kind, for every other document (experiment
 // results decode with experiment.Decode; a kind value none of Kinds is
@@ -239,7 +243,7 @@ func Decode(b []byte) (Header, any, error) {
 	case KindList:
 		v, current = &ListResult{}, ListSchemaVersion
 	case KindKubeRun:
-		v, current = &KubeRunResult{}, KubeRunSchemaVersion
+		v, current = &RunResult{}, lastKubeRunSchemaVersion
 	case KindConformance:
 		v, current = &Conformance{}, ConformanceSchemaVersion
 	default:
@@ -254,8 +258,6 @@ func Decode(b []byte) (Header, any, error) {
 	var profile string
 	switch r := v.(type) {
 	case *RunResult:
-		profile = r.Scenario.Profile
-	case *KubeRunResult:
 		profile = r.Scenario.Profile
 	default:
 		return h, v, nil

@@ -106,8 +106,6 @@ func decode(b []byte) {
 		switch v := v.(type) {
 		case *report.RunResult:
 			r = experiment.FromRun(v, "fuzz")
-		case *report.KubeRunResult:
-			r = experiment.FromKubeRun(v, "fuzz")
 		default:
 			return
 		}

@@ -2,103 +2,8 @@ package report
 
 import "time"
 
-// KubeRunSchemaVersion is the version of the KubeRunResult JSON document;
-// it changes when a field is renamed, removed or changes meaning. Version
-// 3: the delivery latencies (delivery.fromCommit and fromSend, the
-// intervals') leave out the informers held back across a compaction, from
-// their hold on, which delivery.heldBack measures apart (DeliveryStats).
-const KubeRunSchemaVersion = 3
-
-// KubeRunResult is the result of `lwbench run --kube-apiserver`: a load
-// through real kube-apiservers in front of etcd, written by real client-go
-// clients and watched by real client-go informers. Durations are float
-// milliseconds with the unit in the field name, sizes bytes, offsets
-// (atMs, startMs) from the run's epoch (before seeding) except interval
-// offsets, which run from the start of the writes.
-type KubeRunResult struct {
-	Kind          string    `json:"kind"`          // KindKubeRun
-	SchemaVersion int       `json:"schemaVersion"` // KubeRunSchemaVersion
-	StartedAt     time.Time `json:"startedAt"`     // when the run began, UTC
-	// Interrupted is true when the run was stopped before the end of its
-	// write phase.
-	Interrupted bool `json:"interrupted,omitempty"`
-	// Target is the etcd behind the apiservers.
-	Target Target `json:"target"`
-	// APIServer describes the apiservers and the clients.
-	APIServer APIServerTarget `json:"apiserver"`
-	// Scenario echoes the options that shaped the load (the fields of the
-	// etcd-direct model that do not apply are zero).
-	Scenario Scenario `json:"scenario"`
-
-	Writes WriteStats `json:"writes"` // the API writers' counts and latency from schedule
-	// Delivery is the watch events the informers received and their
-	// latency from each write's response; the latencies are those of the
-	// informers not held back, Delivery.HeldBack the held ones' from their
-	// hold on (DeliveryStats).
-	Delivery DeliveryStats `json:"delivery"`
-	// Informers are per informer, by id.
-	Informers []InformerStats `json:"informers"`
-	// Requests count the informers' requests by verb and outcome, sorted.
-	Requests []RequestCount `json:"requests"`
-	// Relists are every LIST (or WATCHLIST) phase after an informer's
-	// first, in the order they began.
-	Relists []KubeRelist `json:"relists"`
-	// Holds are the informers held back across a compaction, in order.
-	Holds []Hold `json:"holds,omitempty"`
-	// Etcd counts the requests the apiservers sent etcd, by phase and
-	// kind, as a counting proxy in front of etcd saw them; empty when no
-	// proxy ran.
-	Etcd []EtcdRequests `json:"etcd,omitempty"`
-	// Compactions are kube-apiserver's compactions seen during the load,
-	// in order; each begins a phase (see EtcdRequests.Phase).
-	Compactions []KubeCompaction `json:"compactions,omitempty"`
-	// Defrag is the defragmentation after the compaction the held
-	// informers missed; nil if none ran.
-	Defrag *Defrag `json:"defrag,omitempty"`
-	// APIServers are the apiservers' CPU and memory, one per server in
-	// start order; empty when they were not sampled.
-	APIServers []APIServerUsage `json:"apiservers,omitempty"`
-	// APIServerMetrics are what the apiservers' own /metrics counted, per
-	// server and phase, sorted by server, phase (in the order the phases
-	// began), name and labels; empty when they were not scraped.
-	APIServerMetrics []APIServerMetric `json:"apiserverMetrics,omitempty"`
-	// Validation checks every informer's watch events against etcd's
-	// recorded history, and every informer's cache against etcd at the
-	// end.
-	Validation Validation `json:"validation"`
-	// Intervals is the one-second series from the start of the writes.
-	Intervals []Interval `json:"intervals"`
-	// Cleanup is the deletion of the run's namespaces on a cluster
-	// lwbench does not own (--kubeconfig); nil otherwise (a cluster
-	// lwbench started is thrown away whole).
-	Cleanup *NamespaceCleanup `json:"namespaceCleanup,omitempty"`
-	// Verdict is the run's one-line verdict (KubeRunVerdict), as
-	// RunResult's.
-	Verdict string `json:"verdict"`
-}
-
-// NamespaceCleanup is the end of a run on a cluster lwbench does not own:
-// the run deletes the objects it wrote in the namespaces it created, then
-// those namespaces, and waits (bounded) until they are gone.
-type NamespaceCleanup struct {
-	// Namespaces are the namespaces the run created and deleted, in
-	// creation order; no other namespace is deleted.
-	Namespaces []string `json:"namespaces"`
-	// ObjectsDeleted counts the pods, configmaps and events the run
-	// deleted in them before deleting the namespaces.
-	ObjectsDeleted int `json:"objectsDeleted"`
-	// Left are the namespaces still present (Terminating) when the wait
-	// ended; the cluster's namespace controller removes them later.
-	Left []string `json:"left,omitempty"`
-	// DurationMs is how long the cleanup took, the wait included.
-	DurationMs float64 `json:"durationMs"`
-	// Error is the first failure, "" if none; namespaces left over
-	// after the wait are one.
-	Error string `json:"error,omitempty"`
-}
-
-// APIServerTarget describes the kube-apiservers of a KubeRunResult and
-// the clients' settings.
+// APIServerTarget describes the kube-apiservers a RunResult's load went
+// through and the client-go clients' settings.
 type APIServerTarget struct {
 	// Version is kube-apiserver's version as /version reports it.
 	Version string `json:"version"`
@@ -124,28 +29,6 @@ type APIServerTarget struct {
 	ClientWatchList string `json:"clientWatchList"`
 }
 
-// InformerStats is one informer's share of a KubeRunResult.
-type InformerStats struct {
-	ID       int    `json:"id"`
-	Resource string `json:"resource"`
-	// Requests is every LIST, WATCH and WATCHLIST it sent.
-	Requests int `json:"requests"`
-	// Relists counts its LIST phases after the first.
-	Relists int `json:"relists"`
-	// Events are the watch events it received (initial events and
-	// bookmarks apart), Bookmarks the bookmarks.
-	Events    int64 `json:"events"`
-	Bookmarks int64 `json:"bookmarks"`
-	// ResponseBytes is every byte of its responses, streams included.
-	ResponseBytes int64 `json:"responseBytes"`
-	// CachedObjects is the size of its cache at the end.
-	CachedObjects int `json:"cachedObjects"`
-	// LastRevision is the last resourceVersion its watches delivered.
-	LastRevision int64 `json:"lastRevision"`
-	// HeldBack is true when it was held back across a compaction.
-	HeldBack bool `json:"heldBack,omitempty"`
-}
-
 // RequestCount counts informer requests of one verb and outcome.
 type RequestCount struct {
 	Verb    string `json:"verb"`    // list, watch or watchlist
@@ -156,37 +39,6 @@ type RequestCount struct {
 	Count           int64  `json:"count"`
 	Objects         int64  `json:"objects"` // list items or initial events
 	Bytes           int64  `json:"bytes"`   // response bytes
-}
-
-// KubeRelist is one LIST phase after an informer's first.
-type KubeRelist struct {
-	Informer int     `json:"informer"`
-	AtMs     float64 `json:"atMs"` // when its first request was sent
-	// Cause is the outcome of the request that failed before it, as
-	// client-go's reflector saw it: "expired" (410: compacted, or older
-	// than the watch cache), "too-large-rv", "error", or "" if none
-	// failed.
-	Cause string `json:"cause"`
-	// Verb is list (pages) or watchlist.
-	Verb string `json:"verb"`
-	// ResourceVersion is the first request's.
-	ResourceVersion string `json:"resourceVersion"`
-	// Requests counts the pages (1 for a watchlist).
-	Requests int `json:"requests"`
-	// Objects and Bytes are what it read: the pages' items and response
-	// bytes, or a WATCHLIST's initial events and its response bytes until
-	// their bookmark.
-	Objects    int64   `json:"objects"`
-	Bytes      int64   `json:"bytes"`
-	DurationMs float64 `json:"durationMs"` // until the last page, or the initial events' bookmark
-	// FailedRequests counts the LIST and WATCHLIST requests that failed
-	// since the informer's previous LIST phase (a LIST at a compacted
-	// resourceVersion answered 410, say); Expired those answered 410.
-	FailedRequests int `json:"failedRequests"`
-	Expired        int `json:"expired"` // failed requests answered 410 Gone
-	// BackoffMs runs from the end of the last request that failed before
-	// it to its first request: client-go's backoff (0 when none failed).
-	BackoffMs float64 `json:"backoffMs"`
 }
 
 // Hold is one informer held back across a compaction: its watch was
@@ -202,20 +54,6 @@ type Hold struct {
 	// before the release (its next watch must fail with 410 if it goes to
 	// etcd).
 	Compacted bool `json:"compacted"`
-}
-
-// KubeCompaction is one compaction by kube-apiserver's compactor, as the
-// harness saw it: the put of compact_rev_key that precedes each Compact
-// call (k8s.io/apiserver/pkg/storage/etcd3/compact.go Compact).
-type KubeCompaction struct {
-	// N numbers the compactions from 1; phases after it are named
-	// "<phase> after compaction N".
-	N int `json:"n"`
-	// AtMs is when the harness saw compact_rev_key change, ms since the
-	// epoch.
-	AtMs float64 `json:"atMs"`
-	// Revision is the revision compacted to (compact_rev_key's value).
-	Revision int64 `json:"revision"`
 }
 
 // APIServerUsage is one kube-apiserver's CPU and memory over the load,

@@ -68,14 +68,17 @@ func TestRunResultJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"schemaVersion":3`, `"resourceVersion":""`, `"fromCommit":`, `"intervals":null`, `"self":{`, `"p999Ms"`} {
+	for _, want := range []string{`"schemaVersion":4`, `"resourceVersion":""`, `"fromResponse":`, `"intervals":null`, `"self":{`, `"p999Ms"`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("JSON lacks %s", want)
 		}
 	}
 	// The held-back delivery and its interval fields appear only with a
 	// hold, so that a run without one reads as before.
-	for _, absent := range []string{`"heldBack"`, `"heldBackEvents"`, `"heldBackDeliveryP99Ms"`} {
+	// The API front's sections appear only for a run through
+	// kube-apiserver, and no old name is written.
+	for _, absent := range []string{`"heldBack"`, `"heldBackEvents"`, `"heldBackDeliveryP99Ms"`, `"apiserver"`, `"requests"`, `"holds"`,
+		`"etcd"`, `"apiservers"`, `"apiserverMetrics"`, `"fromCommit"`, `"watchers":[`, `"namespaceCleanup"`} {
 		if bytes.Contains(b, []byte(absent)) {
 			t.Errorf("JSON of a run without a hold has %s", absent)
 		}
@@ -85,7 +88,7 @@ func TestRunResultJSON(t *testing.T) {
 	if b, err = json.Marshal(r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"heldBack":{"watchers":1,"events":2,"timedEvents":0,"fromCommit":{`, `"heldBackEvents":2`, `"heldBackDeliveryP99Ms":1500`} {
+	for _, want := range []string{`"heldBack":{"watchers":1,"events":2,"timedEvents":0,"fromResponse":{`, `"heldBackEvents":2`, `"heldBackDeliveryP99Ms":1500`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("JSON of a run with a hold lacks %s", want)
 		}

@@ -13,11 +13,25 @@ import (
 // validation counts every watch guarantee. Version 3: the delivery
 // latencies (delivery.fromCommit and fromSend, the intervals' and the
 // members') leave out the watchers held back across a compaction, from
-// their hold on, which delivery.heldBack measures apart; see
-// docs/lwbench-json.md.
-const RunSchemaVersion = 3
+// their hold on, which delivery.heldBack measures apart. Version 4
+// (lwbench issue 20): one RunResult for the etcd-direct model and for
+// client-go through kube-apiserver (kind RunResult for both;
+// KubeRunResult is gone): the API front's sections (apiserver, requests,
+// holds, etcd, apiservers, apiserverMetrics) are set only for a run
+// through kube-apiserver; watchers became informers, with KubeRunResult's
+// informers' fields; relists, compactions and cleanup are one type each
+// for both; delivery.fromCommit became delivery.fromResponse (it always
+// ran from the write's response). Decode reads version 3 of both kinds
+// into this one (legacy.go). See docs/lwbench-json.md.
+const RunSchemaVersion = 4
 
-// RunResult is the versioned result of `lwbench run`. Durations and
+// RunResult is the versioned result of `lwbench run`, through either
+// client set: lwbench's etcd-direct model of kube-apiserver and its
+// clients, or real client-go informers and writers through real
+// kube-apiservers (`--kube-apiserver`, `--kubeconfig`), whose sections
+// (APIServer and the fields after Faults) are nil or empty for the model;
+// a figure one client set does not measure is zero, as each field says.
+// Durations and
 // latencies are float milliseconds with the unit in the field name, sizes
 // are bytes, revisions are int64, offsets (atMs, startMs) run from the
 // run's epoch (just before seeding) except interval offsets, which run
@@ -31,9 +45,15 @@ type RunResult struct {
 	// before the end of its write phase: the figures cover the run until
 	// then, and the watchers were given a bounded time to confirm.
 	Interrupted bool `json:"interrupted,omitempty"`
-	// Target describes the etcd the run drove.
+	// Target describes the etcd the run drove (behind the apiservers,
+	// for a run through kube-apiserver).
 	Target Target `json:"target"`
-	// Scenario echoes the options that shaped the load.
+	// APIServer describes the kube-apiservers the load went through and
+	// the client-go clients' settings; nil for the etcd-direct model.
+	APIServer *APIServerTarget `json:"apiserver,omitempty"`
+	// Scenario echoes the options that shaped the load (through
+	// kube-apiserver, the model's own fields are zero: profile, streams,
+	// connections, page size, compaction schedule).
 	Scenario Scenario `json:"scenario"`
 
 	Writes WriteStats `json:"writes"` // the writers' counts and latency from schedule
@@ -41,18 +61,24 @@ type RunResult struct {
 	// latency: the latencies are those of the watchers not held back,
 	// Delivery.HeldBack the held ones' from their hold on (DeliveryStats).
 	Delivery DeliveryStats `json:"delivery"`
-	// InitialLists summarises every watcher's first LIST.
+	// InitialLists summarises every informer's first LIST (the model's;
+	// zero through kube-apiserver).
 	InitialLists ListSummary `json:"initialLists"`
-	// Relists are the LIST phases after the first, in watcher order.
+	// Relists are the LIST phases after an informer's first: in informer
+	// order (the model), or in the order they began (client-go).
 	Relists []Relist `json:"relists"`
 	// ConsistentReads is set for the apiserver-cache profile.
 	ConsistentReads *ConsistentReads `json:"consistentReads,omitempty"`
-	Compaction      []Compaction     `json:"compactions"`      // compactions issued, in order
-	Defrag          *Defrag          `json:"defrag,omitempty"` // the defragmentation; nil if none
-	DBSize          DBSizes          `json:"dbSize"`           // member sizes at four points
-	Validation      Validation       `json:"validation"`       // watch guarantees and cache checks
-	Final           FinalState       `json:"final"`            // etcd's state when the writes ended
-	Watchers        []WatcherStats   `json:"watchers"`         // per watcher, by id
+	// Compactions are the compactions issued, in order: by lwbench's
+	// compactor on kube-apiserver's algorithm (the model), or by
+	// kube-apiserver's own, as seen from etcd.
+	Compactions []Compaction `json:"compactions"`
+	Defrag      *Defrag      `json:"defrag,omitempty"` // the defragmentation; nil if none
+	DBSize      DBSizes      `json:"dbSize"`           // member sizes at four points
+	Validation  Validation   `json:"validation"`       // watch guarantees and cache checks
+	Final       FinalState   `json:"final"`            // etcd's state when the writes ended
+	// Informers are per informer (or, in the model, watch cache), by id.
+	Informers []InformerStats `json:"informers"`
 	// Intervals is the one-second series from the start of the writes.
 	Intervals []Interval `json:"intervals"`
 	// Self is lwbench's own resource use (and etcd's, when it can be read).
@@ -63,8 +89,28 @@ type RunResult struct {
 	// Faults are the faults injected, in order.
 	Faults []Fault `json:"faults,omitempty"`
 	// Cleanup is set when lwbench deleted what it wrote at the end (a
-	// cluster it does not own).
+	// cluster it does not own: its keys under the prefix, or, through
+	// --kubeconfig, its namespaces).
 	Cleanup *Cleanup `json:"cleanup,omitempty"`
+
+	// Requests count the client-go informers' requests by verb and
+	// outcome, sorted; through kube-apiserver only.
+	Requests []RequestCount `json:"requests,omitempty"`
+	// Holds are the informers held back across a compaction, in order;
+	// through kube-apiserver only (the model's are
+	// Informers[].HeldBack).
+	Holds []Hold `json:"holds,omitempty"`
+	// Etcd counts the requests the apiservers sent etcd, by phase and
+	// kind, as a counting proxy in front of etcd saw them; empty when no
+	// proxy ran.
+	Etcd []EtcdRequests `json:"etcd,omitempty"`
+	// APIServers are the apiservers' CPU and memory, one per server in
+	// start order; empty when they were not sampled.
+	APIServers []APIServerUsage `json:"apiservers,omitempty"`
+	// APIServerMetrics are what the apiservers' own /metrics counted, per
+	// server and phase, sorted by server, phase (in the order the phases
+	// began), name and labels; empty when they were not scraped.
+	APIServerMetrics []APIServerMetric `json:"apiserverMetrics,omitempty"`
 	// Warnings say what may have distorted the figures, one line each
 	// naming the figures affected (BusyWarnings); none when nothing did.
 	Warnings []string `json:"warnings,omitempty"`
@@ -217,10 +263,9 @@ type WriteStats struct {
 // DeliveryStats measures watch events from their write to their receipt by
 // a watcher. The counts (Events, TimedEvents, UntimedEvents,
 // EventsPerSecond, DeliveredBeforeResponse) are over every watcher; the
-// latencies (FromCommit, FromSend) leave out the events a watcher
+// latencies (FromResponse, FromSend) leave out the events a watcher
 // received from the moment it was held back across a compaction on
-// (Scenario.HeldBackWatchers; RunResult.Watchers[].HeldBack,
-// KubeRunResult.Informers[].HeldBack), which HeldBack measures apart: a
+// (Scenario.HeldBackWatchers; RunResult.Informers[].HeldBack), which HeldBack measures apart: a
 // held watcher that resumes its watch where it stopped receives every
 // event of the hold late, by up to the hold's length, a delay of the
 // scenario rather than of the delivery. It does with kube-apiserver's
@@ -242,16 +287,17 @@ type DeliveryStats struct {
 	// EventsPerSecond is Events over the time from the first write's
 	// scheduled time to the last event received.
 	EventsPerSecond float64 `json:"eventsPerSecond"`
-	// FromCommit runs from the moment the writer got etcd's response,
-	// which is after the commit; an event that arrives before the
-	// response counts as 0 and in DeliveredBeforeResponse. Since
-	// RunSchemaVersion 3 and KubeRunSchemaVersion 3 it leaves out
+	// FromResponse runs from the moment the writer got the response to
+	// its write (etcd's, or kube-apiserver's), which is after the commit;
+	// an event that arrives before the response counts as 0 and in
+	// DeliveredBeforeResponse. Since RunSchemaVersion 3 it leaves out
 	// HeldBack's events (its Count is TimedEvents - HeldBack.TimedEvents);
-	// before, it merged every watcher's.
-	FromCommit Latency `json:"fromCommit"`
+	// before, it merged every watcher's. Named fromCommit before
+	// RunSchemaVersion 4 and WatchSchemaVersion 2.
+	FromResponse Latency `json:"fromResponse"`
 	// FromSend runs from the moment the writer sent the request, an upper
 	// bound of the delay from commit; it leaves out HeldBack's events as
-	// FromCommit does.
+	// FromResponse does.
 	FromSend                Latency `json:"fromSend"`
 	DeliveredBeforeResponse int64   `json:"deliveredBeforeResponse"` // events received before their writer's response, every watcher's
 	// HeldBack is the delivery to the watchers held back across a
@@ -273,13 +319,13 @@ type HeldBackDelivery struct {
 	// DeliveryStats' Events include them.
 	Events int64 `json:"events"`
 	// TimedEvents counts those matched with the write that caused them,
-	// the samples of FromCommit and FromSend.
+	// the samples of FromResponse and FromSend.
 	TimedEvents int64 `json:"timedEvents"`
-	// FromCommit is their latency from the writer's response, as
-	// DeliveryStats.FromCommit; the events of a hold that a watch cache
+	// FromResponse is their latency from the writer's response, as
+	// DeliveryStats.FromResponse; the events of a hold that a watch cache
 	// delivers after the release arrive late by up to the hold's length
-	// (KubeRunResult.Holds: releasedAtMs - heldAtMs).
-	FromCommit Latency `json:"fromCommit"`
+	// (RunResult.Holds: releasedAtMs - heldAtMs).
+	FromResponse Latency `json:"fromResponse"`
 	// FromSend is their latency from the writer's send.
 	FromSend Latency `json:"fromSend"`
 }
@@ -313,33 +359,69 @@ type ListAttempt struct {
 	DurationMs       float64 `json:"durationMs"`                 // how long it took, ms
 }
 
-// Relist is one LIST phase a watcher ran after its first.
+// Relist is one LIST phase an informer ran after its first: the model's
+// (from etcd, every attempt in Attempts) or a client-go informer's
+// through kube-apiserver (its requests as the informer's transport saw
+// them; FromRevision, CompactRevision, ListRevision and Attempts are the
+// model's only).
 type Relist struct {
-	Watcher  int    `json:"watcher"`  // the watcher's id
+	// Informer is the informer's id (named watcher before
+	// RunSchemaVersion 4).
+	Informer int    `json:"informer"`
 	Resource string `json:"resource"` // the resource it watches
-	// Cache is true when the watcher is a watch cache (WatcherStats.Cache),
-	// whose relists read etcd; a watcher served by a cache relists from
+	// Cache is true when the informer is a watch cache (InformerStats.Cache),
+	// whose relists read etcd; an informer served by a cache relists from
 	// the cache (etcd sees at most a consistent read's current revision).
 	Cache bool `json:"cache,omitempty"`
-	// Reason is what forced it: "compacted", "watch-error", "list-error".
+	// Reason is what forced it. The model: "compacted" (its watch met
+	// etcd's compaction), "watch-error", "list-error". Client-go: the
+	// outcome of the request that failed before it, as its reflector saw
+	// it: "expired" (410 Gone: compacted, or older than the watch cache),
+	// "too-large-rv", "error", or "none" when none failed (named cause
+	// in KubeRunResult).
 	Reason string `json:"reason"`
+	// Verb is "list" (pages) or "watchlist" (a WATCH with
+	// sendInitialEvents).
+	Verb string `json:"verb,omitempty"`
+	// ResourceVersion is its first request's resourceVersion: "0", ""
+	// (the latest, a quorum read) or a revision.
+	ResourceVersion string `json:"resourceVersion"`
 	// FromRevision is the revision the failed watch asked for;
-	// CompactRevision the one etcd reported.
-	FromRevision    int64 `json:"fromRevision"`
-	CompactRevision int64 `json:"compactRevision"` // the compact revision etcd reported
+	// CompactRevision the one etcd reported (the model's).
+	FromRevision    int64 `json:"fromRevision,omitempty"`
+	CompactRevision int64 `json:"compactRevision,omitempty"` // the compact revision etcd reported
 	// ListRevision is the revision the relist was served at (0 if every
-	// attempt failed).
-	ListRevision int64   `json:"listRevision"`
-	AtMs         float64 `json:"atMs"`       // when it started, ms since the epoch
-	DurationMs   float64 `json:"durationMs"` // every attempt together, ms
-	// BackoffMs is the pause before it (client-go's backoff, or the
-	// cacher's one second).
-	BackoffMs float64       `json:"backoffMs"`
-	Objects   int64         `json:"objects"`  // keys read by the successful attempt
-	Bytes     int64         `json:"bytes"`    // key and value bytes read by it
-	Pages     int           `json:"pages"`    // range requests of it
-	Attempts  []ListAttempt `json:"attempts"` // every LIST request, in order
+	// attempt failed; the model's).
+	ListRevision int64 `json:"listRevision,omitempty"`
+	// AtMs is when its first request was sent, ms since the epoch;
+	// DurationMs runs from there to its last page (or, for a watchlist,
+	// the bookmark ending its initial events), every attempt together.
+	AtMs       float64 `json:"atMs"`
+	DurationMs float64 `json:"durationMs"`
+	// BackoffMs is the pause before it: from the end of the last request
+	// that failed before it to its first request (client-go's backoff, or
+	// the cacher's one second); 0 when none failed.
+	BackoffMs float64 `json:"backoffMs"`
+	// Objects and Bytes are what the successful attempt read: keys and
+	// their key and value bytes (the model, from etcd), or objects and
+	// response bytes (client-go, from kube-apiserver).
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+	// Pages are the requests of the successful attempt: range requests
+	// (the model), LIST pages (1 for a watchlist).
+	Pages int `json:"pages"`
+	// FailedRequests counts the LIST and WATCHLIST requests that failed
+	// since the informer's previous LIST phase; Expired those answered
+	// 410 Gone (ErrCompacted).
+	FailedRequests int `json:"failedRequests"`
+	Expired        int `json:"expired"`
+	// Attempts are every LIST request, in order (the model's).
+	Attempts []ListAttempt `json:"attempts,omitempty"`
 }
+
+// ReasonNone is Relist.Reason for a client-go relist before which no
+// request failed.
+const ReasonNone = "none"
 
 // ConsistentReads measures consistent LISTs served from the watch caches
 // (KEP-2340): each gets etcd's current revision, waits until the cache
@@ -359,8 +441,16 @@ type ConsistentReads struct {
 	Latency  Latency `json:"latency"` // whole request, from its scheduled time
 }
 
-// Compaction is one compaction the compactor issued.
+// Compaction is one compaction: issued by lwbench's compactor (the
+// model; DurationMs and Error are its Compact call's), or by
+// kube-apiserver's own, seen as the put of compact_rev_key that precedes
+// each of its Compact calls (k8s.io/apiserver/pkg/storage/etcd3/compact.go
+// Compact; DurationMs 0: not seen).
 type Compaction struct {
+	// N numbers kube-apiserver's compactions from 1; phases after it are
+	// named "<phase> after compaction N" (EtcdRequests.Phase). 0 for the
+	// model's.
+	N          int     `json:"n,omitempty"`
 	AtMs       float64 `json:"atMs"`            // when it was issued, ms since the epoch
 	Revision   int64   `json:"revision"`        // revision compacted to; 0 on error
 	DurationMs float64 `json:"durationMs"`      // how long the Compact call took, ms
@@ -523,22 +613,35 @@ type FinalState struct {
 	Resources []ResourceCount `json:"resources"` // live keys per resource
 }
 
-// WatcherStats summarises one watcher.
-type WatcherStats struct {
-	ID               int    `json:"id"`               // the watcher's id
-	Resource         string `json:"resource"`         // the resource it watches
-	Stream           int    `json:"stream"`           // its watch stream
-	Connection       int    `json:"connection"`       // its connection
-	Events           int64  `json:"events"`           // events received
-	Lists            int    `json:"lists"`            // LIST phases, the first included
-	Sessions         int64  `json:"sessions"`         // Watch calls
-	ProgressNotifies int64  `json:"progressNotifies"` // progress notifications received
-	LastRevision     int64  `json:"lastRevision"`     // its last revision (lastSyncResourceVersion)
-	CacheObjects     int    `json:"cacheObjects"`     // objects in its cache at the end
-	HeldBack         bool   `json:"heldBack"`         // whether it was held back
+// InformerStats summarises one informer: the model's reflector (or watch
+// cache), or a client-go informer through kube-apiserver. Stream,
+// Connection, Sessions and ProgressNotifies are the model's; Requests,
+// Bookmarks and ResponseBytes client-go's (WatcherStats and KubeRunResult's
+// InformerStats before RunSchemaVersion 4).
+type InformerStats struct {
+	ID         int    `json:"id"`         // the informer's id
+	Resource   string `json:"resource"`   // the resource it watches
+	Stream     int    `json:"stream"`     // its watch stream (the model's)
+	Connection int    `json:"connection"` // its connection (the model's)
+	// Events are the watch events it received (initial events and
+	// bookmarks apart).
+	Events int64 `json:"events"`
+	Lists  int   `json:"lists"` // LIST phases, the first included
+	// Sessions counts its Watch calls (the model's).
+	Sessions         int64 `json:"sessions"`
+	ProgressNotifies int64 `json:"progressNotifies"` // progress notifications received (the model's)
+	// Requests is every LIST, WATCH and WATCHLIST it sent; Bookmarks the
+	// bookmarks it received; ResponseBytes every byte of its responses,
+	// streams included (client-go's).
+	Requests      int   `json:"requests,omitempty"`
+	Bookmarks     int64 `json:"bookmarks,omitempty"`
+	ResponseBytes int64 `json:"responseBytes,omitempty"`
+	LastRevision  int64 `json:"lastRevision"` // its last revision (lastSyncResourceVersion)
+	CacheObjects  int   `json:"cacheObjects"` // objects in its cache at the end
+	HeldBack      bool  `json:"heldBack"`     // whether it was held back
 	// Cache is true for kube-apiserver's watch cache of the resource
-	// (profile apiserver-cache), which the watchers of the resource read
-	// from: its ID follows the watchers'.
+	// (profile apiserver-cache), which the informers of the resource read
+	// from: its ID follows the informers'.
 	Cache bool `json:"cache,omitempty"`
 }
 
@@ -547,7 +650,7 @@ type WatcherStats struct {
 // latency) and the one they ended in (completions, errors); events to the
 // one they arrived in. Events counts every watcher's; the delivery
 // percentiles leave out those of watchers held back, from their hold on
-// (as DeliveryStats.FromCommit), which HeldBackEvents and
+// (as DeliveryStats.FromResponse), which HeldBackEvents and
 // HeldBackDeliveryP99Ms give.
 type Interval struct {
 	StartMs         float64 `json:"startMs"`         // offset from the start of the writes, ms

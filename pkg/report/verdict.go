@@ -31,9 +31,11 @@ func BusyWarnings(s SelfStats) []string {
 	return w
 }
 
-// RunVerdict is r's one-line verdict: "PASS: ..." when every watch
-// guarantee held and nothing was lost, the run ran to its end and every
-// fault was recovered from; "FAIL: ..." naming what failed otherwise.
+// RunVerdict is r's one-line verdict, through either client set: "PASS:
+// ..." when every watch guarantee held and nothing was lost, the run ran
+// to its end, every fault was recovered from and what lwbench wrote on a
+// cluster it does not own was deleted; "FAIL: ..." naming what failed
+// otherwise.
 // With r.Warnings it adds that the latencies are not to be trusted.
 func RunVerdict(r *RunResult) string {
 	var failed []string
@@ -52,7 +54,11 @@ func RunVerdict(r *RunResult) string {
 		failed = append(failed, "defragmentation failed: "+r.Defrag.Error)
 	}
 	if c := r.Cleanup; c != nil && c.Error != "" {
-		failed = append(failed, fmt.Sprintf("cleanup failed (%d keys left): %s", c.KeysLeft, c.Error))
+		if c.Namespaces != nil {
+			failed = append(failed, fmt.Sprintf("cleanup of the run's namespaces failed (%d left): %s", len(c.NamespacesLeft), c.Error))
+		} else {
+			failed = append(failed, fmt.Sprintf("cleanup failed (%d keys left): %s", c.KeysLeft, c.Error))
+		}
 	}
 	busy := ""
 	if len(r.Warnings) > 0 {
@@ -61,31 +67,6 @@ func RunVerdict(r *RunResult) string {
 	if len(failed) > 0 {
 		return "FAIL: " + strings.Join(failed, "; ") + busy
 	}
-	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events to %d watchers, checked against the %d in etcd's recorded history)%s",
+	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events to %d informers, checked against the %d in etcd's recorded history)%s",
 		r.Delivery.Events, r.Scenario.Watchers, r.Validation.HistoryEvents, busy)
-}
-
-// KubeRunVerdict is r's one-line verdict, as RunVerdict's: "PASS: ..."
-// when every watch guarantee held and nothing was lost, the run ran to
-// its end and (--kubeconfig) its namespaces were deleted; "FAIL: ..."
-// naming what failed otherwise.
-func KubeRunVerdict(r *KubeRunResult) string {
-	var failed []string
-	if r.Interrupted {
-		failed = append(failed, fmt.Sprintf("interrupted after %d of %d writes", r.Writes.Completed, r.Writes.Planned))
-	}
-	if !r.Validation.OK() {
-		failed = append(failed, r.Validation.Summary())
-	}
-	if r.Defrag != nil && r.Defrag.Error != "" {
-		failed = append(failed, "defragmentation failed: "+r.Defrag.Error)
-	}
-	if c := r.Cleanup; c != nil && c.Error != "" {
-		failed = append(failed, fmt.Sprintf("cleanup of the run's namespaces failed (%d left): %s", len(c.Left), c.Error))
-	}
-	if len(failed) > 0 {
-		return "FAIL: " + strings.Join(failed, "; ")
-	}
-	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events to %d informers, checked against the %d in etcd's recorded history)",
-		r.Delivery.Events, len(r.Informers), r.Validation.HistoryEvents)
 }

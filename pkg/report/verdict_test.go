@@ -17,7 +17,7 @@ func TestRunVerdict(t *testing.T) {
 		change func(r *RunResult)
 		want   []string
 	}{
-		{name: "pass", change: func(*RunResult) {}, want: []string{"PASS: every watch guarantee held, nothing lost (1000 events to 10 watchers, checked against the 100 in etcd's recorded history)"}},
+		{name: "pass", change: func(*RunResult) {}, want: []string{"PASS: every watch guarantee held, nothing lost (1000 events to 10 informers, checked against the 100 in etcd's recorded history)"}},
 		{name: "lost", change: func(r *RunResult) { r.Validation.Lost = 3 }, want: []string{"FAIL: 3 lost"}},
 		{name: "interrupted", change: func(r *RunResult) { r.Interrupted, r.Writes.Completed = true, 40 }, want: []string{"FAIL: interrupted after 40 of 100 writes"}},
 		{name: "fault", change: func(r *RunResult) { r.Faults = []Fault{{Kind: "kill-leader", Member: "m0"}} }, want: []string{"FAIL: fault kill-leader (m0) not recovered from"}},

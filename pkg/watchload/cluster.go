@@ -102,7 +102,7 @@ func memberStats(members []report.MemberStats, env *Env, watch, writers *Topolog
 			}
 		}
 		m.Writes = &report.MemberWrites{Completed: mt.writesDone, Errors: mt.writeErrors, Timeouts: mt.writeTimeout, Latency: mt.writes.summary()}
-		m.Delivery = &report.MemberDelivery{Events: mt.events, TimedEvents: mt.timed, FromCommit: mt.delivery.summary()}
+		m.Delivery = &report.MemberDelivery{Events: mt.events, TimedEvents: mt.timed, FromResponse: mt.delivery.summary()}
 	}
 }
 

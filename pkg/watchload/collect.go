@@ -19,13 +19,13 @@ func collectTimings(env *Env, writes *report.WriteStats, d *report.DeliveryStats
 	tm.mu.Lock()
 	writes.Latency = tm.writes.summary()
 	if d != nil {
-		d.FromCommit, d.FromSend = tm.fromCommit.summary(), tm.fromSend.summary()
+		d.FromResponse, d.FromSend = tm.fromResponse.summary(), tm.fromSend.summary()
 		d.DeliveredBeforeResponse = tm.beforeResponse
 		d.TimedEvents, d.UntimedEvents = tm.timed, tm.untimed
 		d.HeldBack = nil
 		if h := tm.held; h != nil {
 			d.HeldBack = &report.HeldBackDelivery{Watchers: h.watchers, Events: h.events, TimedEvents: h.timed,
-				FromCommit: h.fromCommit.summary(), FromSend: h.fromSend.summary()}
+				FromResponse: h.fromResponse.summary(), FromSend: h.fromSend.summary()}
 		}
 	}
 	tm.mu.Unlock()
@@ -84,7 +84,7 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 		res.Delivery.Events += st.Events
 		unverified += st.Unverified
 		missing += st.PrevKVMissing
-		res.Watchers = append(res.Watchers, watcherStats(r, st, false))
+		res.Informers = append(res.Informers, informerStats(r, st, false))
 		for i, l := range r.Lists() {
 			if i == 0 {
 				res.InitialLists.Count++
@@ -104,7 +104,7 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 			st := r.Stats()
 			unverified += st.Unverified
 			missing += st.PrevKVMissing
-			res.Watchers = append(res.Watchers, watcherStats(r, st, true))
+			res.Informers = append(res.Informers, informerStats(r, st, true))
 			for _, l := range r.Lists()[min(1, len(r.Lists())):] {
 				rl := relistReport(r.Options(), l)
 				rl.Cache = true
@@ -117,8 +117,8 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 	if res.Relists == nil {
 		res.Relists = []report.Relist{}
 	}
-	if res.Compaction == nil {
-		res.Compaction = []report.Compaction{}
+	if res.Compactions == nil {
+		res.Compactions = []report.Compaction{}
 	}
 
 	// Final state per resource, and each cache against etcd at the
@@ -175,11 +175,11 @@ func unrecordedWrites(env *Env) {
 	}
 }
 
-// watcherStats reports a stopped reflector: a watcher, or (cache) a watch
-// cache's.
-func watcherStats(r *Reflector, st ReflectorStats, cache bool) report.WatcherStats {
+// informerStats reports a stopped reflector: an informer, or (cache) a
+// watch cache's.
+func informerStats(r *Reflector, st ReflectorStats, cache bool) report.InformerStats {
 	ro := r.Options()
-	return report.WatcherStats{
+	return report.InformerStats{
 		ID: ro.ID, Resource: ro.Resource, Stream: ro.Stream.ID, Connection: ro.Stream.Conn, Events: st.Events,
 		Lists: st.Lists, Sessions: st.Sessions, ProgressNotifies: st.ProgressNotifies, LastRevision: r.LastRevision(),
 		CacheObjects: st.CacheObjects, HeldBack: st.HeldBack, Cache: cache,
@@ -188,7 +188,7 @@ func watcherStats(r *Reflector, st ReflectorStats, cache bool) report.WatcherSta
 
 func relistReport(ro ReflectorOptions, l ListRecord) report.Relist {
 	rl := report.Relist{
-		Watcher: ro.ID, Resource: ro.Resource, Reason: l.Reason, FromRevision: l.FailedWatchFrom, CompactRevision: l.CompactRevision,
+		Informer: ro.ID, Resource: ro.Resource, Reason: l.Reason, Verb: "list", FromRevision: l.FailedWatchFrom, CompactRevision: l.CompactRevision,
 		ListRevision: l.Revision, AtMs: report.Ms(l.At), DurationMs: report.Ms(l.Duration), BackoffMs: report.Ms(l.Backoff),
 		Objects: l.Objects, Bytes: l.Bytes, Pages: l.Pages,
 	}
@@ -196,10 +196,20 @@ func relistReport(ro ReflectorOptions, l ListRecord) report.Relist {
 		ra := report.ListAttempt{ResourceVersion: a.ResourceVersion, Limit: a.Limit, ReadRevision: a.ReadRevision, Revision: a.Revision,
 			Pages: a.Pages, Objects: a.Objects, FullListFallback: a.FullListFallback, Streamed: a.Streamed, WatchList: a.WatchList,
 			DurationMs: report.Ms(a.Duration)}
+		if a.WatchList {
+			rl.Verb = "watchlist"
+		}
 		if a.Err != nil {
 			ra.Error = listErrorName(a.Err)
+			rl.FailedRequests++
+			if isExpired(a.Err) {
+				rl.Expired++
+			}
 		}
 		rl.Attempts = append(rl.Attempts, ra)
+	}
+	if len(l.Attempts) > 0 {
+		rl.ResourceVersion = l.Attempts[0].ResourceVersion
 	}
 	return rl
 }

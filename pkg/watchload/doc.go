@@ -83,7 +83,7 @@
 // across a compaction resumes from its cache's history (75 s of events),
 // so it does not relist, as a client of a real kube-apiserver with the
 // cache on. `--watchers` counts the informers; the caches follow them in
-// results (WatcherStats.Cache), validated and compared with etcd like
+// results (report.InformerStats.Cache), validated and compared with etcd like
 // them.
 //
 // # Writes

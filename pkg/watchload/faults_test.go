@@ -151,7 +151,7 @@ func TestRunPauseFollowerPinned(t *testing.T) {
 	}
 	// The pause lasted 2 s; the paused member's watchers got nothing
 	// meanwhile, so some events waited at least half of it.
-	if paused.Delivery.FromCommit.MaxMs < 1000 || paused.Delivery.Events == 0 {
+	if paused.Delivery.FromResponse.MaxMs < 1000 || paused.Delivery.Events == 0 {
 		t.Errorf("paused member's delivery %+v: want events delayed by the pause", paused.Delivery)
 	}
 	// The others kept up: writes went on without the paused follower.

@@ -130,7 +130,7 @@ func (f *inflight) mayCommit(at int64) bool {
 // timing joins watch events with the writes that caused them and collects
 // every latency of a run: totals and one-second intervals. The delivery
 // latencies come in two groups: the events of watchers never held back,
-// or not yet (fromCommit, fromSend: report.DeliveryStats' headline), and
+// or not yet (fromResponse, fromSend: report.DeliveryStats' headline), and
 // those of watchers held back, from their hold on (held:
 // report.DeliveryStats.HeldBack), whose events of the hold may arrive
 // late by up to its length. The counts are over both.
@@ -142,11 +142,11 @@ type timing struct {
 	origin atomic.Int64
 	width  time.Duration
 
-	mu         sync.Mutex
-	fromCommit histogram // watchers not held back
-	fromSend   histogram // watchers not held back
-	writes     histogram
-	intervals  []*intervalStats
+	mu           sync.Mutex
+	fromResponse histogram // watchers not held back
+	fromSend     histogram // watchers not held back
+	writes       histogram
+	intervals    []*intervalStats
 	// held is the delivery to watchers held back, from their hold on;
 	// nil until one is.
 	held *heldTiming
@@ -164,9 +164,9 @@ type timing struct {
 // heldTiming is the delivery to the watchers held back, from each one's
 // hold on.
 type heldTiming struct {
-	watchers             int // watchers held back
-	events, timed        int64
-	fromCommit, fromSend histogram
+	watchers               int // watchers held back
+	events, timed          int64
+	fromResponse, fromSend histogram
 }
 
 // holdWatcher starts the held-back group, if it has not started, and
@@ -175,7 +175,7 @@ func (t *timing) holdWatcher() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.held == nil {
-		t.held = &heldTiming{fromCommit: newHistogram(), fromSend: newHistogram()}
+		t.held = &heldTiming{fromResponse: newHistogram(), fromSend: newHistogram()}
 	}
 	t.held.watchers++
 }
@@ -221,7 +221,7 @@ type intervalStats struct {
 func newTiming(epoch time.Time, ringCapacity int64, workers int) *timing {
 	return &timing{
 		epoch: epoch, ring: newCommitLog(ringCapacity), inflight: newInflight(workers), width: time.Second,
-		fromCommit: newHistogram(), fromSend: newHistogram(), writes: newHistogram(),
+		fromResponse: newHistogram(), fromSend: newHistogram(), writes: newHistogram(),
 	}
 }
 
@@ -287,8 +287,8 @@ func (t *timing) addWrites(ss []writeSample) {
 // write's response and send (-1 when the event was not matched to a
 // write), and whether its watcher had been held back when it arrived.
 type eventSample struct {
-	at, fromCommit, fromSend int64
-	held                     bool
+	at, fromResponse, fromSend int64
+	held                       bool
 }
 
 // addEvents records one watcher's events; member is the member its
@@ -311,7 +311,7 @@ func (t *timing) addEvents(ss []eventSample, beforeResponse int64, member int) {
 			t.held.events++
 			iv.heldEvents++
 		}
-		if s.fromCommit < 0 {
+		if s.fromResponse < 0 {
 			t.untimed++
 			continue
 		}
@@ -321,20 +321,20 @@ func (t *timing) addEvents(ss []eventSample, beforeResponse int64, member int) {
 		}
 		if s.held {
 			t.held.timed++
-			t.held.fromCommit.record(time.Duration(s.fromCommit))
+			t.held.fromResponse.record(time.Duration(s.fromResponse))
 			t.held.fromSend.record(time.Duration(s.fromSend))
 			if iv.heldLat == nil {
 				h := newHistogramDigits(2)
 				iv.heldLat = &h
 			}
-			iv.heldLat.record(time.Duration(s.fromCommit))
+			iv.heldLat.record(time.Duration(s.fromResponse))
 			continue
 		}
-		t.fromCommit.record(time.Duration(s.fromCommit))
+		t.fromResponse.record(time.Duration(s.fromResponse))
 		t.fromSend.record(time.Duration(s.fromSend))
-		iv.deliveryLat.record(time.Duration(s.fromCommit))
+		iv.deliveryLat.record(time.Duration(s.fromResponse))
 		if m != nil {
-			m.delivery.record(time.Duration(s.fromCommit))
+			m.delivery.record(time.Duration(s.fromResponse))
 		}
 	}
 }
@@ -420,9 +420,9 @@ func (w *watchTiming) resolve(rev, at int64, held bool) bool {
 			w.beforeResponse++
 			d = 0
 		}
-		w.add(eventSample{at: at, fromCommit: d, fromSend: max(at-sent, 0), held: held})
+		w.add(eventSample{at: at, fromResponse: d, fromSend: max(at-sent, 0), held: held})
 	case gone || !w.t.inflight.mayCommit(at):
-		w.add(eventSample{at: at, fromCommit: -1, held: held})
+		w.add(eventSample{at: at, fromResponse: -1, held: held})
 	default:
 		return false
 	}
@@ -463,7 +463,7 @@ func (w *watchTiming) flush() {
 func (w *watchTiming) finish() {
 	w.retry()
 	for _, p := range w.pending {
-		w.add(eventSample{at: p.at, fromCommit: -1, held: p.held})
+		w.add(eventSample{at: p.at, fromResponse: -1, held: p.held})
 	}
 	w.pending = nil
 	w.flush()

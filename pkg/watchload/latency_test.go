@@ -54,7 +54,7 @@ func TestWatchTimingJoin(t *testing.T) {
 	if tm.timed != 2 || tm.untimed != 1 || tm.beforeResponse != 1 {
 		t.Errorf("timed %d, untimed %d, before response %d; want 2, 1, 1", tm.timed, tm.untimed, tm.beforeResponse)
 	}
-	c, s := tm.fromCommit.summary(), tm.fromSend.summary()
+	c, s := tm.fromResponse.summary(), tm.fromSend.summary()
 	// From commit: 2 ms and 0 (before the response); from send: 4 ms and 1 ms.
 	if c.MaxMs < 1.99 || c.MaxMs > 2.01 || s.MaxMs < 3.99 || s.MaxMs > 4.01 {
 		t.Errorf("from commit max %.3f ms, from send max %.3f ms; want 2 and 4", c.MaxMs, s.MaxMs)
@@ -155,21 +155,21 @@ func TestHeldBackDelivery(t *testing.T) {
 	if want := 2*before + 2*during; d.TimedEvents != want || d.UntimedEvents != 0 {
 		t.Errorf("timed %d, untimed %d events; want %d and 0: the counts are every watcher's", d.TimedEvents, d.UntimedEvents, want)
 	}
-	if want := 2*before + during; d.FromCommit.Count != want || d.FromSend.Count != want {
-		t.Errorf("fromCommit counts %d, fromSend %d events; want %d, the free watcher's and the held one's before its hold", d.FromCommit.Count, d.FromSend.Count, want)
+	if want := 2*before + during; d.FromResponse.Count != want || d.FromSend.Count != want {
+		t.Errorf("fromResponse counts %d, fromSend %d events; want %d, the free watcher's and the held one's before its hold", d.FromResponse.Count, d.FromSend.Count, want)
 	}
-	if d.FromCommit.MaxMs > 5.1 || d.FromCommit.P99Ms > 5.1 {
-		t.Errorf("fromCommit p99 %.1f ms, max %.1f ms; want 5 ms, the hold's late events left out", d.FromCommit.P99Ms, d.FromCommit.MaxMs)
+	if d.FromResponse.MaxMs > 5.1 || d.FromResponse.P99Ms > 5.1 {
+		t.Errorf("fromResponse p99 %.1f ms, max %.1f ms; want 5 ms, the hold's late events left out", d.FromResponse.P99Ms, d.FromResponse.MaxMs)
 	}
 	h := d.HeldBack
 	if h == nil {
 		t.Fatal("no heldBack delivery; want the held watcher's")
 	}
-	if h.Watchers != 1 || h.Events != during || h.TimedEvents != during || h.FromCommit.Count != during {
-		t.Errorf("heldBack %d watchers, %d events, %d timed, fromCommit count %d; want 1 watcher and %d events", h.Watchers, h.Events, h.TimedEvents, h.FromCommit.Count, during)
+	if h.Watchers != 1 || h.Events != during || h.TimedEvents != during || h.FromResponse.Count != during {
+		t.Errorf("heldBack %d watchers, %d events, %d timed, fromResponse count %d; want 1 watcher and %d events", h.Watchers, h.Events, h.TimedEvents, h.FromResponse.Count, during)
 	}
-	if h.FromCommit.MaxMs < hold-1 || h.FromCommit.MaxMs > hold*1.01 || h.FromCommit.P50Ms < hold/2*0.99 {
-		t.Errorf("heldBack fromCommit p50 %.0f ms, max %.0f ms; want about %d and %d (late by up to the hold)", h.FromCommit.P50Ms, h.FromCommit.MaxMs, hold/2, hold)
+	if h.FromResponse.MaxMs < hold-1 || h.FromResponse.MaxMs > hold*1.01 || h.FromResponse.P50Ms < hold/2*0.99 {
+		t.Errorf("heldBack fromResponse p50 %.0f ms, max %.0f ms; want about %d and %d (late by up to the hold)", h.FromResponse.P50Ms, h.FromResponse.MaxMs, hold/2, hold)
 	}
 
 	last := ivs[release/1000]
@@ -194,8 +194,8 @@ func TestNoHoldNoHeldBackDelivery(t *testing.T) {
 	d := report.DeliveryStats{HeldBack: &report.HeldBackDelivery{Watchers: 9}} // a stale value is replaced
 	var w report.WriteStats
 	ivs := env.Collect(&w, &d)
-	if d.HeldBack != nil || d.FromCommit.Count != 1 || ivs[0].HeldBackEvents != 0 {
-		t.Errorf("heldBack %+v, fromCommit count %d, interval held back events %d; want nil, 1, 0", d.HeldBack, d.FromCommit.Count, ivs[0].HeldBackEvents)
+	if d.HeldBack != nil || d.FromResponse.Count != 1 || ivs[0].HeldBackEvents != 0 {
+		t.Errorf("heldBack %+v, fromResponse count %d, interval held back events %d; want nil, 1, 0", d.HeldBack, d.FromResponse.Count, ivs[0].HeldBackEvents)
 	}
 }
 
@@ -217,7 +217,7 @@ func TestHeldBackMemberDelivery(t *testing.T) {
 	if got := m.delivery.summary(); m.events != 2 || m.timed != 2 || got.Count != 1 || got.MaxMs > 1.01 {
 		t.Errorf("member: %d events, %d timed, delivery %+v; want 2, 2 and the 1 ms of the event before the hold alone", m.events, m.timed, got)
 	}
-	if tm.held == nil || tm.held.watchers != 1 || tm.held.fromCommit.summary().MaxMs < 4990 {
+	if tm.held == nil || tm.held.watchers != 1 || tm.held.fromResponse.summary().MaxMs < 4990 {
 		t.Errorf("held-back group %+v; want one watcher and its 5 s late event", tm.held)
 	}
 }

@@ -169,7 +169,7 @@ func List(ctx context.Context, t Target, o ListOptions) (*report.ListResult, err
 			}
 		}
 	}
-	res.Self = s.selfStats(ctx)
+	res.Self = s.SelfStats(ctx)
 	return res, nil
 }
 

@@ -111,7 +111,7 @@ func (m *maintenance) Compact(ctx context.Context) (compaction.TickResult, error
 			m.compacted = tick.Compacted
 			m.logf("compacted to revision %d in %v", tick.Compacted, tick.Duration.Round(time.Millisecond))
 		}
-		m.res.Compaction = append(m.res.Compaction, rec)
+		m.res.Compactions = append(m.res.Compactions, rec)
 	}
 	if err != nil {
 		tick.Compacted = 0

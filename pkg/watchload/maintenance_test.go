@@ -62,8 +62,8 @@ func TestMaintenanceHeldWatcher(t *testing.T) {
 
 	step(I / 2) // t=I: the first tick notes a revision, compacts nothing
 	waitFor(t, "the schedule to wait", clk.HasWaiters)
-	if len(res.Compaction) != 0 {
-		t.Fatalf("after the first tick at I: %+v; want no compaction", res.Compaction)
+	if len(res.Compactions) != 0 {
+		t.Fatalf("after the first tick at I: %+v; want no compaction", res.Compactions)
 	}
 	if st := r.State(); st.Phase != PhaseHeld || len(r.Lists()) != 1 {
 		t.Fatalf("after the first tick at I: reflector %v, %d lists; want still held, listed once", st, len(r.Lists()))
@@ -72,10 +72,10 @@ func TestMaintenanceHeldWatcher(t *testing.T) {
 	step(I / 2)
 	step(I / 2) // t=2I: compacts past the hold: release, defragment
 	waitFor(t, "the relist", func() bool { return len(r.Lists()) == 2 && r.Lists()[1].Err == nil && r.Lists()[1].Revision != 0 })
-	if len(res.Compaction) != 1 || res.Compaction[0].Revision <= heldRev+1 || res.Compaction[0].Error != "" {
-		t.Fatalf("after the compaction at 2I: %+v; want one compaction above heldRev+1 = %d", res.Compaction, heldRev+1)
+	if len(res.Compactions) != 1 || res.Compactions[0].Revision <= heldRev+1 || res.Compactions[0].Error != "" {
+		t.Fatalf("after the compaction at 2I: %+v; want one compaction above heldRev+1 = %d", res.Compactions, heldRev+1)
 	}
-	compacted := res.Compaction[0].Revision
+	compacted := res.Compactions[0].Revision
 	rl := r.Lists()[1]
 	if rl.Reason != ListAfterCompaction || rl.FailedWatchFrom != heldRev+1 || rl.CompactRevision != compacted || rl.Revision < last {
 		t.Errorf("relist %+v; want one after the watch from %d failed at compact revision %d, served at >= %d", rl, heldRev+1, compacted, last)
@@ -90,10 +90,10 @@ func TestMaintenanceHeldWatcher(t *testing.T) {
 	if n := len(r.Lists()); n != 2 {
 		t.Errorf("got %d lists, want 2: the initial one and exactly one relist", n)
 	}
-	if got := len(res.Compaction); got != 2 {
+	if got := len(res.Compactions); got != 2 {
 		t.Errorf("got %d compactions, want 2 (at 2I and 3I)", got)
 	}
-	if got, want := m.compacted, res.Compaction[len(res.Compaction)-1].Revision; got != want {
+	if got, want := m.compacted, res.Compactions[len(res.Compactions)-1].Revision; got != want {
 		t.Errorf("got last compacted revision %d, want %d", got, want)
 	}
 	if res.DBSize.AfterCompactionBytes == 0 || res.DBSize.BeforeCompactionBytes == 0 {

@@ -167,7 +167,7 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	defer cancel()
 	res.Interrupted = interrupted != nil
 	res.Intervals = collectTimings(s.env, &res.Writes, nil)
-	res.Self = s.selfStats(ctx)
+	res.Self = s.SelfStats(ctx)
 	if interrupted != nil {
 		return res, interruptedAfterWrites("put", interrupted, res.Writes)
 	}

@@ -362,7 +362,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	memberStats(res.Members, env, watchTopo, writerTopo, refls)
-	res.Self = s.selfStats(ctx)
+	res.Self = s.SelfStats(ctx)
 	res.Warnings = report.BusyWarnings(res.Self)
 	res.Verdict = report.RunVerdict(res)
 	if interrupted != nil {

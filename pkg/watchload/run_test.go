@@ -50,7 +50,7 @@ func checkCommon(t *testing.T, res *report.RunResult, wantPageSize int64) {
 	if res.Validation.HistoryEvents < res.Writes.Completed {
 		t.Errorf("history recorded %d events, fewer than the %d writes", res.Validation.HistoryEvents, res.Writes.Completed)
 	}
-	if res.Delivery.TimedEvents == 0 || res.Delivery.FromSend.P50Ms < res.Delivery.FromCommit.P50Ms {
+	if res.Delivery.TimedEvents == 0 || res.Delivery.FromSend.P50Ms < res.Delivery.FromResponse.P50Ms {
 		t.Errorf("delivery: %+v", res.Delivery)
 	}
 	if res.InitialLists.Count != int64(res.Scenario.Watchers) {
@@ -61,11 +61,11 @@ func checkCommon(t *testing.T, res *report.RunResult, wantPageSize int64) {
 			t.Errorf("relists %+v: want none", res.Relists)
 		}
 	} else if len(res.Relists) == 0 {
-		t.Fatalf("no relist although watcher 0 was held back across a compaction; compactions: %+v", res.Compaction)
+		t.Fatalf("no relist although watcher 0 was held back across a compaction; compactions: %+v", res.Compactions)
 	}
 	for _, rl := range res.Relists {
-		if rl.Watcher != 0 {
-			t.Errorf("watcher %d relisted; only the held-back watcher should have", rl.Watcher)
+		if rl.Informer != 0 {
+			t.Errorf("watcher %d relisted; only the held-back watcher should have", rl.Informer)
 		}
 		for _, a := range rl.Attempts {
 			if a.Limit != 0 && a.Limit != wantPageSize {
@@ -155,7 +155,7 @@ func TestRunAPIServerCache(t *testing.T) {
 	}
 	checkCommon(t, res, 0)
 	var caches []string
-	for _, w := range res.Watchers {
+	for _, w := range res.Informers {
 		if w.Cache {
 			caches = append(caches, w.Resource)
 			if w.ID < o.Watchers || w.Lists != 1 || w.Sessions != 1 {
@@ -177,12 +177,12 @@ func TestRunAPIServerCache(t *testing.T) {
 	// reported apart, and the headline latency, the other watchers' and
 	// its own before the hold, stays far below the hold.
 	d := res.Delivery
-	if h := d.HeldBack; h == nil || h.Watchers != 1 || h.Events == 0 || h.FromCommit.MaxMs < 500 {
+	if h := d.HeldBack; h == nil || h.Watchers != 1 || h.Events == 0 || h.FromResponse.MaxMs < 500 {
 		t.Fatalf("heldBack delivery %+v: want one watcher, whose events of the hold came late by its length (at least 500 ms)", h)
 	}
-	if hold := d.HeldBack.FromCommit.MaxMs; d.FromCommit.P99Ms > hold/5 || d.FromCommit.Count != d.TimedEvents-d.HeldBack.TimedEvents {
-		t.Errorf("delivery fromCommit %+v of %d timed events: want a p99 far below the hold (%.0f ms) and the held watcher's %d events left out",
-			d.FromCommit, d.TimedEvents, hold, d.HeldBack.TimedEvents)
+	if hold := d.HeldBack.FromResponse.MaxMs; d.FromResponse.P99Ms > hold/5 || d.FromResponse.Count != d.TimedEvents-d.HeldBack.TimedEvents {
+		t.Errorf("delivery fromResponse %+v of %d timed events: want a p99 far below the hold (%.0f ms) and the held watcher's %d events left out",
+			d.FromResponse, d.TimedEvents, hold, d.HeldBack.TimedEvents)
 	}
 }
 

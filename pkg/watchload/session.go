@@ -88,8 +88,9 @@ func (s *Session) SampleSelf(ctx context.Context) {
 	s.self = startSelfSampler(ctx, s.h.Embedded, s.h.Endpoints[0])
 }
 
-// selfStats stops the self sampler and returns its figures.
-func (s *Session) selfStats(ctx context.Context) report.SelfStats {
+// SelfStats stops the sampler SampleSelf started and returns its figures
+// (report.SelfStats); it must follow SampleSelf.
+func (s *Session) SelfStats(ctx context.Context) report.SelfStats {
 	st := s.self.finish(ctx)
 	s.self = nil
 	return st

@@ -212,7 +212,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	res.Delivery.EventsPerSecond = s.env.timing.eventsPerSecond(res.Delivery.Events)
 	res.ExpectedEvents = res.Writes.Completed * int64(o.Watchers)
 	res.Validation = validationReport(s.env, unsynced, unverified, 0)
-	res.Self = s.selfStats(ctx)
+	res.Self = s.SelfStats(ctx)
 	if interrupted != nil {
 		return res, interruptedAfterWrites("watch", interrupted, res.Writes)
 	}

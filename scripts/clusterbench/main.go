@@ -295,7 +295,7 @@ func runLwbench(bin, name string, args []string) Run {
 		run.Error = lastLine(stderr.String())
 	}
 	s := &Summary{EtcdVersion: res.Target.EtcdVersion, Writes: res.Writes, Delivery: res.Delivery, InitialLists: res.InitialLists.Latency,
-		Relists: len(res.Relists), Compactions: len(res.Compaction), Defrag: res.Defrag, Validation: res.Validation,
+		Relists: len(res.Relists), Compactions: len(res.Compactions), Defrag: res.Defrag, Validation: res.Validation,
 		ValidationOK: res.Validation.OK(), Members: res.Members, Faults: res.Faults, LwbenchCPU: res.Self.CPUSeconds}
 	s.Validation.Violations = nil
 	for _, m := range res.Members {
@@ -445,12 +445,12 @@ func matrixMarkdown(doc Doc, versions []string) string {
 	metric("write p50", func(s *Summary) float64 { return s.Writes.Latency.P50Ms }, ms)
 	metric("write p99", func(s *Summary) float64 { return s.Writes.Latency.P99Ms }, ms)
 	metric("events delivered", func(s *Summary) float64 { return float64(s.Delivery.Events) }, count)
-	metric("delivery p50", func(s *Summary) float64 { return s.Delivery.FromCommit.P50Ms }, ms)
-	metric("delivery p99", func(s *Summary) float64 { return s.Delivery.FromCommit.P99Ms }, ms)
+	metric("delivery p50", func(s *Summary) float64 { return s.Delivery.FromResponse.P50Ms }, ms)
+	metric("delivery p99", func(s *Summary) float64 { return s.Delivery.FromResponse.P99Ms }, ms)
 	for m := range 3 {
 		metric(fmt.Sprintf("delivery p99, member %d", m), func(s *Summary) float64 {
 			if m < len(s.Members) && s.Members[m].Delivery != nil {
-				return s.Members[m].Delivery.FromCommit.P99Ms
+				return s.Members[m].Delivery.FromResponse.P99Ms
 			}
 			return 0
 		}, ms)
@@ -569,7 +569,7 @@ Client setups: `)
 			if m.Name == s.Faults[0].Member {
 				mark = "*"
 			}
-			row = append(row, fmt.Sprintf("%s%s: %s / %s", m.Name, mark, ms(m.Writes.Latency.P99Ms), ms(m.Delivery.FromCommit.P99Ms)))
+			row = append(row, fmt.Sprintf("%s%s: %s / %s", m.Name, mark, ms(m.Writes.Latency.P99Ms), ms(m.Delivery.FromResponse.P99Ms)))
 		}
 		prow = append(prow, row)
 	}

@@ -207,8 +207,10 @@ func run(out string, versions []string, duration, objects string) error {
 		switch r := v.(type) {
 		case *report.Conformance:
 			writeConformance(&md, r)
-		case *report.KubeRunResult:
-			writeRun(&md, r)
+		case *report.RunResult:
+			if r.APIServer != nil {
+				writeRun(&md, r)
+			}
 		}
 	}
 	doc, err := json.MarshalIndent(map[string]any{"kind": "KubeMatrix", "date": began, "commit": commit,
@@ -253,14 +255,10 @@ func ratio(model, real int64) string {
 	return fmt.Sprintf("%.2f", float64(model)/float64(real))
 }
 
-func writeRun(md *bytes.Buffer, r *report.KubeRunResult) {
+func writeRun(md *bytes.Buffer, r *report.RunResult) {
 	counts := map[string]int{}
 	for _, rl := range r.Relists {
-		c := rl.Cause
-		if c == "" {
-			c = "none"
-		}
-		counts[c]++
+		counts[rl.Reason]++
 	}
 	var causes []string
 	for _, c := range slices.Sorted(maps.Keys(counts)) {
@@ -269,7 +267,7 @@ func writeRun(md *bytes.Buffer, r *report.KubeRunResult) {
 	v := r.Validation
 	fmt.Fprintf(md, "| kube-apiserver | watch cache | WatchListClient | writes | relists (cause) | delivery p99 ms | lost | cache mismatches |\n|---|---|---|---:|---|---:|---:|---:|\n")
 	fmt.Fprintf(md, "| %s | %v | %s | %d | %d (%s) | %.1f | %d | %d |\n\n", r.APIServer.Version, r.APIServer.WatchCache, r.APIServer.ClientWatchList,
-		r.Writes.Completed, len(r.Relists), strings.Join(causes, ", "), r.Delivery.FromCommit.P99Ms, v.Lost, v.CacheMismatches)
+		r.Writes.Completed, len(r.Relists), strings.Join(causes, ", "), r.Delivery.FromResponse.P99Ms, v.Lost, v.CacheMismatches)
 	fmt.Fprintf(md, "| informer requests | count | objects | bytes |\n|---|---:|---:|---:|\n")
 	for _, c := range r.Requests {
 		fmt.Fprintf(md, "| %s RV=%q %s | %d | %d | %d |\n", c.Verb, c.ResourceVersion, c.Outcome, c.Count, c.Objects, c.Bytes)

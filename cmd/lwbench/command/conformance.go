@@ -177,7 +177,7 @@ var modelPhases = map[string]string{"seeding": "seed", "syncing": "sync", "writi
 // conformanceReal runs the load through one kube-apiserver with setting s
 // and --apiserver-feature-gates, in namespaces named after runID, on a
 // fresh embedded etcd behind a counting proxy.
-func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.Setting, runID string, logf func(string, ...any)) (*report.KubeRunResult, error) {
+func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.Setting, runID string, logf func(string, ...any)) (*report.RunResult, error) {
 	t, release, err := o.target.open(ctx, logf)
 	defer release()
 	if err != nil {

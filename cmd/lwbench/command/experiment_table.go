@@ -215,7 +215,7 @@ func catchupTable(r *experiment.Result) (output.Table, bool) {
 func makeComparisonTable(results []*experiment.Result) output.Table {
 	t := output.Table{Header: []string{"result", "experiment", "case", "etcd", "kube-apiserver", "relists", "relist objects", "relist MB",
 		"backoff p50 ms", "relist p50 ms", "resync p50 ms", "resync max ms", "LIST restarts", "compactions", "defrag ms", "writes/s",
-		"write p99 ms", "probe p99 ms", "probe max ms", "longest stall ms", "probe errors", "db before MB", "db after MB", "lost events",
+		"write p99 ms", "delivery p99 ms", "probe p99 ms", "probe max ms", "longest stall ms", "probe errors", "db before MB", "db after MB", "lost events",
 		"other violations"}}
 	t.Numeric = numeric(len(t.Header), 0, 1, 2, 3, 4)
 	for _, r := range results {
@@ -244,6 +244,11 @@ func makeComparisonTable(results []*experiment.Result) output.Table {
 			row = append(row, measured(experiment.FigureCompactions, n(c.Compactions))...)
 			row = append(row, measured(experiment.FigureDefrag, ms0(c.DefragMs))...)
 			row = append(row, measured(experiment.FigureWrites, fmt.Sprintf("%.0f", c.WritesPerSecond), ms(c.WriteP99Ms))...)
+			delivery := ms(c.DeliveryP99Ms)
+			if c.DeliveryEvents == 0 {
+				delivery = "-" // no event timed, or a result converted before it was recorded
+			}
+			row = append(row, measured(experiment.FigureDelivery, delivery)...)
 			row = append(row, measured(experiment.FigureProbe, ms(c.Probe.P99Ms), ms(c.Probe.MaxMs), ms0(c.Probe.LongestStallMs), n(c.Probe.Errors))...)
 			row = append(row, measured(experiment.FigureDBSize, mb(c.DBSizeBeforeBytes), mb(c.DBSizeAfterBytes))...)
 			row = append(row, measured(experiment.FigureLostEvents, n(c.LostEvents))...)
@@ -292,8 +297,8 @@ func comparisonLayout(results []*experiment.Result) layout {
 		resyncNote + " relist-storm's resync runs from the informers' release (the failed watch too); a run's is backoff + relist; " +
 			"continuation's is one paginated list's total time, retries included; catchup's the time the watcher took to catch up."}
 	// The groups kept together: relists, their times, restarts and
-	// maintenance, writes, probe, db size, broken guarantees.
-	parts := splitTable(figs, 1, maxTableWidth, 1, 4, 8, 11, 13, 17, 19)
+	// maintenance, writes and delivery, probe, db size, broken guarantees.
+	parts := splitTable(figs, 1, maxTableWidth, 1, 4, 8, 11, 14, 18, 20)
 	return layout{wide: wide, text: append([]output.Table{ident}, parts...), notes: append(notes, apiNotes...),
 		textNotes: []string{"#: the case's row in the first table."}}
 }

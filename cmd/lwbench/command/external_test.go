@@ -106,8 +106,8 @@ func TestRunAgainstTLSClusterWithAuth(t *testing.T) {
 		if res.Target.Managed || res.Scenario.Prefix != "/lwbench" || res.Defrag != nil {
 			t.Errorf("target %+v prefix %s, defrag %v: an --endpoints run must not defragment unless told", res.Target, res.Scenario.Prefix, res.Defrag)
 		}
-		if len(res.Compaction) == 0 || !strings.Contains(res.Compaction[0].Error, "permission denied") {
-			t.Errorf("compactions %+v: want them refused to a user without the root role", res.Compaction)
+		if len(res.Compactions) == 0 || !strings.Contains(res.Compactions[0].Error, "permission denied") {
+			t.Errorf("compactions %+v: want them refused to a user without the root role", res.Compactions)
 		}
 		cl := res.Cleanup
 		// Revoking the run's leases deletes its events; the rest go one
@@ -176,9 +176,9 @@ func TestRunAgainstTLSClusterWithAuth(t *testing.T) {
 		if !res.Validation.OK() {
 			t.Errorf("validation: %s", res.Validation.Summary())
 		}
-		if len(res.Compaction) == 0 || len(res.Relists) == 0 || res.Scenario.CompactRevKey != "/lwbench/compact_rev_key" {
+		if len(res.Compactions) == 0 || len(res.Relists) == 0 || res.Scenario.CompactRevKey != "/lwbench/compact_rev_key" {
 			t.Errorf("%d compactions, %d relists, compactor key %q: want compactions under the prefix forcing a relist",
-				len(res.Compaction), len(res.Relists), res.Scenario.CompactRevKey)
+				len(res.Compactions), len(res.Relists), res.Scenario.CompactRevKey)
 		}
 		if res.Cleanup == nil || res.Cleanup.KeysLeft != 1 || res.Cleanup.Error != "" {
 			t.Errorf("cleanup %+v: want only the other client's key left", res.Cleanup)

@@ -3,8 +3,6 @@ package command
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -22,7 +20,6 @@ import (
 	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/release"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
-	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -255,34 +252,5 @@ func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	}
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: k.watchList})
 	con.Done()
-	return writeKubeResult(o, out, errOut, res, err)
-}
-
-// writeKubeResult prints the result of kubeload.Run (res, err) and returns
-// the command's error: Run's, unless it only reports an interruption
-// after which res was printed; a cleanup that did not leave a shared
-// cluster as it found it; or the broken guarantees.
-func writeKubeResult(o *runOptions, out, errOut io.Writer, res *report.KubeRunResult, err error) error {
-	if err != nil && (res == nil || !res.Interrupted) {
-		return err
-	}
-	interrupted := err
-	res.Verdict = report.KubeRunVerdict(res)
-	summary, notes := makeKubeRunTable(res)
-	if err := o.out.write(out, errOut, summary, res, res.Intervals, nil); err != nil {
-		return errors.Join(interrupted, err)
-	}
-	if err := writeKubeRunTail(out, errOut, o.out.format, res, notes); err != nil {
-		return errors.Join(interrupted, err)
-	}
-	if interrupted != nil {
-		return interrupted
-	}
-	if res.Cleanup != nil && res.Cleanup.Error != "" {
-		return fmt.Errorf("cleanup of the run's namespaces: %s", res.Cleanup.Error)
-	}
-	if !res.Validation.OK() {
-		return fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
-	}
-	return nil
+	return writeRunResult(o, out, errOut, res, err, nil)
 }

@@ -28,16 +28,16 @@ func TestRunThroughKubeAPIServer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("lwbench run --kube-apiserver exit %d:\n%s", code, errOut.String())
 	}
-	var res report.KubeRunResult
+	var res report.RunResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("result JSON: %v", err)
 	}
-	if res.Kind != report.KindKubeRun || res.APIServer.Version != "v1.37.2" || res.APIServer.WatchCache {
-		t.Errorf("got kind %q, apiserver %+v; want a KubeRunResult of v1.37.2 with the watch cache off", res.Kind, res.APIServer)
+	if res.Kind != report.KindRun || res.APIServer == nil || res.APIServer.Version != "v1.37.2" || res.APIServer.WatchCache {
+		t.Errorf("got kind %q, apiserver %+v; want a RunResult through v1.37.2 with the watch cache off", res.Kind, res.APIServer)
 	}
 	expired := 0
 	for _, r := range res.Relists {
-		if r.Cause == "expired" {
+		if r.Reason == "expired" {
 			expired++
 		}
 	}
@@ -64,11 +64,11 @@ func TestRunThroughKubeAPIServer(t *testing.T) {
 		t.Errorf("got apiserver usage %+v and %d metric series, want CPU, memory and metrics", res.APIServers, len(res.APIServerMetrics))
 	}
 	table := map[string]string{}
-	summary, _ := makeKubeRunTable(&res)
+	summary, _ := makeRunTable(&res)
 	for _, row := range summary.Rows {
 		table[row[0]] = row[1]
 	}
-	for _, name := range []string{"kube-apiserver compactions", "defragmentation", "apiserver0 CPU seconds (by phase)", "apiserver0 resident memory", "etcd_requests_total", "apiserver_request_total"} {
+	for _, name := range []string{"kube-apiserver's compactions at revision", "defrag duration", "apiserver0 CPU seconds (by phase)", "apiserver0 resident memory", "etcd_requests_total", "apiserver_request_total"} {
 		if v, ok := table[name]; !ok || v == "-" || v == "0" || v == "" {
 			t.Errorf("table row %q: got %q, want a figure", name, v)
 		}

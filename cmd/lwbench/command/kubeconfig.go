@@ -282,5 +282,5 @@ func runKubeconfig(ctx context.Context, o *runOptions, out, errOut io.Writer) er
 	con.Logf("running through the cluster at %s (etcd %s under %s); lwbench starts, compacts and defragments nothing there", cfg.Host, target.Endpoints, o.load.Prefix)
 	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout})
 	con.Done()
-	return writeKubeResult(o, out, errOut, res, err)
+	return writeRunResult(o, out, errOut, res, err, nil)
 }

@@ -165,11 +165,11 @@ func TestRunThroughKubeconfig(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("lwbench run --kubeconfig exit %d:\n%s", code, errOut.String())
 	}
-	var res report.KubeRunResult
+	var res report.RunResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("result JSON: %v", err)
 	}
-	if res.APIServer.Managed || res.APIServer.URL != rc.Host || res.APIServer.Version != "v1.37.2" {
+	if res.APIServer == nil || res.APIServer.Managed || res.APIServer.URL != rc.Host || res.APIServer.Version != "v1.37.2" {
 		t.Errorf("got apiserver %+v, want an unmanaged v1.37.2 at %s", res.APIServer, rc.Host)
 	}
 	if !res.Validation.OK() || res.Validation.Lost != 0 || res.Validation.HistoryEvents == 0 || res.Writes.Completed == 0 {
@@ -179,7 +179,7 @@ func TestRunThroughKubeconfig(t *testing.T) {
 		t.Errorf("got a defragmentation %+v of a cluster lwbench does not own", res.Defrag)
 	}
 	c := res.Cleanup
-	if c == nil || c.Error != "" || len(c.Namespaces) != 3 || len(c.Left) != 0 || c.ObjectsDeleted == 0 {
+	if c == nil || c.Error != "" || len(c.Namespaces) != 3 || len(c.NamespacesLeft) != 0 || c.ObjectsDeleted == 0 {
 		t.Fatalf("got cleanup %+v, want 3 namespaces and their objects deleted", c)
 	}
 	e.checkLeftAlone(t, c.Namespaces)
@@ -265,7 +265,7 @@ func TestExperimentsThroughKubeconfig(t *testing.T) {
 		}
 		var namespaces []string
 		for _, c := range res.NamespaceCleanup {
-			if c.Error != "" || len(c.Left) != 0 || len(c.Namespaces) == 0 {
+			if c.Error != "" || len(c.NamespacesLeft) != 0 || len(c.Namespaces) == 0 {
 				t.Errorf("%s: cleanup %+v, want its namespaces deleted", args[0], c)
 			}
 			namespaces = append(namespaces, c.Namespaces...)

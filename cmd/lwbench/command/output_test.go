@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,37 @@ func TestReportReadsKubeRun(t *testing.T) {
 			if real[i] != "-" {
 				t.Errorf("column %q of the kube run = %q, want -", h, real[i])
 			}
+		}
+	}
+}
+
+// TestReportReadsVersion3 checks that report reads runs written one
+// schema version back (a RunResult 3 and a KubeRunResult 3, as lwbench
+// wrote them at 315dcdb: pkg/report/testdata/v3) beside a new one, and
+// shows each one's delivery latency: before, report dropped it for both
+// kinds of run.
+func TestReportReadsVersion3(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../../pkg/report/testdata/v3/run.json"
+	real := "../../../pkg/report/testdata/v3/kube-run.json"
+	now := writeJSON(t, dir, "now.json", judged(syntheticKubeRun()))
+	out, errOut, code := lwbench(t, "report", model, real, now, "-w", "csv")
+	if code != 0 {
+		t.Fatalf("report -w csv: exit %d: %s", code, errOut)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("report -w csv: %d rows (%v), want a header and 3 rows:\n%s", len(rows), err, out)
+	}
+	col := slices.Index(rows[0], "delivery p99 ms")
+	if col < 0 {
+		t.Fatalf("no delivery p99 ms column in %q", rows[0])
+	}
+	// The synthetic runs' p99 is 4 x their p50: 0.5 ms (the model's
+	// fromCommit), 2 ms (the kube run's fromCommit), 2 ms (fromResponse).
+	for i, want := range []string{"2.0", "8.0", "8.0"} {
+		if got := rows[i+1][col]; got != want {
+			t.Errorf("row %d (%s): delivery p99 ms %q, want %q", i+1, rows[i+1][0], got, want)
 		}
 	}
 }

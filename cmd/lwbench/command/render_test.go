@@ -90,15 +90,15 @@ func syntheticRun() *report.RunResult {
 			Deletes: 400, Puts: 200, Conflicts: 3, ThroughputPerSecond: 199.5, DurationMs: 20000, Latency: latency(1.25),
 			ErrorSamples: []string{"etcdserver: request timed out"}},
 		Delivery: report.DeliveryStats{Events: 47880, TimedEvents: 47000, UntimedEvents: 880, EventsPerSecond: 2394,
-			FromCommit: latency(0.5), FromSend: latency(1.5), DeliveredBeforeResponse: 12,
-			HeldBack: &report.HeldBackDelivery{Watchers: 1, Events: 2600, TimedEvents: 2550, FromCommit: latency(1500), FromSend: latency(1501)}},
+			FromResponse: latency(0.5), FromSend: latency(1.5), DeliveredBeforeResponse: 12,
+			HeldBack: &report.HeldBackDelivery{Watchers: 1, Events: 2600, TimedEvents: 2550, FromResponse: latency(1500), FromSend: latency(1501)}},
 		InitialLists: report.ListSummary{Count: 12, Objects: 12000, Bytes: 9600000, Pages: 24, Latency: latency(40)},
-		Relists: []report.Relist{{Watcher: 0, Resource: "pods", Reason: "compacted", FromRevision: 1500, CompactRevision: 2100, ListRevision: 2150,
-			AtMs: 9000, DurationMs: 35.5, BackoffMs: 800, Objects: 1000, Bytes: 800000, Pages: 2,
+		Relists: []report.Relist{{Informer: 0, Resource: "pods", Reason: "compacted", Verb: "list", ResourceVersion: "1500", FromRevision: 1500, CompactRevision: 2100, ListRevision: 2150,
+			AtMs: 9000, DurationMs: 35.5, BackoffMs: 800, Objects: 1000, Bytes: 800000, Pages: 2, FailedRequests: 1, Expired: 1,
 			Attempts: []report.ListAttempt{
 				{ResourceVersion: "1500", Limit: 500, ReadRevision: 1500, Error: "etcdserver: mvcc: required revision has been compacted", DurationMs: 1.5},
 				{ResourceVersion: "", Limit: 500, Revision: 2150, Pages: 2, Objects: 1000, DurationMs: 34}}}},
-		Compaction: []report.Compaction{{AtMs: 8500, Revision: 2100, DurationMs: 12.5}, {AtMs: 15000, DurationMs: 3, Error: "etcdserver: no leader"}},
+		Compactions: []report.Compaction{{AtMs: 8500, Revision: 2100, DurationMs: 12.5}, {AtMs: 15000, DurationMs: 3, Error: "etcdserver: no leader"}},
 		Defrag: &report.Defrag{AtMs: 9500, DurationMs: 150, Members: []report.MemberDefrag{
 			{Endpoint: "http://127.0.0.1:2380", AtMs: 9500, DurationMs: 50, BeforeBytes: 8e6, BeforeInUseBytes: 4e6, AfterBytes: 4e6, AfterInUseBytes: 4e6},
 			{Endpoint: "http://127.0.0.1:2379", Leader: true, AtMs: 9600, DurationMs: 100, BeforeBytes: 8e6, BeforeInUseBytes: 4e6, AfterBytes: 4e6, AfterInUseBytes: 4e6}}},
@@ -107,7 +107,7 @@ func syntheticRun() *report.RunResult {
 		Validation: report.Validation{PrevKVMissing: 3, RecorderScope: "keyspace", HistoryEvents: 3990},
 		Final: report.FinalState{Revision: 5000, CompactRevision: 2100, Objects: 1300,
 			Resources: []report.ResourceCount{{Resource: "pods", Objects: 1000}, {Resource: "configmaps", Objects: 200}, {Resource: "events", Objects: 100}}},
-		Watchers: []report.WatcherStats{{ID: 0, Resource: "pods", Events: 3990, Lists: 2, Sessions: 2, LastRevision: 5000, CacheObjects: 1000, HeldBack: true}},
+		Informers: []report.InformerStats{{ID: 0, Resource: "pods", Events: 3990, Lists: 2, Sessions: 2, LastRevision: 5000, CacheObjects: 1000, HeldBack: true}},
 		Intervals: []report.Interval{
 			{StartMs: 0, WritesScheduled: 200, WritesCompleted: 199, WriteP50Ms: 1.25, WriteP99Ms: 5, WriteP999Ms: 10, Events: 2388, DeliveryP50Ms: 0.5, DeliveryP99Ms: 2, DeliveryP999Ms: 4},
 			{StartMs: 1000, WritesScheduled: 200, WritesCompleted: 190, WriteErrors: 10, WriteP50Ms: 1.5, WriteP99Ms: 7000, WriteP999Ms: 7000, Events: 2280, DeliveryP50Ms: 0.75, DeliveryP99Ms: 3, DeliveryP999Ms: 6,
@@ -117,7 +117,7 @@ func syntheticRun() *report.RunResult {
 		Members: []report.MemberStats{
 			{Name: "m0", Endpoint: "http://127.0.0.1:2379", ID: "8e9e05c52164694d", Version: "3.7.3", LeaderAtStart: true, WatchConnections: 1, WriterConnections: 1, Watchers: 4,
 				Writes:   &report.MemberWrites{Completed: 1330, Errors: 10, Timeouts: 4, Latency: latency(1.5)},
-				Delivery: &report.MemberDelivery{Events: 15960, TimedEvents: 15600, FromCommit: latency(0.6)}, DBSizeBytes: 5e6, DBSizeInUseBytes: 4.5e6},
+				Delivery: &report.MemberDelivery{Events: 15960, TimedEvents: 15600, FromResponse: latency(0.6)}, DBSizeBytes: 5e6, DBSizeInUseBytes: 4.5e6},
 			{Name: "m1", Endpoint: "http://127.0.0.1:2380", ID: "91bc3c398fb3c146", Version: "3.7.3", DBSizeBytes: 5e6, DBSizeInUseBytes: 4.5e6},
 			{Name: "m2", Endpoint: "http://127.0.0.1:2381", ID: "fd422379fda50e48", Version: "3.7.3", Error: "context deadline exceeded"}},
 		Faults: []report.Fault{{Kind: "kill-leader", Member: "m0", Endpoint: "http://127.0.0.1:2379", AtMs: 10000, PlannedDurationMs: 5000, EndedAtMs: 15000,
@@ -129,36 +129,36 @@ func syntheticRun() *report.RunResult {
 	}
 }
 
-// syntheticKubeRun is a fixed KubeRunResult through one kube-apiserver
+// syntheticKubeRun is a fixed RunResult through one kube-apiserver
 // with the watch cache off: an informer held back across a compaction
 // relists after a 410 (one failed LIST, then two pages), a second
 // compaction follows, a defragmentation, the etcd requests of two phases.
-func syntheticKubeRun() *report.KubeRunResult {
-	return &report.KubeRunResult{
-		Kind: report.KindKubeRun, SchemaVersion: report.KubeRunSchemaVersion,
+func syntheticKubeRun() *report.RunResult {
+	return &report.RunResult{
+		Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
 		StartedAt: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC),
 		Target:    report.Target{Endpoints: []string{"http://127.0.0.1:2379"}, EtcdVersion: "3.7.3", Managed: true},
-		APIServer: report.APIServerTarget{Version: "v1.37.2", Servers: 1, Managed: true, EtcdCompactionIntervalMs: 10000,
+		APIServer: &report.APIServerTarget{Version: "v1.37.2", Servers: 1, Managed: true, EtcdCompactionIntervalMs: 10000,
 			ClientWatchList: "off"},
-		Scenario: report.Scenario{Profile: "informer", Prefix: "/registry", Objects: 1000, ConfigMaps: 100, Events: 250, Namespaces: 10,
+		Scenario: report.Scenario{Profile: "client-go", Prefix: "/registry", Objects: 1000, ConfigMaps: 100, Events: 250, Namespaces: 10,
 			Watchers: 4, WatchResources: []string{"pods"}, WriteRatePerSecond: 100, DurationMs: 30000, PageSize: 500,
 			ResourceMix: report.ResourceMix{PodsPercent: 60, ConfigMapsPercent: 10, EventsPercent: 30}, CompactionIntervalMs: 10000,
 			CreatePercent: 20, UpdatePercent: 70, DeletePercent: 10, HeldBackWatchers: 1, Seed: 1, Defragment: true},
 		Writes: report.WriteStats{Planned: 3000, Sent: 3000, Completed: 2998, Errors: 2, Creates: 600, Updates: 2100, Deletes: 298,
 			ThroughputPerSecond: 99.9, DurationMs: 30000, Latency: latency(4)},
 		Delivery: report.DeliveryStats{Events: 11000, TimedEvents: 10900, UntimedEvents: 100, EventsPerSecond: 360,
-			FromCommit: latency(2), FromSend: latency(6),
-			HeldBack: &report.HeldBackDelivery{Watchers: 1, Events: 1500, TimedEvents: 1490, FromCommit: latency(900), FromSend: latency(905)}},
-		Informers: []report.InformerStats{{ID: 0, Resource: "pods", Requests: 6, Relists: 1, Events: 2700, Bookmarks: 3, ResponseBytes: 4e6,
-			CachedObjects: 1000, LastRevision: 9000, HeldBack: true},
-			{ID: 1, Resource: "pods", Requests: 3, Events: 2750, ResponseBytes: 3e6, CachedObjects: 1000, LastRevision: 9000}},
+			FromResponse: latency(2), FromSend: latency(6),
+			HeldBack: &report.HeldBackDelivery{Watchers: 1, Events: 1500, TimedEvents: 1490, FromResponse: latency(900), FromSend: latency(905)}},
+		Informers: []report.InformerStats{{ID: 0, Resource: "pods", Requests: 6, Lists: 2, Events: 2700, Bookmarks: 3, ResponseBytes: 4e6,
+			CacheObjects: 1000, LastRevision: 9000, HeldBack: true},
+			{ID: 1, Resource: "pods", Requests: 3, Lists: 1, Events: 2750, ResponseBytes: 3e6, CacheObjects: 1000, LastRevision: 9000}},
 		Requests: []report.RequestCount{{Verb: "list", Outcome: "ok", ResourceVersion: "", Count: 4, Objects: 2000, Bytes: 2.4e6},
 			{Verb: "list", Outcome: "expired", ResourceVersion: "exact", Count: 1},
 			{Verb: "watch", Outcome: "expired", ResourceVersion: "exact", Count: 1}},
-		Relists: []report.KubeRelist{{Informer: 0, AtMs: 14000, Cause: "expired", Verb: "list", ResourceVersion: "", Requests: 2,
+		Relists: []report.Relist{{Informer: 0, Resource: "pods", AtMs: 14000, Reason: "expired", Verb: "list", ResourceVersion: "", Pages: 2,
 			Objects: 1000, Bytes: 1.2e6, DurationMs: 250, FailedRequests: 1, Expired: 1, BackoffMs: 800}},
 		Holds:       []report.Hold{{Informer: 0, HeldAtMs: 5000, ReleasedAtMs: 13000, HeldRevision: 2000, Compacted: true}},
-		Compactions: []report.KubeCompaction{{N: 1, AtMs: 12000, Revision: 4000}, {N: 2, AtMs: 22000, Revision: 7000}},
+		Compactions: []report.Compaction{{N: 1, AtMs: 12000, Revision: 4000}, {N: 2, AtMs: 22000, Revision: 7000}},
 		Etcd: []report.EtcdRequests{{Phase: "steady", Method: "Txn", Kind: "txn update", Requests: 2100, RequestBytes: 2.5e6, Responses: 2100, ResponseBytes: 2e5},
 			{Phase: "released after compaction 1", Method: "Range", Kind: "range limit=501", Requests: 2, RequestBytes: 100, Responses: 2, ResponseBytes: 1.1e6, Items: 1000}},
 		Defrag: &report.Defrag{AtMs: 13500, DurationMs: 120, Members: []report.MemberDefrag{
@@ -171,11 +171,15 @@ func syntheticKubeRun() *report.KubeRunResult {
 	}
 }
 
-// TestKubeRunResultGolden renders the fixed synthetic KubeRunResult as
-// the table `lwbench run --kube-apiserver` prints.
+// TestKubeRunResultGolden renders the fixed synthetic RunResult through
+// kube-apiserver as JSON, as the table `lwbench run --kube-apiserver`
+// prints and as CSV: the same RunResult, tables and CSV columns as the
+// model's, with the API front's sections.
 func TestKubeRunResultGolden(t *testing.T) {
-	r := syntheticKubeRun()
-	golden(t, "kube-run.table", renderKubeRun(t, output.FormatTable, r))
+	r := judged(syntheticKubeRun())
+	golden(t, "kube-run.json", render(t, output.FormatJSON, output.Table{}, r))
+	golden(t, "kube-run.table", renderRun(t, output.FormatTable, r))
+	golden(t, "kube-run.csv", render(t, output.FormatCSV, makeRunCSVTable(r), r))
 }
 
 // renderRun renders r as `lwbench run` prints it on stdout in format f:
@@ -189,22 +193,6 @@ func renderRun(t *testing.T, f output.Format, r *report.RunResult) []byte {
 		t.Fatal(err)
 	}
 	if err := writeRunTail(&b, &errOut, f, r, notes); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// renderKubeRun renders r as `lwbench run --kube-apiserver` prints it on
-// stdout in format f, with its verdict.
-func renderKubeRun(t *testing.T, f output.Format, r *report.KubeRunResult) []byte {
-	t.Helper()
-	r.Verdict = report.KubeRunVerdict(r)
-	summary, notes := makeKubeRunTable(r)
-	var b, errOut bytes.Buffer
-	if err := output.Write(&b, f, summary, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeKubeRunTail(&b, &errOut, f, r, notes); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -242,7 +230,7 @@ func TestRunResultGolden(t *testing.T) {
 func TestRunTableWidth(t *testing.T) {
 	wide := syntheticRun()
 	long := "rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2381: connect: connection refused\""
-	wide.Writes.Latency, wide.Delivery.FromCommit = latency(12345.5), latency(23456.25)
+	wide.Writes.Latency, wide.Delivery.FromResponse = latency(12345.5), latency(23456.25)
 	wide.Defrag.Error = long
 	wide.Members[2].Error = long
 	wide.Faults[0].Kind, wide.Faults[0].Member, wide.Faults[0].Error = "partition-follower", "m2", long
@@ -251,7 +239,7 @@ func TestRunTableWidth(t *testing.T) {
 	wide.Relists = append(wide.Relists, report.Relist{Reason: "watch-error", DurationMs: 123456.5, BackoffMs: 1600, Objects: 50000, Cache: true},
 		report.Relist{Reason: "list-error", DurationMs: 12.5, BackoffMs: 400})
 	wide.Self.LoadAverageMax, wide.Self.SchedLatencyP99Ms = 18.87, 45
-	kube := syntheticKubeRun()
+	kube := judged(syntheticKubeRun())
 	kube.Requests = append(kube.Requests, report.RequestCount{Verb: "watchlist", Outcome: "ok", ResourceVersion: "", Count: 12},
 		report.RequestCount{Verb: "watch", Outcome: "ok", ResourceVersion: "notOlderThan", Count: 40})
 	kube.Validation.Lost = 2 // a FAIL verdict
@@ -261,7 +249,7 @@ func TestRunTableWidth(t *testing.T) {
 	}{
 		{"synthetic", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(syntheticRun())) }},
 		{"wide", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(wide)) }},
-		{"through kube-apiserver", func(t *testing.T) []byte { return renderKubeRun(t, output.FormatTable, kube) }},
+		{"through kube-apiserver", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, kube) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(string(tt.render(t)), "\n"), "\n")
@@ -295,7 +283,7 @@ func TestCSVIsATable(t *testing.T) {
 			ThroughputPerSecond: 990, Latency: latency(2)}}
 	watch := &report.WatchResult{Kind: report.KindWatch, SchemaVersion: report.WatchSchemaVersion, Target: report.Target{EtcdVersion: "3.7.3"},
 		Scenario: report.WatchScenario{Watchers: 100, Streams: 10, Connections: 2}, Writes: report.WriteStats{Completed: 10, Latency: latency(1)},
-		ExpectedEvents: 1000, Delivery: report.DeliveryStats{Events: 1000, FromCommit: latency(0.5)}}
+		ExpectedEvents: 1000, Delivery: report.DeliveryStats{Events: 1000, FromResponse: latency(0.5)}}
 	for _, tt := range []struct {
 		name    string
 		table   output.Table
@@ -475,7 +463,7 @@ func TestExperimentTablesGolden(t *testing.T) {
 // CSV.
 func TestComparisonTableGolden(t *testing.T) {
 	results := append(syntheticExperiments(), experiment.FromRun(syntheticRun(), "run"),
-		experiment.FromKubeRun(syntheticKubeRun(), "kube-run"))
+		experiment.FromRun(syntheticKubeRun(), "kube-run"))
 	got := renderLayout(t, output.FormatTable, comparisonLayout(results), nil)
 	assertWidth(t, "comparison.table", got)
 	golden(t, "comparison.table", got)

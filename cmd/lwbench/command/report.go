@@ -205,18 +205,12 @@ func readResult(path string) (*experiment.Result, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return r, nil
-	case report.KindRun:
+	case report.KindRun, report.KindKubeRun: // a KubeRunResult is a run through kube-apiserver before RunSchemaVersion 4
 		_, v, err := report.Decode(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return experiment.FromRun(v.(*report.RunResult), strings.TrimSuffix(filepath.Base(path), ".json")), nil
-	case report.KindKubeRun:
-		_, v, err := report.Decode(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return experiment.FromKubeRun(v.(*report.KubeRunResult), strings.TrimSuffix(filepath.Base(path), ".json")), nil
 	}
 	if !slices.Contains(report.Kinds, h.Kind) {
 		return nil, fmt.Errorf("%s: %w; report reads the JSON of the experiments (%s) and of lwbench run",

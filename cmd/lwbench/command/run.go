@@ -325,11 +325,19 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if errors.Is(err, watchload.ErrPrefixNotEmpty) {
 		return fmt.Errorf("--prefix %s: %w; pass --reuse-prefix to write beside those keys (lwbench never modifies or deletes them)", o.load.Prefix, err)
 	}
+	return writeRunResult(o, out, errOut, res, err, snapshotErr)
+}
+
+// writeRunResult prints a run's result (res, err: watchload.Run's or
+// kubeload.Run's) and returns the command's error: err, unless it only
+// reports an interruption after which res was printed (then err, exit
+// 130, after the figures); snapshotErr (a failed --snapshot); a cleanup
+// that did not leave a cluster lwbench does not own as it found it; the
+// broken guarantees.
+func writeRunResult(o *runOptions, out, errOut io.Writer, res *report.RunResult, err, snapshotErr error) error {
 	if err != nil && (res == nil || !res.Interrupted) {
 		return err
 	}
-	// An interrupted run still prints what it measured, then fails with
-	// the interruption (exit code 130).
 	interrupted := err
 	summary, notes := makeRunTable(res)
 	if err := o.out.write(out, errOut, o.out.table(summary, makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
@@ -341,9 +349,12 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if interrupted != nil {
 		return errors.Join(interrupted, snapshotErr)
 	}
-	var violations error
+	var cleanup, violations error
+	if c := res.Cleanup; c != nil && c.Error != "" {
+		cleanup = fmt.Errorf("cleanup: %s", c.Error)
+	}
 	if !res.Validation.OK() {
 		violations = fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
 	}
-	return errors.Join(snapshotErr, violations)
+	return errors.Join(snapshotErr, cleanup, violations)
 }

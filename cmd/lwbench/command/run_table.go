@@ -30,10 +30,14 @@ const (
 )
 
 // makeRunTable lays a run result out as metric/value rows, the summary
-// `lwbench run` prints, and the notes that go below it (runNotes): the
-// first relist's requests, and every value too long for a cell.
+// `lwbench run` prints, through either client set (a run through
+// kube-apiserver has its own rows: the apiservers, the informers'
+// requests, the holds, the apiservers' CPU, memory and metrics), and the
+// notes that go below it (runNotes): the first relist's requests (the
+// model's), and every value too long for a cell.
 func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 	notes := &runNotes{}
+	api := r.APIServer
 	defrag := "-"
 	if r.Defrag != nil {
 		defrag = fmt.Sprintf("%.2f ms", r.Defrag.DurationMs)
@@ -45,43 +49,68 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		}
 	}
 	var compactRevs []string
-	for _, c := range r.Compaction {
+	for _, c := range r.Compactions {
 		s := fmt.Sprint(c.Revision)
 		if c.Error != "" {
 			s += " (error)"
+		}
+		if api != nil {
+			s += fmt.Sprintf(" at %.1f s", c.AtMs/1000)
 		}
 		compactRevs = append(compactRevs, s)
 	}
 	if len(compactRevs) == 0 {
 		compactRevs = []string{"-"}
 	}
-	var objects []string
-	for _, rc := range r.Final.Resources {
-		objects = append(objects, fmt.Sprintf("%s %d", rc.Resource, rc.Objects))
+	compactions := "compactions at revision"
+	if api != nil {
+		compactions = "kube-apiserver's compactions at revision"
 	}
 	v := r.Validation
-	rows := [][]string{
-		{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetDescription(r.Target))},
-		{"profile", r.Scenario.Profile + watchListNote(r.Scenario)},
-		{"watchers / streams / connections", fmt.Sprintf("%d / %d / %d", r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)},
+	rows := [][]string{{"etcd", fmt.Sprintf("%s (%s)", r.Target.EtcdVersion, targetDescription(r.Target))}}
+	if api != nil {
+		rows = append(rows,
+			[]string{"kube-apiserver", kubeAPIServerRow(*api)},
+			[]string{"informers", fmt.Sprintf("%d client-go informers, WatchListClient %s", len(r.Informers), api.ClientWatchList)})
+	} else {
+		rows = append(rows,
+			[]string{"profile", r.Scenario.Profile + watchListNote(r.Scenario)},
+			[]string{"informers / streams / connections", fmt.Sprintf("%d / %d / %d", r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)})
+	}
+	rows = append(rows, [][]string{
 		{"writes completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
 		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
 		{"write latency (from schedule)", lat(r.Writes.Latency)},
 		{"events delivered", fmt.Sprintf("%d (%.0f/s; %d timed)", r.Delivery.Events, r.Delivery.EventsPerSecond, r.Delivery.TimedEvents)},
-		{"delivery latency from commit" + notHeldBack(r.Delivery), lat(r.Delivery.FromCommit)},
+		{"delivery latency from response" + notHeldBack(r.Delivery), lat(r.Delivery.FromResponse)},
 		{"delivery latency from send" + notHeldBack(r.Delivery), lat(r.Delivery.FromSend)},
-	}
-	rows = append(rows, heldBackRows(r.Delivery.HeldBack, "watchers", "commit")...)
+	}...)
+	rows = append(rows, heldBackRows(r.Delivery.HeldBack)...)
 	relists := fmt.Sprint(len(r.Relists))
+	var relistObjects, relistBytes int64
+	for _, rl := range r.Relists {
+		relistObjects += rl.Objects
+		relistBytes += rl.Bytes
+	}
 	if len(r.Relists) > 0 {
 		relists += " (the relists table below)"
-		notes.addLines("first relist's requests", firstRelistRequests(r.Relists[0]))
+		if len(r.Relists[0].Attempts) > 0 {
+			notes.addLines("first relist's requests", firstRelistRequests(r.Relists[0]))
+		}
 	}
-	rows = append(rows, [][]string{
-		{"initial lists", fmt.Sprintf("%d (%d objects)", r.InitialLists.Count, r.InitialLists.Objects)},
-		{"initial list latency", lat(r.InitialLists.Latency)},
-		{"relists", relists},
-	}...)
+	if api != nil {
+		rows = append(rows, []string{"informer requests", apiRequestsRow(r)})
+	} else {
+		rows = append(rows,
+			[]string{"initial lists", fmt.Sprintf("%d (%d objects)", r.InitialLists.Count, r.InitialLists.Objects)},
+			[]string{"initial list latency", lat(r.InitialLists.Latency)})
+	}
+	rows = append(rows,
+		[]string{"relists", relists},
+		[]string{"relist objects / bytes", fmt.Sprintf("%d / %s", relistObjects, sizeText(relistBytes))})
+	if api != nil {
+		rows = append(rows, []string{"held informers", holdsRow(r.Holds)})
+	}
 	if r.Interrupted {
 		rows = append([][]string{{"interrupted", "yes: the figures cover the run until the interruption"}}, rows...)
 	}
@@ -90,18 +119,23 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 			[]string{"consistent reads (cache / fallback)", fmt.Sprintf("%d (%d / %d), %d progress requests", cr.Requests, cr.ServedFromCache, cr.Fallbacks, cr.ProgressRequests)},
 			[]string{"consistent read wait", lat(cr.ReadWait)})
 	}
-	rows = append(rows,
-		[]string{"compactions at revision", strings.Join(compactRevs, ", ")},
-		[]string{"db size before compaction", dbSize(r.DBSize.BeforeCompactionBytes, r.DBSize.BeforeCompactionInUseBytes)},
-		[]string{"db size after compaction", dbSize(r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
-		[]string{"db size after defrag", dbSize(r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)},
-		[]string{"defrag duration", defrag},
-	)
-	if r.Defrag != nil && len(r.Defrag.Members) > 1 {
+	rows = append(rows, []string{compactions, strings.Join(compactRevs, ", ")})
+	if api == nil {
+		rows = append(rows,
+			[]string{"db size before compaction", dbSize(r.DBSize.BeforeCompactionBytes, r.DBSize.BeforeCompactionInUseBytes)},
+			[]string{"db size after compaction", dbSize(r.DBSize.AfterCompactionBytes, r.DBSize.AfterCompactionInUseBytes)},
+			[]string{"db size after defrag", dbSize(r.DBSize.AfterDefragBytes, r.DBSize.AfterDefragInUseBytes)})
+	}
+	rows = append(rows, []string{"defrag duration", defrag})
+	if r.Defrag != nil && (len(r.Defrag.Members) > 1 || api != nil) {
 		for _, m := range r.Defrag.Members {
-			rows = append(rows, []string{"defrag of " + m.Endpoint, fmt.Sprintf("%.2f ms", m.DurationMs)})
+			rows = append(rows, []string{"defrag of " + m.Endpoint, fmt.Sprintf("%.2f ms, %s -> %s", m.DurationMs, sizeText(m.BeforeBytes), sizeText(m.AfterBytes))})
 		}
 	}
+	if len(r.Etcd) > 0 {
+		rows = append(rows, []string{"etcd requests", fmt.Sprintf("%d kinds (the etcd requests table below)", len(r.Etcd))})
+	}
+	rows = append(rows, apiServerRows(r)...)
 	rows = append(rows,
 		[]string{"history events recorded", fmt.Sprint(v.HistoryEvents)},
 		[]string{"lost events", fmt.Sprint(v.Lost)},
@@ -112,21 +146,33 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		[]string{"unexpected events", fmt.Sprint(v.Unexpected)},
 		[]string{"prevKV mismatches (missing)", fmt.Sprintf("%d (%d)", v.PrevKVMismatches, v.PrevKVMissing)},
 		[]string{"cache mismatches at end", fmt.Sprint(v.CacheMismatches)},
-		[]string{"unsynced watchers at end", fmt.Sprint(v.UnsyncedWatchers)},
-		[]string{"final revision", fmt.Sprint(r.Final.Revision)},
-		[]string{"final compact revision", fmt.Sprint(r.Final.CompactRevision)},
-		[]string{"live objects", fmt.Sprintf("%d (%s)", r.Final.Objects, strings.Join(objects, ", "))},
+		[]string{"unsynced informers at end", fmt.Sprint(v.UnsyncedWatchers)},
 	)
+	if api == nil {
+		var objects []string
+		for _, rc := range r.Final.Resources {
+			objects = append(objects, fmt.Sprintf("%s %d", rc.Resource, rc.Objects))
+		}
+		rows = append(rows,
+			[]string{"final revision", fmt.Sprint(r.Final.Revision)},
+			[]string{"final compact revision", fmt.Sprint(r.Final.CompactRevision)},
+			[]string{"live objects", fmt.Sprintf("%d (%s)", r.Final.Objects, strings.Join(objects, ", "))})
+	}
 	rows = append(rows, memberRows(r.Members)...)
 	rows = append(rows, faultRows(r.Faults)...)
 	if c := r.Cleanup; c != nil {
 		s := fmt.Sprintf("%d keys deleted, %d leases revoked, %d left under the prefix", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft)
+		if c.Namespaces != nil {
+			s = fmt.Sprintf("deleted %d objects and namespaces %v in %.1f s; %d still present", c.ObjectsDeleted, c.Namespaces, c.DurationMs/1000, len(c.NamespacesLeft))
+		}
 		if c.Error != "" {
 			s += fmt.Sprintf(" (error: note %d)", notes.add("cleanup error", c.Error))
 		}
 		rows = append(rows, []string{"cleanup", s})
 	}
-	rows = append(rows, selfRows(r.Self)...)
+	if r.Self.NumCPU > 0 {
+		rows = append(rows, selfRows(r.Self)...)
+	}
 	return output.Table{Header: []string{"metric", "value"}, Rows: notes.fit(rows)}, notes
 }
 
@@ -239,13 +285,21 @@ func (n *runNotes) addLines(what string, lines []string) int {
 }
 
 // writeRunTail writes what follows the run summary (writeTail): the
-// relists table, the notes, the warnings and the verdict.
+// relists table, what the counting proxy saw etcd receive (a run through
+// kube-apiserver with one), the notes, the warnings and the verdict.
 func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, notes *runNotes) error {
 	var tables []output.Table
 	var intro []string
 	if len(r.Relists) > 0 {
 		tables = append(tables, makeRelistTable(runResyncs(r.Relists)))
-		intro = append(intro, relistNote)
+		if r.APIServer != nil {
+			intro = append(intro, apiRelistNote)
+		} else {
+			intro = append(intro, relistNote)
+		}
+	}
+	if len(r.Etcd) > 0 {
+		tables = append(tables, makeEtcdRequestsTable(r.Etcd))
 	}
 	return writeTail(out, errOut, f, tables, intro, notes, r.Warnings, r.Verdict)
 }
@@ -356,7 +410,7 @@ func targetDescription(t report.Target) string {
 }
 
 // notHeldBack qualifies the name of a delivery latency row when some
-// watchers were held back, whose latency d's leaves out.
+// informers were held back, whose latency d's leaves out.
 func notHeldBack(d report.DeliveryStats) string {
 	if d.HeldBack == nil {
 		return ""
@@ -364,17 +418,15 @@ func notHeldBack(d report.DeliveryStats) string {
 	return " (not held back)"
 }
 
-// heldBackRows lays out the delivery to the watchers held back, from
+// heldBackRows lays out the delivery to the informers held back, from
 // their hold on (report.DeliveryStats.HeldBack): none when h is nil.
-// watchers names them ("watchers", "informers"), from what the latency
-// runs ("commit", "response").
-func heldBackRows(h *report.HeldBackDelivery, watchers, from string) [][]string {
+func heldBackRows(h *report.HeldBackDelivery) [][]string {
 	if h == nil {
 		return nil
 	}
 	return [][]string{
-		{"held-back " + watchers + ": events from the hold on", fmt.Sprintf("%d (%d timed); %d held back", h.Events, h.TimedEvents, h.Watchers)},
-		{"held-back " + watchers + ": delivery latency from " + from, lat(h.FromCommit)},
+		{"held-back informers: events from the hold on", fmt.Sprintf("%d (%d timed); %d held back", h.Events, h.TimedEvents, h.Watchers)},
+		{"held-back informers: delivery latency from response", lat(h.FromResponse)},
 	}
 }
 
@@ -435,7 +487,7 @@ func memberRows(members []report.MemberStats) [][]string {
 			rows = append(rows, []string{name + " write latency", fmt.Sprintf("%s; %d errors", lat(m.Writes.Latency), m.Writes.Errors)})
 		}
 		if m.Delivery != nil {
-			rows = append(rows, []string{name + " delivery latency", fmt.Sprintf("%s; %d events", lat(m.Delivery.FromCommit), m.Delivery.Events)})
+			rows = append(rows, []string{name + " delivery latency", fmt.Sprintf("%s; %d events", lat(m.Delivery.FromResponse), m.Delivery.Events)})
 		}
 		size := dbSize(m.DBSizeBytes, m.DBSizeInUseBytes)
 		if m.Error != "" {
@@ -520,21 +572,21 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	f.target(r.Target)
 	f.add("profile", r.Scenario.Profile)
 	f.t.Numeric[len(f.t.Numeric)-1] = false
-	f.int("watchers", int64(r.Scenario.Watchers))
+	f.int("informers", int64(r.Scenario.Watchers))
 	f.int("streams", int64(r.Scenario.Streams))
 	f.int("connections", int64(r.Scenario.Connections))
 	f.writes("write", r.Writes)
 	f.int("events", r.Delivery.Events)
 	f.int("timed_events", r.Delivery.TimedEvents)
 	f.float("events_per_second", r.Delivery.EventsPerSecond)
-	f.latency("delivery_from_commit", r.Delivery.FromCommit)
+	f.latency("delivery_from_response", r.Delivery.FromResponse)
 	f.latency("delivery_from_send", r.Delivery.FromSend)
 	if h := r.Delivery.HeldBack; h != nil {
 		f.int("held_back_events", h.Events)
-		f.latency("held_back_delivery_from_commit", h.FromCommit)
+		f.latency("held_back_delivery_from_response", h.FromResponse)
 	} else {
 		f.add("held_back_events", "-") // no watcher held back
-		f.latency("held_back_delivery_from_commit", report.Latency{})
+		f.latency("held_back_delivery_from_response", report.Latency{})
 	}
 	f.int("initial_lists", r.InitialLists.Count)
 	f.latency("initial_list", r.InitialLists.Latency)
@@ -566,7 +618,7 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	f.add("resync_max_ms", resync)
 	f.add("resync_max_backoff_ms", resyncBackoff)
 	var compactions, compactionErrors int64
-	for _, c := range r.Compaction {
+	for _, c := range r.Compactions {
 		if c.Error != "" {
 			compactionErrors++
 		} else {
@@ -606,7 +658,7 @@ func makeRunCSVTable(r *report.RunResult) output.Table {
 	f.int("prevkv_mismatches", v.PrevKVMismatches)
 	f.int("prevkv_missing", v.PrevKVMissing)
 	f.int("cache_mismatches", v.CacheMismatches)
-	f.int("unsynced_watchers", int64(v.UnsyncedWatchers))
+	f.int("unsynced_informers", int64(v.UnsyncedWatchers))
 	f.int("final_revision", r.Final.Revision)
 	f.int("final_compact_revision", r.Final.CompactRevision)
 	f.int("live_objects", r.Final.Objects)

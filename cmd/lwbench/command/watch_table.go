@@ -19,7 +19,7 @@ func makeWatchTable(r *report.WatchResult) output.Table {
 		{"put latency (from schedule)", lat(r.Writes.Latency)},
 		{"events received / expected", fmt.Sprintf("%d / %d", r.Delivery.Events, r.ExpectedEvents)},
 		{"events per second", fmt.Sprintf("%.0f", r.Delivery.EventsPerSecond)},
-		{"delivery latency from commit", lat(r.Delivery.FromCommit)},
+		{"delivery latency from commit", lat(r.Delivery.FromResponse)},
 		{"delivery latency from send", lat(r.Delivery.FromSend)},
 		{"violations", v.Summary()},
 	}
@@ -40,7 +40,7 @@ func makeWatchCSVTable(r *report.WatchResult) output.Table {
 	f.int("events", r.Delivery.Events)
 	f.int("expected_events", r.ExpectedEvents)
 	f.float("events_per_second", r.Delivery.EventsPerSecond)
-	f.latency("delivery_from_commit", r.Delivery.FromCommit)
+	f.latency("delivery_from_commit", r.Delivery.FromResponse)
 	f.latency("delivery_from_send", r.Delivery.FromSend)
 	f.int("lost_events", r.Validation.Lost)
 	f.int("duplicated_events", r.Validation.Duplicated)

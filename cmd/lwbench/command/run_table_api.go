@@ -1,0 +1,212 @@
+package command
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// kubeAPIServerRow describes the apiservers: those lwbench started, or
+// the existing cluster's (--kubeconfig), whose settings it does not know.
+func kubeAPIServerRow(a report.APIServerTarget) string {
+	cache := "off"
+	if a.WatchCache {
+		cache = "on"
+	}
+	compaction := "off"
+	if a.EtcdCompactionIntervalMs > 0 {
+		compaction = fmt.Sprintf("every %.0f ms", a.EtcdCompactionIntervalMs)
+	}
+	if !a.Managed && a.URL != "" {
+		if a.EtcdCompactionIntervalMs <= 0 {
+			compaction = "the cluster's own"
+		}
+		return fmt.Sprintf("%s at %s (an existing cluster's: watch cache as its operator set it), compaction %s", a.Version, a.URL, compaction)
+	}
+	row := fmt.Sprintf("%s x%d, watch cache %s, compaction %s", a.Version, a.Servers, cache, compaction)
+	if a.FeatureGates != "" {
+		row += ", feature gates " + a.FeatureGates
+	}
+	return row
+}
+
+// apiRequestsRow sums the client-go informers' requests up by verb,
+// resourceVersion and outcome.
+func apiRequestsRow(r *report.RunResult) string {
+	var reqs []string
+	for _, c := range r.Requests {
+		rv := c.ResourceVersion
+		if rv == "" {
+			rv = `""`
+		}
+		reqs = append(reqs, fmt.Sprintf("%s RV=%s %s: %d", c.Verb, rv, c.Outcome, c.Count))
+	}
+	return strings.Join(reqs, "; ")
+}
+
+// holdsRow describes the informers held back across a compaction
+// through kube-apiserver, "-" when none was.
+func holdsRow(holds []report.Hold) string {
+	if len(holds) == 0 {
+		return "-"
+	}
+	var hs []string
+	for _, h := range holds {
+		past := "compacted past"
+		if !h.Compacted {
+			past = "not compacted past"
+		}
+		hs = append(hs, fmt.Sprintf("informer %d from revision %d for %.0f ms, %s", h.Informer, h.HeldRevision, h.ReleasedAtMs-h.HeldAtMs, past))
+	}
+	return strings.Join(hs, "; ")
+}
+
+// makeEtcdRequestsTable lays out what the counting proxy saw etcd receive,
+// by phase and request shape.
+func makeEtcdRequestsTable(reqs []report.EtcdRequests) output.Table {
+	t := output.Table{Header: []string{"etcd phase", "request", "requests", "bytes in", "responses", "bytes out"},
+		Numeric: []bool{false, false, true, true, true, true}}
+	for _, e := range reqs {
+		t.Rows = append(t.Rows, []string{e.Phase, e.Method + " " + e.Kind, fmt.Sprint(e.Requests), fmt.Sprint(e.RequestBytes),
+			fmt.Sprint(e.Responses), fmt.Sprint(e.ResponseBytes)})
+	}
+	return t
+}
+
+// apiRelistNote explains the relists table of a run through
+// kube-apiserver.
+const apiRelistNote = "relists: by the outcome of the request before them, each cause's slowest resync, resync = backoff " +
+	"(client-go's wait before relisting) + relist (its LIST or WATCHLIST requests, to the last page or the initial events' bookmark)"
+
+// kubeMetricRows are the metrics of kube-apiserver's own /metrics the
+// table shows, in order, each summed over the apiservers and the phases
+// (a gauge: per phase, its value at the phase's end); a metric without
+// series shows 0, except apiserver_cache_list_*, which kube-apiserver
+// 1.37 hides.
+var kubeMetricRows = []string{
+	"apiserver_request_total",
+	"apiserver_longrunning_requests",
+	"apiserver_storage_list_total",
+	"apiserver_storage_list_fetched_objects_total",
+	"apiserver_storage_list_evaluated_objects_total",
+	"apiserver_storage_list_returned_objects_total",
+	"apiserver_cache_list_total",
+	"apiserver_cache_list_fetched_objects_total",
+	"apiserver_cache_list_returned_objects_total",
+	"apiserver_watch_cache_initializations_total",
+	"apiserver_watch_cache_events_received_total",
+	"apiserver_watch_cache_events_dispatched_total",
+	"apiserver_watch_cache_consistent_read_total",
+	"apiserver_storage_events_received_total",
+	"apiserver_watch_events_total",
+	"etcd_requests_total",
+	"etcd_request_errors_total",
+	"apiserver_flowcontrol_rejected_requests_total",
+}
+
+// kubeByPhaseRows are the metrics the table also shows per phase.
+var kubeByPhaseRows = []string{"etcd_requests_total", "apiserver_storage_list_total", "apiserver_request_total"}
+
+// topSeries is how many series a metric's row names.
+const topSeries = 6
+
+// apiServerRows are the rows of the apiservers' CPU and memory and their
+// own metrics, for a run through kube-apiserver.
+func apiServerRows(r *report.RunResult) [][]string {
+	var rows [][]string
+	for _, u := range r.APIServers {
+		var ps []string
+		for _, p := range u.Phases {
+			ps = append(ps, fmt.Sprintf("%s %.2f", p.Phase, p.CPUSeconds))
+		}
+		cpu := fmt.Sprintf("%.2f", u.CPUSeconds)
+		if len(ps) > 0 {
+			cpu += " (" + strings.Join(ps, ", ") + ")"
+		}
+		rows = append(rows,
+			[]string{u.Server + " CPU seconds (by phase)", cpu},
+			[]string{u.Server + " resident memory", fmt.Sprintf("peak %.1f MiB, final %.1f MiB", float64(u.PeakResidentMemoryBytes)/(1<<20), float64(u.FinalResidentMemoryBytes)/(1<<20))})
+	}
+	if len(r.APIServerMetrics) == 0 {
+		return rows
+	}
+	type agg struct {
+		total  float64
+		series map[string]float64
+		phases map[string]float64
+		order  []string
+	}
+	aggs := map[string]*agg{}
+	for _, m := range r.APIServerMetrics {
+		if m.Name == "apiserver_longrunning_requests" && m.Labels["verb"] != "WATCH" {
+			continue
+		}
+		a := aggs[m.Name]
+		if a == nil {
+			a = &agg{series: map[string]float64{}, phases: map[string]float64{}}
+			aggs[m.Name] = a
+		}
+		if _, ok := a.phases[m.Phase]; !ok {
+			a.order = append(a.order, m.Phase)
+		}
+		a.phases[m.Phase] += m.Value
+		if !m.Gauge {
+			a.total += m.Value
+			a.series[kubeload.SeriesLabel(m)] += m.Value
+		}
+	}
+	for _, name := range kubeMetricRows {
+		a := aggs[name]
+		if a == nil {
+			// apiserver_cache_list_* are hidden in 1.37 (deprecated):
+			// no row rather than a 0 that reads as none served.
+			if !strings.HasPrefix(name, "apiserver_cache_list_") {
+				rows = append(rows, []string{name, "0"})
+			}
+			continue
+		}
+		if name == "apiserver_longrunning_requests" {
+			rows = append(rows, []string{"watches open (apiserver_longrunning_requests WATCH) at each phase's end", phaseList(a.order, a.phases)})
+			continue
+		}
+		keys := slices.SortedFunc(maps.Keys(a.series), func(x, y string) int {
+			if a.series[x] != a.series[y] {
+				if a.series[x] > a.series[y] {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(x, y)
+		})
+		var parts []string
+		for i, k := range keys {
+			if i == topSeries {
+				parts = append(parts, fmt.Sprintf("%d more", len(keys)-topSeries))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, a.series[k]))
+		}
+		rows = append(rows, []string{name, fmt.Sprintf("%.0f (%s)", a.total, strings.Join(parts, ", "))})
+		if slices.Contains(kubeByPhaseRows, name) {
+			rows = append(rows, []string{name + " by phase", phaseList(a.order, a.phases)})
+		}
+	}
+	if c, s := aggs["etcd_request_duration_seconds_count"], aggs["etcd_request_duration_seconds_sum"]; c != nil && s != nil && c.total > 0 {
+		rows = append(rows, []string{"etcd request mean latency (etcd_request_duration_seconds)", fmt.Sprintf("%.2f ms over %.0f requests", s.total/c.total*1000, c.total)})
+	}
+	return rows
+}
+
+// phaseList lays values out by phase, in order: "seed 12, sync 3".
+func phaseList(order []string, values map[string]float64) string {
+	var ps []string
+	for _, p := range order {
+		ps = append(ps, fmt.Sprintf("%s %.0f", p, values[p]))
+	}
+	return strings.Join(ps, ", ")
+}
