@@ -4,15 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
-	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -166,16 +162,8 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 			return err
 		}
 		defer l.close()
-		var kvs []*mvccpb.KeyValue // the model's pods, which its updates rewrite
-		if l.api == nil {
-			all, err := s.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix())
-			if err != nil {
-				return fmt.Errorf("read the pods: %w", err)
-			}
-			kvs = all.Kvs
-		}
 		for _, b := range o.Behind {
-			c, err := catchupCase(ctx, s, l, o, kvs, b)
+			c, err := catchupCase(ctx, s, l, o, b)
 			if err != nil {
 				return err
 			}
@@ -188,33 +176,23 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 	})
 }
 
-func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs []*mvccpb.KeyValue, behind int64) (CatchupCase, error) {
+// catchupCase updates the pods behind times while no watcher watches,
+// then watches them from the revision before (the clients' watch: etcd's
+// directly for the model, with prevKV; client-go's WATCH through
+// kube-apiserver, which reads etcd's history or its watch cache, which may
+// no longer hold it: 410), then lists them, paginated and not, the
+// alternative to catching up.
+func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, behind int64) (CatchupCase, error) {
 	c := CatchupCase{Behind: behind}
 	from, err := s.revision(ctx)
 	if err != nil {
 		return c, err
 	}
 	c.FromRevision = from + 1
-	if l.api != nil {
-		return catchupCaseAPI(ctx, s, l, o, c)
-	}
-	// Update the pods round robin, each put one revision.
 	start := time.Now()
-	revs := make([]int64, 0, behind)
-	var mu sync.Mutex
-	err = parallel.Each(ctx, o.Concurrency, int(behind), func(ctx context.Context, w, i int) error {
-		src := kvs[i%len(kvs)]
-		resp, err := l.kvs[w%len(l.kvs)].Put(ctx, string(src.Key), string(src.Value))
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		revs = append(revs, resp.Header.Revision)
-		mu.Unlock()
-		return nil
-	})
+	revs, err := l.clients.updatePods(ctx, int(behind), o.Concurrency)
 	if err != nil {
-		return c, fmt.Errorf("update pods: %w", err)
+		return c, err
 	}
 	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
 	c.ToRevision = revs[len(revs)-1]
@@ -222,111 +200,40 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, kvs
 	s.mark(MarkPhase, fmt.Sprintf("%d updates while the watcher is away", behind), start, time.Now(), 0)
 
 	// Catch up.
-	wc, err := s.t.Dial(ctx)
-	if err != nil {
-		return c, err
-	}
-	defer wc.Close()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	got := make([]int64, 0, behind)
 	wstart := time.Now()
-	wch := wc.Watch(clientv3.WithRequireLeader(wctx), l.podsPrefix, clientv3.WithPrefix(), clientv3.WithRev(c.FromRevision), clientv3.WithPrevKV())
-	var last int64
-	for resp := range wch {
-		if err := resp.Err(); err != nil {
-			return c, fmt.Errorf("watch from %d: %w", c.FromRevision, err)
-		}
-		c.Responses++
-		for _, ev := range resp.Events {
-			got = append(got, ev.Kv.ModRevision)
-			c.EventBytes += int64(len(ev.Kv.Key) + len(ev.Kv.Value))
-			if ev.PrevKv != nil {
-				c.EventBytes += int64(len(ev.PrevKv.Key) + len(ev.PrevKv.Value))
-			}
-			last = ev.Kv.ModRevision
-		}
-		if last >= c.ToRevision {
-			break
-		}
-	}
-	wend := time.Now()
+	w, err := l.clients.watchFrom(wctx, from, c.ToRevision)
 	cancel()
-	if last < c.ToRevision {
-		return c, fmt.Errorf("watch from %d ended at revision %d, before %d", c.FromRevision, last, c.ToRevision)
-	}
-	c.CatchupMs = report.Ms(wend.Sub(wstart))
-	c.Events = int64(len(got))
-	c.RevisionsPerSecond = float64(c.Revisions) / wend.Sub(wstart).Seconds()
-	c.Missing, c.Unexpected = compareRevisions(revs, got)
-	s.mark(MarkPhase, fmt.Sprintf("catch up %d revisions", c.Revisions), wstart, wend, 0)
-	c.Probe = s.window(wstart, wend)
-
-	// The alternative: relist.
-	rstart := time.Now()
-	lo, err := listWithFallback(ctx, l.pages(), o.PageSize, 0, FallbackRestart, 10)
 	if err != nil {
 		return c, err
 	}
-	c.RelistMs, c.RelistPages, c.RelistObjects, c.RelistBytes = report.Ms(lo.duration), lo.requests, lo.objects, lo.bytes
-	s.mark(MarkPhase, "relist", rstart, time.Now(), 0)
-	ustart := time.Now()
-	if _, err := s.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix()); err != nil {
-		return c, fmt.Errorf("unpaginated list: %w", err)
-	}
-	c.RelistUnpaginatedMs = report.Ms(time.Since(ustart))
-	return c, nil
-}
-
-// catchupCaseAPI is a catch-up through kube-apiserver: the pods' status
-// patched behind times by client-go, then a client-go WATCH of the pods
-// from the revision before (kube-apiserver reads etcd's history, or its
-// watch cache, which may no longer hold it: 410), then a LIST of the
-// API, paginated and not. c arrives with Behind and FromRevision set.
-func catchupCaseAPI(ctx context.Context, s *session, l *load, o CatchupOptions, c CatchupCase) (CatchupCase, error) {
-	from, behind := c.FromRevision-1, c.Behind
-	start := time.Now()
-	revs, err := l.api.UpdatePods(ctx, int(behind), o.Concurrency)
-	if err != nil {
-		return c, err
-	}
-	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
-	c.ToRevision = revs[len(revs)-1]
-	c.Revisions = c.ToRevision - from
-	s.mark(MarkPhase, fmt.Sprintf("%d updates while the watcher is away", behind), start, time.Now(), 0)
-
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	wstart := time.Now()
-	w, err := l.api.WatchFrom(wctx, from, c.ToRevision)
-	wend := time.Now()
-	if err != nil {
-		return c, err
-	}
-	c.CatchupMs = report.Ms(wend.Sub(wstart))
-	c.Expired = w.Expired
-	c.Events, c.Responses, c.EventBytes = int64(len(w.Revisions)), w.Bookmarks, w.Bytes
-	if !w.Expired {
-		c.RevisionsPerSecond = float64(c.Revisions) / wend.Sub(wstart).Seconds()
-		c.Missing, c.Unexpected = compareRevisions(revs, w.Revisions)
+	wend := wstart.Add(w.duration)
+	c.CatchupMs = report.Ms(w.duration)
+	c.Expired = w.expired
+	c.Events, c.Responses, c.EventBytes = int64(len(w.revisions)), w.responses, w.bytes
+	if !w.expired {
+		c.RevisionsPerSecond = float64(c.Revisions) / w.duration.Seconds()
+		c.Missing, c.Unexpected = compareRevisions(revs, w.revisions)
 		s.mark(MarkPhase, fmt.Sprintf("catch up %d revisions", c.Revisions), wstart, wend, 0)
 	} else {
 		s.mark(MarkPhase, fmt.Sprintf("watch from %d: 410", from), wstart, wend, 0)
 	}
 	c.Probe = s.window(wstart, wend)
 
+	// The alternative: relist.
 	rstart := time.Now()
-	lr, err := l.api.ListPods(ctx, o.PageSize)
+	lr, err := l.clients.list(ctx, o.PageSize)
 	if err != nil {
 		return c, err
 	}
-	c.RelistMs, c.RelistPages, c.RelistObjects, c.RelistBytes = report.Ms(lr.Duration), lr.Pages, lr.Objects, lr.Bytes
+	c.RelistMs, c.RelistPages, c.RelistObjects, c.RelistBytes = report.Ms(lr.duration), lr.pages, lr.objects, lr.bytes
 	s.mark(MarkPhase, "relist", rstart, time.Now(), 0)
-	ur, err := l.api.ListPods(ctx, 0)
+	ur, err := l.clients.list(ctx, 0)
 	if err != nil {
 		return c, err
 	}
-	c.RelistUnpaginatedMs = report.Ms(ur.Duration)
+	c.RelistUnpaginatedMs = report.Ms(ur.duration)
 	return c, nil
 }
 

@@ -269,8 +269,8 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	if err != nil {
 		return cc, err
 	}
-	defer run.close()
-	if err := run.write(ctx, o.WriteRate, int64(o.WriteRate*600)); err != nil {
+	defer run.Close()
+	if err := startWrites(ctx, run, o.WriteRate, int64(o.WriteRate*600)); err != nil {
 		return cc, err
 	}
 	// The compactor ticks every 10 ms for the whole case.
@@ -310,7 +310,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 			cwg.Wait()
 			return cc, err
 		}
-		lo, err := listWithFallback(ctx, l.pages(), pageSize, o.PageDelay, fallback, o.MaxAttempts)
+		lo, err := listWithFallback(ctx, l.clients.pages(), pageSize, o.PageDelay, fallback, o.MaxAttempts)
 		if err != nil {
 			stopCompactor()
 			cwg.Wait()
@@ -343,7 +343,7 @@ func continuationCase(ctx context.Context, s *session, l *load, o ContinuationOp
 	if compactErr != nil {
 		return cc, compactErr
 	}
-	cc.Writes = run.stopWrites()
+	cc.Writes = run.StopWrites()
 	end := time.Now()
 	label := fmt.Sprintf("page size %d: %s", pageSize, cc.name())
 	s.mark(MarkPhase, label, start, end, 0)
@@ -437,15 +437,6 @@ type apiPages struct{ l *kubeload.Load }
 func (a apiPages) readPage(ctx context.Context, token string, limit int64) (listPage, error) {
 	objects, bytes, next, expired, err := a.l.ListPage(ctx, token, limit)
 	return listPage{objects: objects, bytes: bytes, next: next, expired: expired}, err
-}
-
-// pages returns the load's page reader: etcd directly for the model,
-// kube-apiserver's API through the real stack.
-func (l *load) pages() pageReader {
-	if l.api != nil {
-		return apiPages{l.api}
-	}
-	return etcdPages{kv: l.s.admin, prefix: l.podsPrefix}
 }
 
 // listWithFallback lists every pod of r in pages of limit, the pages

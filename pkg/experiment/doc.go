@@ -45,8 +45,8 @@
 // (pkg/kubeload): each load starts kube-apiservers of its own in front of
 // the member, with --etcd-prefix the load's prefix, its pods seeded and
 // written by client-go and its informers client-go's; a case's clients are
-// then apiClients instead of modelClients (clients.go), and the scripts
-// are the same. kube-apiserver's compactor is off except in the sweep,
+// then kubeload.Case instead of watchload.Case, both a
+// watchload.ClientSet, and the scripts are the same. kube-apiserver's compactor is off except in the sweep,
 // where it runs at the case's interval; defrag-stall adds a probe through
 // the API; continuation's and catchup's lists are the API's (pageReader).
 //

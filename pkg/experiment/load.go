@@ -14,23 +14,79 @@ import (
 // load is one Kubernetes prefix on a session's member: pods seeded with
 // kube-apiserver's encoding and transactions, a history recorder from the
 // end of the seeding on, and, per case, writers updating the pods and
-// informers watching them (clients). With the session's StackFactory the
-// pods are seeded and written through real kube-apiservers whose
-// --etcd-prefix is the load's prefix, by client-go, and the informers are
-// client-go's (api); otherwise lwbench's model writes and reads etcd
-// directly (wl, kvs).
+// informers watching them (a watchload.ClientSet). Its clients are
+// lwbench's model writing and reading etcd directly (modelLoad), or, with
+// the session's StackFactory, client-go through real kube-apiservers
+// whose --etcd-prefix is the load's prefix (apiLoad): an experiment's
+// script is the same over both.
 type load struct {
 	s          *session
 	ws         *watchload.Session // a Child of the session's: the writers' connections and the recorder
 	prefix     string             // the Kubernetes prefix, e.g. /registry/n1000
 	podsPrefix string             // e.g. /registry/n1000/pods/
 	pods       int
-	wl         *watchload.KubernetesWorkload // the model's; nil through kube-apiserver
 	workers    int
-	kvs        []watchload.KV // the writers' connections, for writes of the experiment's own; nil through kube-apiserver
-	seededAt   int64          // the revision after seeding
-	api        *kubeload.Load // through kube-apiserver; nil for the model
-	stopStack  func()         // stops the load's kube-apiservers; nil for the model
+	seededAt   int64 // the revision after seeding
+	clients    loadClients
+}
+
+// loadClients are the clients of a load's pods, one implementation per
+// client set: modelLoad (lwbench's etcd-direct model) and apiLoad
+// (client-go through kube-apiserver).
+type loadClients interface {
+	// seed seeds the load's pods in namespaces namespaces and starts the
+	// history recorder; it sets the load's seededAt (and, on a cluster
+	// lwbench does not own, its prefix).
+	seed(ctx context.Context, namespaces int, seed uint64) error
+	// startCase starts a case's informers of the pods and waits until
+	// they have listed (load.startCase).
+	startCase(ctx context.Context, o watcherOptions, maxWrites int64) (watchload.ClientSet, error)
+	// watchList reports whether the informers load their state with a
+	// WATCHLIST, to which no page size applies (client-go's
+	// WatchListClient through kube-apiserver; the model lists in pages).
+	watchList() bool
+	// updatePods updates the seeded pods n times in all, round robin,
+	// concurrency at once, each one revision, and returns the revisions
+	// in no particular order.
+	updatePods(ctx context.Context, n, concurrency int) ([]int64, error)
+	// watchFrom watches the pods from revision from+1 until it has seen
+	// revision until (catchup).
+	watchFrom(ctx context.Context, from, until int64) (catchupWatch, error)
+	// pages reads the pods a page at a time, as a paginated LIST does.
+	pages() pageReader
+	// list lists every pod at the latest revision in pages of pageSize
+	// (0: unpaginated) as the clients would relist.
+	list(ctx context.Context, pageSize int64) (catchupList, error)
+	// compactions, for kube-apiserver's own compactor, calls f with
+	// every revision it compacts to from revision from on, until ctx
+	// ends, and returns a channel closed then; nil for the model, whose
+	// compactions the experiment makes.
+	compactions(ctx context.Context, from int64, f func(rev int64)) <-chan struct{}
+	// counter returns the counting proxy in front of etcd, or one that
+	// counts nothing.
+	counter() etcdCounter
+	// close closes what the clients opened (load.close).
+	close()
+}
+
+// catchupWatch is what a watch of the pods from a revision delivered.
+type catchupWatch struct {
+	revisions []int64 // the events' revisions, in order
+	// responses are etcd's watch responses (the model), or the
+	// bookmarks (client-go through kube-apiserver).
+	responses int64
+	bytes     int64 // the events' bytes
+	expired   bool  // answered 410: the revision is no longer served
+	// duration runs from the watch's start (its connection open) to the
+	// event at the last revision, or the 410.
+	duration time.Duration
+}
+
+// catchupList is one LIST of every pod.
+type catchupList struct {
+	duration       time.Duration
+	pages          int
+	objects, bytes int64
 }
 
 // newLoad seeds pods under prefix and starts recording the history:
@@ -46,8 +102,13 @@ func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces in
 func newLoadCompacting(ctx context.Context, s *session, prefix string, pods, namespaces int, seed uint64, apiCompaction time.Duration) (*load, error) {
 	l := &load{s: s, ws: s.ws.Child(), prefix: prefix,
 		podsPrefix: watchload.ResourcePrefix(prefix, watchload.ResourcePods), pods: pods, workers: 16}
+	if s.stacks != nil {
+		l.clients = &apiLoad{l: l, compaction: apiCompaction}
+	} else {
+		l.clients = &modelLoad{l: l}
+	}
 	start := time.Now()
-	if err := l.seed(ctx, namespaces, seed, apiCompaction); err != nil {
+	if err := l.clients.seed(ctx, namespaces, seed); err != nil {
 		l.close()
 		return nil, err
 	}
@@ -55,68 +116,15 @@ func newLoadCompacting(ctx context.Context, s *session, prefix string, pods, nam
 	return l, nil
 }
 
-// seed seeds the pods and starts the recorder, through kube-apiserver or
-// the model.
-func (l *load) seed(ctx context.Context, namespaces int, seed uint64, apiCompaction time.Duration) error {
-	mix := watchload.Mix{CreatePercent: 10, UpdatePercent: 80, DeletePercent: 10}
-	if l.s.stacks != nil {
-		st, stop, err := l.s.stacks(ctx, l.s.t, l.prefix, apiCompaction)
-		l.stopStack = stop
-		if err != nil {
-			return err
-		}
-		l.s.apiServer(st.APIServer)
-		if st.Shared {
-			// A cluster lwbench does not own: its kube-apiservers'
-			// --etcd-prefix, in namespaces of the load's own.
-			l.prefix, l.podsPrefix = st.EtcdPrefix, watchload.ResourcePrefix(st.EtcdPrefix, watchload.ResourcePods)
-		}
-		l.api, err = kubeload.NewLoad(ctx, l.ws, st, kubeload.LoadOptions{Pods: l.pods, Namespaces: namespaces, Mix: mix,
-			Workers: l.workers, Seed: seed, Logf: l.s.logf, NamespaceDeleteTimeout: l.s.namespaceDeleteTimeout})
-		if err != nil {
-			return err
-		}
-		l.seededAt = l.api.SeededAt()
-		return nil
-	}
-	writerTopo, err := l.ws.ConnectWriters(ctx, 2, false)
-	if err != nil {
-		return err
-	}
-	for _, c := range writerTopo.Conns {
-		l.kvs = append(l.kvs, c)
-	}
-	l.wl, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
-		Prefix: l.prefix, Namespaces: namespaces, Pods: l.pods, Workers: l.workers, Seed: seed,
-		Mix: mix, ResourceMix: watchload.ResourceMix{PodsPercent: 100},
-	})
-	if err != nil {
-		return err
-	}
-	if err := l.ws.Seed(ctx, l.wl, 32); err != nil {
-		return fmt.Errorf("seed %d pods under %s: %w", l.pods, l.prefix, err)
-	}
-	if l.seededAt, err = l.s.revision(ctx); err != nil {
-		return err
-	}
-	// The recorder outlives ctx's cancellation until the load closes.
-	_, err = l.ws.StartRecorder(context.WithoutCancel(ctx), []string{l.podsPrefix}, "", l.seededAt+1)
-	return err
-}
+// loadMix is the mix of a load's writes: every write goes to a pod.
+var loadMix = watchload.Mix{CreatePercent: 10, UpdatePercent: 80, DeletePercent: 10}
 
-// close stops the recorder and closes the connections, deletes the
-// load's namespaces on a cluster lwbench does not own (kubeload.Load.Close,
-// recorded in the session), and stops the load's kube-apiservers.
+// close stops the recorder and closes the connections, and what the
+// clients opened: on a cluster lwbench does not own, deletes the load's
+// namespaces (recorded in the session); stops the load's kube-apiservers.
 func (l *load) close() {
 	l.ws.Close()
-	if l.api != nil {
-		if c := l.api.Close(context.Background()); c != nil {
-			l.s.cleanedUp(*c)
-		}
-	}
-	if l.stopStack != nil {
-		l.stopStack()
-	}
+	l.clients.close()
 }
 
 // watcherOptions shape a case's informers.
@@ -133,52 +141,28 @@ type watcherOptions struct {
 // make. Through kube-apiserver the informers are client-go's, with the
 // session's WatchListClient gate, on a connection each (conns does not
 // apply).
-func (l *load) startCase(ctx context.Context, o watcherOptions, maxWrites int64) (clients, error) {
-	if l.api != nil {
-		co := kubeload.CaseOptions{Informers: o.watchers, WatchList: l.s.watchList, SyncTimeout: o.syncTimeout, RingCapacity: maxWrites + 1024}
-		if o.pageSize >= 0 {
-			ps := o.pageSize
-			co.PageSize = &ps
-		}
-		c, err := l.api.StartCase(ctx, co)
-		if err != nil {
-			return nil, err
-		}
-		return &apiClients{c: c}, nil
-	}
-	c, err := l.ws.StartCase(ctx, watchload.CaseOptions{Watchers: o.watchers, Connections: o.conns, SyncTimeout: o.syncTimeout,
-		RingCapacity: maxWrites + 1024, Writers: l.workers,
-		Watcher: func(i int, st *watchload.Stream) watchload.ReflectorOptions {
-			return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
-				Prefix: l.podsPrefix, Stream: st, PageSize: o.pageSize, Unpaginated: o.pageSize == 0}
-		}})
-	if err != nil {
-		return nil, err
-	}
-	return &modelClients{l: l, c: c}, nil
+func (l *load) startCase(ctx context.Context, o watcherOptions, maxWrites int64) (watchload.ClientSet, error) {
+	return l.clients.startCase(ctx, o, maxWrites)
 }
 
-// finish stops the case's writers, waits until every watcher has seen the
-// final revision, and validates the case (clients.validate): the writes
-// and the experiment's view of the validation. The caller closes the
-// case.
-func (l *load) finish(ctx context.Context, c clients) (report.WriteStats, Validation, error) {
-	ws := c.stopWrites()
+// finish stops the case's writers, waits (at most 30 s) until every
+// informer has seen the final revision, and validates the case
+// (ClientSet.Confirm, Validate): the writes and the experiment's view of
+// the validation. An informer that did not confirm the end counts as
+// unsynced (the model), or with its cache's differences from etcd as
+// cache violations (client-go). The caller closes the case.
+func (l *load) finish(ctx context.Context, c watchload.ClientSet) (report.WriteStats, Validation, error) {
+	ws := c.StopWrites()
 	final, err := l.s.revision(ctx)
 	if err != nil {
 		return ws, Validation{}, err
 	}
-	v, err := c.validate(ctx, final)
-	return ws, v, err
-}
-
-// counter returns the counting proxy of the load's kube-apiservers, or a
-// counter that counts nothing for the model or without a proxy.
-func (l *load) counter() etcdCounter {
-	if l.api == nil {
-		return etcdCounter{}
+	unsynced := c.Confirm(ctx, final, 30*time.Second)
+	v, err := c.Validate(ctx, unsynced)
+	if err != nil {
+		return ws, Validation{}, err
 	}
-	return etcdCounter{l.api.Stack().Counter}
+	return ws, fromReport(v), nil
 }
 
 // etcdCounter names the phases of what kube-apiserver sends etcd

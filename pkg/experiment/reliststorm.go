@@ -205,7 +205,7 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 				return err
 			}
 			pageSizes := o.PageSizes
-			if l.api != nil && watchListOn(o.WatchList) {
+			if l.clients.watchList() {
 				// client-go's informers load their state with a
 				// WATCHLIST: no page size applies.
 				pageSizes = []int64{-1}
@@ -281,16 +281,16 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	if err != nil {
 		return rc, err
 	}
-	defer c.close()
+	defer c.Close()
 	s.mark(MarkPhase, label+": initial lists", phase, time.Now(), 0)
-	if err := c.write(ctx, o.WriteRate, maxWrites); err != nil {
+	if err := startWrites(ctx, c, o.WriteRate, maxWrites); err != nil {
 		return rc, err
 	}
 	// Let events flow, then hold every informer back and, on the
 	// scheduler, compact past them; the control holds them as long
 	// without a compaction.
 	clockwait.SleepReal(ctx, o.Hold/2)
-	counter := l.counter()
+	counter := l.clients.counter()
 	h := &stormHold{s: s, clients: c, compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now(),
 		onRelease: func() { counter.SetPhase(label + ": released") }}
 	if compact {
@@ -324,7 +324,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	// Wait until every informer has relisted after the release, or has
 	// seen the revision of the release (no relist: a control, or a watch
 	// kube-apiserver's watch cache resumed).
-	informers := c.informers()
+	informers := c.Informers()
 	resync := make([]float64, len(informers))
 	deadline := time.Now().Add(o.ResyncTimeout)
 	for i, r := range informers {
@@ -337,7 +337,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 				return rc, fmt.Errorf("%s: watcher %d did not resync within %v (released at revision %d; last revision seen %d)", label, r.ID(), o.ResyncTimeout, releaseRev, r.LastRevision())
 			}
 			if !compact {
-				c.nudge(ctx)
+				c.RequestProgress(ctx)
 			}
 			if !clockwait.SleepReal(ctx, 10*time.Millisecond) {
 				return rc, ctx.Err()
@@ -357,15 +357,15 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	rc.Writes, rc.Validation = ws, v
 	var lists, backoffs []float64
 	for _, r := range informers {
-		for _, lr := range r.relists() {
+		for _, lr := range r.Relists() {
 			rc.Relists++
-			rc.RelistRequests += lr.requests
-			rc.RelistPages += lr.pages
-			rc.RelistObjects += lr.objects
-			rc.RelistBytes += lr.bytes
-			rc.Expired += lr.expired
-			lists = append(lists, report.Ms(lr.duration))
-			backoffs = append(backoffs, report.Ms(lr.backoff))
+			rc.RelistRequests += relistRequests(lr)
+			rc.RelistPages += int64(lr.Pages)
+			rc.RelistObjects += lr.Objects
+			rc.RelistBytes += lr.Bytes
+			rc.Expired += lr.Expired
+			lists = append(lists, lr.DurationMs)
+			backoffs = append(backoffs, lr.BackoffMs)
 		}
 	}
 	rc.ListP50Ms, rc.ListMaxMs = percentile(lists, 0.5), maxOf(lists)
@@ -379,7 +379,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 // itself, without a compaction in between.
 type stormHold struct {
 	s         *session
-	clients   clients
+	clients   watchload.ClientSet
 	compactor *compaction.Compactor
 	compact   bool          // a compaction follows the hold
 	timeout   time.Duration // bounds the wait for the revision to move past the hold
@@ -400,7 +400,7 @@ var _ compaction.Actor = (*stormHold)(nil)
 // that the next tick notes a revision above heldRev+1.
 func (h *stormHold) Hold(ctx context.Context) (int64, error) {
 	var err error
-	if h.heldRev, err = h.clients.holdAll(ctx); err != nil {
+	if h.heldRev, err = h.clients.HoldAll(ctx); err != nil {
 		return 0, err
 	}
 	if h.compact {
@@ -442,7 +442,7 @@ func (h *stormHold) Release(ctx context.Context, _ int64) {
 	if h.onRelease != nil {
 		h.onRelease()
 	}
-	for _, r := range h.clients.informers() {
+	for _, r := range h.clients.Informers() {
 		r.Release()
 	}
 }
@@ -455,14 +455,15 @@ func (h *stormHold) Defragment(context.Context) error { return nil }
 // after the release, or, if none did, the moment r has seen releaseRev
 // (its resumed watch caught up: a control case, or kube-apiserver's watch
 // cache serving the watch).
-func resyncedAfter(r informer, release time.Time, releaseRev int64, s *session) (float64, bool) {
-	if rs := r.relists(); len(rs) > 0 {
+func resyncedAfter(r watchload.Informer, release time.Time, releaseRev int64, s *session) (float64, bool) {
+	if rs := r.Relists(); len(rs) > 0 {
 		last := rs[len(rs)-1]
-		if s.epoch.Add(last.at).After(release) {
-			if !last.ok {
+		at, duration := relistTimes(last)
+		if s.epoch.Add(at).After(release) {
+			if !relistListed(last) {
 				return 0, false
 			}
-			return report.Ms(s.epoch.Add(last.at + last.duration).Sub(release)), true
+			return report.Ms(s.epoch.Add(at + duration).Sub(release)), true
 		}
 	}
 	if r.LastRevision() >= releaseRev {

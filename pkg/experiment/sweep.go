@@ -11,7 +11,6 @@ import (
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
-	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -234,7 +233,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	if err != nil {
 		return c, err
 	}
-	defer run.close()
+	defer run.Close()
 	// The size after the seeding's last backend commit (etcd commits every
 	// 100 ms).
 	clockwait.SleepReal(ctx, 200*time.Millisecond)
@@ -247,7 +246,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	}
 	start := time.Now()
 	s.mark(MarkPhase, "writes start", start, start, 0)
-	if err := run.write(ctx, o.WriteRate, total); err != nil {
+	if err := startWrites(ctx, run, o.WriteRate, total); err != nil {
 		return c, err
 	}
 	end := start.Add(o.Duration)
@@ -256,19 +255,20 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	var compactErr error
 	sc := &sweepCompactor{s: s, c: &c, comp: compaction.NewCompactor(s.admin)}
 	sc.comp.Physical = o.Physical
+	// kube-apiserver's compactor, through kube-apiserver: count and mark
+	// what it announces.
+	apiCompactions := l.clients.compactions(bctx, startRev+1, func(rev int64) {
+		now := time.Now()
+		s.mark(MarkCompaction, fmt.Sprintf("kube-apiserver compacts %d", rev), now, now, rev)
+		c.Compactions++
+		c.FinalCompactRevision = rev
+	})
 	switch {
-	case l.api != nil:
-		// kube-apiserver's compactor: count and mark what it announces.
-		done := kubeload.WatchCompactions(bctx, s.admin, startRev+1, func(rev int64) {
-			now := time.Now()
-			s.mark(MarkCompaction, fmt.Sprintf("kube-apiserver compacts %d", rev), now, now, rev)
-			c.Compactions++
-			c.FinalCompactRevision = rev
-		}, s.logf)
+	case apiCompactions != nil:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-done
+			<-apiCompactions
 		}()
 	case interval > 0:
 		// A tick every interval from now until the writes end, the first
@@ -290,7 +290,7 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			informers := run.informers()
+			informers := run.Informers()
 			flaky := informers[len(informers)-o.Flaky:]
 			for next := start.Add(o.DisconnectEvery / 2); ; next = next.Add(o.DisconnectEvery) {
 				if !clockwait.SleepReal(bctx, time.Until(next)) {
@@ -328,11 +328,11 @@ func sweepCase(ctx context.Context, s *session, o CompactionSweepOptions, interv
 	}
 	c.Writes, c.Validation = ws, v
 	c.CompactionP50Ms, c.CompactionMaxMs = percentile(sc.durations, 0.5), maxOf(sc.durations)
-	for _, r := range run.informers() {
-		for _, lr := range r.relists() {
+	for _, r := range run.Informers() {
+		for _, lr := range r.Relists() {
 			c.Relists++
-			c.RelistObjects += lr.objects
-			c.RelistBytes += lr.bytes
+			c.RelistObjects += lr.Objects
+			c.RelistBytes += lr.Bytes
 		}
 	}
 	if size, err := s.size(ctx); err == nil {

@@ -215,9 +215,10 @@ type CaseOptions struct {
 	RingCapacity int64
 }
 
-// Case is one case of a Load: client-go informers and API writers of its
-// own on an Env of its own, over the Load's history recorder. The phases
-// are methods, in this order, as watchload.Case's:
+// Case is one case of a Load, the real stack's watchload.ClientSet:
+// client-go informers and API writers of its own on an Env of its own,
+// over the Load's history recorder. The phases are methods, in this
+// order, as watchload.Case's:
 //
 //	Load.StartCase   the Env, the informers synced
 //	Write            the writers, open loop, through kube-apiserver
@@ -272,8 +273,47 @@ func (l *Load) StartCase(ctx context.Context, o CaseOptions) (*Case, error) {
 // Env returns the case's Env.
 func (c *Case) Env() *watchload.Env { return c.env }
 
-// Informers returns the case's informers; informer i has ID i.
-func (c *Case) Informers() *InformerSet { return c.set }
+// Set returns the case's informers as a set; informer i has ID i.
+func (c *Case) Set() *InformerSet { return c.set }
+
+// Informers returns the case's informers as watchload.Informers;
+// informer i has ID i.
+func (c *Case) Informers() []watchload.Informer {
+	out := make([]watchload.Informer, len(c.set.Informers))
+	for i := range out {
+		out[i] = caseInformer{c: c, i: i}
+	}
+	return out
+}
+
+// RequestProgress does nothing: client-go's informers learn the store's
+// revision from kube-apiserver's bookmarks, on its own schedule.
+func (c *Case) RequestProgress(context.Context) {}
+
+var _ watchload.ClientSet = (*Case)(nil)
+
+// caseInformer is informer i of a Case, as a watchload.Informer.
+type caseInformer struct {
+	c *Case
+	i int
+}
+
+func (a caseInformer) ID() int             { return a.i }
+func (a caseInformer) Hold()               { a.c.set.Hold(a.i) }
+func (a caseInformer) Release()            { a.c.set.Release(a.i) }
+func (a caseInformer) LastRevision() int64 { return a.c.set.LastRevision(a.i) }
+
+// Relists are the informer's LIST phases after its first (relistsOf
+// over its requests): only those that listed.
+func (a caseInformer) Relists() []report.Relist {
+	var rs []Request
+	for _, r := range a.c.set.Requests() {
+		if r.Informer == a.i {
+			rs = append(rs, r)
+		}
+	}
+	return relistsOf(a.i, a.c.set.Informers[a.i].Resource, rs)
+}
 
 // Write starts the Load's writers on the case's Env (watchload.StartWriting
 // with o; o.Workers 0 means the Load's), under a context derived from
@@ -321,20 +361,6 @@ func (c *Case) HoldAll(ctx context.Context) (int64, error) {
 	return held, nil
 }
 
-// Relists returns every informer's LIST phases after its first, by
-// informer then time (relistsOf over the informer's requests).
-func (c *Case) Relists() [][]report.Relist {
-	byInformer := make([][]Request, len(c.set.Informers))
-	for _, r := range c.set.Requests() {
-		byInformer[r.Informer] = append(byInformer[r.Informer], r)
-	}
-	out := make([][]report.Relist, len(byInformer))
-	for i, rs := range byInformer {
-		out[i] = relistsOf(i, c.set.Informers[i].Resource, rs)
-	}
-	return out
-}
-
 // Confirm waits until every informer's cache equals etcd's pods at
 // revision rev (their keys and mod_revisions), or at a later revision if
 // the store moved after rev (a write whose request was cancelled when the
@@ -350,8 +376,10 @@ func (c *Case) Confirm(ctx context.Context, rev int64, timeout time.Duration) (u
 // Validate stops the writes and the informers, waits (up to 30 s) until
 // the Load's history covers the confirmed revision, completes every
 // informer's validation against it and counts the violations
-// (watchload.ValidationOf; unsynced is what Confirm returned).
-func (c *Case) Validate(ctx context.Context, unsynced int) report.Validation {
+// (watchload.ValidationOf; unsynced is what Confirm returned). Its error
+// is always nil: the informers' caches were compared with etcd by
+// Confirm.
+func (c *Case) Validate(ctx context.Context, unsynced int) (report.Validation, error) {
 	c.StopWrites()
 	c.set.Stop()
 	if c.final > 0 {
@@ -365,7 +393,7 @@ func (c *Case) Validate(ctx context.Context, unsynced int) report.Validation {
 	for _, in := range c.set.Informers {
 		unverified += in.lw.obs.Finish()
 	}
-	return watchload.ValidationOf(c.env, unsynced, unverified, 0)
+	return watchload.ValidationOf(c.env, unsynced, unverified, 0), nil
 }
 
 // Close ends the writes and the informers and waits for the informers. It

@@ -49,8 +49,8 @@ func TestCaseConfirmsAWriteThatCommitsLate(t *testing.T) {
 	if err != nil || late <= final {
 		t.Fatalf("late write at resourceVersion %s (%v), want one after %d", pod.ResourceVersion, err, final)
 	}
-	for i := range c.Informers().Informers {
-		for deadline := time.Now().Add(30 * time.Second); c.Informers().Cache(i)["/registry/pods/lwbench-late-0/seed-0"] != late; {
+	for i := range c.Set().Informers {
+		for deadline := time.Now().Add(30 * time.Second); c.Set().Cache(i)["/registry/pods/lwbench-late-0/seed-0"] != late; {
 			if time.Now().After(deadline) {
 				t.Fatalf("informer %d did not see the late write at revision %d", i, late)
 			}
@@ -60,7 +60,7 @@ func TestCaseConfirmsAWriteThatCommitsLate(t *testing.T) {
 	if unsynced := c.Confirm(ctx, final, 30*time.Second); unsynced != 0 {
 		t.Fatalf("%d informers unsynced: their caches hold the late write, which etcd holds too", unsynced)
 	}
-	if v := c.Validate(ctx, 0); !v.OK() {
+	if v, _ := c.Validate(ctx, 0); !v.OK() {
 		t.Errorf("validation %s, want clean", v.Summary())
 	}
 }

@@ -2,6 +2,7 @@ package watchload
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -24,11 +25,19 @@ type CaseOptions struct {
 	// writer workers that publish into it.
 	RingCapacity int64
 	Writers      int
+	// Workload is what Write writes, on the Session's writers'
+	// connections; nil makes a case that does not write.
+	Workload Workload
+	// ConfirmPeriod is how often Confirm and Validate look whether the
+	// reflectors and the history have reached the final revision (the
+	// progress requests' period); 0 means 100 ms.
+	ConfirmPeriod time.Duration
 }
 
-// Case is one case of a load on a Session: watchers and writers of their
-// own, on an Env of their own, over the Session's writers' connections,
-// history recorder and maintenance connection. A Session may run several
+// Case is one case of a load on a Session, the model's ClientSet:
+// reflectors and writers of their own, on an Env of their own, over the
+// Session's writers' connections, history recorder and maintenance
+// connection. A Session may run several
 // cases one after another (an experiment's page sizes, a control), each
 // validated on its own against the one history. The phases are methods,
 // in this order (a case skips the phases it does not need):
@@ -44,6 +53,7 @@ type CaseOptions struct {
 // their own until Validate or Close.
 type Case struct {
 	s       *Session
+	o       CaseOptions
 	env     *Env
 	topo    *Topology // nil without watchers
 	set     *ReflectorSet
@@ -59,7 +69,10 @@ type Case struct {
 // has not listed within o.SyncTimeout or ctx ends; the case is then
 // closed.
 func (s *Session) StartCase(ctx context.Context, o CaseOptions) (*Case, error) {
-	c := &Case{s: s, env: NewEnv(s.epoch, o.RingCapacity, o.Writers, s.rec)}
+	if o.ConfirmPeriod <= 0 {
+		o.ConfirmPeriod = 100 * time.Millisecond
+	}
+	c := &Case{s: s, o: o, env: NewEnv(s.epoch, o.RingCapacity, o.Writers, s.rec)}
 	if o.Watchers > 0 {
 		var err error
 		if c.topo, err = Connect(ctx, s.t.Dial, o.Connections, o.Connections, ""); err != nil {
@@ -80,6 +93,28 @@ func (c *Case) Env() *Env { return c.env }
 // Reflectors returns the case's reflectors; reflector i has ID i.
 func (c *Case) Reflectors() []*Reflector { return c.set.Reflectors }
 
+// Informers returns the case's reflectors as Informers; informer i has
+// ID i.
+func (c *Case) Informers() []Informer {
+	out := make([]Informer, len(c.set.Reflectors))
+	for i, r := range c.set.Reflectors {
+		out[i] = r
+	}
+	return out
+}
+
+// HoldAll holds every reflector (HoldAll).
+func (c *Case) HoldAll(ctx context.Context) (int64, error) { return HoldAll(ctx, c.set.Reflectors) }
+
+// RequestProgress asks every stream of the reflectors for a progress
+// notification (etcd's RequestProgress), so that idle reflectors learn
+// the store's revision.
+func (c *Case) RequestProgress(ctx context.Context) {
+	for _, st := range c.Streams() {
+		st.RequestProgress(ctx)
+	}
+}
+
 // Streams returns the streams the reflectors watch on (none without
 // watchers), e.g. to request progress notifications.
 func (c *Case) Streams() []*Stream {
@@ -89,12 +124,18 @@ func (c *Case) Streams() []*Stream {
 	return c.topo.Streams
 }
 
-// Write starts writers of wl on the Session's writers' connections
-// (StartWriting with the case's Env and o), under a context derived from
-// parent, until their schedule is done, parent ends, or StopWrites,
-// Validate or Close.
-func (c *Case) Write(parent context.Context, wl Workload, o WriterOptions) error {
-	w, err := StartWriting(parent, c.env, c.s.kvs, wl, o)
+// Write starts writers of the case's Workload on the Session's writers'
+// connections (StartWriting with the case's Env and o; o.Workers 0 means
+// CaseOptions.Writers), under a context derived from parent, until their
+// schedule is done, parent ends, or StopWrites, Validate or Close.
+func (c *Case) Write(parent context.Context, o WriterOptions) error {
+	if c.o.Workload == nil {
+		return errors.New("the case has no workload to write")
+	}
+	if o.Workers <= 0 {
+		o.Workers = c.o.Writers
+	}
+	w, err := StartWriting(parent, c.env, c.s.kvs, c.o.Workload, o)
 	if err != nil {
 		return err
 	}
@@ -111,16 +152,16 @@ func (c *Case) StopWrites() report.WriteStats {
 	return ws
 }
 
-// Confirm waits, looking every period, until every reflector has seen
-// revision rev (ReflectorSet.WaitSynced, against the Session's history) or
-// timeout passes, and returns the number that have not. Validate then
-// waits for the history to reach rev too.
-func (c *Case) Confirm(ctx context.Context, rev int64, period, timeout time.Duration) (unsynced int) {
+// Confirm waits, looking every ConfirmPeriod, until every reflector has
+// seen revision rev (ReflectorSet.WaitSynced, against the Session's
+// history) or timeout passes, and returns the number that have not.
+// Validate then waits for the history to reach rev too.
+func (c *Case) Confirm(ctx context.Context, rev int64, timeout time.Duration) (unsynced int) {
 	c.final = rev
 	if len(c.set.Reflectors) == 0 {
 		return 0
 	}
-	return c.set.WaitSynced(ctx, c.s.rec, rev, period, timeout)
+	return c.set.WaitSynced(ctx, c.s.rec, rev, c.o.ConfirmPeriod, timeout)
 }
 
 // Validate stops the writes and the reflectors, waits (up to 30 s) until
@@ -130,11 +171,11 @@ func (c *Case) Confirm(ctx context.Context, rev int64, period, timeout time.Dura
 // etcd at its reflector's last revision on the Session's maintenance
 // connection, and counts the violations (ValidationOf; unsynced is what
 // Confirm returned). It returns an error only if etcd could not be read.
-func (c *Case) Validate(ctx context.Context, period time.Duration, unsynced int) (report.Validation, error) {
+func (c *Case) Validate(ctx context.Context, unsynced int) (report.Validation, error) {
 	c.StopWrites()
 	c.set.Stop()
 	refls := c.set.Reflectors
-	finishValidation(ctx, c.s.rec, refls, c.final, period, c.s.logf)
+	finishValidation(ctx, c.s.rec, refls, c.final, c.o.ConfirmPeriod, c.s.logf)
 	c.closeConns()
 	if err := c.set.CompareCaches(ctx, c.s.admin, c.s.rec, c.env.Violations, c.s.logf); err != nil {
 		return report.Validation{}, err

@@ -67,8 +67,9 @@ func TestSessionCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			counted := &countingWorkload{Workload: wl}
 			c, err := s.StartCase(ctx, watchload.CaseOptions{Watchers: 3, Connections: 2, SyncTimeout: 30 * time.Second,
-				RingCapacity: writes + 1024, Writers: 4,
+				RingCapacity: writes + 1024, Writers: 4, Workload: counted, ConfirmPeriod: 50 * time.Millisecond,
 				Watcher: func(i int, st *watchload.Stream) watchload.ReflectorOptions {
 					return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
 						Prefix: podsPrefix, Stream: st, PageSize: tt.pageSize, Unpaginated: tt.pageSize == 0}
@@ -86,8 +87,7 @@ func TestSessionCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counted := &countingWorkload{Workload: wl}
-			if err := c.Write(ctx, counted, watchload.WriterOptions{Rate: 400, Total: writes, Workers: 4, Timeout: 10 * time.Second}); err != nil {
+			if err := c.Write(ctx, watchload.WriterOptions{Rate: 400, Total: writes, Workers: 4, Timeout: 10 * time.Second}); err != nil {
 				t.Fatal(err)
 			}
 			// The writes are done once every op has returned (a pod's
@@ -108,10 +108,10 @@ func TestSessionCases(t *testing.T) {
 			if ws.Completed != writes {
 				t.Fatalf("case wrote %d, want %d", ws.Completed, writes)
 			}
-			if unsynced := c.Confirm(ctx, final, 50*time.Millisecond, 30*time.Second); unsynced != 0 {
+			if unsynced := c.Confirm(ctx, final, 30*time.Second); unsynced != 0 {
 				t.Fatalf("%d watchers did not reach revision %d", unsynced, final)
 			}
-			v, err := c.Validate(ctx, 50*time.Millisecond, 0)
+			v, err := c.Validate(ctx, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,6 +164,7 @@ func TestValidateQuietWatcherAfterCompaction(t *testing.T) {
 	}
 	podsPrefix := seedAndRecordPods(t, s, admin, wl, prefix, 4)
 	c, err := s.StartCase(ctx, watchload.CaseOptions{Watchers: 2, Connections: 1, SyncTimeout: 30 * time.Second, RingCapacity: 1024, Writers: 1,
+		ConfirmPeriod: 50 * time.Millisecond,
 		Watcher: func(i int, st *watchload.Stream) watchload.ReflectorOptions {
 			return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods, Prefix: podsPrefix, Stream: st}
 		}})
@@ -188,10 +189,10 @@ func TestValidateQuietWatcherAfterCompaction(t *testing.T) {
 	if _, err := admin.Compact(ctx, last, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
-	if unsynced := c.Confirm(ctx, last, 50*time.Millisecond, 30*time.Second); unsynced != 0 {
+	if unsynced := c.Confirm(ctx, last, 30*time.Second); unsynced != 0 {
 		t.Fatalf("%d quiet watchers not synced to revision %d", unsynced, last)
 	}
-	v, err := c.Validate(ctx, 50*time.Millisecond, 0)
+	v, err := c.Validate(ctx, 0)
 	if err != nil {
 		t.Fatalf("validate after a compaction past quiet watchers: %v", err)
 	}
