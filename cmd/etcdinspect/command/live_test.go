@@ -579,7 +579,8 @@ func TestLiveInterruptedMidScan(t *testing.T) {
 // and 3.7 processes: usage --endpoints refuses servers before 3.7 unless
 // --allow-value-reads (their keys_only Ranges read values), and with it
 // equals the offline usage of a snapshot at the same revision, row by row;
-// status finds every member, one leader, and the compact revision etcd
+// --history exact equals the offline history; status finds every member,
+// one leader, and the compact revision etcd
 // wrote to the snapshot (a Range at exactly the compact revision is
 // served on every version).
 func TestLiveAcrossVersions(t *testing.T) {
@@ -653,6 +654,15 @@ func TestLiveAcrossVersions(t *testing.T) {
 				if on.Rows[i] != off.Rows[i] {
 					t.Errorf("row %d: got live %+v, want offline %+v", i, on.Rows[i], off.Rows[i])
 				}
+			}
+
+			// The watch replay of --history exact, and its progress
+			// requests, on every version.
+			var onH, offH historyJSON
+			runJSON(t, &onH, "usage", "--endpoints", ep, "--values", "--allow-value-reads", "--history", "exact")
+			runJSON(t, &offH, "usage", path)
+			if onH.HistoryMethod != "exact" || offH.Total.HistoryEntryBytes == 0 || onH.Total != offH.Total {
+				t.Errorf("usage --history exact on %s: got total %+v (%s), want the offline %+v", v, onH.Total, onH.HistoryMethod, offH.Total)
 			}
 
 			var st struct {
