@@ -76,8 +76,9 @@ type Usage struct {
 	// Values reports whether values were read.
 	Values bool
 	// RevisionsLowerBound reports whether a key deleted after
-	// CompactRevision may hide revisions from the count: always true,
-	// since a deleted key is invisible to a Range; see the package doc.
+	// CompactRevision may hide revisions from the count: true unless
+	// HistoryExact, since a deleted key is invisible to a Range; see the
+	// package doc.
 	RevisionsLowerBound bool
 	// History is how HistoryEntryBytes was counted: HistoryExact,
 	// HistoryEstimate (with Values), or "" when it was not.

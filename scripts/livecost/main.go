@@ -11,8 +11,9 @@
 //     process's CPU seconds during each (utime plus stime from
 //     /proc/<pid>/stat);
 //   - runs `lwbench put` (-lwbench) against the member for -duration at
-//     -rate plain 1 KiB Puts per second, once alone before the modes and
-//     once after them (the baseline is their mean), and once per mode with
+//     -rate plain 1 KiB Puts per second, once alone before the modes (after
+//     a discarded warm-up load) and once after them (the baseline is their
+//     mean), and once per mode with
 //     that mode's scans run back to back for the whole load: the p99 write
 //     latency of each run.
 //
@@ -196,6 +197,13 @@ func measure(ctx context.Context, o options, r release, keys int) ([]row, string
 			_, err := live.ReadUsage(ctx, c, live.UsageOptions{AllowValueReads: true, Versions: versions, Values: true})
 			return err
 		}},
+	}
+	// A first load, discarded: etcd's first writes after the keys were
+	// written, and lwbench's first connection, are slower than later ones.
+	warm := o
+	warm.duration = min(o.duration, 3*time.Second)
+	if _, err := writeP99(ctx, warm, eps[0], nil); err != nil {
+		return nil, "", err
 	}
 	before, err := writeP99(ctx, o, eps[0], nil)
 	if err != nil {
