@@ -92,7 +92,7 @@ func replay(ctx context.Context, w Watcher, from, to int64, progress *Progress, 
 				f(ev)
 				advance(ev.Kv.ModRevision)
 			}
-			if resp.IsProgressNotify() && resp.Header.Revision >= to {
+			if resp.IsProgressNotify() && resp.Header.GetRevision() >= to {
 				advance(to)
 				return nil
 			}

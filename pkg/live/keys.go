@@ -89,7 +89,7 @@ func ReadKeys(ctx context.Context, c Client, o KeysOptions) (*Keys, error) {
 			}
 		})
 	}
-	ks := &Keys{ReadAtRevision: res.rev, Values: o.Values, Prefixes: p.Prefixes, Keys: []snapshot.KeyInfo{}, MemberID: hexID(res.memberID),
+	ks := &Keys{ReadAtRevision: res.rev, Values: o.Values, Prefixes: p.Prefixes, Keys: []snapshot.KeyInfo{}, MemberID: res.member(),
 		Partial: partial}
 	for _, key := range slices.Sorted(maps.Keys(kvs)) {
 		if !strings.HasPrefix(key, o.Filter.Prefix) {

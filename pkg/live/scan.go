@@ -105,6 +105,14 @@ type scanResult struct {
 	memberID uint64
 }
 
+// member is the answering member's ID in hex, "" before any answer.
+func (r scanResult) member() string {
+	if r.memberID == 0 {
+		return ""
+	}
+	return hexID(r.memberID)
+}
+
 // scan calls f for every key of r in key order and returns the revision
 // read at. Pages after the first are serializable at its revision. An
 // error leaves the keys f was given so far (a partial scan); an ended ctx

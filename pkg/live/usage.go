@@ -201,7 +201,7 @@ func ReadUsage(ctx context.Context, c Client, o UsageOptions) (*Usage, error) {
 				entryBytes[k] = revisionKeyBytes + int64(proto.Size(kv))
 			}
 		})
-	u.ReadAtRevision, u.MemberID = res.rev, hexID(res.memberID)
+	u.ReadAtRevision, u.MemberID = res.rev, res.member()
 	if err != nil {
 		phase := "the keys at the current revision"
 		if res.rev > 0 {
