@@ -104,7 +104,7 @@ func runLiveUsage(cmd *cobra.Command, g *globalOptions, o *usageOptions, out io.
 		if len(notes) > 0 {
 			notes = notes[1:] // the offline columns' legend
 		}
-		legend := "Bytes are read only with --values (or --history exact)."
+		legend := "Live bytes are read only with --values."
 		if o.values {
 			legend = "live: the live keys' entry bytes (revision key and KeyValue); values: their values alone."
 		}
