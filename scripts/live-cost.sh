@@ -8,9 +8,9 @@
 # the p99 latency of a concurrent `lwbench put` load with and without the
 # scans, against the target: the exporter's default scrape adds at most
 # 50 ms to the p99 write latency at 100k keys on etcd 3.7 (kubernetes PR
-# 59757). The full run takes about 25 minutes on 2 idle cores.
+# 59757). The full run takes about 20 to 25 minutes on 2 idle cores.
 #
-# --quick measures 2,000 and 10,000 keys with shorter loads (about 6
+# --quick measures 2,000 and 10,000 keys with shorter loads (about 5
 # minutes) and writes ${TMPDIR:-/tmp}/live-cost-quick.md, never results/:
 # a check that the script works, not the published figures.
 set -euo pipefail
