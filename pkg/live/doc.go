@@ -29,6 +29,16 @@
 // not one etcd completed, and misses compactions by etcd's
 // --auto-compaction or etcdctl.
 //
+// # Which member answers
+//
+// The Ranges go wherever the Client sends them. The commands read one
+// member through a client of its endpoint alone, chosen by ChooseMember
+// (a follower unless the user names one), so the serializable pages load
+// a member the writes do not wait on; Usage.MemberID and Keys.MemberID
+// name the member from the responses' headers. On etcd 3.7 a scan is one
+// RangeStream (DefaultScanMethod, measured by BenchmarkScanMethods), on
+// older servers pages of MaxKeysPerRequest keys.
+//
 // # Revisions kept per key
 //
 // A compaction at revision C keeps, per key, the latest entry at or below
@@ -41,6 +51,22 @@
 // key deleted and re-created after C hides its earlier generation: the
 // revisions counted are then a lower bound of what a snapshot's key bucket
 // holds (Usage.RevisionsLowerBound).
+//
+// # History bytes
+//
+// A Range tells only the current entry of a live key. HistoryEstimate
+// multiplies its revisions kept less one by its current entry bytes.
+// HistoryExact reads what the key bucket holds instead: the entry kept at
+// the compact revision C of every key (a Range with values at C), and
+// every entry after C by replaying a watch from C+1 to ReadAtRevision;
+// each entry that is not a live key's current one is history, a delete
+// event a tombstone (its bucket key 18 bytes, its value the KeyValue of
+// the key alone). Worked example, C = 10, read at 20: a key put at 8 and
+// 15 and deleted at 18 holds the entry at 8 (kept at C, read at C), 15
+// and the tombstone at 18 (replayed): three entries of history, no live
+// one; a key put at 5 and never since is live, its entry at 5 the current
+// one, no history. The replay costs the member a read of every revision
+// since C.
 //
 // # Cost
 //

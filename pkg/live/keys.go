@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -32,6 +33,10 @@ type KeysOptions struct {
 	AllowValueReads   bool
 	MaxKeysPerRequest int64
 	Versions          []string
+	// Method, Progress and Partial are UsageOptions'.
+	Method   ScanMethod
+	Progress *Progress
+	Partial  bool
 }
 
 // Keys is the live keys read at one revision: the snapshot.DB.Keys of a
@@ -45,6 +50,12 @@ type Keys struct {
 	Prefixes []string
 	// Keys are the selected keys, sorted by key.
 	Keys []snapshot.KeyInfo
+	// MemberID is the member (hex) that answered the Ranges.
+	MemberID string
+	// Partial is set when ctx ended during the reading
+	// (KeysOptions.Partial): Keys holds the keys read until then, the
+	// first ones in key order.
+	Partial bool
 }
 
 // ReadKeys reads the keys under o.Filter.Prefix (every key without one)
@@ -53,16 +64,19 @@ type Keys struct {
 // o.MaxKeysPerRequest keys, and describes each key the filter selects as
 // snapshot.DB.Keys does. It returns ErrValueReads (see CheckVersions)
 // before any Range, and the first Range error, wrapped with what it read;
-// an ended ctx ends it with ctx's error and no result.
+// an ended ctx ends it with ctx's error and no result, or the keys read
+// until then under o.Partial.
 func ReadKeys(ctx context.Context, c Client, o KeysOptions) (*Keys, error) {
 	if err := CheckVersions(o.Versions, o.AllowValueReads); err != nil {
 		return nil, err
 	}
 	kvs := map[string]*mvccpb.KeyValue{}
-	rev, err := scan(ctx, c, 0, o.Filter.Prefix, !o.Values, o.MaxKeysPerRequest, func(kv *mvccpb.KeyValue) {
+	res, err := scan(ctx, c, scanRequest{prefix: o.Filter.Prefix, keysOnly: !o.Values, limit: o.MaxKeysPerRequest,
+		method: cmp.Or(o.Method, ScanMethodFor(o.Versions)), progress: o.Progress}, func(kv *mvccpb.KeyValue) {
 		kvs[string(kv.Key)] = kv
 	})
-	if err != nil {
+	partial := err != nil && o.Partial && ctx.Err() != nil
+	if err != nil && !partial {
 		return nil, err
 	}
 	p := o.Parser
@@ -75,7 +89,8 @@ func ReadKeys(ctx context.Context, c Client, o KeysOptions) (*Keys, error) {
 			}
 		})
 	}
-	ks := &Keys{ReadAtRevision: rev, Values: o.Values, Prefixes: p.Prefixes, Keys: []snapshot.KeyInfo{}}
+	ks := &Keys{ReadAtRevision: res.rev, Values: o.Values, Prefixes: p.Prefixes, Keys: []snapshot.KeyInfo{}, MemberID: res.member(),
+		Partial: partial}
 	for _, key := range slices.Sorted(maps.Keys(kvs)) {
 		if !strings.HasPrefix(key, o.Filter.Prefix) {
 			continue
@@ -99,5 +114,5 @@ func ReadKeys(ctx context.Context, c Client, o KeysOptions) (*Keys, error) {
 		}
 		ks.Keys = append(ks.Keys, ki)
 	}
-	return ks, nil
+	return ks, err
 }

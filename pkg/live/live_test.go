@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -38,14 +39,16 @@ func (f *fakeKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption)
 	if op.Rev() != 0 && op.Rev() < f.compact {
 		return nil, rpctypes.ErrCompacted
 	}
-	resp := &clientv3.GetResponse{Header: &etcdserverpb.ResponseHeader{Revision: f.rev}}
+	resp := &clientv3.GetResponse{Header: &etcdserverpb.ResponseHeader{Revision: f.rev, MemberId: 0xa}}
 	for _, kv := range f.kvs {
 		if string(kv.Key) < key {
 			continue
 		}
+		// Count is every key of the range, as etcd counts it.
+		resp.Count++
 		if int64(len(resp.Kvs)) == op.Limit() {
 			resp.More = true
-			break
+			continue
 		}
 		resp.Kvs = append(resp.Kvs, kv)
 	}
@@ -305,5 +308,77 @@ func TestReadMembers(t *testing.T) {
 				t.Errorf("member b: got %d revisions and %d entries behind, want 3 and 5", b.RevisionsBehind, b.IndexBehind)
 			}
 		})
+	}
+}
+
+func TestChooseMember(t *testing.T) {
+	leader := MemberStatus{Name: "a", MemberID: "1", Endpoint: "http://a:2379", IsLeader: true}
+	follower := MemberStatus{Name: "b", MemberID: "2", Endpoint: "http://b:2379"}
+	learner := MemberStatus{Name: "c", MemberID: "3", Endpoint: "http://c:2379", IsLearner: true}
+	silent := MemberStatus{Name: "d", MemberID: "4", Endpoint: "http://d:2379", Error: "connection refused"}
+	tests := []struct {
+		name     string
+		members  []MemberStatus
+		want     string
+		wantName string
+		wantErr  string
+	}{
+		{"a follower by default", []MemberStatus{leader, follower, learner}, "", "b", ""},
+		{"not a learner nor a silent member", []MemberStatus{leader, learner, silent}, "", "a", ""},
+		{"one member", []MemberStatus{leader}, "", "a", ""},
+		{"by name", []MemberStatus{leader, follower}, "a", "a", ""},
+		{"by endpoint", []MemberStatus{leader, follower}, "http://b:2379", "b", ""},
+		{"by member ID", []MemberStatus{leader, follower}, "2", "b", ""},
+		{"a learner when asked", []MemberStatus{leader, learner}, "c", "c", ""},
+		{"unknown", []MemberStatus{leader, follower}, "z", "", "the members are a (http://a:2379), b (http://b:2379)"},
+		{"silent when asked", []MemberStatus{leader, silent}, "d", "", "did not answer: connection refused"},
+		{"none answered", []MemberStatus{silent}, "", "", "no member answered"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ChooseMember(tc.members, tc.want)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("got %+v, error %v; want an error saying %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Name != tc.wantName {
+				t.Errorf("got %q, error %v; want %q", got.Name, err, tc.wantName)
+			}
+		})
+	}
+}
+
+// TestReadUsageProgress: the Progress ends with every key of both scans
+// done, and the member that answered is named.
+func TestReadUsageProgress(t *testing.T) {
+	f := &fakeKV{compact: 40, rev: 90, kvs: keys(25)}
+	p := &Progress{}
+	u, err := ReadUsage(t.Context(), f, UsageOptions{MaxKeysPerRequest: 10, Versions: []string{"3.7.3"}, Progress: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, total := p.Load(); done != 50 || total != 50 {
+		t.Errorf("got progress %d of %d, want 50 of 50: 25 keys at each of two revisions", done, total)
+	}
+	if u.MemberID != "a" {
+		t.Errorf("got member %q, want a", u.MemberID)
+	}
+}
+
+// TestReadUsagePartial: under Partial, a context ended between pages
+// returns the keys read until then, marked partial, with ctx's error.
+func TestReadUsagePartial(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f := &fakeKV{rev: 90, kvs: keys(25), cancelAfter: 2, cancel: cancel}
+	u, err := ReadUsage(ctx, f, UsageOptions{MaxKeysPerRequest: 10, Versions: []string{"3.7.3"}, Values: true, Partial: true})
+	if !errors.Is(err, context.Canceled) || u == nil {
+		t.Fatalf("got usage %v and error %v, want a partial usage and context.Canceled", u, err)
+	}
+	if !u.Partial || u.Total.Objects != 20 || u.RevisionsCounted || u.History != "" || u.PartialPhase != "the keys at revision 90" {
+		t.Errorf("got partial %v, %d objects, revisions counted %v, history %q, phase %q; want partial, 20 (two pages), false, none, the keys at revision 90",
+			u.Partial, u.Total.Objects, u.RevisionsCounted, u.History, u.PartialPhase)
 	}
 }

@@ -120,6 +120,21 @@ func ReadStatus(ctx context.Context, c Client, endpoints []string, timeout time.
 	if err != nil {
 		return nil, err
 	}
+	if st.Members, err = MemberStatuses(ctx, c, endpoints, timeout); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// MemberStatuses asks every member (MemberList) for its Status and lists
+// the alarms, as ReadStatus does: each of endpoints (the URLs the caller
+// reached) is asked first; a member none of them answered for is asked at
+// the first client URL it advertises; a member that does not answer
+// within timeout (0: no bound but ctx) gets its error in
+// MemberStatus.Error. The members are sorted by name then ID. The
+// MemberList or AlarmList failing, or ctx ending, is returned as an error.
+func MemberStatuses(ctx context.Context, c Client, endpoints []string, timeout time.Duration) ([]MemberStatus, error) {
+	var members []MemberStatus
 	ml, err := c.MemberList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
@@ -156,7 +171,7 @@ func ReadStatus(ctx context.Context, c Client, endpoints []string, timeout time.
 			ms.Endpoint = a.endpoint
 		case len(m.ClientURLs) == 0:
 			ms.Error = "no client URL (a member not started yet)"
-			st.Members = append(st.Members, ms)
+			members = append(members, ms)
 			continue
 		default:
 			ms.Endpoint = m.ClientURLs[0]
@@ -166,7 +181,7 @@ func ReadStatus(ctx context.Context, c Client, endpoints []string, timeout time.
 					return nil, fmt.Errorf("status of %s: %w", ms.Endpoint, ctx.Err())
 				}
 				ms.Error = err.Error()
-				st.Members = append(st.Members, ms)
+				members = append(members, ms)
 				continue
 			}
 			a.resp = resp
@@ -181,12 +196,12 @@ func ReadStatus(ctx context.Context, c Client, endpoints []string, timeout time.
 		ms.RaftIndex, ms.RaftAppliedIndex, ms.RaftTerm = s.RaftIndex, s.RaftAppliedIndex, s.RaftTerm
 		ms.Leader, ms.IsLeader, ms.IsLearner = hexID(s.Leader), s.Leader == s.Header.MemberId, s.IsLearner
 		ms.Errors = s.Errors
-		st.Members = append(st.Members, ms)
+		members = append(members, ms)
 	}
-	slices.SortFunc(st.Members, func(a, b MemberStatus) int {
+	slices.SortFunc(members, func(a, b MemberStatus) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.MemberID, b.MemberID))
 	})
-	return st, nil
+	return members, nil
 }
 
 // memberStatus is c.Status(endpoint) bounded by timeout.

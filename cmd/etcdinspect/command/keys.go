@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -27,6 +28,10 @@ type keysOptions struct {
 	values            bool
 	allowValueReads   bool
 	maxKeysPerRequest int64
+	member            string
+	// method is live.ScanPages when --max-keys-per-request is given,
+	// else "" (live.ScanMethodFor the servers).
+	method live.ScanMethod
 }
 
 func (o *keysOptions) AddFlags(fs *pflag.FlagSet) {
@@ -37,7 +42,8 @@ func (o *keysOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.values, "values", false, "with --endpoints: read the values too (Ranges with values) for the value and entry bytes, encoding and kind")
 	fs.BoolVar(&o.allowValueReads, "allow-value-reads", false,
 		"with --endpoints: read from etcd before 3.7, whose keys_only Ranges read every value from disk (etcd issue 20386)")
-	fs.Int64Var(&o.maxKeysPerRequest, "max-keys-per-request", live.DefaultMaxKeysPerRequest, "with --endpoints: keys per Range page")
+	fs.Int64Var(&o.maxKeysPerRequest, "max-keys-per-request", live.DefaultMaxKeysPerRequest, "with --endpoints: keys per Range page; given, etcd 3.7 is read in pages too instead of one RangeStream")
+	fs.StringVar(&o.member, "member", "", memberFlagUsage)
 }
 
 func (o *keysOptions) Validate() error {
@@ -46,8 +52,8 @@ func (o *keysOptions) Validate() error {
 		return cli.FlagErrorf("--prefix and --resource cannot be used together")
 	case o.namespace != "" && o.resource == "":
 		return cli.FlagErrorf("--namespace needs --resource")
-	case !o.live.enabled() && (o.values || o.allowValueReads):
-		return cli.FlagErrorf("--values and --allow-value-reads need --endpoints")
+	case !o.live.enabled() && (o.values || o.allowValueReads || o.member != ""):
+		return cli.FlagErrorf("--values, --allow-value-reads and --member need --endpoints")
 	case o.maxKeysPerRequest <= 0:
 		return cli.FlagErrorf("--max-keys-per-request must be positive")
 	}
@@ -77,6 +83,9 @@ issue 20386): keys refuses such servers unless --allow-value-reads.
 				return err
 			}
 			if o.live.enabled() {
+				if cmd.Flags().Changed("max-keys-per-request") {
+					o.method = live.ScanPages
+				}
 				return runLiveKeys(cmd, g, o, cmd.OutOrStdout())
 			}
 			return runKeys(cmd, g, o, args[0], cmd.OutOrStdout())
@@ -186,28 +195,36 @@ type liveKeyInfo struct {
 // liveKeysResult is the JSON of `keys --endpoints -w json`: keysResult's
 // shape, with source and the revision read at instead of a path.
 type liveKeysResult struct {
-	SchemaVersion  int           `json:"schemaVersion"`
-	Source         string        `json:"source"`
-	Endpoints      []string      `json:"endpoints"`
-	ReadAtRevision int64         `json:"readAtRevision"`
-	Values         bool          `json:"values"`
-	Keys           []liveKeyInfo `json:"keys"`
+	SchemaVersion  int      `json:"schemaVersion"`
+	Source         string   `json:"source"`
+	Endpoints      []string `json:"endpoints"`
+	ReadAtRevision int64    `json:"readAtRevision"`
+	Values         bool     `json:"values"`
+	// Member is the member the keys were read from.
+	Member liveMember `json:"member"`
+	// Partial is true when SIGINT interrupted the scan: keys holds the
+	// first keys, in key order, read until then.
+	Partial bool          `json:"partial,omitempty"`
+	Keys    []liveKeyInfo `json:"keys"`
 }
 
 func runLiveKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, out io.Writer) error {
 	ctx := cmd.Context()
-	c, versions, done, err := o.live.connectForKeys(ctx, o.allowValueReads)
+	c, versions, member, done, err := o.live.connectForKeys(ctx, o.allowValueReads, o.member)
 	if err != nil {
 		return err
 	}
 	defer done()
+	prog, stopBar := startBar(cmd, "reading the keys of "+member.Name)
 	ks, err := live.ReadKeys(ctx, c, live.KeysOptions{Parser: g.parser(), Filter: snapshot.KeyFilter{Prefix: o.prefix, Resource: o.resource,
-		Namespace: o.namespace}, Values: o.values, AllowValueReads: o.allowValueReads, MaxKeysPerRequest: o.maxKeysPerRequest, Versions: versions})
-	if err != nil {
+		Namespace: o.namespace}, Values: o.values, AllowValueReads: o.allowValueReads, MaxKeysPerRequest: o.maxKeysPerRequest, Versions: versions, Method: o.method,
+		Progress: prog, Partial: true})
+	stopBar()
+	if err != nil && (ks == nil || !ks.Partial) {
 		return err
 	}
 	res := liveKeysResult{SchemaVersion: keysSchemaVersion, Source: live.SourceLive, Endpoints: o.live.conn.Endpoints,
-		ReadAtRevision: ks.ReadAtRevision, Values: ks.Values, Keys: []liveKeyInfo{}}
+		ReadAtRevision: ks.ReadAtRevision, Values: ks.Values, Member: readFrom(member, ks.MemberID), Partial: ks.Partial, Keys: []liveKeyInfo{}}
 	for _, k := range ks.Keys {
 		lk := liveKeyInfo{KeyInfo: k}
 		if ks.Values {
@@ -226,10 +243,15 @@ func runLiveKeys(cmd *cobra.Command, g *globalOptions, o *keysOptions, out io.Wr
 	}
 	var notes []string
 	if g.human() {
-		notes = append(notes, fmt.Sprintf("Source: live, read at revision %d.", ks.ReadAtRevision))
+		notes = append(notes, fmt.Sprintf("Source: live, read at revision %d.", ks.ReadAtRevision), res.Member.note())
 		if !ks.Values {
 			notes = append(notes, "Sizes, encoding and kind are read only with --values.")
 		}
+	}
+	if ks.Partial {
+		return writePartial(ctx, g, out, fmt.Sprintf("the keys at revision %d", ks.ReadAtRevision), err, func(ctx context.Context) error {
+			return g.writeTables(ctx, out, t, tables, notes, res)
+		})
 	}
 	return g.writeTables(ctx, out, t, tables, notes, res)
 }

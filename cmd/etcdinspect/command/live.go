@@ -1,8 +1,11 @@
 package command
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdclient"
+	"github.com/kubestore/etcdkit/internal/progress"
 	"github.com/kubestore/etcdkit/pkg/live"
 )
 
@@ -72,25 +76,112 @@ func (o *liveOptions) connect(ctx context.Context) (*clientv3.Client, func(), er
 	return c, func() { c.Close() }, nil
 }
 
+// memberFlagUsage is the help of --member (usage and keys).
+const memberFlagUsage = "with --endpoints: read the keys from this member (its name, member ID or client URL), " +
+	"serializable at the revision pinned by the first Range; default a follower, so the leader is spared the reads"
+
 // connectForKeys is connect for the modes that read keys (usage, keys):
-// it also reads every member's server version and refuses servers whose
-// keys_only Ranges read values from disk (live.CheckVersions) unless
-// allowValueReads. The versions are returned for the read's options.
-func (o *liveOptions) connectForKeys(ctx context.Context, allowValueReads bool) (*clientv3.Client, []string, func(), error) {
+// it reads every member's Status (live.MemberStatuses), refuses servers
+// whose keys_only Ranges read values from disk (live.CheckVersions)
+// unless allowValueReads, and picks the member to read (live.ChooseMember:
+// member by name, ID or URL, or a follower). It returns a client of that
+// member alone, the members' versions, the member, and a close of both
+// clients. An unknown member is a usage error naming --member.
+func (o *liveOptions) connectForKeys(ctx context.Context, allowValueReads bool, member string) (*clientv3.Client, []string,
+	live.MemberStatus, func(), error) {
 	c, done, err := o.connect(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, live.MemberStatus{}, nil, err
 	}
-	versions, err := live.ServerVersions(ctx, c, o.conn.Endpoints, o.conn.DialTimeout)
-	if err == nil {
-		err = live.CheckVersions(versions, allowValueReads)
-		if err != nil {
-			err = fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err)
+	fail := func(err error) (*clientv3.Client, []string, live.MemberStatus, func(), error) {
+		done()
+		return nil, nil, live.MemberStatus{}, nil, err
+	}
+	members, err := live.MemberStatuses(ctx, c, o.conn.Endpoints, o.conn.DialTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	var versions []string
+	for _, m := range members {
+		if m.Error == "" {
+			versions = append(versions, m.Version)
 		}
 	}
-	if err != nil {
-		done()
-		return nil, nil, nil, err
+	if err := live.CheckVersions(versions, allowValueReads); err != nil {
+		return fail(fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err))
 	}
-	return c, versions, done, nil
+	chosen, err := live.ChooseMember(members, member)
+	switch {
+	case errors.Is(err, live.ErrUnknownMember) && member != "":
+		return fail(cli.FlagErrorf("--member %v", err))
+	case err != nil:
+		return fail(err)
+	}
+	cfg, err := o.conn.Config()
+	if err != nil {
+		return fail(cli.FlagErrorf("%v", err))
+	}
+	cfg.Endpoints, cfg.Context = []string{chosen.Endpoint}, ctx
+	mc, err := clientv3.New(cfg)
+	if err != nil {
+		return fail(fmt.Errorf("connect to member %s at %s: %w", chosen.Name, chosen.Endpoint, err))
+	}
+	return mc, versions, chosen, func() { mc.Close(); done() }, nil
+}
+
+// liveMember names the member a scan read, in the JSON of usage and keys.
+type liveMember struct {
+	Name     string `json:"name"`
+	MemberID string `json:"memberID"`
+	Endpoint string `json:"endpoint"`
+	IsLeader bool   `json:"isLeader"`
+}
+
+// readFrom is the member a scan read, with the ID of the member that
+// answered its Ranges (memberID, hex).
+func readFrom(m live.MemberStatus, memberID string) liveMember {
+	return liveMember{Name: m.Name, MemberID: cmp.Or(memberID, m.MemberID), Endpoint: m.Endpoint, IsLeader: m.IsLeader}
+}
+
+// note is the line of a table naming the member read.
+func (m liveMember) note() string {
+	role := "a follower"
+	if m.IsLeader {
+		role = "the leader"
+	}
+	return fmt.Sprintf("Read from member %s (%s, %s, ID %s), serializable after the first Range.", m.Name, m.Endpoint, role, m.MemberID)
+}
+
+// startBar draws a progress bar of a live scan on stderr when it is a
+// terminal, and returns the Progress the scan advances (nil on any other
+// stderr: nothing is drawn) and a stop that erases the bar, to call
+// before the result is printed.
+func startBar(cmd *cobra.Command, label string) (*live.Progress, func()) {
+	if !progress.IsTerminal(cmd.ErrOrStderr()) {
+		return nil, func() {}
+	}
+	p := &live.Progress{}
+	bar := progress.Start(cmd.ErrOrStderr(), label, p.Load)
+	return p, bar.Stop
+}
+
+// partialLine is the line printed above the table of a scan that SIGINT
+// interrupted.
+func partialLine(what string) string {
+	return "PARTIAL: interrupted while reading " + what + ": the figures below count only what was read until then.\n"
+}
+
+// writePartial prints the result of a scan that ctx's end interrupted
+// (the table or JSON of what it read, its partial line above a table),
+// then returns err, ctx's error wrapped: the command exits 130.
+func writePartial(ctx context.Context, g *globalOptions, out io.Writer, what string, err error, print func(context.Context) error) error {
+	if g.human() {
+		if _, werr := io.WriteString(out, partialLine(what)); werr != nil {
+			return werr
+		}
+	}
+	if perr := print(context.WithoutCancel(ctx)); perr != nil {
+		return perr
+	}
+	return fmt.Errorf("printed what was read (partial): %w", err)
 }

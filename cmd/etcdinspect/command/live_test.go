@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,25 @@ type usageJSON struct {
 	} `json:"total"`
 }
 
+// historyJSON is usage's JSON with the history figures.
+type historyJSON struct {
+	HistoryMethod       string `json:"historyMethod"`
+	RevisionsLowerBound bool   `json:"revisionsLowerBound"`
+	Rows                []historyRow
+	Total               historyRow
+}
+
+type historyRow struct {
+	Class, Group, Resource, Namespace string
+	Objects, Revisions, Tombstones    int64
+	LiveEntryBytes                    int64 `json:"liveEntryBytes"`
+	LiveValueBytes                    int64 `json:"liveValueBytes"`
+	HistoryEntryBytes                 int64 `json:"historyEntryBytes"`
+}
+
+// wantsValues reports whether args ask for values.
+func wantsValues(args []string) bool { return slices.Contains(args, "--values") }
+
 func runJSON(t *testing.T, v any, args ...string) string {
 	t.Helper()
 	out, stderr, code := run(t, append(args, "-w", "json")...)
@@ -124,8 +144,8 @@ func TestLiveEqualsOffline(t *testing.T) {
 			if on.Source != "live" || on.ReadAtRevision == 0 {
 				t.Errorf("live usage: source %q, readAtRevision %d; want live and a revision", on.Source, on.ReadAtRevision)
 			}
-			if strings.Contains(liveOut, "historyEntryBytes") || strings.Contains(liveOut, "tombstones") {
-				t.Errorf("live usage JSON carries figures a Range cannot know:\n%s", liveOut)
+			if !strings.Contains(liveOut, `"historyMethod": "estimate"`) || strings.Contains(liveOut, "tombstones") {
+				t.Errorf("live usage JSON without --history exact: want history labelled estimate and no tombstones:\n%s", liveOut)
 			}
 			if len(on.Rows) != len(off.Rows) {
 				t.Fatalf("got %d live rows, want the %d offline rows:\nlive %+v\noffline %+v", len(on.Rows), len(off.Rows), on.Rows, off.Rows)
@@ -160,9 +180,11 @@ func TestLiveEqualsOffline(t *testing.T) {
 			wantNever []string
 		}{
 			{[]string{"usage", "--endpoints", ep}, []string{"Source: live, read at revision", "revisions", "lower bound", "only with --values",
-				"| configmaps        |      11 |"}, []string{"history", "tombstones |"}},
+				"| configmaps        |      11 |", "Read from member"}, []string{"| history", "tombstones |"}},
 			{[]string{"usage", "--endpoints", ep, "--top", "1"}, []string{"| configmaps", "(other rows)"}, []string{"| pods"}},
-			{[]string{"usage", "--endpoints", ep, "--values", "--by", "namespace"}, []string{"kube-system", "values", "live"}, []string{"history |"}},
+			{[]string{"usage", "--endpoints", ep, "--values", "--by", "namespace"}, []string{"kube-system", "values", "live", "history (estimate) |"},
+				[]string{"tombstones |"}},
+			{[]string{"usage", "--endpoints", ep, "--history", "exact"}, []string{"| history |", "tombstones |", "exact"}, []string{"(estimate)", "lower bound"}},
 			{[]string{"status", "--endpoints", ep}, []string{"(itself)", "Compact revision:", "Source: live"}, nil},
 			{[]string{"space", "--endpoints", ep}, []string{"below the quota", "(member)", "Fragmentation alert:"}, nil},
 		}
@@ -225,6 +247,53 @@ func TestLiveEqualsOffline(t *testing.T) {
 			t.Errorf("space --quota 1MiB: got %+v, want the flag's quota and etcd's NOSPACE rule", sp.Members)
 		}
 	})
+}
+
+// TestLiveHistoryExact: usage --history exact replays the watch from the
+// compact revision and counts every entry a snapshot saved at the same
+// revision holds: revisions, history entry bytes and tombstones equal the
+// offline ones row by row, with keys deleted, and deleted and re-created,
+// after the compaction.
+func TestLiveHistoryExact(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	writeKubernetesObjects(t, t.Context(), c)
+	for _, key := range []string{"/registry/pods/default/p2", "/registry/configmaps/default/cm3", "/registry/configmaps/default/cm4"} {
+		if _, err := c.Delete(t.Context(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Put(t.Context(), "/registry/configmaps/default/cm4", "re-created"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "snapshot.db")
+	cfg := clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if _, err := snapshot.SaveWithVersion(t.Context(), zap.NewNop(), cfg, path); err != nil {
+		t.Fatalf("snapshot save: %v", err)
+	}
+	ep := strings.Join(srv.Endpoints, ",")
+	for _, args := range [][]string{{"--values"}, nil, {"--by", "namespace", "--values"}} {
+		var on, off historyJSON
+		liveOut := runJSON(t, &on, append([]string{"usage", "--endpoints", ep, "--history", "exact"}, args...)...)
+		runJSON(t, &off, append([]string{"usage", path}, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--values" })...)...)
+		if on.HistoryMethod != "exact" || on.RevisionsLowerBound {
+			t.Errorf("usage --history exact %v: got historyMethod %q, revisionsLowerBound %v; want exact, false", args, on.HistoryMethod, on.RevisionsLowerBound)
+		}
+		if off.Total.HistoryEntryBytes == 0 || off.Total.Tombstones == 0 {
+			t.Fatalf("offline history %d bytes, %d tombstones: the test needs both", off.Total.HistoryEntryBytes, off.Total.Tombstones)
+		}
+		if len(on.Rows) != len(off.Rows) {
+			t.Fatalf("%v: got %d live rows, want the %d offline rows:\n%s", args, len(on.Rows), len(off.Rows), liveOut)
+		}
+		for i := range off.Rows {
+			if !wantsValues(args) {
+				off.Rows[i].LiveEntryBytes, off.Rows[i].LiveValueBytes = 0, 0
+			}
+			if on.Rows[i] != off.Rows[i] {
+				t.Errorf("%v row %d: got live %+v, want offline %+v", args, i, on.Rows[i], off.Rows[i])
+			}
+		}
+	}
 }
 
 // TestLiveRevisionsLowerBound: a key deleted after the compact revision is
@@ -427,41 +496,82 @@ func TestLiveWithAuth(t *testing.T) {
 }
 
 // TestLiveInterruptedMidScan: SIGINT (the context ending) during a scan
-// of one key per Range stops it within 2 s, prints nothing and exits 130.
+// of one key per Range stops it within 2 s, prints what was read, marked
+// partial (a line above the table, "partial": true in JSON), and exits
+// 130, for usage and keys.
 func TestLiveInterruptedMidScan(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
 	c := etcdtest.NewClient(t, srv)
-	for b := range 30 {
+	const keys = 3000
+	for b := range keys / 100 {
 		var ops []clientv3.Op
 		for i := range 100 {
-			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/registry/configmaps/ns%d/cm%d", b, i), "v"))
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/registry/configmaps/ns%02d/cm%02d", b, i), "v"))
 		}
 		if _, err := c.Txn(t.Context()).Then(ops...).Commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	root := command.NewRootCommand()
-	var out, errOut strings.Builder
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	cancelledAt := make(chan time.Time, 1)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		cancelledAt <- time.Now()
-		cancel()
-	}()
-	code := cli.RunContext(ctx, root, []string{"usage", "--values", "--max-keys-per-request", "1", "--endpoints", strings.Join(srv.Endpoints, ",")}, &errOut)
-	var took time.Duration
-	select {
-	case at := <-cancelledAt:
-		took = time.Since(at)
-	default:
-		t.Fatalf("the scan of 3000 Ranges ended within 300 ms (exit %d); the test needs a longer one", code)
+	tests := []struct {
+		name     string
+		args     []string
+		wantOut  []string
+		wantKeys func(out string) int
+	}{
+		{"usage table", []string{"usage", "--values"}, []string{"PARTIAL: interrupted while reading the keys at revision", "| configmaps |"}, nil},
+		{"usage json", []string{"usage", "-w", "json"}, []string{`"partial": true`, `"partialPhase": "the keys at revision`}, func(out string) int {
+			var u usageJSON
+			if err := json.Unmarshal([]byte(out), &u); err != nil {
+				t.Fatalf("JSON: %v\n%s", err, out)
+			}
+			return int(u.Total.Objects)
+		}},
+		{"keys table", []string{"keys"}, []string{"PARTIAL: interrupted while reading the keys at revision", "ns00/cm00"}, nil},
+		{"keys json", []string{"keys", "-w", "json"}, []string{`"partial": true`}, func(out string) int {
+			var k keysJSON
+			if err := json.Unmarshal([]byte(out), &k); err != nil {
+				t.Fatalf("JSON: %v\n%s", err, out)
+			}
+			return len(k.Keys)
+		}},
 	}
-	if code != cli.ExitInterrupted || out.Len() != 0 || !strings.Contains(errOut.String(), "interrupted") || took > 2*time.Second {
-		t.Errorf("got exit %d after %s, stdout %q, stderr %q; want %d within 2 s, nothing, interrupted", code, took, out.String(), errOut.String(), cli.ExitInterrupted)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			root := command.NewRootCommand()
+			var out, errOut strings.Builder
+			root.SetOut(&out)
+			root.SetErr(&errOut)
+			cancelledAt := make(chan time.Time, 1)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				cancelledAt <- time.Now()
+				cancel()
+			}()
+			args := append(tc.args, "--max-keys-per-request", "1", "--endpoints", strings.Join(srv.Endpoints, ","))
+			code := cli.RunContext(ctx, root, args, &errOut)
+			var took time.Duration
+			select {
+			case at := <-cancelledAt:
+				took = time.Since(at)
+			default:
+				t.Fatalf("the scan of %d Ranges ended within 300 ms (exit %d); the test needs a longer one", keys, code)
+			}
+			if code != cli.ExitInterrupted || !strings.Contains(errOut.String(), "interrupted") || took > 2*time.Second {
+				t.Errorf("got exit %d after %s, stderr %q; want %d within 2 s, interrupted", code, took, errOut.String(), cli.ExitInterrupted)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("got no %q in the output:\n%s", w, out.String())
+				}
+			}
+			if tc.wantKeys != nil {
+				if n := tc.wantKeys(out.String()); n <= 0 || n >= keys {
+					t.Errorf("got %d keys in the partial result, want some of the %d and not all", n, keys)
+				}
+			}
+		})
 	}
 }
 
@@ -469,7 +579,8 @@ func TestLiveInterruptedMidScan(t *testing.T) {
 // and 3.7 processes: usage --endpoints refuses servers before 3.7 unless
 // --allow-value-reads (their keys_only Ranges read values), and with it
 // equals the offline usage of a snapshot at the same revision, row by row;
-// status finds every member, one leader, and the compact revision etcd
+// --history exact equals the offline history; status finds every member,
+// one leader, and the compact revision etcd
 // wrote to the snapshot (a Range at exactly the compact revision is
 // served on every version).
 func TestLiveAcrossVersions(t *testing.T) {
@@ -543,6 +654,15 @@ func TestLiveAcrossVersions(t *testing.T) {
 				if on.Rows[i] != off.Rows[i] {
 					t.Errorf("row %d: got live %+v, want offline %+v", i, on.Rows[i], off.Rows[i])
 				}
+			}
+
+			// The watch replay of --history exact, and its progress
+			// requests, on every version.
+			var onH, offH historyJSON
+			runJSON(t, &onH, "usage", "--endpoints", ep, "--values", "--allow-value-reads", "--history", "exact")
+			runJSON(t, &offH, "usage", path)
+			if onH.HistoryMethod != "exact" || offH.Total.HistoryEntryBytes == 0 || onH.Total != offH.Total {
+				t.Errorf("usage --history exact on %s: got total %+v (%s), want the offline %+v", v, onH.Total, onH.HistoryMethod, offH.Total)
 			}
 
 			var st struct {

@@ -26,6 +26,11 @@ type usageOptions struct {
 	values            bool
 	allowValueReads   bool
 	maxKeysPerRequest int64
+	member            string
+	// method is live.ScanPages when --max-keys-per-request is given,
+	// else "" (live.ScanMethodFor the servers).
+	method  live.ScanMethod
+	history string
 }
 
 func (o *usageOptions) AddFlags(fs *pflag.FlagSet) {
@@ -35,7 +40,11 @@ func (o *usageOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.values, "values", false, "with --endpoints: read the values too (a full Range of values) for the value and entry bytes")
 	fs.BoolVar(&o.allowValueReads, "allow-value-reads", false,
 		"with --endpoints: read from etcd before 3.7, whose keys_only Ranges read every value from disk (etcd issue 20386)")
-	fs.Int64Var(&o.maxKeysPerRequest, "max-keys-per-request", live.DefaultMaxKeysPerRequest, "with --endpoints: keys per Range page")
+	fs.Int64Var(&o.maxKeysPerRequest, "max-keys-per-request", live.DefaultMaxKeysPerRequest, "with --endpoints: keys per Range page; given, etcd 3.7 is read in pages too instead of one RangeStream")
+	fs.StringVar(&o.member, "member", "", memberFlagUsage)
+	fs.StringVar(&o.history, "history", string(live.HistoryEstimate),
+		"with --endpoints: history bytes by estimate (revisions kept less one times the current entry bytes, with --values) "+
+			"or exact (read the entries kept at the compact revision and replay a watch from it: a read of every revision since)")
 }
 
 func (o *usageOptions) Validate() error {
@@ -50,6 +59,14 @@ func (o *usageOptions) Validate() error {
 	}
 	if o.maxKeysPerRequest <= 0 {
 		return cli.FlagErrorf("--max-keys-per-request must be positive")
+	}
+	switch live.HistoryMethod(o.history) {
+	case live.HistoryEstimate, live.HistoryExact:
+	default:
+		return cli.FlagErrorf("--history %q is not one of estimate|exact", o.history)
+	}
+	if !o.live.enabled() && (o.member != "" || o.history != string(live.HistoryEstimate)) {
+		return cli.FlagErrorf("--member and --history need --endpoints (offline, usage counts history exactly from the file)")
 	}
 	return o.live.Validate()
 }
@@ -78,10 +95,16 @@ With --endpoints it reads a running cluster instead, read-only, at one
 revision: every key with keys_only Ranges (objects, and revisions kept per
 key: its version now minus its version at the compact revision, plus the
 entry kept there; keys deleted since make it a lower bound), and with
---values the values too (live value and entry bytes). History bytes and
-tombstones are not known live. etcd before 3.7 reads every value from disk
-to answer a keys_only Range (etcd issue 20386): usage refuses such servers
-unless --allow-value-reads.
+--values the values too (live value and entry bytes, and history bytes
+estimated as revisions kept less one times the current entry bytes,
+labelled estimate). --history exact counts history bytes, revisions and
+tombstones exactly: it reads the entries kept at the compact revision and
+replays a watch from there to the revision read, which costs the member
+a read of every revision since the compaction. The keys are read from one
+member, --member (name, ID or URL), by default a follower. etcd before 3.7
+reads every value from disk to answer a keys_only Range (etcd issue
+20386): usage refuses such servers unless --allow-value-reads. SIGINT
+during the scan prints what was read, marked partial, and exits 130.
 
 ` + bytesHelp,
 		Args: o.live.args,
@@ -90,6 +113,9 @@ unless --allow-value-reads.
 				return err
 			}
 			if o.live.enabled() {
+				if cmd.Flags().Changed("max-keys-per-request") {
+					o.method = live.ScanPages
+				}
 				return runLiveUsage(cmd, g, o, cmd.OutOrStdout())
 			}
 			return runUsage(cmd, g, o, args[0], cmd.OutOrStdout())
