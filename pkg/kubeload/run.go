@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
-	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -277,7 +276,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err err
 		res.Holds = holdAcrossCompaction(ctx, s, admin, set, min(lo.HoldBack, lo.Watchers), writing.Start+o.HoldAt, o.HoldFor, phase, logf)
 		if lo.Defragment && len(res.Holds) > 0 && res.Holds[0].Compacted && ctx.Err() == nil {
 			phase(PhaseDefrag)
-			res.Defrag = defragment(ctx, admin, st.Etcd.Endpoints, s.Epoch(), logf)
+			res.Defrag = watchload.DefragmentMembers(ctx, admin, st.Etcd.Endpoints, s.Epoch(), logf)
 			phase("released")
 		}
 	}
@@ -373,32 +372,6 @@ func holdAcrossCompaction(ctx context.Context, s *watchload.Session, admin *clie
 		logf("released the held informers: no compaction came within %v (kube-apiserver's --etcd-compaction-interval; 5m by default), so their next WATCH did not meet a 410", holdFor)
 	}
 	return holds
-}
-
-// defragment defragments every member of endpoints once, one at a time,
-// the leader last (compaction.LeaderLast, compaction.DefragmentAll, as
-// watchload's maintenance does), and reports it; a failure is recorded
-// in the result, not returned.
-func defragment(ctx context.Context, admin *clientv3.Client, endpoints []string, epoch time.Time, logf func(string, ...any)) *report.Defrag {
-	rec := &report.Defrag{AtMs: report.Ms(time.Since(epoch))}
-	order, leader := compaction.LeaderLast(ctx, admin, endpoints, 2*time.Second)
-	ds, err := compaction.DefragmentAll(ctx, admin, order)
-	for _, d := range ds {
-		md := report.MemberDefrag{Endpoint: d.Endpoint, Leader: d.Endpoint == leader, AtMs: report.Ms(d.Start.Sub(epoch)),
-			DurationMs: report.Ms(d.Duration), BeforeBytes: d.Before.Bytes, BeforeInUseBytes: d.Before.InUseBytes,
-			AfterBytes: d.After.Bytes, AfterInUseBytes: d.After.InUseBytes}
-		rec.DurationMs += md.DurationMs
-		rec.Members = append(rec.Members, md)
-		logf("defragmented %s in %v: %d -> %d bytes", d.Endpoint, d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
-	}
-	if err != nil {
-		rec.Error = err.Error()
-		if n := len(rec.Members); n > 0 {
-			rec.Members[n-1].Error = err.Error()
-		}
-		logf("defragmentation failed: %v", err)
-	}
-	return rec
 }
 
 // confirm waits until every informer's cache equals etcd's state of its

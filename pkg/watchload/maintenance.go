@@ -137,36 +137,48 @@ func (m *maintenance) Release(ctx context.Context, compacted int64) {
 	m.logf("released the held watcher(s): revision %d is compacted", m.heldRev)
 }
 
-// Defragment defragments every member once, one at a time so that a
-// quorum keeps serving, the leader last (compaction.LeaderLast and
-// compaction.DefragmentAll), each measured; the pass stops at the first
-// failure, which it records.
+// Defragment defragments every member once (DefragmentMembers) and
+// records the first member's size after it.
 func (m *maintenance) Defragment(ctx context.Context) error {
-	rec := &report.Defrag{AtMs: report.Ms(m.env.Since())}
-	order, leader := compaction.LeaderLast(ctx, m.admin, m.t.Endpoints, statusTimeout)
-	ds, err := compaction.DefragmentAll(ctx, m.admin, order)
+	rec := DefragmentMembers(ctx, m.admin, m.t.Endpoints, m.env.Epoch, m.logf)
+	for _, md := range rec.Members {
+		if md.Endpoint == m.t.Endpoints[0] && md.Error == "" {
+			m.res.DBSize.AfterDefragBytes, m.res.DBSize.AfterDefragInUseBytes = md.AfterBytes, md.AfterInUseBytes
+		}
+	}
+	m.res.Defrag = rec
+	return nil
+}
+
+// DefragmentMembers defragments every member of endpoints once, one at a
+// time so that a quorum keeps serving, the leader last
+// (compaction.LeaderLast and compaction.DefragmentAll), each measured
+// (offsets from epoch); the pass stops at the first failure, which it
+// records in the result (on the member and the pass) rather than
+// returns. The etcd-direct model's maintenance and a run through
+// kube-apiserver defragment with it.
+func DefragmentMembers(ctx context.Context, admin *clientv3.Client, endpoints []string, epoch time.Time, logf func(string, ...any)) *report.Defrag {
+	rec := &report.Defrag{AtMs: report.Ms(time.Since(epoch))}
+	order, leader := compaction.LeaderLast(ctx, admin, endpoints, statusTimeout)
+	ds, err := compaction.DefragmentAll(ctx, admin, order)
 	for i, d := range ds {
-		md := report.MemberDefrag{Endpoint: d.Endpoint, Leader: d.Endpoint == leader, AtMs: report.Ms(d.Start.Sub(m.env.Epoch)),
+		md := report.MemberDefrag{Endpoint: d.Endpoint, Leader: d.Endpoint == leader, AtMs: report.Ms(d.Start.Sub(epoch)),
 			DurationMs: report.Ms(d.Duration), BeforeBytes: d.Before.Bytes, BeforeInUseBytes: d.Before.InUseBytes,
 			AfterBytes: d.After.Bytes, AfterInUseBytes: d.After.InUseBytes}
 		rec.DurationMs += md.DurationMs
 		if err != nil && i == len(ds)-1 {
 			md.Error, rec.Error = err.Error(), err.Error()
 			rec.Members = append(rec.Members, md)
-			m.logf("defragmentation of %s failed: %v", d.Endpoint, err)
+			logf("defragmentation of %s failed: %v", d.Endpoint, err)
 			break
 		}
 		rec.Members = append(rec.Members, md)
-		if d.Endpoint == m.t.Endpoints[0] {
-			m.res.DBSize.AfterDefragBytes, m.res.DBSize.AfterDefragInUseBytes = d.After.Bytes, d.After.InUseBytes
-		}
-		m.logf("defragmented %s in %v: %d -> %d bytes", d.Endpoint, d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
+		logf("defragmented %s in %v: %d -> %d bytes", d.Endpoint, d.Duration.Round(time.Millisecond), d.Before.Bytes, d.After.Bytes)
 	}
 	if err != nil && rec.Error == "" {
 		rec.Error = err.Error()
 	}
-	m.res.Defrag = rec
-	return nil
+	return rec
 }
 
 // HoldAll holds every reflector (Reflector.Hold), all at once, then waits
