@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -31,5 +32,40 @@ func TestOneLine(t *testing.T) {
 		if got := oneLine(tt.in); got != tt.want {
 			t.Errorf("oneLine(%q): got %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestRunContextTerminated: a command annotated AnnotationTerminateExitsOK
+// that SIGTERM stopped (the context's cause ErrTerminated) exits 0; SIGINT
+// still exits 130, and so does an unannotated command after SIGTERM.
+func TestRunContextTerminated(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		cause     error
+		annotated bool
+		want      int
+	}{
+		{"annotated, SIGTERM", ErrTerminated, true, ExitOK},
+		{"annotated, SIGINT", ErrInterrupt, true, ExitInterrupted},
+		{"not annotated, SIGTERM", ErrTerminated, false, ExitInterrupted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := &cobra.Command{Use: "tool"}
+			PrepareRoot(root)
+			serve := &cobra.Command{Use: "serve", RunE: func(cmd *cobra.Command, _ []string) error {
+				<-cmd.Context().Done()
+				return nil
+			}}
+			if tt.annotated {
+				serve.Annotations = map[string]string{AnnotationTerminateExitsOK: "true"}
+			}
+			root.AddCommand(serve)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(tt.cause)
+			var errOut bytes.Buffer
+			if got := RunContext(ctx, root, []string{"serve"}, &errOut); got != tt.want {
+				t.Errorf("got exit %d (stderr %q), want %d", got, errOut.String(), tt.want)
+			}
+		})
 	}
 }

@@ -2,10 +2,32 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
 )
+
+// ErrInterrupt is the cause (context.Cause) of a context ended by SIGINT,
+// ErrTerminated of one ended by SIGTERM (NotifyInterrupts).
+var (
+	ErrInterrupt  = errors.New("interrupted (SIGINT)")
+	ErrTerminated = errors.New("terminated (SIGTERM)")
+)
+
+// signalCause is the cause NotifyInterrupts ends its context with.
+func signalCause(s os.Signal) error {
+	if s == syscall.SIGTERM {
+		return ErrTerminated
+	}
+	return ErrInterrupt
+}
+
+// NotifyInterrupts is the context Run runs a command under: the first
+// SIGINT or SIGTERM ends it, with ErrInterrupt or ErrTerminated as its
+// cause (context.Cause), and it carries the context a second signal ends
+// (SecondInterrupt). stop releases the signals.
+func NotifyInterrupts() (_ context.Context, stop func()) { return notifyInterrupts() }
 
 // interruptSignals are the signals that interrupt a command.
 var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
@@ -22,14 +44,14 @@ var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 func notifyInterrupts() (_ context.Context, stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, interruptSignals...)
-	first, cancelFirst := context.WithCancel(context.Background())
-	second, cancelSecond := context.WithCancel(context.Background())
+	first, cancelFirst := context.WithCancelCause(context.Background())
+	second, cancelSecond := context.WithCancelCause(context.Background())
 	done := make(chan struct{})
 	go func() {
-		for _, cancel := range []context.CancelFunc{cancelFirst, cancelSecond} {
+		for _, cancel := range []context.CancelCauseFunc{cancelFirst, cancelSecond} {
 			select {
-			case <-sigs:
-				cancel()
+			case s := <-sigs:
+				cancel(signalCause(s))
 			case <-done:
 				return
 			}
@@ -39,8 +61,8 @@ func notifyInterrupts() (_ context.Context, stop func()) {
 	return WithSecondInterrupt(first, second), func() {
 		close(done)
 		signal.Stop(sigs)
-		cancelFirst()
-		cancelSecond()
+		cancelFirst(nil)
+		cancelSecond(nil)
 	}
 }
 

@@ -32,6 +32,9 @@ func TestSecondInterrupt(t *testing.T) {
 	if !done(ctx) {
 		t.Fatal("the first SIGINT did not end the command's context")
 	}
+	if got := context.Cause(ctx); got != ErrInterrupt {
+		t.Errorf("got cause %v, want %v", got, ErrInterrupt)
+	}
 	if second.Err() != nil {
 		t.Fatal("the first SIGINT ended the second-interrupt context too")
 	}
