@@ -37,17 +37,17 @@ fi
 install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus
 }
+log=$(mktemp "${TMPDIR:-/tmp}/install-prometheus.XXXXXX")
+trap 'rm -f "$log"' EXIT
 echo "install-prometheus: apt-get install -y --no-install-recommends prometheus"
-if ! install >/tmp/install-prometheus.$$.log 2>&1; then
+if ! install >"$log" 2>&1; then
   echo "install-prometheus: the install failed; refreshing the package lists (apt-get update) and trying once more"
-  if ! { apt-get update -q && install; } >>/tmp/install-prometheus.$$.log 2>&1; then
+  if ! { apt-get update -q && install; } >>"$log" 2>&1; then
     echo "install-prometheus: could not install prometheus (last lines of the log follow); the tests that need it will skip"
-    tail -n 5 /tmp/install-prometheus.$$.log
-    rm -f /tmp/install-prometheus.$$.log
+    tail -n 5 "$log"
     exit 0
   fi
 fi
-rm -f /tmp/install-prometheus.$$.log
 
 if [ -d /run/systemd/system ]; then
   if [ "$running_before" = no ] && systemctl is-active --quiet prometheus 2>/dev/null; then

@@ -10,13 +10,15 @@
 // with keys_only Ranges of MaxKeysPerRequest keys at one revision, the
 // same at the compact revision for the revisions kept, and, with
 // Options.Values, the values (a full Range of values). Its Ranges number
-// about 2 x keys / MaxKeysPerRequest + 2 + 2 x 40 (the compact revision
-// is bisected twice, once by each read).
+// 1 + 2 x (1 + about log2(revision)) (the compact revision is bisected
+// twice, once by each read) plus the pages: keys / MaxKeysPerRequest
+// rounded up, at each of the two revisions.
 //
 // A count scan (every Options.CountInterval, between full scans) is
-// live.ReadStatus and one count_only Range per resource the last full
-// scan found, plus one per top namespace holding objects of it, all at
-// the revision of the first: it updates etcdinspect_objects only. A
+// live.ReadStatus (2 + about log2(revision) Ranges) and one count_only
+// Range per resource the last full scan found, plus one per top namespace
+// holding objects of it, all at the revision of the first: it updates
+// etcdinspect_objects only. A
 // namespace or resource that appeared since the last full scan is
 // counted in its resource's OtherNamespace, or not at all, until the
 // next full scan; a count_only Range counts every key under the

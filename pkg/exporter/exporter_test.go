@@ -339,3 +339,66 @@ func TestMetricsLint(t *testing.T) {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }
+
+// TestScanCost: the cost a scan exports is what it asked: a full scan's
+// Ranges are those of live.ReadStatus and live.ReadUsage (pages of 1000
+// keys at the current and the compact revision), its keys read every key
+// at both; a count scan's Ranges those of ReadStatus plus one per
+// resource and per top namespace, reading no key.
+func TestScanCost(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	var ops []clientv3.Op
+	for i := range 2500 {
+		ops = append(ops, clientv3.OpPut(fmt.Sprintf("/registry/pods/ns%d/p%d", i%7, i), "v"))
+		if len(ops) == 100 {
+			if _, err := c.Txn(t.Context()).Then(ops...).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			ops = nil
+		}
+	}
+	put(t, c, "/registry/pods/ns0/p0", "/registry/pods/ns1/p1")
+	resp, err := c.Put(t.Context(), "compact_rev_key", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(t.Context(), resp.Header.Revision-1); err != nil {
+		t.Fatal(err)
+	}
+	// The Ranges of ReadStatus alone, at the same revision.
+	cc := &costClient{c: c}
+	if _, err := live.ReadStatus(t.Context(), cc, srv.Endpoints, 0); err != nil {
+		t.Fatal(err)
+	}
+	statusRanges := cc.take().Requests[RequestRange]
+
+	e := New(c, Options{Endpoints: srv.Endpoints, Interval: time.Minute, CountInterval: time.Second, TopNamespaces: 3})
+	for _, kind := range []string{KindFull, KindCount} {
+		if err := e.Scan(t.Context(), kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := gather(t, e)
+	// 2501 keys now (pods and compact_rev_key), 2500 at the compact
+	// revision (before compact_rev_key): 3 pages each; the compact
+	// revision bisected twice.
+	for _, tt := range []struct {
+		metric string
+		want   float64
+	}{
+		{`etcdinspect_scan_requests{kind="full",request="range"}`, float64(statusRanges + 3 + (statusRanges - 1) + 3)},
+		{`etcdinspect_scan_read_keys{kind="full"}`, 2501 + 2500},
+		{`etcdinspect_scan_requests{kind="full",request="status"}`, 1},
+		{`etcdinspect_scan_requests{kind="count",request="range"}`, float64(statusRanges + 1 + 3)},
+		{`etcdinspect_scan_read_keys{kind="count"}`, 0},
+		{`etcdinspect_requests_total{kind="count",request="range"}`, float64(statusRanges + 1 + 3)},
+	} {
+		if got := m[tt.metric]; got != tt.want {
+			t.Errorf("%s: got %g, want %g (ReadStatus alone: %d Ranges)", tt.metric, got, tt.want, statusRanges)
+		}
+	}
+	if m[`etcdinspect_scan_read_bytes{kind="full"}`] < 2*2501*float64(len("/registry/pods/ns0/p0")) {
+		t.Errorf("got %g bytes read by the full scan, want at least its keys' bytes", m[`etcdinspect_scan_read_bytes{kind="full"}`])
+	}
+}
