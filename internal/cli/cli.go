@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -27,8 +28,7 @@ const (
 
 // AnnotationTerminateExitsOK, set (to any value) in a command's
 // Annotations, makes RunContext exit ExitOK when SIGTERM ended the
-// command's context (context.Cause is ErrTerminated) and the command
-// returned no error: a server's normal stop, as Prometheus and
+// command's context (Interrupted) and the command returned no error: a server's normal stop, as Prometheus and
 // kube-apiserver exit 0 on SIGTERM. SIGINT still exits ExitInterrupted.
 const AnnotationTerminateExitsOK = "etcdkit/sigterm-exits-ok"
 
@@ -96,7 +96,7 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 func RunContext(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrTerminated) && cmd != nil &&
+	if err == nil && Interrupted(ctx) == syscall.SIGTERM && cmd != nil &&
 		cmd.Annotations[AnnotationTerminateExitsOK] != "" {
 		return ExitOK
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -36,18 +38,18 @@ func TestOneLine(t *testing.T) {
 }
 
 // TestRunContextTerminated: a command annotated AnnotationTerminateExitsOK
-// that SIGTERM stopped (the context's cause ErrTerminated) exits 0; SIGINT
-// still exits 130, and so does an unannotated command after SIGTERM.
+// that SIGTERM stopped (Interrupted) exits 0; SIGINT still exits 130, and
+// so does an unannotated command after SIGTERM.
 func TestRunContextTerminated(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
-		cause     error
+		sig       os.Signal
 		annotated bool
 		want      int
 	}{
-		{"annotated, SIGTERM", ErrTerminated, true, ExitOK},
-		{"annotated, SIGINT", ErrInterrupt, true, ExitInterrupted},
-		{"not annotated, SIGTERM", ErrTerminated, false, ExitInterrupted},
+		{"annotated, SIGTERM", syscall.SIGTERM, true, ExitOK},
+		{"annotated, SIGINT", syscall.SIGINT, true, ExitInterrupted},
+		{"not annotated, SIGTERM", syscall.SIGTERM, false, ExitInterrupted},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := &cobra.Command{Use: "tool"}
@@ -60,8 +62,9 @@ func TestRunContextTerminated(t *testing.T) {
 				serve.Annotations = map[string]string{AnnotationTerminateExitsOK: "true"}
 			}
 			root.AddCommand(serve)
-			ctx, cancel := context.WithCancelCause(context.Background())
-			cancel(tt.cause)
+			ctx, interrupt, stop := WithInterrupt(context.Background())
+			defer stop()
+			interrupt(tt.sig)
 			var errOut bytes.Buffer
 			if got := RunContext(ctx, root, []string{"serve"}, &errOut); got != tt.want {
 				t.Errorf("got exit %d (stderr %q), want %d", got, errOut.String(), tt.want)

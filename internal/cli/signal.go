@@ -2,32 +2,40 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 )
 
-// ErrInterrupt is the cause (context.Cause) of a context ended by SIGINT,
-// ErrTerminated of one ended by SIGTERM (NotifyInterrupts).
-var (
-	ErrInterrupt  = errors.New("interrupted (SIGINT)")
-	ErrTerminated = errors.New("terminated (SIGTERM)")
-)
+// NotifyInterrupts is the context Run runs a command under: the first
+// SIGINT or SIGTERM ends it (Interrupted tells which), and it carries the
+// context a second signal ends (SecondInterrupt). stop releases the
+// signals.
+func NotifyInterrupts() (_ context.Context, stop func()) { return notifyInterrupts() }
 
-// signalCause is the cause NotifyInterrupts ends its context with.
-func signalCause(s os.Signal) error {
-	if s == syscall.SIGTERM {
-		return ErrTerminated
-	}
-	return ErrInterrupt
+type interruptKey struct{}
+
+// WithInterrupt returns a copy of parent that interrupt ends, recording
+// the signal for Interrupted. Its context's error stays context.Canceled.
+func WithInterrupt(parent context.Context) (_ context.Context, interrupt func(os.Signal), stop context.CancelFunc) {
+	var sig atomic.Value
+	ctx, cancel := context.WithCancel(context.WithValue(parent, interruptKey{}, &sig))
+	return ctx, func(s os.Signal) {
+		sig.CompareAndSwap(nil, s)
+		cancel()
+	}, cancel
 }
 
-// NotifyInterrupts is the context Run runs a command under: the first
-// SIGINT or SIGTERM ends it, with ErrInterrupt or ErrTerminated as its
-// cause (context.Cause), and it carries the context a second signal ends
-// (SecondInterrupt). stop releases the signals.
-func NotifyInterrupts() (_ context.Context, stop func()) { return notifyInterrupts() }
+// Interrupted returns the signal that ended ctx (WithInterrupt,
+// NotifyInterrupts), or nil when none did.
+func Interrupted(ctx context.Context) os.Signal {
+	if v, ok := ctx.Value(interruptKey{}).(*atomic.Value); ok && ctx.Err() != nil {
+		s, _ := v.Load().(os.Signal)
+		return s
+	}
+	return nil
+}
 
 // interruptSignals are the signals that interrupt a command.
 var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
@@ -44,14 +52,14 @@ var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 func notifyInterrupts() (_ context.Context, stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, interruptSignals...)
-	first, cancelFirst := context.WithCancelCause(context.Background())
-	second, cancelSecond := context.WithCancelCause(context.Background())
+	first, interruptFirst, cancelFirst := WithInterrupt(context.Background())
+	second, interruptSecond, cancelSecond := WithInterrupt(context.Background())
 	done := make(chan struct{})
 	go func() {
-		for _, cancel := range []context.CancelCauseFunc{cancelFirst, cancelSecond} {
+		for _, interrupt := range []func(os.Signal){interruptFirst, interruptSecond} {
 			select {
 			case s := <-sigs:
-				cancel(signalCause(s))
+				interrupt(s)
 			case <-done:
 				return
 			}
@@ -61,8 +69,8 @@ func notifyInterrupts() (_ context.Context, stop func()) {
 	return WithSecondInterrupt(first, second), func() {
 		close(done)
 		signal.Stop(sigs)
-		cancelFirst(nil)
-		cancelSecond(nil)
+		cancelFirst()
+		cancelSecond()
 	}
 }
 

@@ -2,7 +2,6 @@ package command_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -96,7 +95,7 @@ func (b *syncBuffer) String() string {
 type runningExporter struct {
 	addr   string
 	stderr *syncBuffer
-	stop   context.CancelCauseFunc
+	stop   func(os.Signal)
 	code   chan int
 }
 
@@ -106,8 +105,9 @@ var servingRE = regexp.MustCompile(`serving http://(\S+)/metrics`)
 // kernel chooses and waits until it serves.
 func startExporter(t *testing.T, args ...string) *runningExporter {
 	t.Helper()
-	ctx, stop := context.WithCancelCause(t.Context())
-	e := &runningExporter{stderr: &syncBuffer{}, stop: stop, code: make(chan int, 1)}
+	ctx, interrupt, cancel := cli.WithInterrupt(t.Context())
+	t.Cleanup(cancel)
+	e := &runningExporter{stderr: &syncBuffer{}, stop: interrupt, code: make(chan int, 1)}
 	root := command.NewRootCommand()
 	root.SetOut(io.Discard)
 	root.SetErr(e.stderr)
@@ -118,7 +118,7 @@ func startExporter(t *testing.T, args ...string) *runningExporter {
 	for time.Now().Before(deadline) {
 		if m := servingRE.FindStringSubmatch(e.stderr.String()); m != nil {
 			e.addr = m[1]
-			t.Cleanup(func() { e.shutdown(t, cli.ErrInterrupt) })
+			t.Cleanup(func() { e.shutdown(t, syscall.SIGINT) })
 			return e
 		}
 		select {
@@ -127,22 +127,22 @@ func startExporter(t *testing.T, args ...string) *runningExporter {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	stop(cli.ErrInterrupt)
+	interrupt(syscall.SIGINT)
 	t.Fatalf("exporter did not serve within 30 s: %s", e.stderr.String())
 	return nil
 }
 
-// shutdown sends the exporter the signal cause stands for and returns its
-// exit code; it fails the test when the exporter takes more than 2 s.
-func (e *runningExporter) shutdown(t *testing.T, cause error) int {
+// shutdown ends the exporter's context as sig does in main and returns
+// its exit code; it fails the test when the exporter takes more than 2 s.
+func (e *runningExporter) shutdown(t *testing.T, sig os.Signal) int {
 	t.Helper()
-	e.stop(cause)
+	e.stop(sig)
 	select {
 	case code := <-e.code:
 		e.code <- code // for a second shutdown (t.Cleanup)
 		return code
 	case <-time.After(2 * time.Second):
-		t.Fatalf("exporter did not stop within 2 s of %v", cause)
+		t.Fatalf("exporter did not stop within 2 s of %v", sig)
 	}
 	return -1
 }
@@ -428,7 +428,7 @@ func TestExporterWithPrometheus(t *testing.T) {
 	if v, ok, body := promQuery(t, prom, `count(count by (namespace) (etcdinspect_objects{namespace!=""}))`); !ok || v != 2 {
 		t.Errorf("got %g namespace label values (%s), want 2: the top namespace and _other", v, body)
 	}
-	if code := e.shutdown(t, cli.ErrTerminated); code != cli.ExitOK || !strings.Contains(e.stderr.String(), "stopped") {
+	if code := e.shutdown(t, syscall.SIGTERM); code != cli.ExitOK || !strings.Contains(e.stderr.String(), "stopped") {
 		t.Errorf("after SIGTERM: got exit %d, stderr %q; want %d and stopped", code, e.stderr.String(), cli.ExitOK)
 	}
 }
@@ -487,7 +487,7 @@ func TestExporterEtcdStopped(t *testing.T) {
 	if !strings.Contains(e.stderr.String(), "scan failed") {
 		t.Errorf("got stderr %q, want a line per failed scan", e.stderr.String())
 	}
-	if code := e.shutdown(t, cli.ErrInterrupt); code != cli.ExitInterrupted {
+	if code := e.shutdown(t, syscall.SIGINT); code != cli.ExitInterrupted {
 		t.Errorf("after SIGINT: got exit %d, want %d", code, cli.ExitInterrupted)
 	}
 }
