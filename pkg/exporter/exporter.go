@@ -58,8 +58,10 @@ type Options struct {
 	StaleIntervals int
 	// Version is the exporter's version, for etcdinspect_exporter_info.
 	Version string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Now is the clock and After its timer (Run's waits); nil means
+	// time.Now and time.After.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
 	// OnScan, when set, is called after every scan that ended (not one
 	// stopped by Run's ctx) with its kind, duration and error, outside
 	// the Exporter's lock.
@@ -101,6 +103,9 @@ func New(c live.Client, o Options) *Exporter {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.After == nil {
+		o.After = time.After
+	}
 	if o.StaleIntervals <= 0 {
 		o.StaleIntervals = DefaultStaleIntervals
 	}
@@ -110,8 +115,9 @@ func New(c live.Client, o Options) *Exporter {
 
 // Run scans until ctx ends, then returns nil: a full scan at once and
 // every Interval after the start of the previous one, a count scan every
-// CountInterval in between (once a full scan succeeded). Scans never
-// overlap; each is bounded by its interval.
+// CountInterval in between. Until a full scan succeeded, none is counted
+// and the full scan is retried every CountInterval (when shorter than
+// Interval). Scans never overlap; each is bounded by its interval.
 func (e *Exporter) Run(ctx context.Context) error {
 	nextFull := e.o.Now()
 	var nextCount time.Time
@@ -121,12 +127,10 @@ func (e *Exporter) Run(ctx context.Context) error {
 			next, kind = nextCount, KindCount
 		}
 		if d := next.Sub(e.o.Now()); d > 0 {
-			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return nil
-			case <-t.C:
+			case <-e.o.After(d):
 			}
 		}
 		if ctx.Err() != nil {
@@ -141,6 +145,8 @@ func (e *Exporter) Run(ctx context.Context) error {
 			nextFull = start.Add(e.o.Interval)
 			if e.hasFull() {
 				nextCount = e.o.Now().Add(e.o.CountInterval)
+			} else if e.o.CountInterval > 0 && e.o.CountInterval < e.o.Interval {
+				nextFull = start.Add(e.o.CountInterval)
 			}
 		} else {
 			nextCount = nextCount.Add(e.o.CountInterval)

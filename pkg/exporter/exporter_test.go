@@ -402,3 +402,63 @@ func TestScanCost(t *testing.T) {
 		t.Errorf("got %g bytes read by the full scan, want at least its keys' bytes", m[`etcdinspect_scan_read_bytes{kind="full"}`])
 	}
 }
+
+// TestRunSchedule drives Run with a fake clock: a full scan at once, then
+// count scans every CountInterval and a full scan every Interval from the
+// start of the last; while no full scan has succeeded, the full scan is
+// retried every CountInterval and no count scan runs.
+func TestRunSchedule(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	fc := &flakyClient{Client: etcdtest.NewClient(t, srv)}
+	put(t, fc.Client.(*clientv3.Client), "/registry/pods/a/p1")
+	fc.fail.Store(true) // the first full scan fails
+	clk := &clock{now: time.Unix(1_800_000_000, 0)}
+	start := clk.Now()
+	type wait struct {
+		d    time.Duration
+		fire chan time.Time
+	}
+	waits := make(chan wait)
+	type scan struct {
+		kind string
+		at   time.Duration
+		ok   bool
+	}
+	scans := make(chan scan, 100)
+	ctx, cancel := context.WithCancel(t.Context())
+	e := New(fc, Options{Endpoints: srv.Endpoints, StatusTimeout: time.Second, Interval: time.Second, CountInterval: 300 * time.Millisecond,
+		Now: clk.Now,
+		After: func(d time.Duration) <-chan time.Time {
+			w := wait{d, make(chan time.Time, 1)}
+			select {
+			case waits <- w:
+			case <-ctx.Done():
+			}
+			return w.fire
+		},
+		OnScan: func(kind string, _ time.Duration, err error) {
+			scans <- scan{kind, clk.Now().Sub(start), err == nil}
+			if err != nil {
+				fc.fail.Store(false) // the next scans succeed
+			}
+		}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx)
+	}()
+	var got []string
+	for range 9 {
+		s := <-scans
+		got = append(got, fmt.Sprintf("%s@%s", s.kind, s.at))
+		w := <-waits
+		clk.Add(w.d)
+		w.fire <- clk.Now()
+	}
+	cancel()
+	<-done
+	want := "full@0s full@300ms count@600ms count@900ms count@1.2s full@1.3s count@1.6s count@1.9s count@2.2s"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("got scans %s, want %s", g, want)
+	}
+}

@@ -98,7 +98,8 @@ requests and serves the last successful scan's figures at /metrics
   - every --count-interval between them a count scan: Status, and one
     count_only Range per resource and per top namespace of it.
 
-A failed scan keeps the last figures, counts the error
+Until a full scan succeeds, it is retried every --count-interval. A
+failed scan keeps the last figures, counts the error
 (etcdinspect_scan_errors_total) and leaves their time in
 etcdinspect_last_successful_scan_timestamp_seconds; /healthz answers 503
 once they are older than 3 intervals. Each scan's cost (requests, keys and
