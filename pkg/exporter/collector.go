@@ -89,15 +89,9 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Objects returns the objects per Series as Collect exports them: the
+// objects returns the objects per Series as Collect exports them: the
 // last full scan's, with the resources a newer count scan counted
-// replaced by its counts; nil before a full scan succeeded.
-func (e *Exporter) Objects() map[Series]int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.objects()
-}
-
+// replaced by its counts; nil before a full scan succeeded. e.mu is held.
 func (e *Exporter) objects() map[Series]int64 {
 	if e.full == nil {
 		return nil

@@ -72,6 +72,17 @@ func TestExporterBadFlags(t *testing.T) {
 	}
 }
 
+// TestExporterDeadEndpoint: a dead endpoint is one line naming the cause,
+// exit 1, as for the other live commands, before anything is served.
+func TestExporterDeadEndpoint(t *testing.T) {
+	dead := freePort(t)
+	out, stderr, code := run(t, "exporter", "--endpoints", "http://"+dead, "--listen", "127.0.0.1:0")
+	if code != cli.ExitError || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "connection refused") ||
+		strings.Contains(stderr, "serving") {
+		t.Errorf("got exit %d, stdout %q, stderr %q; want %d, nothing, one line saying connection refused", code, out, stderr, cli.ExitError)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in
 // different goroutines.
 type syncBuffer struct {
@@ -403,6 +414,12 @@ func TestExporterWithPrometheus(t *testing.T) {
 	}
 
 	prom := startPrometheus(t, e.addr)
+	// Let count scans replace the full scan's objects: the figures
+	// compared below are then theirs.
+	waitFor(t, 60*time.Second, "Prometheus has 2 count scans", func() (bool, string) {
+		v, ok, body := promQuery(t, prom, `etcdinspect_scans_total{job="etcdinspect",kind="count"} >= 2`)
+		return ok && v >= 2, body
+	})
 	for _, tc := range []struct {
 		query string
 		want  float64
