@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -162,10 +161,6 @@ func (e *Exporter) hasFull() bool {
 	defer e.mu.Unlock()
 	return e.full != nil
 }
-
-// ErrNoFullScan is returned by Scan(KindCount) before a full scan
-// succeeded: a count scan counts what the last full scan found.
-var ErrNoFullScan = errors.New("no successful full scan yet: a count scan counts the resources and namespaces a full scan found")
 
 // Scan runs one scan of kind (KindFull or KindCount) bounded by its
 // interval, records its result or its error, and returns the error.
