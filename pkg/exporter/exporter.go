@@ -88,12 +88,15 @@ type Exporter struct {
 	o Options
 	c *costClient
 
-	mu      sync.Mutex
-	started time.Time
-	full    *FullResult
-	count   *CountResult // nil, or newer than full
-	status  *live.Status
-	kinds   map[string]*scanState
+	// scanning serializes Scan: the cost client counts one scan at a
+	// time.
+	scanning sync.Mutex
+
+	mu     sync.Mutex
+	full   *FullResult
+	count  *CountResult // nil, or newer than full
+	status *live.Status
+	kinds  map[string]*scanState
 }
 
 // New returns an Exporter reading through c; it scans nothing until Run
@@ -108,8 +111,7 @@ func New(c live.Client, o Options) *Exporter {
 	if o.StaleIntervals <= 0 {
 		o.StaleIntervals = DefaultStaleIntervals
 	}
-	return &Exporter{o: o, c: &costClient{c: c}, started: o.Now(),
-		kinds: map[string]*scanState{KindFull: {}, KindCount: {}}}
+	return &Exporter{o: o, c: &costClient{c: c}, kinds: map[string]*scanState{KindFull: {}, KindCount: {}}}
 }
 
 // Run scans until ctx ends, then returns nil: a full scan at once and
@@ -163,11 +165,22 @@ func (e *Exporter) hasFull() bool {
 }
 
 // Scan runs one scan of kind (KindFull or KindCount) bounded by its
-// interval, records its result or its error, and returns the error.
+// interval (none when that is not positive), records its result or its
+// error, and returns the error. Scans run one at a time: a Scan waits for
+// the one under way.
 func (e *Exporter) Scan(ctx context.Context, kind string) error {
+	if kind != KindFull && kind != KindCount {
+		return fmt.Errorf("scan kind %q is not %s or %s", kind, KindFull, KindCount)
+	}
+	e.scanning.Lock()
+	defer e.scanning.Unlock()
 	bound := e.o.Interval
 	if kind == KindCount {
 		bound = e.o.CountInterval
+	}
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if bound > 0 {
+		sctx, cancel = context.WithTimeout(ctx, bound)
 	}
 	e.mu.Lock()
 	k := e.kinds[kind]
@@ -179,7 +192,6 @@ func (e *Exporter) Scan(ctx context.Context, kind string) error {
 	e.mu.Unlock()
 
 	start := e.o.Now()
-	sctx, cancel := context.WithTimeout(ctx, bound)
 	e.c.take()
 	var (
 		full  *FullResult
