@@ -41,6 +41,7 @@ type exporterOptions struct {
 
 func (o *exporterOptions) AddFlags(fs *pflag.FlagSet) {
 	o.live.AddFlags(fs)
+	fs.Lookup("endpoints").Usage = "scan the running cluster at these etcd client URLs (comma-separated; required); read-only requests only"
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9379", "serve /metrics and /healthz on this host:port")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "period of the full scans (keys_only Ranges of every key), and the bound of each")
 	fs.DurationVar(&o.countInterval, "count-interval", 30*time.Second,
