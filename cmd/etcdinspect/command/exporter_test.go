@@ -271,22 +271,27 @@ func freePort(t *testing.T) string {
 }
 
 // startPrometheus runs a real Prometheus server that scrapes target every
-// second, with its own configuration and storage in the test's
-// directory; it is ended by its PID when the test ends. It returns the
-// server's address.
+// second and evaluates the repository's alert rules, with its own
+// configuration and storage in the test's directory; it is ended by its
+// PID when the test ends. It returns the server's address.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
 	bin := lookTool(t, "prometheus")
 	dir := t.TempDir()
+	rules, err := filepath.Abs(filepath.Join(deployDir, "prometheus", "etcdinspect-rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	config := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 900ms
   evaluation_interval: 1s
+rule_files: [%q]
 scrape_configs:
   - job_name: etcdinspect
     static_configs:
       - targets: [%q]
-`, target)
+`, rules, target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -446,6 +451,24 @@ func TestExporterWithPrometheus(t *testing.T) {
 	if v, ok, body := promQuery(t, prom, `count(count by (namespace) (etcdinspect_objects{namespace!=""}))`); !ok || v != 2 {
 		t.Errorf("got %g namespace label values (%s), want 2: the top namespace and _other", v, body)
 	}
+	// Every query of the dashboard answers, with data, on what
+	// Prometheus stored (rates and trends need two samples); the alert
+	// rules evaluate without error.
+	waitFor(t, 30*time.Second, "Prometheus has 3 scrapes", func() (bool, string) {
+		v, ok, body := promQuery(t, prom, `count_over_time(etcdinspect_current_revision{job="etcdinspect"}[1m])`)
+		return ok && v >= 3, body
+	})
+	for _, q := range dashboardQueries(t) {
+		q = strings.ReplaceAll(q, "$job", ".+")
+		code, body := httpGet(t, "http://"+prom+"/api/v1/query?query="+url.QueryEscape(q))
+		if code != http.StatusOK || !strings.Contains(body, `"status":"success"`) || strings.Contains(body, `"result":[]`) {
+			t.Errorf("dashboard query %s: got %d %s, want a result", q, code, body)
+		}
+	}
+	waitFor(t, 30*time.Second, "the alert rules evaluated", func() (bool, string) {
+		_, body := httpGet(t, "http://"+prom+"/api/v1/rules")
+		return strings.Count(body, `"health":"ok"`) == 2, body
+	})
 	if code := e.shutdown(t, syscall.SIGTERM); code != cli.ExitOK || !strings.Contains(e.stderr.String(), "stopped") {
 		t.Errorf("after SIGTERM: got exit %d, stderr %q; want %d and stopped", code, e.stderr.String(), cli.ExitOK)
 	}
@@ -516,28 +539,7 @@ func TestExporterEtcdStopped(t *testing.T) {
 // exporter exports.
 func TestExporterDeployFiles(t *testing.T) {
 	rules := filepath.Join(deployDir, "prometheus", "etcdinspect-rules.yml")
-	dashboard := filepath.Join(deployDir, "grafana", "etcdinspect-dashboard.json")
-	var exprs []string
-	b, err := os.ReadFile(dashboard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("%s: %v", dashboard, err)
-	}
-	for _, p := range d.Panels {
-		for _, tg := range p.Targets {
-			exprs = append(exprs, tg.Expr)
-		}
-	}
+	exprs := dashboardQueries(t)
 	rb, err := os.ReadFile(rules)
 	if err != nil {
 		t.Fatal(err)
@@ -563,6 +565,34 @@ func TestExporterDeployFiles(t *testing.T) {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+}
+
+// dashboardQueries returns the PromQL of every panel of the Grafana
+// dashboard.
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	dashboard := filepath.Join(deployDir, "grafana", "etcdinspect-dashboard.json")
+	b, err := os.ReadFile(dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", dashboard, err)
+	}
+	var exprs []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	return exprs
 }
 
 // exportedMetrics lists the metric names the exporter describes
