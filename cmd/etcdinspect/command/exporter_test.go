@@ -408,14 +408,10 @@ func TestExporterWithPrometheus(t *testing.T) {
 	if got := metrics[`etcdinspect_scan_revision{kind="full"}`]; got != float64(offStatus.Revision) {
 		t.Fatalf("the exporter read at revision %g, want the snapshot's %d: the comparison needs one instant", got, offStatus.Revision)
 	}
-	if promtool, err := exec.LookPath("promtool"); err == nil {
-		cmd := exec.Command(promtool, "check", "metrics")
-		cmd.Stdin = strings.NewReader(body)
-		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
-			t.Errorf("promtool check metrics: %v:\n%s", err, out)
-		}
-	} else {
-		t.Logf("promtool is not installed: /metrics not checked by it (TestMetricsLint in pkg/exporter lints the same rules)")
+	cmd := exec.Command(lookTool(t, "promtool"), "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("promtool check metrics: %v:\n%s", err, out)
 	}
 
 	prom := startPrometheus(t, e.addr)
