@@ -3,18 +3,16 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/kubestore/etcdkit/cmd/etcdinspect/command"
 	"github.com/kubestore/etcdkit/internal/cli"
 )
 
 func main() {
-	// SIGINT and SIGTERM end every lock wait and scan: exit 130.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// SIGINT and SIGTERM end every lock wait and scan: exit 130 (the
+	// exporter exits 0 on SIGTERM: cli.AnnotationTerminateExitsOK).
+	ctx, stop := cli.NotifyInterrupts()
 	code := cli.RunContext(ctx, command.NewRootCommand(), os.Args[1:], os.Stderr)
 	stop()
 	os.Exit(code)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 )
 
 // buildEtcdinspect builds this command into the test's directory.
@@ -129,6 +133,91 @@ func TestSignalsStopWaitsAndScans(t *testing.T) {
 			}
 			if msg := stderr.String(); strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "etcdinspect: interrupted") {
 				t.Errorf("stderr %q, want one line saying it was interrupted", msg)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestExporterSignals runs the exporter binary against an embedded member:
+// SIGTERM, a server's normal stop, ends it with exit 0, SIGINT with 130,
+// each within 2 s and after the HTTP server shut down; stdout stays
+// empty.
+func TestExporterSignals(t *testing.T) {
+	bin := buildEtcdinspect(t)
+	srv := etcdtest.RunEtcd(t)
+	for _, tt := range []struct {
+		sig      syscall.Signal
+		wantCode int
+	}{
+		{syscall.SIGTERM, 0},
+		{syscall.SIGINT, 130},
+	} {
+		t.Run(tt.sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "exporter", "--endpoints", strings.Join(srv.Endpoints, ","), "--listen", "127.0.0.1:0",
+				"--interval", "1m", "--count-interval", "1s")
+			var stdout bytes.Buffer
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdout = &stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			lines := make(chan string, 100)
+			go func() {
+				defer close(lines)
+				s := bufio.NewScanner(stderr)
+				for s.Scan() {
+					lines <- s.Text()
+				}
+			}()
+			var addr string
+			timeout := time.After(30 * time.Second)
+			for addr == "" {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("exporter exited before serving: %v", cmd.Wait())
+					}
+					if _, rest, found := strings.Cut(l, "serving http://"); found {
+						addr, _, _ = strings.Cut(rest, "/")
+					}
+				case <-timeout:
+					t.Fatal("exporter did not serve within 30 s")
+				}
+			}
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if err := syscall.Kill(pid, tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			var rest []string
+			for l := range lines {
+				rest = append(rest, l)
+			}
+			err = cmd.Wait()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantCode || time.Since(sent) > 2*time.Second {
+				t.Errorf("after %v: got exit %d after %s, want %d within 2 s (stderr %q)", tt.sig, code, time.Since(sent), tt.wantCode, rest)
+			}
+			if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
+				t.Errorf("after %v: %s still serves", tt.sig, addr)
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout %q, want nothing", stdout.String())

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,12 @@ const (
 	// number, what a shell reports for a command ^C ended.
 	ExitInterrupted = 130
 )
+
+// AnnotationTerminateExitsOK, set (to any value) in a command's
+// Annotations, makes RunContext exit ExitOK when SIGTERM ended the
+// command's context (Interrupted) and the command returned no error: a server's normal stop, as Prometheus and
+// kube-apiserver exit 0 on SIGTERM. SIGINT still exits ExitInterrupted.
+const AnnotationTerminateExitsOK = "etcdkit/sigterm-exits-ok"
 
 // FlagError is a usage error: a bad flag, flag combination or argument. Run
 // exits with ExitUsage for it.
@@ -83,11 +90,16 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 // runtime error, 2 for a usage error, ExitInterrupted for an error that
 // ends in ctx's cancellation ("<name>: interrupted: <what it stopped>")
 // and for a command that returned after ctx ended: an interrupted command
-// exits 130 always.
+// exits 130 always, except a command annotated AnnotationTerminateExitsOK
+// that SIGTERM stopped without an error (0).
 // Unknown subcommands are usage errors too.
 func RunContext(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil && Interrupted(ctx) == syscall.SIGTERM && cmd != nil &&
+		cmd.Annotations[AnnotationTerminateExitsOK] != "" {
+		return ExitOK
+	}
 	if err == nil && ctx.Err() != nil {
 		// The signal landed after the command's last look at ctx: its
 		// output may be whole, but the user asked it to stop.

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -31,5 +34,41 @@ func TestOneLine(t *testing.T) {
 		if got := oneLine(tt.in); got != tt.want {
 			t.Errorf("oneLine(%q): got %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestRunContextTerminated: a command annotated AnnotationTerminateExitsOK
+// that SIGTERM stopped (Interrupted) exits 0; SIGINT still exits 130, and
+// so does an unannotated command after SIGTERM.
+func TestRunContextTerminated(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		sig       os.Signal
+		annotated bool
+		want      int
+	}{
+		{"annotated, SIGTERM", syscall.SIGTERM, true, ExitOK},
+		{"annotated, SIGINT", syscall.SIGINT, true, ExitInterrupted},
+		{"not annotated, SIGTERM", syscall.SIGTERM, false, ExitInterrupted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := &cobra.Command{Use: "tool"}
+			PrepareRoot(root)
+			serve := &cobra.Command{Use: "serve", RunE: func(cmd *cobra.Command, _ []string) error {
+				<-cmd.Context().Done()
+				return nil
+			}}
+			if tt.annotated {
+				serve.Annotations = map[string]string{AnnotationTerminateExitsOK: "true"}
+			}
+			root.AddCommand(serve)
+			ctx, interrupt, stop := WithInterrupt(context.Background())
+			defer stop()
+			interrupt(tt.sig)
+			var errOut bytes.Buffer
+			if got := RunContext(ctx, root, []string{"serve"}, &errOut); got != tt.want {
+				t.Errorf("got exit %d (stderr %q), want %d", got, errOut.String(), tt.want)
+			}
+		})
 	}
 }

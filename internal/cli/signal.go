@@ -4,8 +4,38 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 )
+
+// NotifyInterrupts is the context Run runs a command under: the first
+// SIGINT or SIGTERM ends it (Interrupted tells which), and it carries the
+// context a second signal ends (SecondInterrupt). stop releases the
+// signals.
+func NotifyInterrupts() (_ context.Context, stop func()) { return notifyInterrupts() }
+
+type interruptKey struct{}
+
+// WithInterrupt returns a copy of parent that interrupt ends, recording
+// the signal for Interrupted. Its context's error stays context.Canceled.
+func WithInterrupt(parent context.Context) (_ context.Context, interrupt func(os.Signal), stop context.CancelFunc) {
+	var sig atomic.Value
+	ctx, cancel := context.WithCancel(context.WithValue(parent, interruptKey{}, &sig))
+	return ctx, func(s os.Signal) {
+		sig.CompareAndSwap(nil, s)
+		cancel()
+	}, cancel
+}
+
+// Interrupted returns the signal that ended ctx (WithInterrupt,
+// NotifyInterrupts), or nil when none did.
+func Interrupted(ctx context.Context) os.Signal {
+	if v, ok := ctx.Value(interruptKey{}).(*atomic.Value); ok && ctx.Err() != nil {
+		s, _ := v.Load().(os.Signal)
+		return s
+	}
+	return nil
+}
 
 // interruptSignals are the signals that interrupt a command.
 var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
@@ -22,14 +52,14 @@ var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 func notifyInterrupts() (_ context.Context, stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, interruptSignals...)
-	first, cancelFirst := context.WithCancel(context.Background())
-	second, cancelSecond := context.WithCancel(context.Background())
+	first, interruptFirst, cancelFirst := WithInterrupt(context.Background())
+	second, interruptSecond, cancelSecond := WithInterrupt(context.Background())
 	done := make(chan struct{})
 	go func() {
-		for _, cancel := range []context.CancelFunc{cancelFirst, cancelSecond} {
+		for _, interrupt := range []func(os.Signal){interruptFirst, interruptSecond} {
 			select {
-			case <-sigs:
-				cancel()
+			case s := <-sigs:
+				interrupt(s)
 			case <-done:
 				return
 			}

@@ -32,6 +32,12 @@ func TestSecondInterrupt(t *testing.T) {
 	if !done(ctx) {
 		t.Fatal("the first SIGINT did not end the command's context")
 	}
+	if got := Interrupted(ctx); got != syscall.SIGINT {
+		t.Errorf("got Interrupted %v, want %v", got, syscall.SIGINT)
+	}
+	if ctx.Err() != context.Canceled {
+		t.Errorf("got %v, want %v: commands tell an interruption by it", ctx.Err(), context.Canceled)
+	}
 	if second.Err() != nil {
 		t.Fatal("the first SIGINT ended the second-interrupt context too")
 	}

@@ -149,7 +149,8 @@ tombstones and free pages.`,
 	})
 	root.AddCommand(newStatusCommand(g), newUsageCommand(g), newKeysCommand(g), newGetCommand(g),
 		newHistoryCommand(g), newCompactionCommand(g), newLeasesCommand(g), newMetaCommand(g), newDiffCommand(g),
-		newWALCommand(g), newSpaceCommand(g), newMembersCommand(g), newVerifyCommand(g), newVersionCommand(g))
+		newWALCommand(g), newSpaceCommand(g), newMembersCommand(g), newVerifyCommand(g), newVersionCommand(g),
+		newExporterCommand(g))
 	return root
 }
 
