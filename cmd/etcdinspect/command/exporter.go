@@ -126,11 +126,14 @@ SIGINT too (exit 130).`,
 func runExporter(cmd *cobra.Command, g *globalOptions, o *exporterOptions) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	c, versions, done, err := o.live.connectForKeys(ctx, o.allowValueReads)
+	// The scans read keys from one member, a follower (connectForKeys);
+	// every member's Status is read on each scan all the same.
+	c, versions, member, done, err := o.live.connectForKeys(ctx, o.allowValueReads, "")
 	if err != nil {
 		return err
 	}
 	defer done()
+	fmt.Fprintf(stderr, "etcdinspect exporter: reading keys from member %s (%s)\n", member.Name, member.Endpoint)
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
