@@ -29,7 +29,8 @@ const initialEventsEnd = metav1.InitialEventsAnnotationKey
 // listWatch is the ListerWatcher of one informer: client-go's reflector
 // calls it exactly as it calls cache.NewListWatchFromClient's, and it
 // records every request it forwards (requestLog), reports every watch
-// event to the informer's Observer, and can hold the informer back: while
+// event to the informer's Observer (or, when its resourceVersion is not a
+// revision, counts it: eventRevision), and can hold the informer back: while
 // held, its current watch ends as a broken connection would and every new
 // LIST or WATCH waits until Release.
 //
@@ -185,10 +186,11 @@ func (lw *listWatch) startWatch(rv string) {
 }
 
 // eventRevision is the revision of an object a watch delivered, in an
-// event or a bookmark: kube-apiserver sets its resourceVersion to an etcd
-// revision (k8s.io/apiserver/pkg/storage/etcd3/store.go, the versioner's
-// UpdateObject), so "" and "0", which ParseResourceVersion takes for
-// "unset", are as wrong as text. The error wraps
+// event or a bookmark: kube-apiserver sets its resourceVersion to the
+// decimal etcd revision, "" for revision 0
+// (k8s.io/apiserver/pkg/storage/api_object_versioner.go UpdateObject), so
+// "" and "0", which ParseResourceVersion takes for "unset", are as wrong
+// as text. The error wraps
 // revision.ErrInvalidResourceVersion and names the event type.
 func eventRevision(typ watch.EventType, rv string) (int64, error) {
 	rev, err := revision.ParseResourceVersion(rv)
