@@ -30,9 +30,9 @@ const initialEventsEnd = metav1.InitialEventsAnnotationKey
 // calls it exactly as it calls cache.NewListWatchFromClient's, and it
 // records every request it forwards (requestLog), reports every watch
 // event to the informer's Observer (or, when its resourceVersion is not a
-// revision, counts it: eventRevision), and can hold the informer back: while
-// held, its current watch ends as a broken connection would and every new
-// LIST or WATCH waits until Release.
+// revision, counts it: eventRevision), and can hold the informer back:
+// while held, its current watch ends as a broken connection would and
+// every new LIST or WATCH waits until Release.
 //
 // It does not implement watchlist's IsWatchListSemanticsUnSupported, so
 // client-go uses WatchList with it whenever the WatchListClient gate is on
@@ -190,11 +190,11 @@ func (lw *listWatch) startWatch(rv string) {
 // decimal etcd revision, "" for revision 0
 // (k8s.io/apiserver/pkg/storage/api_object_versioner.go UpdateObject), so
 // "" and "0", which ParseResourceVersion takes for "unset", are as wrong
-// as text. The error wraps
-// revision.ErrInvalidResourceVersion and names the event type.
+// as text. The error wraps revision.ErrInvalidResourceVersion and names
+// the event type.
 func eventRevision(typ watch.EventType, rv string) (int64, error) {
 	rev, err := revision.ParseResourceVersion(rv)
-	if err == nil && rev <= 0 {
+	if err == nil && rev == 0 {
 		err = fmt.Errorf("%w %q: not a revision", revision.ErrInvalidResourceVersion, rv)
 	}
 	if err != nil {

@@ -17,9 +17,10 @@ import (
 // A watcher reports, in the order it saw them: StartWatch when it begins
 // a watch (after a LIST, or after the initial events of a WatchList
 // stream), Event for every event of that watch, Progress for every
-// bookmark, and UnparsedResourceVersion instead of Event or Progress when
-// the resourceVersion is not a revision. An Observer is safe for concurrent use, but a watcher's calls
-// must come in its own order (one goroutine at a time).
+// bookmark, and UnparsedResourceVersion instead of any of them when the
+// resourceVersion is not a revision. An Observer is safe for concurrent
+// use, but a watcher's calls must come in its own order (one goroutine at
+// a time).
 type Observer struct {
 	mu  sync.Mutex
 	val *validator
@@ -60,10 +61,11 @@ func (o *Observer) Event(ev WatchEvent, at int64) {
 }
 
 // UnparsedResourceVersion counts, as a violation of kind
-// ViolationUnparsedResourceVersion, an event or bookmark of the watcher
-// whose resourceVersion is not a revision: it can be neither checked nor
-// timed. key is the object's etcd key ("" for a bookmark); err says what
-// carried the resourceVersion and why it does not parse.
+// ViolationUnparsedResourceVersion, an event, bookmark or WATCH request
+// of the watcher whose resourceVersion is not a revision: the event can be
+// neither checked nor timed, the bookmark or watch start not checked. key
+// is the object's etcd key ("" if none); err says what carried the
+// resourceVersion and why it does not parse.
 func (o *Observer) UnparsedResourceVersion(key string, err error) {
 	o.val.add(ViolationUnparsedResourceVersion, 0, key, err.Error())
 }

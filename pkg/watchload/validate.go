@@ -49,10 +49,11 @@ const (
 	// ViolationUnrecorded: etcd acknowledged a write whose revision the
 	// history recorder never saw, although it recorded past it.
 	ViolationUnrecorded ViolationKind = "unrecorded-write"
-	// ViolationUnparsedResourceVersion: a watch event or bookmark that
-	// kube-apiserver sent carried a resourceVersion that is not a
-	// revision, so it could be neither checked nor timed
-	// (Observer.UnparsedResourceVersion). Revision is 0.
+	// ViolationUnparsedResourceVersion: a watch event or bookmark from
+	// kube-apiserver, or a WATCH from a resourceVersion it gave, carried
+	// a resourceVersion that is not a revision, so it could not be
+	// checked, nor an event timed (Observer.UnparsedResourceVersion).
+	// Revision is 0.
 	ViolationUnparsedResourceVersion ViolationKind = "unparsed-resourceVersion"
 )
 
