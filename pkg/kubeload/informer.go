@@ -171,12 +171,10 @@ func (s *InformerSet) Hold(i int) { s.Informers[i].lw.Hold() }
 // Release lets informer i list and watch again.
 func (s *InformerSet) Release(i int) { s.Informers[i].lw.Release() }
 
-// LastRevision is the last resourceVersion informer i's watches
-// delivered, as a revision (0 if none).
-func (s *InformerSet) LastRevision(i int) int64 {
-	rev, _ := revision.ParseResourceVersion(s.Informers[i].lw.LastRV())
-	return rev
-}
+// LastRevision is the last revision informer i's watches delivered, in an
+// event or a bookmark (0 if none): its last resourceVersion that was a
+// revision (the others are counted as unparsed where they arrived).
+func (s *InformerSet) LastRevision(i int) int64 { return s.Informers[i].lw.LastRevision() }
 
 // Cache returns informer i's cache as etcd keys (under prefix, as
 // NewInformerSet's) to mod_revision (the objects' resourceVersions).
@@ -188,7 +186,12 @@ func (s *InformerSet) Cache(i int) map[string]int64 {
 		if err != nil {
 			continue
 		}
-		rev, _ := revision.ParseResourceVersion(m.GetResourceVersion())
+		rev, err := revision.ParseResourceVersion(m.GetResourceVersion())
+		if err != nil {
+			// Not a revision: 0, which no key of etcd's state has, so
+			// CompareCache reports the key as a cache mismatch.
+			rev = 0
+		}
 		key := keyspace.Build(keyspace.Key{Prefix: in.lw.prefix, Resource: in.Resource, Namespace: m.GetNamespace(), Name: m.GetName()})
 		out[key] = rev
 	}

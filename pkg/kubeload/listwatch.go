@@ -3,6 +3,7 @@ package kubeload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,9 +29,10 @@ const initialEventsEnd = metav1.InitialEventsAnnotationKey
 // listWatch is the ListerWatcher of one informer: client-go's reflector
 // calls it exactly as it calls cache.NewListWatchFromClient's, and it
 // records every request it forwards (requestLog), reports every watch
-// event to the informer's Observer, and can hold the informer back: while
-// held, its current watch ends as a broken connection would and every new
-// LIST or WATCH waits until Release.
+// event to the informer's Observer (or, when its resourceVersion is not a
+// revision, counts it: eventRevision), and can hold the informer back:
+// while held, its current watch ends as a broken connection would and
+// every new LIST or WATCH waits until Release.
 //
 // It does not implement watchlist's IsWatchListSemanticsUnSupported, so
 // client-go uses WatchList with it whenever the WatchListClient gate is on
@@ -52,7 +54,7 @@ type listWatch struct {
 	held     bool
 	released chan struct{}      // closed by Release
 	current  *instrumentedWatch // the open watch, if any
-	lastRV   string             // the last resourceVersion delivered
+	lastRev  int64              // the last revision delivered (LastRevision)
 	running  sync.WaitGroup     // the watches' forwarding goroutines
 }
 
@@ -147,11 +149,7 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 	w := &instrumentedWatch{lw: lw, r: r, inner: inner, cancel: cancel, initial: initial,
 		out: make(chan watch.Event), stop: make(chan struct{})}
 	if !initial {
-		// A watch from resourceVersion r delivers every event after r.
-		from, perr := revision.ParseResourceVersion(opts.ResourceVersion)
-		if perr == nil && from > 0 {
-			lw.obs.StartWatch(from + 1)
-		}
+		lw.startWatch(opts.ResourceVersion)
 	}
 	lw.mu.Lock()
 	held := lw.held
@@ -166,6 +164,56 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		w.breakOff()
 	}
 	return w, nil
+}
+
+// startWatch tells the Observer of a WATCH from resourceVersion rv (not a
+// WATCHLIST, whose start is its initial events' bookmark): a watch from
+// revision r delivers every event after r. rv "" (the most recent) and
+// "0" (any) are legitimate and name no start revision: no watch is
+// started for the checks, which go on as if the previous watch went on
+// (client-go's reflector never sends them on a WATCH: it watches from the
+// resourceVersion its LIST returned, k8s.io/client-go/tools/cache/
+// reflector.go watch). Any other rv that is not a revision came from
+// kube-apiserver (a LIST's or an event's), and is counted.
+func (lw *listWatch) startWatch(rv string) {
+	from, err := revision.ParseResourceVersion(rv)
+	switch {
+	case err != nil:
+		lw.obs.UnparsedResourceVersion("", fmt.Errorf("WATCH from %w", err))
+	case from > 0:
+		lw.obs.StartWatch(from + 1)
+	}
+}
+
+// eventRevision is the revision of an object a watch delivered, in an
+// event or a bookmark: kube-apiserver sets its resourceVersion to the
+// decimal etcd revision, "" for revision 0
+// (k8s.io/apiserver/pkg/storage/api_object_versioner.go UpdateObject), so
+// "" and "0", which ParseResourceVersion takes for "unset", are as wrong
+// as text. The error wraps revision.ErrInvalidResourceVersion and names
+// the event type.
+func eventRevision(typ watch.EventType, rv string) (int64, error) {
+	rev, err := revision.ParseResourceVersion(rv)
+	if err == nil && rev == 0 {
+		err = fmt.Errorf("%w %q: not a revision", revision.ErrInvalidResourceVersion, rv)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s event: %w", typ, err)
+	}
+	return rev, nil
+}
+
+// watchEvent is the WatchEvent of one ADDED, MODIFIED or DELETED event of
+// the object at key, at revision rev: client-go's events carry no create
+// revision, and kube-apiserver sends ADDED for a create (or for an object
+// that comes to match the watch's label selector, which lwbench's objects
+// never do: their run label is set at creation).
+func watchEvent(typ watch.EventType, key string, rev int64) watchload.WatchEvent {
+	ev := watchload.WatchEvent{Key: []byte(key), Revision: rev, Create: typ == watch.Added}
+	if typ == watch.Deleted {
+		ev.Type = watchload.EventDelete
+	}
+	return ev
 }
 
 // Hold holds the informer back: its current watch ends as a broken
@@ -196,11 +244,13 @@ func (lw *listWatch) Release() {
 	}
 }
 
-// LastRV is the last resourceVersion a watch of the informer delivered.
-func (lw *listWatch) LastRV() string {
+// LastRevision is the last revision a watch of the informer delivered,
+// in an event or a bookmark (0 if none); resourceVersions that are not
+// revisions are counted where they arrive and left out.
+func (lw *listWatch) LastRevision() int64 {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	return lw.lastRV
+	return lw.lastRev
 }
 
 // instrumentedWatch forwards one watch's events to the reflector and
@@ -267,30 +317,39 @@ func (w *instrumentedWatch) run() {
 				break
 			}
 			lw.log.update(func() { r.Events++; r.ResultRV = rv })
-			if rev, err := revision.ParseResourceVersion(rv); err == nil {
-				key := keyspace.Build(keyspace.Key{Prefix: lw.prefix, Resource: lw.resource, Namespace: m.GetNamespace(), Name: m.GetName()})
-				lw.obs.Event(key, rev, ev.Type != watch.Deleted, ev.Type == watch.Added, at)
+			key := keyspace.Build(keyspace.Key{Prefix: lw.prefix, Resource: lw.resource, Namespace: m.GetNamespace(), Name: m.GetName()})
+			rev, err := eventRevision(ev.Type, rv)
+			if err != nil {
+				lw.obs.UnparsedResourceVersion(key, err)
+				break
 			}
-			lw.setLastRV(rv)
+			lw.obs.Event(watchEvent(ev.Type, key, rev), at)
+			lw.setLastRevision(rev)
 		case watch.Bookmark:
 			m, err := meta.Accessor(ev.Object)
 			if err != nil {
 				break
 			}
 			rv := m.GetResourceVersion()
-			rev, perr := revision.ParseResourceVersion(rv)
 			lw.log.update(func() { r.Bookmarks++; r.ResultRV = rv })
-			if inInitial && m.GetAnnotations()[initialEventsEnd] == "true" {
+			initialEnd := inInitial && m.GetAnnotations()[initialEventsEnd] == "true"
+			if initialEnd {
 				inInitial = false
 				end := lw.now()
 				lw.log.update(func() { r.InitialEventsEnd, r.InitialEventsBytes = end, r.bytes.Load() })
-				if perr == nil {
-					lw.obs.StartWatch(rev + 1)
-				}
-			} else if perr == nil {
+			}
+			rev, err := eventRevision(ev.Type, rv)
+			switch {
+			case err != nil:
+				lw.obs.UnparsedResourceVersion("", err)
+			case initialEnd:
+				lw.obs.StartWatch(rev + 1)
+			default:
 				lw.obs.Progress(rev)
 			}
-			lw.setLastRV(rv)
+			if err == nil {
+				lw.setLastRevision(rev)
+			}
 		case watch.Error:
 			werr = apierrors.FromObject(ev.Object)
 			outcome = outcomeOf(werr)
@@ -321,9 +380,9 @@ func (w *instrumentedWatch) run() {
 	lw.log.end(r, lw.now(), outcome, werr)
 }
 
-func (lw *listWatch) setLastRV(rv string) {
+func (lw *listWatch) setLastRevision(rev int64) {
 	lw.mu.Lock()
-	lw.lastRV = rv
+	lw.lastRev = rev
 	lw.mu.Unlock()
 }
 

@@ -22,6 +22,8 @@ func TestValidationOK(t *testing.T) {
 			wantSummary: `776 bookmark violations, first: bookmarkable at revision 3575 (watcher 3, key "/registry/pods/ns-2/churn-252\x1b")`},
 		{name: "unverified", v: Validation{UnverifiedEvents: 1}, wantSummary: "1 unverified events"},
 		{name: "recorder", v: Validation{RecorderError: "history recorder: compacted"}, wantSummary: "history recorder: compacted"},
+		{name: "unparsed resourceVersion", v: Validation{UnparsedResourceVersions: 2, Violations: []Violation{{Watcher: 1, Kind: "unparsed-resourceVersion", Key: "/registry/pods/ns-1/a"}}},
+			wantSummary: `2 unparsed resourceVersions, first: unparsed-resourceVersion at revision 0 (watcher 1, key "/registry/pods/ns-1/a")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -531,6 +531,11 @@ type Validation struct {
 	UnrecordedWrites int64 `json:"unrecordedWrites"`
 	// UnverifiedEvents were received but never covered by the history.
 	UnverifiedEvents int64 `json:"unverifiedEvents"`
+	// UnparsedResourceVersions counts watch events and bookmarks from
+	// kube-apiserver whose resourceVersion is not a revision: they could
+	// be neither checked nor timed. Always 0 for the model's watchers;
+	// absent from the JSON when 0.
+	UnparsedResourceVersions int64 `json:"unparsedResourceVersions,omitempty"`
 	// RecorderError is set when the history is incomplete.
 	RecorderError string `json:"recorderError,omitempty"`
 	// HistoryEvents is the number of events the recorder recorded.
@@ -544,7 +549,7 @@ func (v Validation) OK() bool {
 	return v.Lost == 0 && v.Duplicated == 0 && v.OutOfOrder == 0 && v.Atomic == 0 && v.Resumable == 0 &&
 		v.Bookmarkable == 0 && v.Unexpected == 0 && v.PrevKVMismatches == 0 && v.CacheMismatches == 0 &&
 		v.UnsyncedWatchers == 0 && v.RecorderGaps == 0 && v.UnverifiedEvents == 0 && v.RecorderError == "" &&
-		v.UnrecordedWrites == 0
+		v.UnrecordedWrites == 0 && v.UnparsedResourceVersions == 0
 }
 
 // Summary is a one-line account of the violations, for an error message.
@@ -568,6 +573,7 @@ func (v Validation) Summary() string {
 	add(v.RecorderGaps, "revisions skipped by the recorder")
 	add(v.UnverifiedEvents, "unverified events")
 	add(v.UnrecordedWrites, "acknowledged writes the recorder never saw")
+	add(v.UnparsedResourceVersions, "unparsed resourceVersions")
 	if v.RecorderError != "" {
 		parts = append(parts, v.RecorderError)
 	}
@@ -590,7 +596,8 @@ type Violation struct {
 	// Watcher is the watcher's id, -1 for the history recorder.
 	Watcher int `json:"watcher"`
 	// Kind is ordered, unique, atomic, reliable, resumable, bookmarkable,
-	// unexpected, prevKV, cache or recorder-gap.
+	// unexpected, prevKV, cache, recorder-gap, unrecorded-write or
+	// unparsed-resourceVersion.
 	Kind     string `json:"kind"`
 	Revision int64  `json:"revision"`         // where it happened
 	Key      string `json:"key,omitempty"`    // the key involved, if any

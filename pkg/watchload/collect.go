@@ -257,7 +257,8 @@ func ValidationOf(env *Env, unsynced int, unverified, prevKVMissing int64) repor
 		Unexpected: vs.Count(ViolationUnexpected), PrevKVMismatches: vs.Count(ViolationPrevKV), PrevKVMissing: prevKVMissing,
 		CacheMismatches: vs.Count(ViolationCache), RecorderGaps: gaps,
 		UnsyncedWatchers: unsynced, UnverifiedEvents: unverified, HistoryEvents: rec.Events(),
-		UnrecordedWrites: vs.Count(ViolationUnrecorded), RecorderScope: "keyspace",
+		UnrecordedWrites: vs.Count(ViolationUnrecorded), UnparsedResourceVersions: vs.Count(ViolationUnparsedResourceVersion),
+		RecorderScope: "keyspace",
 	}
 	if s := rec.Scope(); s != "" {
 		v.RecorderScope = s

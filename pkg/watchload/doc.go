@@ -134,7 +134,12 @@
 // first event is the first at or after the start revision), bookmarkable
 // (nothing at or below a progress notification after it: an event that
 // arrives after one is a bookmark violation, neither lost nor duplicated);
-// and prevKV against the watcher's cache. etcd v3.7.3 breaks bookmarkable
+// and prevKV against the watcher's cache. The history checks take
+// WatchEvents (key, revision, put or delete, create), whichever client
+// set delivered them: the Reflector makes them from its etcd responses,
+// the Observer is given them from client-go's events; a resourceVersion
+// from kube-apiserver that is not a revision is a violation of its own
+// (ViolationUnparsedResourceVersion), never a dropped event. etcd v3.7.3 breaks bookmarkable
 // on a stream that carries several watches: a progress request's answer
 // can reach a watch created just after the request ahead of that watch's
 // events (scripts/repro-progress-overtake.sh), as the fault runner's

@@ -126,8 +126,8 @@ func TestHeldBackDelivery(t *testing.T) {
 	// after its write's response.
 	for at := int64(0); at < 1000; at += 10 {
 		r := write(at)
-		held.Event("/registry/pods/ns/a", r, true, false, (at+5)*ms)
-		free.Event("/registry/pods/ns/a", r, true, false, (at+5)*ms)
+		held.Event(WatchEvent{Key: []byte("/registry/pods/ns/a"), Revision: r}, (at+5)*ms)
+		free.Event(WatchEvent{Key: []byte("/registry/pods/ns/a"), Revision: r}, (at+5)*ms)
 	}
 	held.HoldBack()
 	held.HoldBack() // a second call counts no second watcher
@@ -136,13 +136,13 @@ func TestHeldBackDelivery(t *testing.T) {
 	for at := int64(1000); at < 1000+hold; at += 10 {
 		r := write(at)
 		missed = append(missed, r)
-		free.Event("/registry/pods/ns/a", r, true, false, (at+5)*ms)
+		free.Event(WatchEvent{Key: []byte("/registry/pods/ns/a"), Revision: r}, (at+5)*ms)
 	}
 	// At the release the held watcher receives the hold's events at once,
 	// late by up to the hold.
 	release := int64(1000 + hold)
 	for _, r := range missed {
-		held.Event("/registry/pods/ns/a", r, true, false, release*ms)
+		held.Event(WatchEvent{Key: []byte("/registry/pods/ns/a"), Revision: r}, release*ms)
 	}
 	held.Finish()
 	free.Finish()
@@ -189,7 +189,7 @@ func TestNoHoldNoHeldBackDelivery(t *testing.T) {
 	env := NewEnv(time.Now(), 1024, 1, nil)
 	o := env.NewObserver(0, "/registry/pods/")
 	env.timing.ring.publish(1, 0, int64(time.Millisecond))
-	o.Event("/registry/pods/ns/a", 1, true, true, int64(2*time.Millisecond))
+	o.Event(WatchEvent{Key: []byte("/registry/pods/ns/a"), Revision: 1, Create: true}, int64(2*time.Millisecond))
 	o.Finish()
 	d := report.DeliveryStats{HeldBack: &report.HeldBackDelivery{Watchers: 9}} // a stale value is replaced
 	var w report.WriteStats

@@ -4,9 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -20,8 +17,10 @@ import (
 // A watcher reports, in the order it saw them: StartWatch when it begins
 // a watch (after a LIST, or after the initial events of a WatchList
 // stream), Event for every event of that watch, Progress for every
-// bookmark. An Observer is safe for concurrent use, but a watcher's calls
-// must come in its own order (one goroutine at a time).
+// bookmark, and UnparsedResourceVersion instead of any of them when the
+// resourceVersion is not a revision. An Observer is safe for concurrent
+// use, but a watcher's calls must come in its own order (one goroutine at
+// a time).
 type Observer struct {
 	mu  sync.Mutex
 	val *validator
@@ -48,27 +47,27 @@ func (o *Observer) StartWatch(from int64) {
 	o.val.startSession(from)
 }
 
-// Event checks one event of the current watch: the object at key, written
-// at revision rev (its resourceVersion), a put (create or update) or a
-// delete, and whether it was a create; at is its arrival on Env.Now's
-// clock.
-func (o *Observer) Event(key string, rev int64, put, create bool, at int64) {
+// Event checks ev, one event of the current watch, against the history
+// and times it; at is its arrival on Env.Now's clock. Each call is a
+// response of its own to the checks (a revision split over two calls is
+// an atomic violation): kube-apiserver writes one object per revision.
+func (o *Observer) Event(ev WatchEvent, at int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.val.drain()
-	ev := &clientv3.Event{Kv: &mvccpb.KeyValue{Key: []byte(key), ModRevision: rev}}
-	if put {
-		ev.Type = mvccpb.PUT
-		ev.Kv.CreateRevision = rev - 1
-		if create {
-			ev.Kv.CreateRevision = rev
-		}
-	} else {
-		ev.Type = mvccpb.DELETE
-	}
-	o.val.events([]*clientv3.Event{ev})
-	o.lat.event(rev, at)
+	o.val.events([]WatchEvent{ev})
+	o.lat.event(ev.Revision, at)
 	o.lat.retry()
+}
+
+// UnparsedResourceVersion counts, as a violation of kind
+// ViolationUnparsedResourceVersion, an event, bookmark or WATCH request
+// of the watcher whose resourceVersion is not a revision: the event can be
+// neither checked nor timed, the bookmark or watch start not checked. key
+// is the object's etcd key ("" if none); err says what carried the
+// resourceVersion and why it does not parse.
+func (o *Observer) UnparsedResourceVersion(key string, err error) {
+	o.val.add(ViolationUnparsedResourceVersion, 0, key, err.Error())
 }
 
 // HoldBack tells the Observer that its watcher is being held back across

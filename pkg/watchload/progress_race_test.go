@@ -152,7 +152,7 @@ func watchAfterProgressRequest(ctx context.Context, c *clientv3.Client, st *Stre
 			progress = max(progress, resp.Header.Revision)
 			continue
 		}
-		v.events(resp.Events)
+		v.events(appendWatchEvents(nil, resp.Events))
 		for _, ev := range resp.Events {
 			if ev.Kv.ModRevision <= progress && seq == "" {
 				seq = fmt.Sprintf("a progress notification at revision %d (member %x) first, then the event at revision %d (%s) and the others up to %d",

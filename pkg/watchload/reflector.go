@@ -175,6 +175,7 @@ type Reflector struct {
 	clock   clock.WithTicker
 	delay   Delayer
 	val     *validator
+	wevs    []WatchEvent // the current response's events, for val; reused
 	lat     *watchTiming
 	rand    func() float64
 	conn    *holdClient // the stream's client, which Hold breaks

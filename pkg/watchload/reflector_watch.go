@@ -156,7 +156,8 @@ func (r *Reflector) handleWatch(ctx context.Context, from int64, timeout time.Du
 			}
 			continue
 		}
-		r.val.events(resp.Events)
+		r.wevs = appendWatchEvents(r.wevs[:0], resp.Events)
+		r.val.events(r.wevs)
 		last := int64(0)
 		if !watchOnly {
 			r.cache.applyAll(resp.Events)

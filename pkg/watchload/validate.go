@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // ViolationKind names a broken guarantee. The watch guarantees are etcd's
@@ -52,6 +49,12 @@ const (
 	// ViolationUnrecorded: etcd acknowledged a write whose revision the
 	// history recorder never saw, although it recorded past it.
 	ViolationUnrecorded ViolationKind = "unrecorded-write"
+	// ViolationUnparsedResourceVersion: a watch event or bookmark from
+	// kube-apiserver, or a WATCH from a resourceVersion it gave, carried
+	// a resourceVersion that is not a revision, so it could not be
+	// checked, nor an event timed (Observer.UnparsedResourceVersion).
+	// Revision is 0.
+	ViolationUnparsedResourceVersion ViolationKind = "unparsed-resourceVersion"
 )
 
 // Violation is one broken guarantee, with the revision where it happened.
@@ -202,30 +205,31 @@ func (v *validator) startSession(from int64) {
 }
 
 // events checks the events of one response, in order.
-func (v *validator) events(evs []*clientv3.Event) {
-	for i, ev := range evs {
-		rev := ev.Kv.ModRevision
+func (v *validator) events(evs []WatchEvent) {
+	for i := range evs {
+		ev := &evs[i]
+		rev := ev.Revision
 		skip := false
 		switch {
 		case rev < v.lastEventRev:
-			v.add(ViolationOrdered, rev, string(ev.Kv.Key), fmt.Sprintf("after an event at revision %d", v.lastEventRev))
+			v.add(ViolationOrdered, rev, string(ev.Key), fmt.Sprintf("after an event at revision %d", v.lastEventRev))
 			skip = true
 		case rev == v.lastEventRev:
 			if i == 0 {
-				v.add(ViolationAtomic, rev, string(ev.Kv.Key), "revision continued in a new response")
+				v.add(ViolationAtomic, rev, string(ev.Key), "revision continued in a new response")
 			}
-			if bytes.Equal(ev.Kv.Key, v.lastKey) {
-				v.add(ViolationUnique, rev, string(ev.Kv.Key), "delivered twice in a row")
+			if bytes.Equal(ev.Key, v.lastKey) {
+				v.add(ViolationUnique, rev, string(ev.Key), "delivered twice in a row")
 				skip = true
 			}
 		}
 		if rev <= v.lastProgress {
-			v.add(ViolationBookmarkable, rev, string(ev.Kv.Key), fmt.Sprintf("delivered after a progress notification at %d on the watch from %d", v.lastProgress, v.sessionFrom))
+			v.add(ViolationBookmarkable, rev, string(ev.Key), fmt.Sprintf("delivered after a progress notification at %d on the watch from %d", v.lastProgress, v.sessionFrom))
 		}
 		if rev >= v.lastEventRev {
-			v.lastEventRev, v.lastKey = rev, ev.Kv.Key
+			v.lastEventRev, v.lastKey = rev, ev.Key
 		}
-		v.push(vItem{kind: itemEvent, rev: rev, key: ev.Kv.Key, put: ev.Type == mvccpb.PUT, create: ev.IsCreate(), skip: skip})
+		v.push(vItem{kind: itemEvent, rev: rev, key: ev.Key, put: ev.Type == EventPut, create: ev.Create, skip: skip})
 	}
 }
 

@@ -47,6 +47,16 @@ func event(e histEntry) *clientv3.Event {
 	return &clientv3.Event{Type: typ, Kv: kv}
 }
 
+// watchEvent turns a history entry into the WatchEvent a watch would
+// deliver.
+func watchEvent(e histEntry) WatchEvent {
+	ev := WatchEvent{Key: []byte(e.key), Revision: e.rev, Create: e.create}
+	if !e.put {
+		ev.Type = EventDelete
+	}
+	return ev
+}
+
 // step is one thing a watch delivers: a response of events, or a progress
 // notification (progress > 0); or the start of the next watch (session >
 // 0, its start revision).
@@ -70,9 +80,9 @@ func deliver(v *validator, steps []step) {
 			v.progress(s.progress)
 			continue
 		}
-		evs := make([]*clientv3.Event, len(s.events))
+		evs := make([]WatchEvent, len(s.events))
 		for i, e := range s.events {
-			evs[i] = event(e)
+			evs[i] = watchEvent(e)
 		}
 		v.events(evs)
 	}
@@ -189,7 +199,7 @@ func TestValidatorWaitsForTheHistory(t *testing.T) {
 	vs := &Violations{}
 	v := newValidator(0, rec, testPrefix, vs)
 	v.startSession(10)
-	v.events([]*clientv3.Event{event(create(10, "a")), event(create(12, "c"))})
+	v.events([]WatchEvent{watchEvent(create(10, "a")), watchEvent(create(12, "c"))})
 	if len(v.queue)-v.qHead != 2 { // the session start (from 10) needed only revision 9
 		t.Fatalf("queued %d items, want the 2 events", len(v.queue)-v.qHead)
 	}
@@ -205,7 +215,7 @@ func TestValidatorWaitsForTheHistory(t *testing.T) {
 		t.Errorf("lost events %d %+v, want revision 11", got, vs.Samples())
 	}
 	// Events beyond the history at the end are unverified, not violations.
-	v.events([]*clientv3.Event{event(create(13, "d"))})
+	v.events([]WatchEvent{watchEvent(create(13, "d"))})
 	v.finish()
 	if v.unverified != 1 || vs.Total() != 1 {
 		t.Errorf("unverified %d, violations %d: want 1 unverified event and no new violation", v.unverified, vs.Total())
@@ -280,5 +290,61 @@ func TestCompareCache(t *testing.T) {
 	want := "/p/c@3 /p/b@11 /p/d@14" // by revision
 	if strings.Join(got, " ") != want || vs.Count(ViolationCache) != 3 {
 		t.Errorf("cache mismatches %v, want %s", got, want)
+	}
+}
+
+// TestAppendWatchEvents: the Reflector's etcd events become WatchEvents
+// with the type and create flag etcd's event implies (a create is a put
+// whose create_revision is its mod_revision).
+func TestAppendWatchEvents(t *testing.T) {
+	kv := func(key string, create, mod int64) *mvccpb.KeyValue {
+		return &mvccpb.KeyValue{Key: []byte(key), CreateRevision: create, ModRevision: mod}
+	}
+	evs := []*clientv3.Event{
+		{Type: mvccpb.PUT, Kv: kv("/p/a", 7, 7)},
+		{Type: mvccpb.PUT, Kv: kv("/p/a", 7, 8), PrevKv: kv("/p/a", 7, 7)},
+		{Type: mvccpb.DELETE, Kv: kv("/p/a", 0, 9), PrevKv: kv("/p/a", 7, 8)},
+	}
+	want := []string{"/p/a@7 put create", "/p/a@8 put", "/p/a@9 delete"}
+	prior := []WatchEvent{{Key: []byte("/p/z"), Revision: 1}}
+	got := appendWatchEvents(prior, evs)
+	if len(got) != 1+len(want) || string(got[0].Key) != "/p/z" {
+		t.Fatalf("got %d events starting with %q, want the prior one and %d", len(got), got[0].Key, len(want))
+	}
+	for i, w := range want {
+		ev := got[1+i]
+		s := fmt.Sprintf("%s@%d %s", ev.Key, ev.Revision, map[EventType]string{EventPut: "put", EventDelete: "delete"}[ev.Type])
+		if ev.Create {
+			s += " create"
+		}
+		if s != w {
+			t.Errorf("event %d: got %q, want %q", i, s, w)
+		}
+	}
+}
+
+// TestObserverCountsUnparsedResourceVersions: an event whose
+// resourceVersion is not a revision is a counted violation that fails the
+// validation, never a silent drop; the events around it are checked as
+// usual.
+func TestObserverCountsUnparsedResourceVersions(t *testing.T) {
+	rec := hist(t, 12, create(10, "a"), put(11, "a"), put(12, "a"))
+	env := NewEnv(time.Now(), 1024, 1, rec)
+	o := env.NewObserver(4, testPrefix)
+	o.StartWatch(10)
+	o.Event(watchEvent(create(10, "a")), 0)
+	o.UnparsedResourceVersion(testPrefix+"a", fmt.Errorf(`MODIFIED event: invalid resourceVersion "x"`))
+	o.Event(watchEvent(put(12, "a")), 0)
+	o.Finish()
+	v := ValidationOf(env, 0, 0, 0)
+	if v.UnparsedResourceVersions != 1 || v.OK() {
+		t.Errorf("unparsed resourceVersions %d, OK %v; want 1 and not OK", v.UnparsedResourceVersions, v.OK())
+	}
+	// The event that was never checked is missing from the watch: lost.
+	if v.Lost != 1 || len(v.Violations) != 2 {
+		t.Fatalf("lost %d, violations %+v; want 1 lost (revision 11) and the unparsed one", v.Lost, v.Violations)
+	}
+	if x := v.Violations[0]; x.Kind != string(ViolationUnparsedResourceVersion) || x.Watcher != 4 || x.Key != testPrefix+"a" || !strings.Contains(x.Detail, `"x"`) {
+		t.Errorf("first violation %+v, want the unparsed resourceVersion of watcher 4 at key %sa", x, testPrefix)
 	}
 }
