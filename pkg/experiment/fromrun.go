@@ -68,5 +68,5 @@ func FromRun(r *report.RunResult, label string) *Result {
 // runViolations counts a run's broken guarantees other than lost events.
 func runViolations(v report.Validation) int64 {
 	return v.Duplicated + v.OutOfOrder + v.Atomic + v.Resumable + v.Bookmarkable + v.Unexpected +
-		v.PrevKVMismatches + v.CacheMismatches + int64(v.UnsyncedWatchers) + v.RecorderGaps + v.UnverifiedEvents
+		v.PrevKVMismatches + v.CacheMismatches + int64(v.UnsyncedWatchers) + v.RecorderGaps + v.UnverifiedEvents + v.UnparsedResourceVersions
 }

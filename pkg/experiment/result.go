@@ -206,7 +206,7 @@ type Validation struct {
 	PrevKV       int64 `json:"prevKVMismatches"` // prevKV or create flag disagreeing with the cache
 	Cache        int64 `json:"cacheMismatches"`  // keys differing from etcd at the end
 	RecorderGaps int64 `json:"recorderGaps"`     // revisions the recorder skipped
-	Unverified   int64 `json:"unverifiedEvents"` // events the history never covered, and watchers that never confirmed the end
+	Unverified   int64 `json:"unverifiedEvents"` // events the history never covered, watchers that never confirmed the end, events whose resourceVersion did not parse
 	// HistoryEvents is the number of events recorded.
 	HistoryEvents int64 `json:"historyEvents"`
 	// RecorderError is why the history is incomplete, if it is.
@@ -325,7 +325,7 @@ func fromReport(rv report.Validation) Validation {
 	return Validation{
 		Lost: rv.Lost, Duplicated: rv.Duplicated, OutOfOrder: rv.OutOfOrder, Atomic: rv.Atomic, Resumable: rv.Resumable,
 		Bookmarkable: rv.Bookmarkable, Unexpected: rv.Unexpected, PrevKV: rv.PrevKVMismatches, Cache: rv.CacheMismatches,
-		RecorderGaps: rv.RecorderGaps, Unverified: rv.UnverifiedEvents + int64(rv.UnsyncedWatchers), HistoryEvents: rv.HistoryEvents,
+		RecorderGaps: rv.RecorderGaps, Unverified: rv.UnverifiedEvents + int64(rv.UnsyncedWatchers) + rv.UnparsedResourceVersions, HistoryEvents: rv.HistoryEvents,
 		RecorderError: rv.RecorderError, Samples: rv.Violations,
 	}
 }

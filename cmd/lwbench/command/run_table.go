@@ -148,6 +148,9 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		[]string{"cache mismatches at end", fmt.Sprint(v.CacheMismatches)},
 		[]string{"unsynced informers at end", fmt.Sprint(v.UnsyncedWatchers)},
 	)
+	if api != nil {
+		rows = append(rows, []string{"unparsed resourceVersions", fmt.Sprint(v.UnparsedResourceVersions)})
+	}
 	if api == nil {
 		var objects []string
 		for _, rc := range r.Final.Resources {
