@@ -109,50 +109,36 @@ func (r *Relist) UnmarshalJSON(b []byte) error {
 // RunSchemaVersion 4 and WatchSchemaVersion 2) as FromResponse.
 func (d *DeliveryStats) UnmarshalJSON(b []byte) error {
 	type plain DeliveryStats
-	var old struct {
-		*plain
-		FromCommit *Latency `json:"fromCommit"`
-	}
-	old.plain = (*plain)(d)
-	if err := json.Unmarshal(b, &old); err != nil {
-		return err
-	}
-	if old.FromCommit != nil {
-		d.FromResponse = *old.FromCommit
-	}
-	return nil
+	return decodeFromCommit(b, (*plain)(d), &d.FromResponse)
 }
 
 // UnmarshalJSON reads HeldBackDelivery of any version, as DeliveryStats.
 func (d *HeldBackDelivery) UnmarshalJSON(b []byte) error {
 	type plain HeldBackDelivery
-	var old struct {
-		*plain
-		FromCommit *Latency `json:"fromCommit"`
-	}
-	old.plain = (*plain)(d)
-	if err := json.Unmarshal(b, &old); err != nil {
-		return err
-	}
-	if old.FromCommit != nil {
-		d.FromResponse = *old.FromCommit
-	}
-	return nil
+	return decodeFromCommit(b, (*plain)(d), &d.FromResponse)
 }
 
 // UnmarshalJSON reads MemberDelivery of any version, as DeliveryStats.
 func (d *MemberDelivery) UnmarshalJSON(b []byte) error {
 	type plain MemberDelivery
+	return decodeFromCommit(b, (*plain)(d), &d.FromResponse)
+}
+
+// decodeFromCommit decodes b into v (a type without UnmarshalJSON of its
+// own) and, when b has the field fromCommit (renamed fromResponse), sets
+// *fromResponse to it.
+func decodeFromCommit(b []byte, v any, fromResponse *Latency) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return err
+	}
 	var old struct {
-		*plain
 		FromCommit *Latency `json:"fromCommit"`
 	}
-	old.plain = (*plain)(d)
 	if err := json.Unmarshal(b, &old); err != nil {
 		return err
 	}
 	if old.FromCommit != nil {
-		d.FromResponse = *old.FromCommit
+		*fromResponse = *old.FromCommit
 	}
 	return nil
 }

@@ -683,30 +683,9 @@ func TestExporterWithAuth(t *testing.T) {
 	c := etcdtest.NewClient(t, srv)
 	ctx := t.Context()
 	writeKubernetesObjects(t, ctx, c)
-	steps := []func() error{
-		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := c.RoleAdd(ctx, "reader"); return err },
-		func() error {
-			_, err := c.RoleGrantPermission(ctx, "reader", "\x00", "\x00", clientv3.PermissionType(clientv3.PermRead))
-			return err
-		},
-		func() error { _, err := c.UserAdd(ctx, "reader", "pw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
-		func() error { _, err := c.RoleAdd(ctx, "probe"); return err },
-		func() error {
-			_, err := c.RoleGrantPermission(ctx, "probe", "compact_rev_key", "", clientv3.PermissionType(clientv3.PermRead))
-			return err
-		},
-		func() error { _, err := c.UserAdd(ctx, "prober", "pw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "prober", "probe"); return err },
-		func() error { _, err := c.AuthEnable(ctx); return err },
-	}
-	for i, step := range steps {
-		if err := step(); err != nil {
-			t.Fatalf("auth setup step %d: %v", i, err)
-		}
+	addReadUsers(t, c)
+	if _, err := c.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
 	}
 	ep := strings.Join(srv.Endpoints, ",")
 
@@ -743,18 +722,7 @@ func TestExporterWithAuth(t *testing.T) {
 // without --allow-value-reads, saying why in one line, and with it serves
 // the member's figures.
 func TestExporterOldServer(t *testing.T) {
-	bin := etcdtest.OtherEtcdBinaries(t, "3.6.16")
-	cl, err := etcdproc.Start(t.Context(), etcdproc.Config{BinDir: bin, Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
-	c, err := cl.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	writeKubernetesObjects(t, t.Context(), c)
+	cl, _ := startKubernetesCluster(t, etcdtest.OtherEtcdBinaries(t, "3.6.16"), 1)
 	ep := strings.Join(cl.Endpoints(), ",")
 
 	out, stderr, code := run(t, "exporter", "--endpoints", ep, "--listen", "127.0.0.1:0")

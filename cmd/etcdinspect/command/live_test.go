@@ -425,24 +425,8 @@ func TestLiveWithAuth(t *testing.T) {
 	if _, err := c.Put(ctx, "/registry/pods/default/p0", "v"); err != nil {
 		t.Fatal(err)
 	}
+	addReadUsers(t, c)
 	steps := []func() error{
-		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := c.RoleAdd(ctx, "probe"); return err },
-		func() error {
-			_, err := c.RoleGrantPermission(ctx, "probe", "compact_rev_key", "", clientv3.PermissionType(clientv3.PermRead))
-			return err
-		},
-		func() error { _, err := c.UserAdd(ctx, "prober", "pw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "prober", "probe"); return err },
-		func() error { _, err := c.RoleAdd(ctx, "reader"); return err },
-		func() error {
-			_, err := c.RoleGrantPermission(ctx, "reader", "\x00", "\x00", clientv3.PermissionType(clientv3.PermRead))
-			return err
-		},
-		func() error { _, err := c.UserAdd(ctx, "reader", "pw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
 		func() error { _, err := c.UserAdd(ctx, "nobody", "pw"); return err },
 		func() error { _, err := c.RoleAdd(ctx, "pods"); return err },
 		func() error {
@@ -852,18 +836,7 @@ type membersJSON struct {
 // snapshot saved from that member. A stopped member is reported, not
 // hashed, and the command exits 1 after printing.
 func TestLiveMembers(t *testing.T) {
-	bin := etcdtest.EtcdBinaries(t, "3.7.3")
-	cl, err := etcdproc.Start(t.Context(), etcdproc.Config{BinDir: bin, Members: 3, Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
-	c, err := cl.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	writeKubernetesObjects(t, t.Context(), c)
+	cl, _ := startKubernetesCluster(t, etcdtest.EtcdBinaries(t, "3.7.3"), 3)
 	var paths []string
 	for i, ep := range cl.Endpoints() {
 		cfg, err := cl.ClientConfig(ep)
@@ -932,4 +905,55 @@ func TestLiveMembers(t *testing.T) {
 			t.Errorf("got exit %d, stderr %q, stdout:\n%s\nwant 1, the member without an answer in the table and one line", code, stderr, out)
 		}
 	})
+}
+
+// addReadUsers adds, on c's cluster (before its auth is enabled), the
+// root user (password rootpw), "reader" (pw) with read access to every
+// key, and "prober" (pw) with read access to compact_rev_key only.
+func addReadUsers(t *testing.T, c *clientv3.Client) {
+	t.Helper()
+	ctx := t.Context()
+	steps := []func() error{
+		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "probe"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "probe", "compact_rev_key", "", clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "prober", "pw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "prober", "probe"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "reader"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "reader", "\x00", "\x00", clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "reader", "pw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("auth setup step %d: %v", i, err)
+		}
+	}
+}
+
+// startKubernetesCluster starts members etcd processes of bin (fsync
+// off), stopped at the test's end, writes Kubernetes objects to them
+// (writeKubernetesObjects) and returns the cluster and a client of it.
+func startKubernetesCluster(t *testing.T, bin string, members int) (*etcdproc.Cluster, *clientv3.Client) {
+	t.Helper()
+	cl, err := etcdproc.Start(t.Context(), etcdproc.Config{BinDir: bin, Members: members, Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	c, err := cl.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	writeKubernetesObjects(t, t.Context(), c)
+	return cl, c
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 )
 
@@ -28,18 +27,7 @@ type memberJSON struct {
 // the member that served them. Every member gives the same figures. An
 // unknown member is a usage error naming --member and the members.
 func TestLiveMember(t *testing.T) {
-	bin := etcdtest.EtcdBinaries(t, "3.7.3")
-	cl, err := etcdproc.Start(t.Context(), etcdproc.Config{BinDir: bin, Members: 3, Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
-	c, err := cl.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	writeKubernetesObjects(t, t.Context(), c)
+	cl, _ := startKubernetesCluster(t, etcdtest.EtcdBinaries(t, "3.7.3"), 3)
 	ep := strings.Join(cl.Endpoints(), ",")
 
 	var st struct {
