@@ -122,6 +122,17 @@ type APIServerTarget struct {
 	// ClientWatchList is client-go's WatchListClient gate in the
 	// informers: "on", "off", or "default" (client-go's own default).
 	ClientWatchList string `json:"clientWatchList"`
+	// Connections is the layout of the informers' and writers'
+	// connections to kube-apiserver: "per-client" (one TCP connection
+	// each, as separate processes have) or "shared" (one HTTP/2
+	// connection for all, as one process's clientsets share;
+	// --shared-connection); "" in results written before it was recorded.
+	Connections string `json:"connections,omitempty"`
+	// ClientConnections counts the TCP connections to kube-apiserver the
+	// informers and writers held open at the end of the run (lwbench's
+	// own requests apart): as many as informers and writer workers when
+	// per-client, 1 when shared; 0 when not recorded.
+	ClientConnections int64 `json:"clientConnections,omitempty"`
 }
 
 // InformerStats is one informer's share of a KubeRunResult.

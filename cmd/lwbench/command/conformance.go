@@ -186,7 +186,7 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 	interval := o.load.Defaults().CompactionInterval
 	st, stop, err := kubeload.StartStack(ctx, t, kubeload.StackConfig{BinDir: bin, EtcdPrefix: o.load.Prefix,
 		EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL, WatchCache: s.WatchCache,
-		FeatureGates: o.kube.apiserverGates, ClientWatchList: s.ClientWatchList(), CountEtcd: true})
+		FeatureGates: o.kube.apiserverGates, ClientWatchList: s.ClientWatchList(), CountEtcd: true, Connections: o.kube.connections()})
 	defer stop()
 	if err != nil {
 		return nil, err

@@ -36,6 +36,7 @@ type kubeOptions struct {
 	apiserverGates  string
 	clientGates     string
 	countEtcd       bool
+	sharedConn      bool
 	watchList       *bool           // from clientGates; nil: client-go's default
 	serverGates     map[string]bool // from apiserverGates
 	resolvedVersion string
@@ -49,7 +50,27 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "kube-apiserver's --feature-gates (e.g. EtcdRangeStream=false,WatchList=false): passed as is to the real kube-apiservers (--kube-apiserver, conformance); the gates the etcd-direct model follows, "+kubeload.GateEtcdRangeStream+" and "+kubeload.GateWatchList+", also set the model's (without --kube-apiserver only these two are accepted; unset, the model follows the release conformance compares it with, else 1.37)")
 	fs.BoolVar(&o.countEtcd, "count-etcd", true, "with --kube-apiserver: count every request the apiservers send etcd, by phase and shape, through a counting gRPC proxy in front of each member")
 	fs.StringVar(&o.clientGates, "client-feature-gates", "", "client-go feature gates of the informers: real client-go's with --kube-apiserver or --kubeconfig, the model's without (its informer profile); only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
+	fs.BoolVar(&o.sharedConn, "shared-connection", false, "with --kube-apiserver or --kubeconfig: put every client-go informer and writer on one HTTP/2 connection to kube-apiserver, as the clientsets of one controller process share one (default: a connection each, as separate controllers and kubelets have)")
 	o.flags = fs
+}
+
+// connections is the informers' and writers' connection layout.
+func (o *kubeOptions) connections() kubeload.ConnectionLayout {
+	if o.sharedConn {
+		return kubeload.ConnectionsShared
+	}
+	return kubeload.ConnectionsPerClient
+}
+
+// checkSharedConnection refuses --shared-connection when no client-go
+// client runs: without --kube-apiserver and without --kubeconfig
+// (kubeconfig), the etcd-direct model's connections are --conns and
+// --streams.
+func (o *kubeOptions) checkSharedConnection(kubeconfig bool) error {
+	if o.flags != nil && o.flags.Changed("shared-connection") && !o.enabled() && !kubeconfig {
+		return cli.FlagErrorf("--shared-connection needs --kube-apiserver or --kubeconfig: the etcd-direct model's connections are --conns and --streams")
+	}
+	return nil
 }
 
 // enabled reports whether the load goes through kube-apiserver: the flag
@@ -215,7 +236,7 @@ func routeClientGoLogs(logf func(string, ...any)) {
 func (o *kubeOptions) stackConfig(bin, prefix string, interval, eventTTL time.Duration, tlsCfg *tls.Config, conn etcdclient.Flags) kubeload.StackConfig {
 	return kubeload.StackConfig{BinDir: bin, Servers: o.servers, EtcdPrefix: prefix, EtcdCompactionInterval: interval, EventTTL: eventTTL,
 		WatchCache: o.watchCache, FeatureGates: o.apiserverGates, ClientWatchList: o.clientWatchList(), CountEtcd: o.countEtcd,
-		EtcdTLS: tlsCfg, EtcdCAFile: conn.CACert, EtcdCertFile: conn.Cert, EtcdKeyFile: conn.Key}
+		EtcdTLS: tlsCfg, EtcdCAFile: conn.CACert, EtcdCertFile: conn.Cert, EtcdKeyFile: conn.Key, Connections: o.connections()}
 }
 
 // runKube runs `lwbench run --kube-apiserver`: it opens the etcd target,

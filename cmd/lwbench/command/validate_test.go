@@ -38,6 +38,8 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"run profile", []string{"run", "--profile", "kubelet"}, `lwbench: --profile: Unsupported value: "kubelet": supported values: "informer", "apiserver-cache"` + "\n"},
 		{"run fault after the writes", []string{"run", "--cluster-size", "3", "--fault", "kill-leader", "--fault-at", "30s"}, `lwbench: --fault-at: Invalid value: "30s": must fall within the duration (20s)` + "\n"},
 		{"run apiservers without kube-apiserver", []string{"run", "--apiservers", "2"}, "lwbench: --apiservers needs --kube-apiserver\n"},
+		{"run shared connection without an API front", []string{"run", "--shared-connection"}, "lwbench: --shared-connection needs --kube-apiserver or --kubeconfig: the etcd-direct model's connections are --conns and --streams\n"},
+		{"experiment shared connection without an API front", []string{"relist-storm", "--shared-connection"}, "lwbench: --shared-connection needs --kube-apiserver or --kubeconfig: the etcd-direct model's connections are --conns and --streams\n"},
 		{"run kube-apiserver release", []string{"run", "--kube-apiserver", "1.34"}, `lwbench: --kube-apiserver: Unsupported value: "1.34": lwbench builds Kubernetes 1.35, 1.36, 1.37 or 1.38` + "\n"},
 		{"run no apiserver", []string{"run", "--kube-apiserver", "1.37", "--apiservers", "0"}, "lwbench: --apiservers: Invalid value: 0: must be at least 1\n"},
 		{"run client gate", []string{"run", "--kube-apiserver", "1.37", "--client-feature-gates", "WatchList=true"}, `lwbench: --client-feature-gates: Invalid value: "WatchList=true": give WatchListClient=true or WatchListClient=false` + "\n"},
