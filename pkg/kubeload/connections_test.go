@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -128,6 +130,108 @@ func TestConnectionsPerClient(t *testing.T) {
 			}
 			if got := accepted.Load(); tt.wantAccepted > 0 && got != tt.wantAccepted {
 				t.Errorf("got %d connections accepted, want %d", got, tt.wantAccepted)
+			}
+		})
+	}
+}
+
+// tcpProxy forwards every TCP connection it accepts on loopback to
+// upstream, and counts those it accepted and those still open.
+type tcpProxy struct {
+	addr           string
+	accepted, open atomic.Int64
+}
+
+// startTCPProxy starts a tcpProxy in front of upstream (host:port); it
+// stops with the test.
+func startTCPProxy(t *testing.T, upstream string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &tcpProxy{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.accepted.Add(1)
+			p.open.Add(1)
+			go p.forward(c, upstream)
+		}
+	}()
+	return p
+}
+
+// forward copies c to a new connection to upstream and back until either
+// side closes.
+func (p *tcpProxy) forward(c net.Conn, upstream string) {
+	defer p.open.Add(-1)
+	defer c.Close()
+	u, err := net.Dial("tcp", upstream)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(u, c); done <- struct{}{} }()
+	go func() { io.Copy(c, u); done <- struct{}{} }()
+	<-done
+}
+
+// TestConnectionsThroughKubeAPIServer runs a short load through a real
+// kube-apiserver with the informers' and writers' connections going
+// through a loopback TCP proxy that counts the connections
+// kube-apiserver was sent: per client, one for each of the 2 informers
+// and 4 writer workers; shared, one for all. The result's
+// clientConnections says the same.
+func TestConnectionsThroughKubeAPIServer(t *testing.T) {
+	base := stack(t, apiserverproc.Config{DisableWatchCache: true})
+	lo := smallLoad(t, 0)
+	lo.Duration = 3 * time.Second
+	clients := int64(lo.Watchers + lo.WriterConcurrency)
+	tests := []struct {
+		name         string
+		layout       kubeload.ConnectionLayout
+		wantOpen     int64
+		wantAccepted int64 // 0: not checked (see TestConnectionsPerClient)
+	}{
+		{"per-client", kubeload.ConnectionsPerClient, clients, clients},
+		{"shared", kubeload.ConnectionsShared, 1, 0},
+	}
+	off := false
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := url.Parse(base.RESTConfig.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := startTCPProxy(t, u.Host)
+			cfg := rest.CopyConfig(base.RESTConfig)
+			cfg.Host = "https://" + proxy.addr
+			st := base
+			if st.Connections, err = kubeload.NewConnections(cfg, tt.layout); err != nil {
+				t.Fatal(err)
+			}
+			res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo, WatchList: &off})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkValid(t, res)
+			for deadline := time.Now().Add(5 * time.Second); proxy.open.Load() != tt.wantOpen && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := proxy.open.Load(); got != tt.wantOpen {
+				t.Errorf("got %d connections open through the proxy, want %d", got, tt.wantOpen)
+			}
+			if got := proxy.accepted.Load(); tt.wantAccepted > 0 && got != tt.wantAccepted {
+				t.Errorf("got %d connections to kube-apiserver, want %d", got, tt.wantAccepted)
+			}
+			if got := res.APIServer.ClientConnections; got != tt.wantOpen {
+				t.Errorf("got clientConnections %d, want %d", got, tt.wantOpen)
 			}
 		})
 	}

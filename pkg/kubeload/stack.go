@@ -39,6 +39,11 @@ type StackConfig struct {
 	WatchCache bool
 	// FeatureGates is passed as --feature-gates as is ("" none).
 	FeatureGates string
+	// Args are further kube-apiserver flags, appended to the command
+	// line as they are (apiserverproc.Config.ExtraArgs), e.g.
+	// --disable-admission-plugins=LimitRanger (which adds to lwbench's
+	// own ServiceAccount: the flag is a list).
+	Args []string
 	// ClientWatchList names the informers' WatchListClient gate for the
 	// result ("on", "off", "default").
 	ClientWatchList string
@@ -77,7 +82,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	acfg := apiserverproc.Config{BinDir: cfg.BinDir, Servers: servers, EtcdServers: t.Endpoints,
 		EtcdCAFile: cfg.EtcdCAFile, EtcdCertFile: cfg.EtcdCertFile, EtcdKeyFile: cfg.EtcdKeyFile,
 		EtcdPrefix: cfg.EtcdPrefix, EtcdCompactionInterval: cfg.EtcdCompactionInterval, EventTTL: cfg.EventTTL,
-		DisableWatchCache: !cfg.WatchCache, FeatureGates: cfg.FeatureGates}
+		DisableWatchCache: !cfg.WatchCache, FeatureGates: cfg.FeatureGates, ExtraArgs: cfg.Args}
 	var counter EtcdCounter
 	if cfg.CountEtcd {
 		shared := etcdproxy.NewCounter()
@@ -108,7 +113,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	}
 	undo = append(undo, cluster.Stop)
 	api := report.APIServerTarget{Servers: servers, Managed: true, WatchCache: cfg.WatchCache,
-		FeatureGates: cfg.FeatureGates, ClientWatchList: cfg.ClientWatchList}
+		FeatureGates: cfg.FeatureGates, Args: cfg.Args, ClientWatchList: cfg.ClientWatchList}
 	if cfg.EtcdCompactionInterval > 0 {
 		api.EtcdCompactionIntervalMs = report.Ms(cfg.EtcdCompactionInterval)
 	}

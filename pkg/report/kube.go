@@ -119,6 +119,9 @@ type APIServerTarget struct {
 	EtcdCompactionIntervalMs float64 `json:"etcdCompactionIntervalMs"`
 	// FeatureGates is --feature-gates as passed ("" none).
 	FeatureGates string `json:"featureGates,omitempty"`
+	// Args are the further command-line flags lwbench passed
+	// (--apiserver-arg), in order; none: nil.
+	Args []string `json:"args,omitempty"`
 	// ClientWatchList is client-go's WatchListClient gate in the
 	// informers: "on", "off", or "default" (client-go's own default).
 	ClientWatchList string `json:"clientWatchList"`
@@ -322,6 +325,10 @@ type Conformance struct {
 	// real kube-apiservers' --feature-gates, and the model's gates of
 	// those it follows.
 	FeatureGates string `json:"featureGates,omitempty"`
+	// APIServerArgs are the real kube-apiservers' further command-line
+	// flags (--apiserver-arg, e.g. --disable-admission-plugins=LimitRanger),
+	// in order; none: nil.
+	APIServerArgs []string `json:"apiServerArgs,omitempty"`
 	// Cases are the real-stack settings compared, in order.
 	Cases []ConformanceCase `json:"cases"`
 }

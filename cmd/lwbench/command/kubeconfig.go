@@ -57,6 +57,7 @@ var kubeconfigConflicts = []struct{ flag, why string }{
 	{"apiservers", "the cluster's kube-apiservers are its operator's"},
 	{"watch-cache", "the cluster's kube-apiservers are configured by its operator"},
 	{"apiserver-feature-gates", "the cluster's kube-apiservers are configured by its operator"},
+	{"apiserver-arg", "the cluster's kube-apiservers are configured by its operator"},
 	{"count-etcd", "no counting proxy can be put between a cluster's kube-apiservers and its etcd"},
 	{"allow-compaction", "lwbench never compacts a cluster it does not own; the cluster's kube-apiservers compact it"},
 	{"allow-defrag", "lwbench never defragments a cluster it does not own"},
