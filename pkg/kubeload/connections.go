@@ -46,8 +46,10 @@ const (
 // /version, Load's lists and watches, APIProbe) are not made here.
 //
 // A Connections is safe for concurrent use; it holds no connection until
-// a client sends its first request, and closes none: they close with the
-// process, or when kube-apiserver drops them idle.
+// a client sends its first request, and closes none: they close when
+// idle for 90 s (the IdleConnTimeout client-go's transports take from
+// http.DefaultTransport), when kube-apiserver closes them, or with the
+// process.
 type Connections struct {
 	cfg    *rest.Config // clientConfig of the Stack's
 	layout ConnectionLayout
