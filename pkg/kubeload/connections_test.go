@@ -224,6 +224,7 @@ func TestConnectionsThroughKubeAPIServer(t *testing.T) {
 			for deadline := time.Now().Add(5 * time.Second); proxy.open.Load() != tt.wantOpen && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
+			t.Logf("%s: %d connections accepted, %d open at the end", tt.name, proxy.accepted.Load(), proxy.open.Load())
 			if got := proxy.open.Load(); got != tt.wantOpen {
 				t.Errorf("got %d connections open through the proxy, want %d", got, tt.wantOpen)
 			}
