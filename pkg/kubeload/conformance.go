@@ -193,7 +193,7 @@ func note(r *report.ConformanceRow) string {
 			"which is stale right after the grace-0 update and fails once (etcd3/store.go conditionalDelete); the model's cache catches up sooner than kube-apiserver's cacher, so fewer of its deletes fail"
 	case r.Method == "Watch" && (r.Kind == "progress" || strings.HasPrefix(r.Kind, "progress notify")) && r.Model < r.Real:
 		return "real: also LimitRanger admission's live LISTs (see the prefix rows), which with the watch cache on are consistent reads served from the cache: " +
-			"each waits until the limitranges cache has caught up with etcd's current revision, asking etcd for progress every 100 ms while one waits " +
+			"each reads etcd's current revision (a Range of one key: storage/etcd3/store.go GetCurrentResourceVersion) and waits until the limitranges cache has caught up with it, asking etcd for progress every 100 ms while one waits " +
 			"(k8s.io/apiserver/pkg/storage/cacher/watch_cache.go waitUntilFreshLocked, cacher/progress/watch_progress.go ConditionalProgressRequester); " +
 			"the cache of limitranges receives no event, so only a progress notification moves it (measured: none with --apiserver-arg=--disable-admission-plugins=LimitRanger " +
 			"or --apiserver-arg=--watch-cache-sizes=limitranges#0). Not the count polls (k8s.io/apiserver/pkg/registry/generic/registry/store.go startObservingCount): " +
