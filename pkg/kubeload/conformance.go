@@ -160,19 +160,23 @@ func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
 
 // Judged reports whether the rows of method judge the model: the reads
 // (Range, RangeStream) and the watches (Watch), what the model is for. The
-// writes (Txn) agree by construction (PlanWrite); the rest (leases,
-// Compact, Status) are kube-apiserver's housekeeping, each row explained
-// by its note.
+// writes agree by construction (PlanWrite); the rest (leases, the
+// compactor's Txn and Compact, Status) are kube-apiserver's housekeeping,
+// each row explained by its note.
 func Judged(method string) bool {
 	return method == "Range" || method == "RangeStream" || method == "Watch"
 }
 
-// PlanWrite reports whether the rows of method are the load's writes
-// (Txn): both sides perform one write plan (watchload.KubernetesWorkload:
-// the same creates, updates and deletes of the same objects, in the same
+// PlanWrite reports whether the rows of method and kind are the load's
+// writes: every Txn but the compactor's compare-and-swap of
+// compact_rev_key ("if version=...", k8s.io/apiserver/pkg/storage/etcd3/compact.go).
+// Both sides perform one write plan (watchload.KubernetesWorkload: the
+// same creates, updates and deletes of the same objects, in the same
 // order), so these rows agree by construction and differ only by retries
 // (a conflict, a delete that failed on a stale cached object).
-func PlanWrite(method string) bool { return method == "Txn" }
+func PlanWrite(method, kind string) bool {
+	return method == "Txn" && !strings.HasPrefix(kind, "if version=")
+}
 
 // peerLeaseGrant is the kind of kube-apiserver's peer endpoint lease
 // grants (internal/etcdproxy: the TTL asked for): 15 s

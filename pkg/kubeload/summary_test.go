@@ -194,3 +194,32 @@ func TestBasePhase(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgedAndPlanWrite: the model is judged on the reads and watches;
+// the writes of the plan agree by construction, the compactor's
+// compare-and-swap of compact_rev_key is not one of them.
+func TestJudgedAndPlanWrite(t *testing.T) {
+	tests := []struct {
+		method, kind          string
+		wantJudged, wantWrite bool
+	}{
+		{"Range", "key limit", true, false},
+		{"RangeStream", "prefix", true, false},
+		{"Watch", "progress", true, false},
+		{"Txn", "if mod_revision=? then put else range", false, true},
+		{"Txn", "if mod_revision=0 then put", false, true},
+		{"Txn", "if version=? then put else range", false, false},
+		{"Compact", "compact", false, false},
+		{"LeaseGrant", "grant ttl=15s", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.kind, func(t *testing.T) {
+			if got := Judged(tt.method); got != tt.wantJudged {
+				t.Errorf("got Judged %v, want %v", got, tt.wantJudged)
+			}
+			if got := PlanWrite(tt.method, tt.kind); got != tt.wantWrite {
+				t.Errorf("got PlanWrite %v, want %v", got, tt.wantWrite)
+			}
+		})
+	}
+}

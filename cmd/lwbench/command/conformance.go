@@ -220,14 +220,14 @@ func makeConformanceTable(r *report.Conformance) output.Table {
 }
 
 // conformancePlanNote explains the judgement "plan" of the writes' rows.
-const conformancePlanNote = "plan: the writes (Txn) agree by construction: the model and the real stack perform one write plan, " +
+const conformancePlanNote = "plan: the writes (Txn, the compactor's apart) agree by construction: the model and the real stack perform one write plan, " +
 	"the same creates, updates and deletes of the same objects in the same order; their counts differ only by retries. " +
 	"The model is judged on the reads (Range, RangeStream) and the watches (Watch)."
 
 // conformanceWithin is a row's judgement: "plan" for the writes
 // (kubeload.PlanWrite), else whether its counts are within 10 %.
 func conformanceWithin(row report.ConformanceRow) string {
-	if kubeload.PlanWrite(row.Method) {
+	if kubeload.PlanWrite(row.Method, row.Kind) {
 		return "plan"
 	}
 	return yesNo(row.Within10)
