@@ -12,6 +12,9 @@
 //     (requests.go), feeds each watch event to a watchload.Observer (the
 //     history checks and delivery latency of the etcd-direct run), and can
 //     hold an informer back.
+//   - Connections gives every informer and writer worker a connection of
+//     its own to kube-apiserver, as separate processes have, or one for
+//     all (client-go's transport cache would otherwise share one).
 //   - Run is the script: seed, informers, open-loop writes while
 //     kube-apiserver's own compactor runs, a hold across a compaction, and
 //     the final checks, into a report.KubeRunResult; an EtcdCounter

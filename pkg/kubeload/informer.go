@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -61,21 +60,20 @@ func objectFor(resource string) (runtime.Object, error) {
 }
 
 // NewInformerSet makes one informer per entry of resources (informer i
-// watches resources[i]), each on a client of its own made from cfg (one
-// connection each, as separate controllers have), reporting into env.
-// prefix is kube-apiserver's --etcd-prefix, which maps objects to the keys
-// env's Recorder records. watchList sets client-go's WatchListClient gate
-// for these informers (nil: client-go's default). The informers do not
-// run until Start.
-func NewInformerSet(cfg *rest.Config, env *watchload.Env, prefix string, resources []string, watchList *bool) (*InformerSet, error) {
+// watches resources[i]), each on a clientset of its own from conns (a
+// connection of its own, as separate controllers have, or the one of
+// conns' shared layout), reporting into env. prefix is kube-apiserver's
+// --etcd-prefix, which maps objects to the keys env's Recorder records.
+// watchList sets client-go's WatchListClient gate for these informers
+// (nil: client-go's default). The informers do not run until Start.
+func NewInformerSet(conns *Connections, env *watchload.Env, prefix string, resources []string, watchList *bool) (*InformerSet, error) {
 	s := &InformerSet{log: &requestLog{}, watchList: watchList}
 	for i, res := range resources {
 		obj, err := objectFor(res)
 		if err != nil {
 			return nil, err
 		}
-		c := clientConfig(cfg)
-		cs, err := kubernetes.NewForConfig(c)
+		cs, err := conns.NewClientset()
 		if err != nil {
 			return nil, fmt.Errorf("informer %d: %w", i, err)
 		}
@@ -91,7 +89,10 @@ func NewInformerSet(cfg *rest.Config, env *watchload.Env, prefix string, resourc
 // clientConfig is cfg for one client: protobuf, as Kubernetes' own
 // controllers talk to kube-apiserver, no client-side rate limit (the load
 // is open loop; kube-apiserver's Priority and Fairness still applies), and
-// a transport that counts response bytes (countingTransport).
+// a transport that counts response bytes (countingTransport). Its
+// clientsets share client-go's cached transport, and one connection, with
+// every other of the same TLS settings (Connections gives the informers and
+// writers their own).
 func clientConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.ContentType = "application/vnd.kubernetes.protobuf"

@@ -119,7 +119,7 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 	if err != nil {
 		return nil, err
 	}
-	wl, err := NewAPIWorkload(st.RESTConfig, plan, o.Workers, o.Seed)
+	wl, err := NewAPIWorkload(st.Connections, plan, o.Workers, o.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (l *Load) StartCase(ctx context.Context, o CaseOptions) (*Case, error) {
 		resources[i] = watchload.ResourcePods
 	}
 	var err error
-	c.set, err = NewInformerSet(l.st.RESTConfig, c.env, l.st.EtcdPrefix, resources, o.WatchList)
+	c.set, err = NewInformerSet(l.st.Connections, c.env, l.st.EtcdPrefix, resources, o.WatchList)
 	if err != nil {
 		return nil, err
 	}

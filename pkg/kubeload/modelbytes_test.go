@@ -57,7 +57,11 @@ func TestModelStoresWhatKubeAPIServerStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := kubeload.NewAPIWorkload(c.RESTConfig(), plan, 1, opts.Seed)
+	conns, err := kubeload.NewConnections(c.RESTConfig(), kubeload.ConnectionsPerClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := kubeload.NewAPIWorkload(conns, plan, 1, opts.Seed)
 	if err != nil {
 		t.Fatal(err)
 	}

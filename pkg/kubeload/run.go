@@ -37,6 +37,9 @@ type Stack struct {
 	// as a user allowed to read and write pods, configmaps, events and
 	// namespaces.
 	RESTConfig *rest.Config
+	// Connections makes the informers' and writers' clientsets from
+	// RESTConfig, in their connection layout; required.
+	Connections *Connections
 	// EtcdPrefix is the apiservers' --etcd-prefix ("" means /registry).
 	EtcdPrefix string
 	// APIServer describes the apiservers, echoed in the result (Version
@@ -225,7 +228,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err err
 
 	phase("seed")
 	logf("seeding %d pods, %d configmaps, %d events through the API", lo.Objects, lo.ConfigMaps, lo.Events)
-	wl, err := NewAPIWorkload(st.RESTConfig, plan, lo.WriterConcurrency, lo.Seed)
+	wl, err := NewAPIWorkload(st.Connections, plan, lo.WriterConcurrency, lo.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +254,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err err
 	for i := range resources {
 		resources[i] = lo.WatchResources[i%len(lo.WatchResources)]
 	}
-	set, err := NewInformerSet(st.RESTConfig, env, lo.Prefix, resources, o.WatchList)
+	set, err := NewInformerSet(st.Connections, env, lo.Prefix, resources, o.WatchList)
 	if err != nil {
 		return nil, err
 	}
@@ -323,6 +326,7 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err err
 	if res.Compactions == nil {
 		res.Compactions = []report.Compaction{}
 	}
+	res.APIServer.ClientConnections = st.Connections.Open()
 	res.Self = s.SelfStats(cctx)
 	res.Warnings = report.BusyWarnings(res.Self)
 	res.Verdict = report.RunVerdict(res)

@@ -42,7 +42,11 @@ func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
 		Dial: func(ctx context.Context) (*clientv3.Client, error) {
 			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		}}
-	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(), Counter: kubeload.CounterOf(proxy.Counter()), APIServers: kubeload.APIServersOf(c),
+	conns, err := kubeload.NewConnections(c.RESTConfig(), kubeload.ConnectionsPerClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeload.Stack{Etcd: target, RESTConfig: c.RESTConfig(), Connections: conns, Counter: kubeload.CounterOf(proxy.Counter()), APIServers: kubeload.APIServersOf(c),
 		APIServer: report.APIServerTarget{Servers: 1, Managed: true, WatchCache: !cfg.DisableWatchCache,
 			EtcdCompactionIntervalMs: report.Ms(cfg.EtcdCompactionInterval)}}
 }

@@ -39,6 +39,11 @@ type StackConfig struct {
 	WatchCache bool
 	// FeatureGates is passed as --feature-gates as is ("" none).
 	FeatureGates string
+	// Args are further kube-apiserver flags, appended to the command
+	// line as they are (apiserverproc.Config.ExtraArgs), e.g.
+	// --disable-admission-plugins=LimitRanger (which adds to lwbench's
+	// own ServiceAccount: the flag is a list).
+	Args []string
 	// ClientWatchList names the informers' WatchListClient gate for the
 	// result ("on", "off", "default").
 	ClientWatchList string
@@ -53,6 +58,9 @@ type StackConfig struct {
 	// dials the members itself when CountEtcd is false (--etcd-cafile,
 	// --etcd-certfile, --etcd-keyfile; "" plain).
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// Connections is the layout of the informers' and writers'
+	// connections ("": ConnectionsPerClient).
+	Connections ConnectionLayout
 }
 
 // StartStack starts cfg.Servers kube-apiservers (apiserverproc.Start, in
@@ -74,7 +82,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	acfg := apiserverproc.Config{BinDir: cfg.BinDir, Servers: servers, EtcdServers: t.Endpoints,
 		EtcdCAFile: cfg.EtcdCAFile, EtcdCertFile: cfg.EtcdCertFile, EtcdKeyFile: cfg.EtcdKeyFile,
 		EtcdPrefix: cfg.EtcdPrefix, EtcdCompactionInterval: cfg.EtcdCompactionInterval, EventTTL: cfg.EventTTL,
-		DisableWatchCache: !cfg.WatchCache, FeatureGates: cfg.FeatureGates}
+		DisableWatchCache: !cfg.WatchCache, FeatureGates: cfg.FeatureGates, ExtraArgs: cfg.Args}
 	var counter EtcdCounter
 	if cfg.CountEtcd {
 		shared := etcdproxy.NewCounter()
@@ -105,29 +113,41 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	}
 	undo = append(undo, cluster.Stop)
 	api := report.APIServerTarget{Servers: servers, Managed: true, WatchCache: cfg.WatchCache,
-		FeatureGates: cfg.FeatureGates, ClientWatchList: cfg.ClientWatchList}
+		FeatureGates: cfg.FeatureGates, Args: cfg.Args, ClientWatchList: cfg.ClientWatchList}
 	if cfg.EtcdCompactionInterval > 0 {
 		api.EtcdCompactionIntervalMs = report.Ms(cfg.EtcdCompactionInterval)
 	}
 	if v, err := serverVersion(cluster.RESTConfig()); err == nil {
 		api.Version = v
 	}
-	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
+	conns, err := NewConnections(cluster.RESTConfig(), cfg.Connections)
+	if err != nil {
+		stop()
+		return Stack{}, func() {}, err
+	}
+	api.Connections = string(conns.Layout())
+	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), Connections: conns, EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
 		APIServers: APIServersOf(cluster)}
 	return st, stop, nil
 }
 
 // ExistingStack is the Stack of a cluster lwbench does not own
-// (`--kubeconfig`): its kube-apiservers, reached with cfg, in front of
-// the etcd t (the cluster's own, read only by the harness) under prefix,
-// its --etcd-prefix; Shared is set, and APIServer names the server cfg
+// (`--kubeconfig`): its kube-apiservers, reached with cfg by informers and
+// writers in connection layout conns, in front of the etcd t (the
+// cluster's own, read only by the harness) under prefix, its
+// --etcd-prefix; Shared is set, and APIServer names the server cfg
 // reaches, with the Version its /version reports ("" if it cannot be
-// read) and the informers' WatchListClient setting clientWatchList.
-func ExistingStack(t watchload.Target, cfg *rest.Config, prefix, clientWatchList string) Stack {
+// read) and the informers' WatchListClient setting clientWatchList. It
+// fails if cfg cannot make a transport (NewConnections).
+func ExistingStack(t watchload.Target, cfg *rest.Config, prefix, clientWatchList string, conns ConnectionLayout) (Stack, error) {
 	installGates() // before the first client reads client-go's gates
-	api := report.APIServerTarget{Managed: false, URL: cfg.Host, ClientWatchList: clientWatchList}
+	c, err := NewConnections(cfg, conns)
+	if err != nil {
+		return Stack{}, err
+	}
+	api := report.APIServerTarget{Managed: false, URL: cfg.Host, ClientWatchList: clientWatchList, Connections: string(c.Layout())}
 	if v, err := serverVersion(cfg); err == nil {
 		api.Version = v
 	}
-	return Stack{Etcd: t, RESTConfig: cfg, EtcdPrefix: prefix, APIServer: api, Shared: true}
+	return Stack{Etcd: t, RESTConfig: cfg, Connections: c, EtcdPrefix: prefix, APIServer: api, Shared: true}, nil
 }

@@ -85,7 +85,7 @@ func TestCompare(t *testing.T) {
 	got := Compare(model, real)
 	want := []report.ConformanceRow{
 		{Method: "Range", Kind: "key limit", Model: 0, Real: 40, Ratio: 0, Note: "not modelled: only kube-apiserver sends it"},
-		{Method: "RangeStream", Kind: "prefix", Model: 0, Real: 31, Ratio: 0, Note: "real: also ResourceQuota admission's live LIST of each namespace's resourcequotas (0 keys; no quota in its informer), once per namespace per 30 s of writes (k8s.io/apiserver/pkg/admission/plugin/resourcequota/resource_access.go GetQuotas, liveTTL)"},
+		{Method: "RangeStream", Kind: "prefix", Model: 0, Real: 31, Ratio: 0, Note: note(&report.ConformanceRow{Method: "RangeStream", Kind: "prefix", Real: 31})},
 		{Method: "Txn", Kind: "if mod_revision=? then delete else range", Model: 8, Real: 10, Ratio: 0.8, Note: "model: with the watch cache on, a delete starts from the cached object (k8s.io/apiserver/pkg/storage/cacher/delegator.go Delete), " +
 			"which is stale right after the grace-0 update and fails once (etcd3/store.go conditionalDelete); the model's cache catches up sooner than kube-apiserver's cacher, so fewer of its deletes fail"},
 		{Method: "Txn", Kind: "if mod_revision=? then put else range", Model: 105, Real: 100, ModelBytes: 1155, RealBytes: 1100, Ratio: 1.05, BytesRatio: 1.05, Within10: true},
@@ -98,14 +98,15 @@ func TestCompare(t *testing.T) {
 }
 
 // TestCompareProgressNote: more progress requests from kube-apiserver
-// than from the model (the watch cache on) are explained by its count
-// polls of every cached resource.
+// than from the model (the watch cache on) are explained by LimitRanger's
+// live LISTs, consistent reads from the cache that wait with progress
+// requests, and not by the count polls, which start after a 30 s run.
 func TestCompareProgressNote(t *testing.T) {
 	model := []report.EtcdRequests{{Phase: "steady", Method: "Watch", Kind: "progress", Requests: 3}}
 	real := []report.EtcdRequests{{Phase: "released", Method: "Watch", Kind: "progress", Requests: 130}}
 	rows := Compare(model, real)
-	if len(rows) != 1 || !strings.Contains(rows[0].Note, "startObservingCount") {
-		t.Errorf("rows %+v: want the progress row explained by kube-apiserver's count polls", rows)
+	if len(rows) != 1 || !strings.HasPrefix(rows[0].Note, "real: also LimitRanger admission's live LISTs") || !strings.Contains(rows[0].Note, "waitUntilFreshLocked") {
+		t.Errorf("rows %+v: want the progress row explained by LimitRanger's consistent reads from the watch cache", rows)
 	}
 }
 
@@ -129,8 +130,8 @@ func TestCompareNotes(t *testing.T) {
 		{"not modelled", "Range", "key limit", 0, 40, "not modelled"},
 		{"watch streams", "Watch", "stream", 0, 1, "gRPC watch streams: kube-apiserver gives each resource's storage an etcd client of its own"},
 		{"db size monitor", "Status", "call", 0, 1, "kube-apiserver 1.35 and 1.36's own: its etcd db size monitor"},
-		{"quota lookups, Range", "Range", "prefix", 1, 11, "real: also ResourceQuota admission's live LIST"},
-		{"quota lookups, RangeStream", "RangeStream", "prefix", 11, 21, "real: also ResourceQuota admission's live LIST"},
+		{"limit range lookups, Range", "Range", "prefix", 1, 11, "real: also LimitRanger admission's live LIST"},
+		{"limit range lookups, RangeStream", "RangeStream", "prefix", 11, 21, "real: also LimitRanger admission's live LIST"},
 		{"a Range limit more", "Range", "prefix limit", 10, 11, ""},
 		{"a cancel more", "Watch", "cancel", 2, 3, "watch cancels"},
 		{"many cancels more", "Watch", "cancel", 2, 30, ""},
@@ -191,5 +192,34 @@ func TestBasePhase(t *testing.T) {
 		if b := BasePhase(got); b != tt.base {
 			t.Errorf("BasePhase(%q): got %q, want %q", got, b, tt.base)
 		}
+	}
+}
+
+// TestJudgedAndPlanWrite: the model is judged on the reads and watches;
+// the writes of the plan agree by construction, the compactor's
+// compare-and-swap of compact_rev_key is not one of them.
+func TestJudgedAndPlanWrite(t *testing.T) {
+	tests := []struct {
+		method, kind          string
+		wantJudged, wantWrite bool
+	}{
+		{"Range", "key limit", true, false},
+		{"RangeStream", "prefix", true, false},
+		{"Watch", "progress", true, false},
+		{"Txn", "if mod_revision=? then put else range", false, true},
+		{"Txn", "if mod_revision=0 then put", false, true},
+		{"Txn", "if version=? then put else range", false, false},
+		{"Compact", "compact", false, false},
+		{"LeaseGrant", "grant ttl=15s", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.kind, func(t *testing.T) {
+			if got := Judged(tt.method); got != tt.wantJudged {
+				t.Errorf("got Judged %v, want %v", got, tt.wantJudged)
+			}
+			if got := PlanWrite(tt.method, tt.kind); got != tt.wantWrite {
+				t.Errorf("got PlanWrite %v, want %v", got, tt.wantWrite)
+			}
+		})
 	}
 }

@@ -86,12 +86,13 @@ var (
 func (w *APIWorkload) ObserveCommits(f func(worker int, rev int64)) { w.observer = f }
 
 // NewAPIWorkload returns the workload of plan (made with Workers workers
-// and a Prefix equal to kube-apiserver's --etcd-prefix) on workers clients
-// of their own made from cfg; seed is plan's seed (the objects' content).
-func NewAPIWorkload(cfg *rest.Config, plan *watchload.KubernetesWorkload, workers int, seed uint64) (*APIWorkload, error) {
+// and a Prefix equal to kube-apiserver's --etcd-prefix) on workers
+// clientsets from conns (a connection each, or conns' shared one); seed
+// is plan's seed (the objects' content).
+func NewAPIWorkload(conns *Connections, plan *watchload.KubernetesWorkload, workers int, seed uint64) (*APIWorkload, error) {
 	w := &APIWorkload{plan: plan, seed: seed}
 	for i := range workers {
-		cs, err := kubernetes.NewForConfig(clientConfig(cfg))
+		cs, err := conns.NewClientset()
 		if err != nil {
 			return nil, fmt.Errorf("writer %d: %w", i, err)
 		}

@@ -24,9 +24,23 @@ type APIServerTarget struct {
 	EtcdCompactionIntervalMs float64 `json:"etcdCompactionIntervalMs"`
 	// FeatureGates is --feature-gates as passed ("" none).
 	FeatureGates string `json:"featureGates,omitempty"`
+	// Args are the further command-line flags lwbench passed
+	// (--apiserver-arg), in order; none: nil.
+	Args []string `json:"args,omitempty"`
 	// ClientWatchList is client-go's WatchListClient gate in the
 	// informers: "on", "off", or "default" (client-go's own default).
 	ClientWatchList string `json:"clientWatchList"`
+	// Connections is the layout of the informers' and writers'
+	// connections to kube-apiserver: "per-client" (one TCP connection
+	// each, as separate processes have) or "shared" (one HTTP/2
+	// connection for all, as one process's clientsets share;
+	// --shared-connection); "" in results written before it was recorded.
+	Connections string `json:"connections,omitempty"`
+	// ClientConnections counts the TCP connections to kube-apiserver the
+	// informers and writers held open at the end of the run (lwbench's
+	// own requests apart): as many as informers and writer workers when
+	// per-client, 1 when shared; 0 when not recorded.
+	ClientConnections int64 `json:"clientConnections,omitempty"`
 }
 
 // RequestCount counts informer requests of one verb and outcome.
@@ -149,6 +163,10 @@ type Conformance struct {
 	// real kube-apiservers' --feature-gates, and the model's gates of
 	// those it follows.
 	FeatureGates string `json:"featureGates,omitempty"`
+	// APIServerArgs are the real kube-apiservers' further command-line
+	// flags (--apiserver-arg, e.g. --disable-admission-plugins=LimitRanger),
+	// in order; none: nil.
+	APIServerArgs []string `json:"apiServerArgs,omitempty"`
 	// Cases are the real-stack settings compared, in order.
 	Cases []ConformanceCase `json:"cases"`
 }

@@ -99,7 +99,7 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 		return err
 	}
 	res := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion, StartedAt: time.Now().UTC(),
-		FeatureGates: k.apiserverGates}
+		FeatureGates: k.apiserverGates, APIServerArgs: k.apiserverArgs}
 	// The model follows the release it is compared with, or the gates
 	// given.
 	rangeStream := k.modelRangeStream(k.resolvedVersion)
@@ -186,7 +186,7 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 	interval := o.load.Defaults().CompactionInterval
 	st, stop, err := kubeload.StartStack(ctx, t, kubeload.StackConfig{BinDir: bin, EtcdPrefix: o.load.Prefix,
 		EtcdCompactionInterval: interval, EventTTL: o.load.Defaults().EventTTL, WatchCache: s.WatchCache,
-		FeatureGates: o.kube.apiserverGates, ClientWatchList: s.ClientWatchList(), CountEtcd: true})
+		FeatureGates: o.kube.apiserverGates, Args: o.kube.apiserverArgs, ClientWatchList: s.ClientWatchList(), CountEtcd: true, Connections: o.kube.connections()})
 	defer stop()
 	if err != nil {
 		return nil, err
@@ -203,19 +203,49 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 
 // makeConformanceTable has one row per case, method and kind: the model's
 // and the real stack's counts, their ratio, whether within 10 % (judged
-// on the counts), their bytes both ways, the bytes' ratio, and the note. A
-// ratio is "-" when the real stack sent none.
+// on the counts; "plan" for the writes, which agree by construction:
+// kubeload.PlanWrite), their bytes both ways, the bytes' ratio, and the
+// note. A ratio is "-" when the real stack sent none.
 func makeConformanceTable(r *report.Conformance) output.Table {
 	t := output.Table{Header: []string{"case", "method", "kind", "model", "real", "ratio", "within 10%", "model bytes", "real bytes", "bytes ratio", "note"},
 		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
 	for _, c := range r.Cases {
 		for _, row := range c.Rows {
 			t.Rows = append(t.Rows, []string{conformanceCase(c), row.Method, strings.TrimSpace(row.Kind),
-				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), yesNo(row.Within10),
+				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), conformanceWithin(row),
 				fmt.Sprint(row.ModelBytes), fmt.Sprint(row.RealBytes), conformanceRatio(row.BytesRatio, row.RealBytes), row.Note})
 		}
 	}
 	return t
+}
+
+// conformancePlanNote explains the judgement "plan" of the writes' rows.
+const conformancePlanNote = "plan: the writes (Txn, the compactor's apart) agree by construction: the model and the real stack perform one write plan, " +
+	"the same creates, updates and deletes of the same objects in the same order; their counts differ only by retries. " +
+	"The model is judged on the reads (Range, RangeStream) and the watches (Watch)."
+
+// conformanceWithin is a row's judgement: "plan" for the writes
+// (kubeload.PlanWrite), else whether its counts are within 10 %.
+func conformanceWithin(row report.ConformanceRow) string {
+	if kubeload.PlanWrite(row.Method, row.Kind) {
+		return "plan"
+	}
+	return yesNo(row.Within10)
+}
+
+// conformanceVerdict says how many of a case's reads and watches
+// (kubeload.Judged) are within 10 %.
+func conformanceVerdict(c report.ConformanceCase) string {
+	judged, within := 0, 0
+	for _, row := range c.Rows {
+		if kubeload.Judged(row.Method) {
+			judged++
+			if row.Within10 {
+				within++
+			}
+		}
+	}
+	return fmt.Sprintf("reads and watches within 10 %% in %d of %d rows", within, judged)
 }
 
 // conformanceLayout is the conformance table as a person reads it: in
@@ -227,12 +257,13 @@ func makeConformanceTable(r *report.Conformance) output.Table {
 func conformanceLayout(r *report.Conformance) layout {
 	text := output.Table{Header: []string{"#", "method", "kind", "model", "real", "ratio", "±10%", "model bytes", "real bytes", "bytes ratio"},
 		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
-	var caseNotes, notes []string
+	var caseNotes, notes, verdicts []string
 	noteNum := map[string]int{}
 	for i, c := range r.Cases {
-		caseNotes = append(caseNotes, fmt.Sprintf("case %d: %s", i+1, conformanceCase(c)))
+		caseNotes = append(caseNotes, fmt.Sprintf("case %d: %s: %s", i+1, conformanceCase(c), conformanceVerdict(c)))
+		verdicts = append(verdicts, fmt.Sprintf("%s: %s", conformanceCase(c), conformanceVerdict(c)))
 		for _, row := range c.Rows {
-			within := yesNo(row.Within10)
+			within := conformanceWithin(row)
 			if row.Note != "" {
 				n, ok := noteNum[row.Note]
 				if !ok {
@@ -249,11 +280,13 @@ func conformanceLayout(r *report.Conformance) layout {
 				conformanceRatio(row.BytesRatio, row.RealBytes)})
 		}
 	}
+	// The verdicts are in the text's case lines, the markdown's notes.
 	return layout{
 		wide:      makeConformanceTable(r),
 		text:      splitTable(text, 3, maxTableWidth, 7),
-		notes:     notes,
+		notes:     append([]string{conformancePlanNote}, notes...),
 		textNotes: caseNotes,
+		wideNotes: verdicts,
 	}
 }
 

@@ -14,8 +14,10 @@ import (
 
 // TestConformanceTableGolden renders a conformance result as a table
 // (within maxTableWidth: cases numbered, notes below) and as markdown: each row with the counts, their ratio and the within-10 %
-// judgement, then the bytes both ways and their ratio ("-" for a row the
-// real stack did not send), then the note.
+// judgement ("plan" for the writes, which agree by construction), then the
+// bytes both ways and their ratio ("-" for a row the real stack did not
+// send), then the note; each case with how many of its reads and watches
+// are within 10 %.
 func TestConformanceTableGolden(t *testing.T) {
 	model := []report.EtcdRequests{
 		{Phase: "sync", Method: "Range", Kind: "prefix limit", Requests: 11, RequestBytes: 550, Responses: 11, ResponseBytes: 1_200_000},

@@ -76,6 +76,9 @@ func (o *experimentOptions) Validate(name string) error {
 	if err := o.kube.Validate(); err != nil {
 		return err
 	}
+	if err := o.kube.checkSharedConnection(o.kubeconfig.enabled()); err != nil {
+		return err
+	}
 	if err := o.kubeconfig.check(o.target.external()); err != nil {
 		return err
 	}
@@ -118,7 +121,7 @@ func (o *experimentOptions) common(logf func(string, ...any)) experiment.Common 
 			logf = func(string, ...any) {}
 		}
 		routeClientGoLogs(logf)
-		c.Stack, c.WatchList = o.kubeconfig.sharedStackFactory(o.prefix, o.kube.clientWatchList(), logf), o.kube.watchList
+		c.Stack, c.WatchList = o.kubeconfig.sharedStackFactory(o.prefix, o.kube.clientWatchList(), o.kube.connections(), logf), o.kube.watchList
 		c.NamespaceDeleteTimeout = o.kubeconfig.deleteTimeout
 	}
 	return c

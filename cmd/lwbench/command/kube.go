@@ -31,8 +31,10 @@ type kubeOptions struct {
 	servers         int
 	watchCache      bool
 	apiserverGates  string
+	apiserverArgs   []string
 	clientGates     string
 	countEtcd       bool
+	sharedConn      bool
 	watchList       *bool           // from clientGates; nil: client-go's default
 	serverGates     map[string]bool // from apiserverGates
 	resolvedVersion string
@@ -44,9 +46,30 @@ func (o *kubeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.servers, "apiservers", 1, "with --kube-apiserver: kube-apiservers to start, all in front of the same etcd")
 	fs.BoolVar(&o.watchCache, "watch-cache", false, "with --kube-apiserver: kube-apiserver's --watch-cache (off: every LIST and WATCH reaches etcd); default: what --profile models, off for informer, on for apiserver-cache")
 	fs.StringVar(&o.apiserverGates, "apiserver-feature-gates", "", "kube-apiserver's --feature-gates (e.g. EtcdRangeStream=false,WatchList=false): passed as is to the real kube-apiservers (--kube-apiserver, conformance); the gates the etcd-direct model follows, "+kubeload.GateEtcdRangeStream+" and "+kubeload.GateWatchList+", also set the model's (without --kube-apiserver only these two are accepted; unset, the model follows the release conformance compares it with, else 1.37)")
+	fs.StringArrayVar(&o.apiserverArgs, "apiserver-arg", nil, "with --kube-apiserver and in conformance: one more kube-apiserver command-line flag, passed as is after lwbench's own; repeatable (e.g. --apiserver-arg=--disable-admission-plugins=LimitRanger, which adds to lwbench's own ServiceAccount, or --apiserver-arg=--watch-cache-sizes=limitranges#0)")
 	fs.BoolVar(&o.countEtcd, "count-etcd", true, "with --kube-apiserver: count every request the apiservers send etcd, by phase and shape, through a counting gRPC proxy in front of each member")
 	fs.StringVar(&o.clientGates, "client-feature-gates", "", "client-go feature gates of the informers: real client-go's with --kube-apiserver or --kubeconfig, the model's without (its informer profile); only WatchListClient=true|false is set (default: client-go's, on since 1.35)")
+	fs.BoolVar(&o.sharedConn, "shared-connection", false, "with --kube-apiserver or --kubeconfig: put every client-go informer and writer on one HTTP/2 connection to kube-apiserver, as the clientsets of one controller process share one (default: a connection each, as separate controllers and kubelets have)")
 	o.flags = fs
+}
+
+// connections is the informers' and writers' connection layout.
+func (o *kubeOptions) connections() kubeload.ConnectionLayout {
+	if o.sharedConn {
+		return kubeload.ConnectionsShared
+	}
+	return kubeload.ConnectionsPerClient
+}
+
+// checkSharedConnection refuses --shared-connection when no client-go
+// client runs: without --kube-apiserver and without --kubeconfig
+// (kubeconfig), the etcd-direct model's connections are --conns and
+// --streams.
+func (o *kubeOptions) checkSharedConnection(kubeconfig bool) error {
+	if o.flags != nil && o.flags.Changed("shared-connection") && !o.enabled() && !kubeconfig {
+		return cli.FlagErrorf("--shared-connection needs --kube-apiserver or --kubeconfig: the etcd-direct model's connections are --conns and --streams")
+	}
+	return nil
 }
 
 // enabled reports whether the load goes through kube-apiserver: the flag
@@ -69,7 +92,7 @@ func (o *kubeOptions) Validate() error {
 		return err
 	}
 	if !o.enabled() {
-		for _, name := range []string{"apiservers", "watch-cache", "count-etcd"} {
+		for _, name := range []string{"apiservers", "watch-cache", "count-etcd", "apiserver-arg"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --kube-apiserver", name)
 			}
@@ -87,6 +110,11 @@ func (o *kubeOptions) Validate() error {
 		return cli.FlagErrorf("--kube-apiserver: %v", err)
 	}
 	o.resolvedVersion = v
+	for _, a := range o.apiserverArgs {
+		if !strings.HasPrefix(a, "--") || len(a) == 2 {
+			return cli.FlagErrorf("--apiserver-arg: Invalid value: %q: give one kube-apiserver flag, e.g. --apiserver-arg=--disable-admission-plugins=LimitRanger", a)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(o.serverGates)) {
 		if _, ok := kubeload.GateDefault(v, name); kubeload.ModelGate(name) && !ok {
 			return cli.FlagErrorf("--apiserver-feature-gates: Unsupported value: %q: kube-apiserver %s has no such gate", name, v)
@@ -211,8 +239,8 @@ func routeClientGoLogs(logf func(string, ...any)) {
 // counting proxies) or conn's files (kube-apiserver itself).
 func (o *kubeOptions) stackConfig(bin, prefix string, interval, eventTTL time.Duration, tlsCfg *tls.Config, conn etcdclient.Flags) kubeload.StackConfig {
 	return kubeload.StackConfig{BinDir: bin, Servers: o.servers, EtcdPrefix: prefix, EtcdCompactionInterval: interval, EventTTL: eventTTL,
-		WatchCache: o.watchCache, FeatureGates: o.apiserverGates, ClientWatchList: o.clientWatchList(), CountEtcd: o.countEtcd,
-		EtcdTLS: tlsCfg, EtcdCAFile: conn.CACert, EtcdCertFile: conn.Cert, EtcdKeyFile: conn.Key}
+		WatchCache: o.watchCache, FeatureGates: o.apiserverGates, Args: o.apiserverArgs, ClientWatchList: o.clientWatchList(), CountEtcd: o.countEtcd,
+		EtcdTLS: tlsCfg, EtcdCAFile: conn.CACert, EtcdCertFile: conn.Cert, EtcdKeyFile: conn.Key, Connections: o.connections()}
 }
 
 // runKube runs `lwbench run --kube-apiserver`: it opens the etcd target,

@@ -57,6 +57,7 @@ var kubeconfigConflicts = []struct{ flag, why string }{
 	{"apiservers", "the cluster's kube-apiservers are its operator's"},
 	{"watch-cache", "the cluster's kube-apiservers are configured by its operator"},
 	{"apiserver-feature-gates", "the cluster's kube-apiservers are configured by its operator"},
+	{"apiserver-arg", "the cluster's kube-apiservers are configured by its operator"},
 	{"count-etcd", "no counting proxy can be put between a cluster's kube-apiservers and its etcd"},
 	{"allow-compaction", "lwbench never compacts a cluster it does not own; the cluster's kube-apiservers compact it"},
 	{"allow-defrag", "lwbench never defragments a cluster it does not own"},
@@ -107,14 +108,17 @@ func (o *kubeconfigOptions) check(external bool) error {
 // for every load, whatever the load's prefix (the cluster's --etcd-prefix
 // is prefix), after checking once that target is the cluster's etcd
 // (checkSameCluster); it stops nothing.
-func (o *kubeconfigOptions) sharedStackFactory(prefix, watchList string, logf func(string, ...any)) experiment.StackFactory {
+func (o *kubeconfigOptions) sharedStackFactory(prefix, watchList string, conns kubeload.ConnectionLayout, logf func(string, ...any)) experiment.StackFactory {
 	checked := false
 	return func(ctx context.Context, t watchload.Target, _ string, _ time.Duration) (kubeload.Stack, func(), error) {
 		cfg, err := o.restConfig()
 		if err != nil {
 			return kubeload.Stack{}, func() {}, err
 		}
-		st := kubeload.ExistingStack(t, cfg, prefix, watchList)
+		st, err := kubeload.ExistingStack(t, cfg, prefix, watchList, conns)
+		if err != nil {
+			return kubeload.Stack{}, func() {}, err
+		}
 		if !checked {
 			if err := checkSameCluster(ctx, cfg, t, prefix); err != nil {
 				return kubeload.Stack{}, func() {}, err
@@ -272,7 +276,10 @@ func runKubeconfig(ctx context.Context, o *runOptions, out, errOut io.Writer) er
 	if err != nil {
 		return err
 	}
-	st := kubeload.ExistingStack(target, cfg, o.load.Prefix, o.kube.clientWatchList())
+	st, err := kubeload.ExistingStack(target, cfg, o.load.Prefix, o.kube.clientWatchList(), o.kube.connections())
+	if err != nil {
+		return err
+	}
 	if err := checkSameCluster(ctx, cfg, target, o.load.Prefix); err != nil {
 		return err
 	}

@@ -202,6 +202,7 @@ func TestKubeconfigFlagErrors(t *testing.T) {
 		{"apiservers", append(kc, "--apiservers", "2"), "lwbench: --kubeconfig and --apiservers cannot be used together: the cluster's kube-apiservers are its operator's\n"},
 		{"watch-cache", append(kc, "--watch-cache"), "lwbench: --kubeconfig and --watch-cache cannot be used together: the cluster's kube-apiservers are configured by its operator\n"},
 		{"apiserver-feature-gates", append(kc, "--apiserver-feature-gates", "WatchList=false"), "lwbench: --kubeconfig and --apiserver-feature-gates cannot be used together: the cluster's kube-apiservers are configured by its operator\n"},
+		{"apiserver-arg", append(kc, "--apiserver-arg", "--disable-admission-plugins=LimitRanger"), "lwbench: --kubeconfig and --apiserver-arg cannot be used together: the cluster's kube-apiservers are configured by its operator\n"},
 		{"count-etcd", append(kc, "--count-etcd"), "lwbench: --kubeconfig and --count-etcd cannot be used together: no counting proxy can be put between a cluster's kube-apiservers and its etcd\n"},
 		{"allow-compaction", append(kc, "--allow-compaction"), "lwbench: --kubeconfig and --allow-compaction cannot be used together: lwbench never compacts a cluster it does not own; the cluster's kube-apiservers compact it\n"},
 		{"allow-defrag", append(kc, "--allow-defrag"), "lwbench: --kubeconfig and --allow-defrag cannot be used together: lwbench never defragments a cluster it does not own\n"},

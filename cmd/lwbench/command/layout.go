@@ -30,6 +30,9 @@ type layout struct {
 	// textNotes come before notes in the text format only: they explain
 	// text's tables (the comparison's #).
 	textNotes []string
+	// wideNotes come before notes in markdown only: what textNotes say
+	// of text's tables, for the wide table.
+	wideNotes []string
 }
 
 // write renders l in format f (v is the JSON of -w json): the text
@@ -43,7 +46,7 @@ func (l layout) write(w io.Writer, f output.Format, v any) error {
 		if err := output.Write(w, f, l.wide, v); err != nil {
 			return err
 		}
-		for _, n := range l.notes {
+		for _, n := range append(slices.Clip(l.wideNotes), l.notes...) {
 			if _, err := fmt.Fprintf(w, "\n%s\n", output.EscapeControl(n)); err != nil {
 				return err
 			}

@@ -144,6 +144,9 @@ func (o *runOptions) Validate() error {
 	if err := o.kube.Validate(); err != nil {
 		return err
 	}
+	if err := o.kube.checkSharedConnection(o.kubeconfig.enabled()); err != nil {
+		return err
+	}
 	o.load.Profile = watchload.Profile(o.profile)
 	o.load.WatchList = o.kube.watchList
 	if !o.kube.enabled() {

@@ -12,7 +12,8 @@ import (
 )
 
 // kubeAPIServerRow describes the apiservers: those lwbench started, or
-// the existing cluster's (--kubeconfig), whose settings it does not know.
+// the existing cluster's (--kubeconfig), whose settings it does not know;
+// and the clients' connections to them, when recorded.
 func kubeAPIServerRow(a report.APIServerTarget) string {
 	cache := "off"
 	if a.WatchCache {
@@ -22,17 +23,24 @@ func kubeAPIServerRow(a report.APIServerTarget) string {
 	if a.EtcdCompactionIntervalMs > 0 {
 		compaction = fmt.Sprintf("every %.0f ms", a.EtcdCompactionIntervalMs)
 	}
+	conns := ""
+	if a.Connections != "" {
+		conns = fmt.Sprintf(", client connections %s (%d open at the end)", a.Connections, a.ClientConnections)
+	}
 	if !a.Managed && a.URL != "" {
 		if a.EtcdCompactionIntervalMs <= 0 {
 			compaction = "the cluster's own"
 		}
-		return fmt.Sprintf("%s at %s (an existing cluster's: watch cache as its operator set it), compaction %s", a.Version, a.URL, compaction)
+		return fmt.Sprintf("%s at %s (an existing cluster's: watch cache as its operator set it), compaction %s", a.Version, a.URL, compaction) + conns
 	}
 	row := fmt.Sprintf("%s x%d, watch cache %s, compaction %s", a.Version, a.Servers, cache, compaction)
 	if a.FeatureGates != "" {
 		row += ", feature gates " + a.FeatureGates
 	}
-	return row
+	if len(a.Args) > 0 {
+		row += ", flags " + strings.Join(a.Args, " ")
+	}
+	return row + conns
 }
 
 // apiRequestsRow sums the client-go informers' requests up by verb,
