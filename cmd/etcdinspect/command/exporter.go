@@ -126,14 +126,18 @@ SIGINT too (exit 130).`,
 func runExporter(cmd *cobra.Command, g *globalOptions, o *exporterOptions) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	// The scans read keys from one member, a follower (connectForKeys);
-	// every member's Status is read on each scan all the same.
-	c, versions, member, done, err := o.live.connectForKeys(ctx, o.allowValueReads, "")
+	// One client of every endpoint, whose balancer moves on when a member
+	// goes away: the exporter outlives members (usage and keys read one
+	// member, connectForKeys).
+	c, done, err := o.live.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	fmt.Fprintf(stderr, "etcdinspect exporter: reading keys from member %s (%s)\n", member.Name, member.Endpoint)
+	_, versions, err := o.live.checkForKeys(ctx, c, o.allowValueReads)
+	if err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)

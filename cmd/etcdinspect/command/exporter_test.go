@@ -741,3 +741,47 @@ func TestExporterOldServer(t *testing.T) {
 		t.Errorf("got %g objects, member info %v; want objects and one member of 3.6.16", sumOf(m, "etcdinspect_objects"), m)
 	}
 }
+
+// TestExporterOutlivesAMember: on 3 members, the exporter's full scans
+// go on while any one follower is down (each is killed in turn, then
+// restarted): its client balances over every endpoint. Before, it read
+// keys from the one follower chosen at start (as usage and keys do), and
+// every scan failed once that member was gone.
+func TestExporterOutlivesAMember(t *testing.T) {
+	cl, _ := startKubernetesCluster(t, etcdtest.EtcdBinaries(t, "3.7.3"), 3)
+	// A scan asks every member's Status, a dead one's until --dial-timeout.
+	e := startExporter(t, "--endpoints", strings.Join(cl.Endpoints(), ","), "--interval", "3s", "--count-interval", "1s", "--dial-timeout", "1s")
+	// fullScans counts the full scans that succeeded.
+	fullScans := func() float64 {
+		m, _ := scrape(t, e.addr)
+		return sumOf(m, "etcdinspect_scans_total", `kind="full"`) - sumOf(m, "etcdinspect_scan_errors_total", `kind="full"`)
+	}
+	waitFor(t, 30*time.Second, "a first full scan", func() (bool, string) {
+		n := fullScans()
+		return n >= 1, fmt.Sprintf("%g full scans", n)
+	})
+	leader, err := cl.Leader(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range cl.Members {
+		if m == leader {
+			continue
+		}
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		before := fullScans()
+		waitFor(t, 40*time.Second, "two successful full scans with "+m.Name+" down", func() (bool, string) {
+			n := fullScans()
+			_, health := httpGet(t, "http://"+e.addr+"/healthz")
+			return n >= before+2, fmt.Sprintf("%g full scans, %g before; /healthz: %s", n, before, health)
+		})
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.WaitReady(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

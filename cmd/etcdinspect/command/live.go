@@ -81,9 +81,8 @@ const memberFlagUsage = "with --endpoints: read the keys from this member (its n
 	"serializable at the revision pinned by the first Range; default a follower, so the leader is spared the reads"
 
 // connectForKeys is connect for the modes that read keys (usage, keys):
-// it reads every member's Status (live.MemberStatuses), refuses servers
-// whose keys_only Ranges read values from disk (live.CheckVersions)
-// unless allowValueReads, and picks the member to read (live.ChooseMember:
+// it reads every member's Status and checks their versions
+// (checkForKeys), and picks the member to read (live.ChooseMember:
 // member by name, ID or URL, or a follower). It returns a client of that
 // member alone, the members' versions, the member, and a close of both
 // clients. An unknown member is a usage error naming --member.
@@ -97,18 +96,9 @@ func (o *liveOptions) connectForKeys(ctx context.Context, allowValueReads bool, 
 		done()
 		return nil, nil, live.MemberStatus{}, nil, err
 	}
-	members, err := live.MemberStatuses(ctx, c, o.conn.Endpoints, o.conn.DialTimeout)
+	members, versions, err := o.checkForKeys(ctx, c, allowValueReads)
 	if err != nil {
 		return fail(err)
-	}
-	var versions []string
-	for _, m := range members {
-		if m.Error == "" {
-			versions = append(versions, m.Version)
-		}
-	}
-	if err := live.CheckVersions(versions, allowValueReads); err != nil {
-		return fail(fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err))
 	}
 	chosen, err := live.ChooseMember(members, member)
 	switch {
@@ -127,6 +117,27 @@ func (o *liveOptions) connectForKeys(ctx context.Context, allowValueReads bool, 
 		return fail(fmt.Errorf("connect to member %s at %s: %w", chosen.Name, chosen.Endpoint, err))
 	}
 	return mc, versions, chosen, func() { mc.Close(); done() }, nil
+}
+
+// checkForKeys reads every member's Status through c
+// (live.MemberStatuses) and refuses servers whose keys_only Ranges read
+// values from disk (live.CheckVersions) unless allowValueReads. It
+// returns the members and the versions of those that answered.
+func (o *liveOptions) checkForKeys(ctx context.Context, c *clientv3.Client, allowValueReads bool) ([]live.MemberStatus, []string, error) {
+	members, err := live.MemberStatuses(ctx, c, o.conn.Endpoints, o.conn.DialTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	var versions []string
+	for _, m := range members {
+		if m.Error == "" {
+			versions = append(versions, m.Version)
+		}
+	}
+	if err := live.CheckVersions(versions, allowValueReads); err != nil {
+		return nil, nil, fmt.Errorf("%w: refusing to load it; pass --allow-value-reads to read anyway", err)
+	}
+	return members, versions, nil
 }
 
 // liveMember names the member a scan read, in the JSON of usage and keys.
