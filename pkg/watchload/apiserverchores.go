@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -200,6 +201,10 @@ type ownInformer struct {
 	clock   clock.WithTicker
 
 	lists, events atomic.Int64
+	// watching is closed once the informer has listed and asked etcd for
+	// its first watch.
+	watching     chan struct{}
+	watchingOnce sync.Once
 }
 
 // startOwnInformer starts kube-apiserver's own informer of the pods
@@ -209,12 +214,29 @@ func startOwnInformer(ctx context.Context, prefix string, stream *Stream, clk cl
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	in := &ownInformer{prefix: ResourcePrefix(prefix, ResourcePods), stream: stream, clock: clk}
+	in := &ownInformer{prefix: ResourcePrefix(prefix, ResourcePods), stream: stream, clock: clk, watching: make(chan struct{})}
 	if rangeStream {
 		in.streams = newRangeStreamSupport(clk)
 	}
 	go in.run(ctx)
 	return in
+}
+
+// waitWatching waits until the informer has listed and started its
+// watch, at most timeout (real time) or until ctx ends, and reports
+// whether it had. kube-apiserver serves no request before its informers
+// have synced (its readyz check informer-sync), so a run seeds only after
+// this.
+func (in *ownInformer) waitWatching(ctx context.Context, timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-in.watching:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
 }
 
 // run lists and watches until ctx ends, listing again one second after a
@@ -237,6 +259,7 @@ func (in *ownInformer) watch(ctx context.Context, from int64) {
 	defer cancel()
 	wch := in.stream.Client.Watch(in.stream.Context(wctx), in.prefix,
 		clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
+	in.watchingOnce.Do(func() { close(in.watching) })
 	for resp := range wch {
 		in.events.Add(int64(len(resp.Events)))
 		if resp.Err() != nil {

@@ -179,6 +179,9 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		octx, stopOwn := context.WithCancel(ctx)
 		defer stopOwn()
 		own = startOwnInformer(octx, o.Prefix, writerTopo.Streams[0], o.Clock, o.rangeStream())
+		if !own.waitWatching(ctx, min(o.SyncTimeout, 10*time.Second)) && ctx.Err() == nil {
+			logf("kube-apiserver's own informer of %s had not listed and watched after %v; seeding all the same", own.prefix, min(o.SyncTimeout, 10*time.Second))
+		}
 	}
 	s.ReportStatus(ctx, o.OnStatus, o.StatusInterval, o.Watchers, "seeding")
 	if o.Profile == ProfileAPIServerCache {

@@ -90,7 +90,7 @@ func TestModelRequestShapes(t *testing.T) {
 				kinds[r.Method+" "+r.Kind] += r.Requests
 				if r.Method == "Watch" && strings.HasPrefix(r.Kind, "create") {
 					creates += r.Requests
-					if r.Phase == "" || r.Phase == "seeding" {
+					if r.Phase == etcdproxy.DefaultPhase || r.Phase == "seeding" {
 						seedCreates += r.Requests
 					}
 				}
