@@ -28,7 +28,7 @@ func causeRun(t *testing.T, watchCache bool, args []string) (map[string]report.C
 	t.Helper()
 	st := stack(t, apiserverproc.Config{DisableWatchCache: !watchCache, ExtraArgs: args})
 	off := false
-	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: causeLoad(t), WatchList: &off})
+	res, err := runAPI(t.Context(), st, causeLoad(t), kubeload.Options{WatchList: &off})
 	if err != nil {
 		t.Fatal(err)
 	}

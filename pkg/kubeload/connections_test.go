@@ -216,7 +216,7 @@ func TestConnectionsThroughKubeAPIServer(t *testing.T) {
 			if st.Connections, err = kubeload.NewConnections(cfg, tt.layout); err != nil {
 				t.Fatal(err)
 			}
-			res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo, WatchList: &off})
+			res, err := runAPI(t.Context(), st, lo, kubeload.Options{WatchList: &off})
 			if err != nil {
 				t.Fatal(err)
 			}

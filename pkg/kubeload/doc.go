@@ -15,14 +15,16 @@
 //   - Connections gives every informer and writer worker a connection of
 //     its own to kube-apiserver, as separate processes have, or one for
 //     all (client-go's transport cache would otherwise share one).
-//   - Run is the script: seed, informers, open-loop writes while
-//     kube-apiserver's own compactor runs, a hold across a compaction, and
-//     the final checks, into a report.KubeRunResult; an EtcdCounter
-//     (internal/etcdproxy) adds what etcd was asked, by phase.
+//   - NewClients is the client set of a run (watchload.Clients): lwbench
+//     run's one script (watchload.Run) seeds, starts the informers and
+//     writes through them while kube-apiserver's own compactor runs, holds
+//     informers across a compaction and checks the end, into a
+//     report.RunResult with its API front sections; an EtcdCounter
+//     (internal/etcdproxy) adds what etcd was asked, by the run's phase.
 //   - Compare lays the etcd-direct model's etcd requests beside the real
 //     stack's (`lwbench conformance`).
 //   - StartStack starts the kube-apiservers (and counting proxies) a load
-//     runs through, for Run and for pkg/experiment.
+//     runs through, for lwbench run and for pkg/experiment.
 //   - Load and Case are an experiment's load through the real stack (pods
 //     seeded by client-go, history recorded) and its cases (informers and
 //     writers of their own, held back and validated as a watchload.Case's);

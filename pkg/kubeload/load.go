@@ -77,7 +77,7 @@ func (o LoadOptions) defaults() LoadOptions {
 // load of the etcd-direct model is. Each case (StartCase) has client-go
 // informers and writers of its own, validated against the one history.
 // On a cluster lwbench does not own (Stack.Shared) it keeps to namespaces
-// of its own as Run does: refused if one exists, every object labelled
+// of its own as a run does (NewClients): refused if one exists, every object labelled
 // RunLabel, informers, lists and watches selecting on it, the history and
 // the final comparison confined to those namespaces, and Close deletes
 // exactly them. A Load is used by one goroutine.
@@ -109,7 +109,7 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 	}
 	nsPrefix := "lwbench-" + o.RunID + "-"
 	if st.Shared {
-		nsPrefix += "ns-" // as Run's
+		nsPrefix += "ns-" // as a run's
 	}
 	plan, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
 		Prefix: st.EtcdPrefix, Namespaces: o.Namespaces, Pods: o.Pods, Mix: o.Mix,
@@ -166,7 +166,7 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 }
 
 // Close deletes, on a shared cluster, exactly the namespaces the Load
-// created, their objects first (as Run does at its end), waits for them to
+// created, their objects first (as a run does at its end), waits for them to
 // be gone, and returns what it did; elsewhere it does nothing and returns
 // nil (the namespaces stay, with the cluster lwbench owns). NewLoad
 // returns the Load with its error when it created namespaces before it

@@ -25,14 +25,14 @@ import (
 )
 
 // APIServer is one kube-apiserver of a Stack whose own metrics and process
-// Run samples.
+// a run samples.
 type APIServer struct {
 	// Name names it in the result (apiserver0, ...).
 	Name string
 	// RESTConfig reaches this server alone, as a user allowed to GET
 	// /metrics (the admin token of internal/apiserverproc is).
 	RESTConfig *rest.Config
-	// PID is its process on this machine, whose resident set Run samples
+	// PID is its process on this machine, whose resident set a run samples
 	// in /proc every 250 ms; 0 when unknown (the figures then come from
 	// /metrics alone, at phase boundaries).
 	PID int
@@ -49,7 +49,7 @@ func APIServersOf(c *apiserverproc.Cluster) []APIServer {
 	return out
 }
 
-// metricSpec is one metric Run reads from kube-apiserver's /metrics and
+// metricSpec is one metric a run reads from kube-apiserver's /metrics and
 // the labels it keeps; the series of other labels are summed.
 type metricSpec struct {
 	name   string
@@ -465,7 +465,7 @@ func (m *meter) halt() {
 
 // finish scrapes every server a last time, stops the RSS sampler and
 // returns each server's usage and its metrics per phase, sorted as
-// report.KubeRunResult documents. Series that were 0 in a phase (no
+// report.RunResult's apiServerMetrics documents. Series that were 0 in a phase (no
 // increase, a gauge at 0) are left out.
 func (m *meter) finish(ctx context.Context) ([]report.APIServerUsage, []report.APIServerMetric) {
 	m.scrapeMu.Lock()

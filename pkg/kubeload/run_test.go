@@ -51,6 +51,13 @@ func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
 			EtcdCompactionIntervalMs: report.Ms(cfg.EtcdCompactionInterval)}}
 }
 
+// runAPI runs lo through st with o: the one script, watchload.Run, with
+// kubeload's client set.
+func runAPI(ctx context.Context, st kubeload.Stack, lo watchload.Options, o kubeload.Options) (*report.RunResult, error) {
+	lo.Clients = kubeload.NewClients(st, o)
+	return watchload.Run(ctx, st.Etcd, lo)
+}
+
 // smallLoad is a short load of pods only, watched by two pod informers.
 func smallLoad(t *testing.T, holdBack int) watchload.Options {
 	return watchload.Options{Objects: 40, ConfigMaps: -1, Events: -1, Namespaces: 2, Watchers: 2,
@@ -73,7 +80,7 @@ func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 	off := false
 	lo := smallLoad(t, 1)
 	lo.Defragment = true
-	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo, WatchList: &off, HoldAt: 2 * time.Second})
+	res, err := runAPI(t.Context(), st, lo, kubeload.Options{WatchList: &off, HoldAt: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +161,7 @@ func TestHeldInformerRelistsAfterCompaction(t *testing.T) {
 // informer's and its own before the hold, stays far below the hold.
 func TestHeldInformerResumesFromWatchCache(t *testing.T) {
 	st := stack(t, apiserverproc.Config{EtcdCompactionInterval: 2 * time.Second})
-	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: smallLoad(t, 1), HoldAt: 2 * time.Second})
+	res, err := runAPI(t.Context(), st, smallLoad(t, 1), kubeload.Options{HoldAt: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +288,7 @@ func TestWatchCacheMetrics(t *testing.T) {
 	st := stack(t, apiserverproc.Config{EtcdCompactionInterval: -1})
 	lo := smallLoad(t, 0)
 	lo.Duration = 3 * time.Second
-	res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo})
+	res, err := runAPI(t.Context(), st, lo, kubeload.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +333,7 @@ func TestWatchListClientChangesTheRequests(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		lo := smallLoad(t, 0)
 		lo.Duration = 3 * time.Second
-		res, err := kubeload.Run(t.Context(), st, kubeload.Options{Load: lo, WatchList: &on})
+		res, err := runAPI(t.Context(), st, lo, kubeload.Options{WatchList: &on})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,8 +79,8 @@ func (b *Backoff) Next() time.Duration {
 	return d + time.Duration(b.rand()*reflectorBackoffJitter*float64(d))
 }
 
-// FixedDelay is a Delayer that always returns itself.
-type FixedDelay time.Duration
+// fixedDelay is a Delayer that always returns itself.
+type fixedDelay time.Duration
 
 // Next returns d.
-func (d FixedDelay) Next() time.Duration { return time.Duration(d) }
+func (d fixedDelay) Next() time.Duration { return time.Duration(d) }

@@ -49,7 +49,7 @@ func TestReflectorBackoff(t *testing.T) {
 }
 
 func TestFixedDelay(t *testing.T) {
-	d := FixedDelay(cacherRestartPeriod)
+	d := fixedDelay(cacherRestartPeriod)
 	for range 3 {
 		if got := d.Next(); got != time.Second {
 			t.Fatalf("cacher restart pause %v, want 1s", got)

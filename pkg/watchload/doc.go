@@ -18,7 +18,7 @@
 //     connection would; ReflectorHooks observe or alter what it sees.
 //   - Writers and a Workload: open-loop writes; KubernetesWorkload
 //     (pods, configmaps and events on leases, with kube-apiserver's
-//     transactions) or RawWorkload (plain puts, as etcd's benchmark).
+//     transactions) or rawWorkload (plain puts, as etcd's benchmark).
 //   - Recorder: the history every watch is validated against.
 //   - Watch caches (cacher.go, Run only): kube-apiserver's watch cache of
 //     one resource, filled by a Reflector and serving its watchers'
@@ -50,7 +50,7 @@
 // models kube-apiserver's requests and nothing else.
 //
 // A fixed-rate probe of a member (through a defragmentation, say) is
-// Writers with a RawWorkload at a low rate: its one-second series shows
+// Writers with a rawWorkload at a low rate: its one-second series shows
 // the stall, and its errors and timeouts count in the latency.
 //
 // # Profiles

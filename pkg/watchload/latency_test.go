@@ -103,7 +103,7 @@ func TestCommitLogBounded(t *testing.T) {
 	}
 }
 
-// TestHeldBackDelivery holds one of two watchers back, as kubeload.Run
+// TestHeldBackDelivery holds one of two watchers back, as kubeload's client set
 // and the model's maintenance do, and has it receive the events of its
 // hold late by the hold's length, as a watch resumed from kube-apiserver's
 // watch cache does: the headline latencies must stay those of the

@@ -31,8 +31,8 @@ const (
 	ListModeStream = "stream"
 )
 
-// ListModes lists every mode.
-var ListModes = []string{ListModeFull, ListModeKeysOnly, ListModeCountOnly, ListModeStream}
+// listModes lists every mode.
+var listModes = []string{ListModeFull, ListModeKeysOnly, ListModeCountOnly, ListModeStream}
 
 // ListOptions shape a LIST cost run. Zero fields take their defaults
 // (Defaults).
@@ -78,7 +78,7 @@ func (o ListOptions) Defaults() ListOptions {
 		o.PageSizes = []int64{DefaultPageSize, CacherPageSize, 0}
 	}
 	if len(o.Modes) == 0 {
-		o.Modes = ListModes
+		o.Modes = listModes
 	}
 	if o.Repeats == 0 {
 		o.Repeats = 5
@@ -105,8 +105,8 @@ func (o ListOptions) Validate() error {
 		errs = append(errs, fieldcheck.NonNegative(p, field.NewPath("pageSizes").Index(i))...)
 	}
 	for i, m := range o.Modes {
-		if !slices.Contains(ListModes, m) {
-			errs = append(errs, field.NotSupported(field.NewPath("modes").Index(i), m, ListModes))
+		if !slices.Contains(listModes, m) {
+			errs = append(errs, field.NotSupported(field.NewPath("modes").Index(i), m, listModes))
 		}
 	}
 	errs = append(errs, fieldcheck.Positive(o.Repeats, field.NewPath("repeats"))...)

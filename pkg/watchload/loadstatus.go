@@ -9,7 +9,7 @@ import (
 // LoadStatus is a live view of a run, for a status line on a console (not
 // to be confused with etcd's progress requests and notifications).
 type LoadStatus struct {
-	Phase            string        // seeding, syncing, writing, confirming...
+	Phase            string        // seed, sync, steady, drain, stop (Run's phases)
 	Elapsed          time.Duration // since the run began
 	WritesPlanned    int64         // writes scheduled in all
 	WritesDone       int64         // writes that succeeded so far
@@ -27,7 +27,7 @@ type LoadStatus struct {
 type liveState struct {
 	start    time.Time
 	watchers int // the watchers planned, reported as LoadStatus.Watchers
-	onPhase  func(string)
+	onPhase  []func(string)
 	mu       sync.Mutex
 	phase    string
 	refls    []*Reflector
@@ -40,8 +40,8 @@ func (l *liveState) setPhase(p string) {
 	l.mu.Lock()
 	l.phase = p
 	l.mu.Unlock()
-	if l.onPhase != nil {
-		l.onPhase(p)
+	for _, f := range l.onPhase {
+		f(p)
 	}
 }
 

@@ -131,7 +131,8 @@ type Options struct {
 	// StatusInterval defaults to 500 ms.
 	StatusInterval time.Duration
 	// OnPhase, if set, is called with each phase Run enters, in order
-	// ("seeding", "syncing", "writing", "confirming", "validating"),
+	// (PhaseSeed, PhaseSync, PhaseSteady, PhaseDrain, PhaseStop, and the
+	// client set's own between them),
 	// synchronously, before the phase's first request to etcd: for what
 	// must attribute requests to phases exactly (a counting proxy), which
 	// OnStatus, behind by up to StatusInterval, cannot.
@@ -145,6 +146,13 @@ type Options struct {
 	Abandon context.Context
 	// Hooks are given to every reflector.
 	Hooks ReflectorHooks
+	// Clients are the run's client set; nil means the etcd-direct model.
+	// The model's own fields (Profile, PageSize, the connections and
+	// streams, the compaction schedule, the faults, Cleanup) apply to it
+	// alone; client-go through kube-apiserver (kubeload.NewClients)
+	// takes the objects, writes and informers from the rest. A client set
+	// serves one run.
+	Clients Clients
 
 	// ReusePrefix accepts a Prefix that already holds keys. Without it
 	// Run refuses such a prefix (ErrPrefixNotEmpty) before writing

@@ -77,11 +77,11 @@ const (
 	CacherPageSize = 10000
 )
 
-// DefaultMinWatchTimeout is client-go's shortest watch: each watch asks
+// defaultMinWatchTimeout is client-go's shortest watch: each watch asks
 // for a timeout uniform in [5 min, 10 min) (tools/cache/reflector.go
 // defaultMinWatchTimeout), after which the reflector watches again from
 // its last revision without listing.
-const DefaultMinWatchTimeout = 5 * time.Minute
+const defaultMinWatchTimeout = 5 * time.Minute
 
 // SourceCache is the gRPC "source" metadata kube-apiserver gave its watch
 // caches' watches and progress requests while SeparateCacheWatchRPC was on
@@ -118,7 +118,7 @@ type profileSpec struct {
 	// listerWatcher drops the reflector's timeoutSeconds and watches with
 	// context.Background() (cacher/lister_watcher.go Watch), so its etcd
 	// watch lives until it fails; a client's watch through kube-apiserver
-	// ends after 5 to 10 minutes (DefaultMinWatchTimeout).
+	// ends after 5 to 10 minutes (defaultMinWatchTimeout).
 	noWatchTimeout bool
 }
 
@@ -127,7 +127,7 @@ func (p Profile) spec() profileSpec {
 		return profileSpec{
 			pageSize: CacherPageSize, forcePageSize: true, listIgnoresRV: true, noWatchTimeout: true,
 			internalErrorRetry: 30 * time.Second,
-			delayer:            func(clock.Clock, func() float64) Delayer { return FixedDelay(cacherRestartPeriod) },
+			delayer:            func(clock.Clock, func() float64) Delayer { return fixedDelay(cacherRestartPeriod) },
 		}
 	}
 	return profileSpec{
@@ -146,8 +146,8 @@ func (p Profile) Source() string { return p.spec().source }
 // DefaultPageSize returns the profile's LIST page size.
 func (p Profile) DefaultPageSize() int64 { return p.spec().pageSize }
 
-// Cached reports whether kube-apiserver keeps a watch cache of resource,
+// cached reports whether kube-apiserver keeps a watch cache of resource,
 // one of Resources: pods and configmaps yes, events no (watch cache size 0:
 // k8s.io/kubernetes/pkg/kubeapiserver/default_storage_factory_builder.go
 // NewStorageFactoryConfig, so every events LIST and WATCH reaches etcd).
-func Cached(resource string) bool { return resource != ResourceEvents }
+func cached(resource string) bool { return resource != ResourceEvents }

@@ -125,7 +125,7 @@ func Put(ctx context.Context, t Target, o PutOptions) (*report.PutResult, error)
 	res.Target.EtcdVersion = version
 	var wl Workload
 	if o.ValueSize > 0 {
-		wl = &RawWorkload{Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Sequential: o.Sequential, Seed: o.Seed}
+		wl = &rawWorkload{Prefix: o.Prefix, Keys: o.Keys, KeySize: o.KeySize, ValueSize: o.ValueSize, Sequential: o.Sequential, Seed: o.Seed}
 	} else {
 		kw, err := NewKubernetesWorkload(KubernetesWorkloadOptions{
 			Prefix: o.Prefix, Namespaces: 10, Pods: o.Keys, ConfigMaps: o.Keys / 5, Events: o.Keys / 2,

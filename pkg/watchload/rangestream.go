@@ -14,19 +14,19 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// RangeStreamRecheckInterval is how long kube-apiserver lists with Range
+// rangeStreamRecheckInterval is how long kube-apiserver lists with Range
 // after etcd answered a RangeStream with Unimplemented (etcd before 3.7),
 // before it tries a stream again
 // (k8s.io/apiserver/pkg/storage/feature/feature_support_checker.go
 // rangeStreamRecheckInterval).
-const RangeStreamRecheckInterval = 10 * time.Minute
+const rangeStreamRecheckInterval = 10 * time.Minute
 
 // rangeStreamSupport is kube-apiserver's memory of whether etcd serves
 // RangeStream, one per modelled kube-apiserver (an Env): with the
 // EtcdRangeStream gate on (beta, on by default in 1.37) every unfiltered
 // LIST and every initial-events sync streams until etcd answers a stream
 // with Unimplemented; lists then use paginated Range for
-// RangeStreamRecheckInterval and try a stream again
+// rangeStreamRecheckInterval and try a stream again
 // (k8s.io/apiserver/pkg/storage/feature/feature_support_checker.go
 // Supports, MarkUnsupported; storage/etcd3/store.go shouldStream, GetList;
 // storage/etcd3/watcher.go sync). A nil *rangeStreamSupport is the gate
@@ -53,7 +53,7 @@ func (f *rangeStreamSupport) supported() bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.unsupportedAt.IsZero() || f.clock.Since(f.unsupportedAt) >= RangeStreamRecheckInterval
+	return f.unsupportedAt.IsZero() || f.clock.Since(f.unsupportedAt) >= rangeStreamRecheckInterval
 }
 
 // markUnsupported records that etcd answered a stream with Unimplemented.

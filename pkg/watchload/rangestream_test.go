@@ -33,7 +33,7 @@ func (c *etcd36Client) GetStream(context.Context, string, ...clientv3.OpOption) 
 
 // TestRangeStreamFallback lists from an etcd without RangeStream: the
 // first page's stream is refused, the page read with Range, and lists
-// keep to Range for RangeStreamRecheckInterval, then try a stream again
+// keep to Range for rangeStreamRecheckInterval, then try a stream again
 // (k8s.io/apiserver/pkg/storage/feature/feature_support_checker.go). A
 // watch-list's sync falls back to Range pages of WatcherSyncPageSize.
 func TestRangeStreamFallback(t *testing.T) {
@@ -52,7 +52,7 @@ func TestRangeStreamFallback(t *testing.T) {
 		wantReqs    int           // etcd requests of the page
 	}{
 		{"first list tries a stream", 0, 1, 2},
-		{"within the recheck interval: Range only", RangeStreamRecheckInterval - time.Second, 1, 1},
+		{"within the recheck interval: Range only", rangeStreamRecheckInterval - time.Second, 1, 1},
 		{"after it: a stream again", time.Second, 2, 2},
 	}
 	for _, tt := range tests {

@@ -117,9 +117,13 @@ func (s *Session) SetPhase(phase string) { s.live.setPhase(phase) }
 
 // OnPhase makes every phase the Session enters from now on (SetPhase,
 // ReportStatus, Write) call onPhase (nil: nothing) with its name,
-// synchronously, before the phase's first request. Call it before the
-// Session's parts start.
-func (s *Session) OnPhase(onPhase func(phase string)) { s.live.onPhase = onPhase }
+// synchronously, before the phase's first request, after the functions
+// given before. Call it before the Session's parts start.
+func (s *Session) OnPhase(onPhase func(phase string)) {
+	if onPhase != nil {
+		s.live.onPhase = append(s.live.onPhase, onPhase)
+	}
+}
 
 // DialAdmin opens the maintenance connection, the harness's (Harness), to
 // every member: status, sizes, counts, defragmentation, the final reads
@@ -272,7 +276,7 @@ func (s *Session) ConnectWatchers(ctx context.Context, conns, streams int, sourc
 }
 
 // StartCaches makes kube-apiserver's watch caches (ProfileAPIServerCache):
-// one for each resource of resources that kube-apiserver caches (Cached),
+// one for each resource of resources that kube-apiserver caches (cached),
 // in that order, cache k filled by a reflector with the options opts(k,
 // resource) returns (its Stream the resource's own: kube-apiserver gives
 // each resource's storage an etcd client of its own). It runs them with
@@ -285,7 +289,7 @@ func (s *Session) StartCaches(ctx context.Context, resources []string, opts func
 	byResource := map[string]*watchCache{}
 	var refls []*Reflector
 	for _, r := range resources {
-		if !Cached(r) || byResource[r] != nil {
+		if !cached(r) || byResource[r] != nil {
 			continue
 		}
 		wc := newWatchCache(s.env, opts(len(s.wcs), r), watchList)
@@ -380,7 +384,12 @@ func (w *Writing) StopMeasured(env *Env) report.WriteStats {
 // and the live view shows phase. They stop when their schedule is done,
 // ctx ends or the Session closes.
 func (s *Session) Write(ctx context.Context, wl Workload, o WriterOptions, phase string) (*Writing, error) {
-	writers, err := NewWriters(s.env, s.kvs, wl, o)
+	kvs := s.kvs
+	if len(kvs) == 0 {
+		// A workload that writes through clients of its own (the API's).
+		kvs = []KV{nil}
+	}
+	writers, err := NewWriters(s.env, kvs, wl, o)
 	if err != nil {
 		return nil, err
 	}

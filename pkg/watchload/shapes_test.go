@@ -90,7 +90,7 @@ func TestModelRequestShapes(t *testing.T) {
 				kinds[r.Method+" "+r.Kind] += r.Requests
 				if r.Method == "Watch" && strings.HasPrefix(r.Kind, "create") {
 					creates += r.Requests
-					if r.Phase == etcdproxy.DefaultPhase || r.Phase == "seeding" {
+					if r.Phase == etcdproxy.DefaultPhase || r.Phase == watchload.PhaseSeed {
 						seedCreates += r.Requests
 					}
 				}
@@ -365,7 +365,7 @@ func TestCacheRequestShapes(t *testing.T) {
 	all, writing := map[string]int64{}, map[string]int64{}
 	for _, r := range p.Counts() {
 		all[r.Method+" "+r.Kind] += r.Requests
-		if r.Phase == "writing" {
+		if r.Phase == watchload.PhaseSteady {
 			writing[r.Method+" "+r.Kind] += r.Requests
 		}
 	}

@@ -25,7 +25,7 @@ type Target struct {
 	Dial Dialer
 	// DialEndpoint opens a connection to one endpoint only, for
 	// Options.PinConnections.
-	DialEndpoint EndpointDialer
+	DialEndpoint endpointDialer
 	// Members control the member processes, one per endpoint in the same
 	// order, when the run may inject faults; nil otherwise.
 	Members []MemberControl
@@ -56,7 +56,7 @@ type Harness struct {
 	Dial Dialer
 	// DialEndpoint opens a connection to one endpoint only: with faults,
 	// one to each member; nil when the target has no faults.
-	DialEndpoint EndpointDialer
+	DialEndpoint endpointDialer
 }
 
 // harness returns the target as the harness reaches it: t with its

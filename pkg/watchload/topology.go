@@ -116,14 +116,14 @@ func Connect(ctx context.Context, dial Dialer, conns, streams int, source string
 	return t, nil
 }
 
-// EndpointDialer opens one new connection to the given endpoint only.
-type EndpointDialer func(ctx context.Context, endpoint string) (*clientv3.Client, error)
+// endpointDialer opens one new connection to the given endpoint only.
+type endpointDialer func(ctx context.Context, endpoint string) (*clientv3.Client, error)
 
 // ConnectPinned is Connect with connection i dialled to endpoints[i mod
 // len(endpoints)] alone, so that what its clients see can be attributed
 // to one member; such a connection does not fail over to another member,
 // it waits for its own to come back.
-func ConnectPinned(ctx context.Context, dial EndpointDialer, endpoints []string, conns, streams int, source string) (*Topology, error) {
+func ConnectPinned(ctx context.Context, dial endpointDialer, endpoints []string, conns, streams int, source string) (*Topology, error) {
 	if len(endpoints) == 0 || dial == nil {
 		return nil, errors.New("pinned connections need endpoints and an endpoint dialer")
 	}

@@ -138,7 +138,7 @@ func Watch(ctx context.Context, t Target, o WatchOptions) (*report.WatchResult, 
 	var wl Workload
 	watchPrefix := o.Prefix
 	if o.ValueSize > 0 {
-		wl = &RawWorkload{Prefix: o.Prefix, Keys: o.Keys, ValueSize: o.ValueSize, Seed: o.Seed}
+		wl = &rawWorkload{Prefix: o.Prefix, Keys: o.Keys, ValueSize: o.ValueSize, Seed: o.Seed}
 	} else {
 		kw, err := NewKubernetesWorkload(KubernetesWorkloadOptions{
 			Prefix: o.Prefix, Namespaces: 1, Pods: o.Keys, Mix: Mix{UpdatePercent: 100},

@@ -646,11 +646,11 @@ func (w *KubernetesWorkload) ObserveCommits(f func(worker int, rev int64)) {
 	w.observer = f
 }
 
-// RawWorkload writes values of a fixed size to a key space with plain
+// rawWorkload writes values of a fixed size to a key space with plain
 // Puts, as etcd's benchmark put does: key i of Keys is the prefix and i
 // zero-padded to KeySize bytes, and every op picks a key uniformly at
 // random (or in turn with Sequential). Ops go to any worker.
-type RawWorkload struct {
+type rawWorkload struct {
 	// Prefix starts every key.
 	Prefix string
 	// Keys is the key space size (etcd benchmark's --key-space-size).
@@ -674,7 +674,7 @@ type RawWorkload struct {
 const rawKeysPrecomputed = 1 << 20
 
 // Key returns key i.
-func (w *RawWorkload) Key(i int) string {
+func (w *rawWorkload) Key(i int) string {
 	if i < len(w.keys) {
 		return w.keys[i]
 	}
@@ -683,7 +683,7 @@ func (w *RawWorkload) Key(i int) string {
 }
 
 // Next picks op i's key.
-func (w *RawWorkload) Next(i int64) Op {
+func (w *rawWorkload) Next(i int64) Op {
 	w.once.Do(w.init)
 	k := int(i % int64(max(w.Keys, 1)))
 	if !w.Sequential {
@@ -692,7 +692,7 @@ func (w *RawWorkload) Next(i int64) Op {
 	return Op{Kind: OpPut, Key: w.Key(k), Shard: -1}
 }
 
-func (w *RawWorkload) init() {
+func (w *rawWorkload) init() {
 	w.rng = rand.New(rand.NewPCG(w.Seed, 0xbe4c))
 	w.value = strings.Repeat("v", w.ValueSize)
 	if w.Keys <= rawKeysPrecomputed {
@@ -705,7 +705,7 @@ func (w *RawWorkload) init() {
 }
 
 // Do puts the value.
-func (w *RawWorkload) Do(ctx context.Context, _ int, kv KV, op Op) (int64, bool, error) {
+func (w *rawWorkload) Do(ctx context.Context, _ int, kv KV, op Op) (int64, bool, error) {
 	w.once.Do(w.init)
 	resp, err := kv.Put(ctx, op.Key, w.value)
 	if err != nil {
@@ -716,5 +716,5 @@ func (w *RawWorkload) Do(ctx context.Context, _ int, kv KV, op Op) (int64, bool,
 
 var (
 	_ Workload = (*KubernetesWorkload)(nil)
-	_ Workload = (*RawWorkload)(nil)
+	_ Workload = (*rawWorkload)(nil)
 )

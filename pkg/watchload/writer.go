@@ -104,8 +104,8 @@ func (w *Writers) publishStep(worker int, rev int64) {
 	}
 }
 
-// WriterProgress is a live view of the writers.
-type WriterProgress struct {
+// writerProgress is a live view of the writers.
+type writerProgress struct {
 	Sent      int64 // ops handed to etcd
 	Completed int64 // ops that succeeded
 	Errors    int64 // ops that failed
@@ -113,8 +113,8 @@ type WriterProgress struct {
 }
 
 // Progress returns the counters so far.
-func (w *Writers) Progress() WriterProgress {
-	return WriterProgress{Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load(), Timeouts: w.timeouts.Load()}
+func (w *Writers) Progress() writerProgress {
+	return writerProgress{Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load(), Timeouts: w.timeouts.Load()}
 }
 
 // Run schedules o.Total ops from now on and returns when all are done or

@@ -34,7 +34,7 @@ func (s *stallingKV) Put(ctx context.Context, key, val string, opts ...clientv3.
 
 // recordingWorkload remembers when each op was due.
 type recordingWorkload struct {
-	*RawWorkload
+	*rawWorkload
 	mu        sync.Mutex
 	scheduled []time.Duration
 }
@@ -43,7 +43,7 @@ func (w *recordingWorkload) Do(ctx context.Context, worker int, kv KV, op Op) (i
 	w.mu.Lock()
 	w.scheduled = append(w.scheduled, op.Scheduled)
 	w.mu.Unlock()
-	return w.RawWorkload.Do(ctx, worker, kv, op)
+	return w.rawWorkload.Do(ctx, worker, kv, op)
 }
 
 // TestWritersAreOpenLoop stalls one write for 300 ms and makes another
@@ -56,7 +56,7 @@ func TestWritersAreOpenLoop(t *testing.T) {
 	c := etcdtest.NewClient(t, srv)
 	const rate, total = 100.0, 60
 	kv := &stallingKV{KV: c, stalls: map[int64]time.Duration{11: 300 * time.Millisecond, 51: 5 * time.Second}}
-	wl := &recordingWorkload{RawWorkload: &RawWorkload{Prefix: "/open-loop/", Keys: 10, ValueSize: 8}}
+	wl := &recordingWorkload{rawWorkload: &rawWorkload{Prefix: "/open-loop/", Keys: 10, ValueSize: 8}}
 	env := NewEnv(time.Now(), 1024, 1, nil)
 	w, err := NewWriters(env, []KV{kv}, wl, WriterOptions{Rate: rate, Total: total, Workers: 1, Timeout: time.Second})
 	if err != nil {
@@ -95,7 +95,7 @@ func TestWritersCountUnsentOnCancel(t *testing.T) {
 	srv := etcdtest.RunEtcd(t)
 	c := etcdtest.NewClient(t, srv)
 	env := NewEnv(time.Now(), 1024, 2, nil)
-	w, err := NewWriters(env, []KV{c}, &RawWorkload{Prefix: "/cancel/", Keys: 10, ValueSize: 8}, WriterOptions{Rate: 100, Total: 1000, Workers: 2})
+	w, err := NewWriters(env, []KV{c}, &rawWorkload{Prefix: "/cancel/", Keys: 10, ValueSize: 8}, WriterOptions{Rate: 100, Total: 1000, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,10 +135,10 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 // conformanceModel runs the load through the etcd-direct model with
 // profile, the informers' WatchListClient gate watchList (nil: client-go's
 // default) and kube-apiserver's EtcdRangeStream gate rangeStream (nil: the
-// model's default, on), in the namespaces kubeload.Run names after runID
+// model's default, on), in the namespaces kubeload.NewClients names after runID
 // (lwbench-<runID>-N), on a fresh embedded etcd behind a counting proxy,
-// and returns what the proxy counted, by the model's phase (modelPhases),
-// switched on the model's own goroutine before the phase's first request
+// and returns what the proxy counted, by the run's phase (the same as the
+// real stack's: one script), switched on the model's own goroutine before the phase's first request
 // (Options.OnPhase). The model compacts as kube-apiserver does, without
 // waiting for the deletion (k8s.io/apiserver/pkg/storage/etcd3/compact.go
 // Compact: no WithCompactPhysical); `lwbench run` waits by default, for
@@ -156,23 +156,12 @@ func conformanceModel(ctx context.Context, o *runOptions, profile watchload.Prof
 	lo.ConsistentListRate = -1
 	lo.PhysicalCompaction = false
 	p.SetPhase("before")
-	lo.OnPhase = func(phase string) {
-		if pp, ok := modelPhases[phase]; ok {
-			p.SetPhase(pp)
-		}
-	}
+	lo.OnPhase = p.SetPhase
 	if _, err := watchload.Run(ctx, t, lo); err != nil {
 		return nil, err
 	}
 	return kubeload.CounterOf(p.Counter()).Requests(), nil
 }
-
-// modelPhases names the model's phases (watchload.Options.OnPhase) as
-// kubeload.Run names the real stack's, so that kubeload.Compare leaves out
-// the same ones: seeding is "seed", the watchers' first lists "sync", the
-// writes "steady", the wait for the final revision "drain", and stopping
-// the watchers "stop".
-var modelPhases = map[string]string{"seeding": "seed", "syncing": "sync", "writing": "steady", "confirming": "drain", "validating": "stop"}
 
 // conformanceReal runs the load through one kube-apiserver with setting s
 // and --apiserver-feature-gates, in namespaces named after runID, on a
@@ -198,7 +187,9 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 	// proxy would count as kube-apiserver's; conformance reports none of
 	// the metrics.
 	st.APIServers = nil
-	return kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: s.WatchList, RunID: runID})
+	lo := o.load
+	lo.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: s.WatchList, RunID: runID})
+	return watchload.Run(ctx, st.Etcd, lo)
 }
 
 // makeConformanceTable has one row per case, method and kind: the model's

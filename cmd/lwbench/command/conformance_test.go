@@ -107,7 +107,7 @@ func TestConformanceModelCountsOnlyTheLoad(t *testing.T) {
 			if n := rows["Txn if version=0 then put else range"]; n != 1 {
 				t.Errorf("%d compactor transactions on a missing compact_rev_key, want 1 (the first tick)", n)
 			}
-			// The phases are the real stack's names (kubeload.Run), so that
+			// The phases are the one script's (watchload.Run), so that
 			// Compare leaves the same ones out.
 			phases := map[string]bool{}
 			for _, r := range counts {

@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"crypto/tls"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -243,42 +242,38 @@ func (o *kubeOptions) stackConfig(bin, prefix string, interval, eventTTL time.Du
 		EtcdTLS: tlsCfg, EtcdCAFile: conn.CACert, EtcdCertFile: conn.Cert, EtcdKeyFile: conn.Key, Connections: o.connections()}
 }
 
-// runKube runs `lwbench run --kube-apiserver`: it opens the etcd target,
-// starts the apiservers in front of it (building kube-apiserver if it is
-// not cached), runs kubeload.Run through them and prints the result.
-func runKube(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
-	if err := o.out.prepare(); err != nil {
-		return err
-	}
-	con := newConsole(errOut)
-	defer con.Done()
-	o.load.Logf = con.Logf
+// kubeClients prepares `lwbench run --kube-apiserver`: it opens the etcd
+// target, starts the apiservers in front of it (building kube-apiserver
+// if it is not cached) and sets the run's client set to client-go
+// through them (kubeload.NewClients); release stops the apiservers, then
+// closes the target.
+func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Target, func(), error) {
 	k := &o.kube
 	routeClientGoLogs(con.Logf)
 	bin, err := k.binaries(ctx, con.Logf)
 	if err != nil {
-		return err
+		return watchload.Target{}, func() {}, err
 	}
 	// An --endpoints cluster's prefix must be empty, and what the
-	// apiservers wrote under it is deleted after they have stopped (the
-	// deferred stop below runs first).
-	target, release, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
-	defer release()
+	// apiservers wrote under it is deleted after they have stopped.
+	target, releaseTarget, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
 	if err != nil {
-		return err
+		return target, releaseTarget, err
 	}
 	ccfg, err := o.target.clientConfig(target.Endpoints)
 	if err != nil {
-		return err
+		return target, releaseTarget, err
 	}
 	interval := o.load.Defaults().CompactionInterval
 	con.Logf("starting %d kube-apiserver %s in front of %s", k.servers, k.resolvedVersion, strings.Join(target.Endpoints, ","))
 	st, stop, err := kubeload.StartStack(ctx, target, k.stackConfig(bin, o.load.Prefix, interval, o.load.Defaults().EventTTL, ccfg.TLS, o.target.conn))
-	defer stop()
-	if err != nil {
-		return err
+	release := func() {
+		stop()
+		releaseTarget()
 	}
-	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: k.watchList})
-	con.Done()
-	return writeRunResult(o, out, errOut, res, err, nil)
+	if err != nil {
+		return target, release, err
+	}
+	o.load.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: k.watchList})
+	return st.Etcd, release, nil
 }

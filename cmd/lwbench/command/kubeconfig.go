@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"time"
@@ -253,41 +252,35 @@ func checkSameCluster(ctx context.Context, cfg *rest.Config, target watchload.Ta
 	return fmt.Errorf("--endpoints: namespace default has resourceVersion %s through the API but mod_revision %d in etcd: --endpoints and --prefix are not this cluster's etcd", apiRV, etcdRev)
 }
 
-// runKubeconfig runs `lwbench run --kubeconfig`: it opens the cluster's
-// etcd (read only: its keys are never deleted, as openGuarded's cleanup
-// would), checks that it is the cluster's, runs kubeload.Run on the shared
-// cluster and prints the result. A cleanup that did not leave the cluster
-// as it found it is an error.
-func runKubeconfig(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
-	if err := o.out.prepare(); err != nil {
-		return err
-	}
-	con := newConsole(errOut)
-	defer con.Done()
-	o.load.Logf = con.Logf
+// kubeconfigClients prepares `lwbench run --kubeconfig`: it opens the
+// cluster's etcd (read only: its keys are never deleted, as openGuarded's
+// cleanup would), checks that it is the cluster's and sets the run's
+// client set to client-go through the shared cluster
+// (kubeload.NewClients); release closes the target. A cleanup that did
+// not leave the cluster as it found it is the command's error
+// (writeRunResult).
+func kubeconfigClients(ctx context.Context, o *runOptions, con *console) (watchload.Target, func(), error) {
 	routeClientGoLogs(con.Logf)
 	kc := &o.kubeconfig
 	cfg, err := kc.restConfig()
 	if err != nil {
-		return err
+		return watchload.Target{}, func() {}, err
 	}
 	target, release, err := o.target.open(ctx, con.Logf)
-	defer release()
 	if err != nil {
-		return err
+		return target, release, err
 	}
 	st, err := kubeload.ExistingStack(target, cfg, o.load.Prefix, o.kube.clientWatchList(), o.kube.connections())
 	if err != nil {
-		return err
+		return target, release, err
 	}
 	if err := checkSameCluster(ctx, cfg, target, o.load.Prefix); err != nil {
-		return err
+		return target, release, err
 	}
 	if o.changed("compaction-interval") && o.load.CompactionInterval > 0 {
 		st.APIServer.EtcdCompactionIntervalMs = report.Ms(o.load.CompactionInterval)
 	}
 	con.Logf("running through the cluster at %s (etcd %s under %s); lwbench starts, compacts and defragments nothing there", cfg.Host, target.Endpoints, o.load.Prefix)
-	res, err := kubeload.Run(ctx, st, kubeload.Options{Load: o.load, WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout})
-	con.Done()
-	return writeRunResult(o, out, errOut, res, err, nil)
+	o.load.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout})
+	return st.Etcd, release, nil
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // Tests that must signal or kill lwbench run it as a process: the test
 // binary re-executed with subprocessEnv set is lwbench (subprocessMain).
 const (
 	subprocessEnv = "LWBENCH_TEST_SUBPROCESS"
-	// holdConfirmEnv makes the subprocess's run hold its "confirming"
+	// holdConfirmEnv makes the subprocess's run hold its drain (watchload.PhaseDrain)
 	// phase until a second interrupt (or 30 s), as a slow collection
 	// does (a busy or distant cluster), and say so on stderr.
 	holdConfirmEnv = "LWBENCH_TEST_HOLD_CONFIRM"
@@ -43,7 +44,7 @@ func subprocessMain(args []string) int {
 		root.AddCommand(newRunCommand(func(cmd *cobra.Command, o *runOptions) error {
 			ctx := cmd.Context()
 			o.load.OnPhase = func(phase string) {
-				if phase != "confirming" {
+				if phase != watchload.PhaseDrain {
 					return
 				}
 				fmt.Fprintln(cmd.ErrOrStderr(), holdConfirmLine)

@@ -276,13 +276,11 @@ func onOff(on bool) string {
 	return "off"
 }
 
+// runRun runs `lwbench run`: one script (watchload.Run) for every target
+// and client set: the etcd-direct model by default, client-go through
+// kube-apiservers lwbench starts (--kube-apiserver: kubeClients) or
+// through an existing cluster (--kubeconfig: kubeconfigClients).
 func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
-	if o.kube.enabled() {
-		return runKube(ctx, o, out, errOut)
-	}
-	if o.kubeconfig.enabled() {
-		return runKubeconfig(ctx, o, out, errOut)
-	}
 	if err := o.out.prepare(); err != nil {
 		return err
 	}
@@ -290,38 +288,23 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	defer con.Done()
 	o.load.Logf = con.Logf
 	o.load.Abandon = cli.SecondInterrupt(ctx)
-	o.load.OnStatus = func(p watchload.LoadStatus) {
-		con.Status(fmt.Sprintf("%s %5.1fs  writes %d/%d (%d errors)  events %d  relists %d  synced %d/%d  violations %d",
-			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.Relists,
-			p.SyncedWatchers, p.Watchers, p.Violations))
+	var (
+		target      watchload.Target
+		release     func()
+		err         error
+		snapshotErr error // a failed --snapshot: the result is printed all the same, then the command fails with it
+	)
+	switch {
+	case o.kube.enabled():
+		target, release, err = kubeClients(ctx, o, con)
+	case o.kubeconfig.enabled():
+		target, release, err = kubeconfigClients(ctx, o, con)
+	default:
+		target, release, err = modelClients(ctx, o, con, &snapshotErr)
 	}
-	target, release, err := o.target.open(ctx, con.Logf)
 	defer release()
 	if err != nil {
 		return err
-	}
-	if o.target.external() && (o.load.CompactionInterval < 0 || !o.load.Defragment) {
-		con.Logf("compaction %s, defragmentation %s: --endpoints is a cluster lwbench does not own (--allow-maintenance); it deletes what it wrote at the end",
-			onOff(o.load.CompactionInterval >= 0), onOff(o.load.Defragment))
-	}
-	// snapshotErr is a failed --snapshot: the run's result is printed
-	// all the same, then the command fails with it.
-	var snapshotErr error
-	if o.snapshotPath != "" {
-		// Before the cleanup of an --endpoints cluster, so that the
-		// snapshot holds the run's objects.
-		o.load.BeforeCleanup = func(ctx context.Context) error {
-			cfg, err := o.target.clientConfig(target.Endpoints[:1])
-			if err == nil {
-				_, err = snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, o.snapshotPath)
-			}
-			if err != nil {
-				snapshotErr = fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
-				return nil // the cleanup still runs; the error ends the command
-			}
-			con.Logf("saved a snapshot to %s", o.snapshotPath)
-			return nil
-		}
 	}
 	res, err := watchload.Run(ctx, target, o.load)
 	con.Done()
@@ -331,8 +314,44 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	return writeRunResult(o, out, errOut, res, err, snapshotErr)
 }
 
-// writeRunResult prints a run's result (res, err: watchload.Run's or
-// kubeload.Run's) and returns the command's error: err, unless it only
+// modelClients opens the target of a run of the etcd-direct model, with
+// a status line on the console and, with --snapshot, a snapshot saved
+// before the cleanup (a failure goes to *snapshotErr); release closes the
+// target.
+func modelClients(ctx context.Context, o *runOptions, con *console, snapshotErr *error) (watchload.Target, func(), error) {
+	o.load.OnStatus = func(p watchload.LoadStatus) {
+		con.Status(fmt.Sprintf("%s %5.1fs  writes %d/%d (%d errors)  events %d  relists %d  synced %d/%d  violations %d",
+			p.Phase, p.Elapsed.Seconds(), p.WritesDone, p.WritesPlanned, p.WriteErrors, p.Events, p.Relists,
+			p.SyncedWatchers, p.Watchers, p.Violations))
+	}
+	target, release, err := o.target.open(ctx, con.Logf)
+	if err != nil {
+		return target, release, err
+	}
+	if o.target.external() && (o.load.CompactionInterval < 0 || !o.load.Defragment) {
+		con.Logf("compaction %s, defragmentation %s: --endpoints is a cluster lwbench does not own (--allow-maintenance); it deletes what it wrote at the end",
+			onOff(o.load.CompactionInterval >= 0), onOff(o.load.Defragment))
+	}
+	if o.snapshotPath != "" {
+		// Before the cleanup of an --endpoints cluster, so that the
+		// snapshot holds the run's objects.
+		o.load.BeforeCleanup = func(ctx context.Context) error {
+			cfg, err := o.target.clientConfig(target.Endpoints[:1])
+			if err == nil {
+				_, err = snapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, o.snapshotPath)
+			}
+			if err != nil {
+				*snapshotErr = fmt.Errorf("--snapshot %s: %w", o.snapshotPath, err)
+				return nil // the cleanup still runs; the error ends the command
+			}
+			con.Logf("saved a snapshot to %s", o.snapshotPath)
+			return nil
+		}
+	}
+	return target, release, nil
+}
+
+// writeRunResult prints a run's result (res, err: watchload.Run's) and returns the command's error: err, unless it only
 // reports an interruption after which res was printed (then err, exit
 // 130, after the figures); snapshotErr (a failed --snapshot); a cleanup
 // that did not leave a cluster lwbench does not own as it found it; the

@@ -148,7 +148,7 @@ func TestSecondInterruptStopsAtOnce(t *testing.T) {
 	}
 	last := stderr[strings.LastIndex(stderr, "\n")+1:]
 	t.Logf("last line: %s", last)
-	for _, want := range []string{"lwbench: interrupted: ", "not collected: the watchers' confirmation of the final revision", "no result"} {
+	for _, want := range []string{"lwbench: interrupted: ", "not collected: the informers' confirmation of the final revision", "no result"} {
 		if !strings.Contains(last, want) {
 			t.Errorf("got last stderr line %q, want it to contain %q", last, want)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
-// EtcdCounter is what Run needs of a counting proxy between the
+// EtcdCounter is what a run through kube-apiserver (NewClients) needs of a counting proxy between the
 // apiservers and etcd (internal/etcdproxy): Reset forgets what it counted,
 // SetPhase attributes every request it forwards from now on to phase, and
 // Requests returns what it counted, by phase in the order first set.
@@ -27,7 +27,8 @@ type EtcdCounter interface {
 	Requests() []report.EtcdRequests
 }
 
-// Stack is the real Kubernetes stack a load runs through.
+// Stack is the real Kubernetes stack a run (NewClients) or an
+// experiment's load (NewLoad) goes through.
 type Stack struct {
 	// Etcd is the etcd behind the apiservers, for the history recorder,
 	// the final state and compaction checks; lwbench never writes to it
@@ -48,35 +49,34 @@ type Stack struct {
 	// Counter counts what the apiservers send etcd; nil when no counting
 	// proxy runs.
 	Counter EtcdCounter
-	// APIServers are the apiservers whose own /metrics Run scrapes at
+	// APIServers are the apiservers whose own /metrics a run scrapes at
 	// every phase boundary and whose processes it samples; nil: none.
 	APIServers []APIServer
 	// Shared is true for a cluster lwbench does not own (`lwbench run
-	// --kubeconfig`): Run then writes only in namespaces of its own
+	// --kubeconfig`): a run then writes only in namespaces of its own
 	// (lwbench-<random>-ns-N, refused if one exists), labels every object
 	// with RunLabel and has the informers select on it, records and
 	// compares only those namespaces' keys, never defragments (Etcd is
 	// only read), and at the end deletes exactly the namespaces it
 	// created, also when it fails or is interrupted after creating them
-	// (KubeRunResult.Cleanup).
+	// (RunResult.Cleanup).
 	Shared bool
 }
 
-// Options shape a load through kube-apiserver.
+// Options shape the client set of a run through kube-apiserver beyond
+// the run's own options (watchload.Options: Objects, ConfigMaps, Events,
+// Namespaces, Watchers (the informers), WatchResources, WriteRate,
+// Duration, Mix, ResourceMix, WriterConcurrency, HoldBack, Defragment,
+// Seed, SyncTimeout, Logf). The etcd-direct model's own fields (Profile,
+// PageSize, connections and streams, the compaction schedule, faults,
+// Cleanup) do not apply: the real clients and kube-apiserver's own
+// compactor take their place.
 type Options struct {
-	// Load shapes objects, writes and watchers as for the etcd-direct run
-	// (watchload.Options: Objects, ConfigMaps, Events, Namespaces,
-	// Watchers (the informers), WatchResources, WriteRate, Duration, Mix,
-	// ResourceMix, WriterConcurrency, HoldBack, Seed, SyncTimeout, Logf).
-	// The etcd-direct model's own fields (Profile, PageSize, connections
-	// and streams, the compaction schedule, faults) do not apply: the real
-	// clients and kube-apiserver's own compactor take their place.
-	Load watchload.Options
 	// WatchList sets client-go's WatchListClient gate in the informers;
 	// nil keeps client-go's default (on since 1.35).
 	WatchList *bool
 	// HoldAt is when the held informers are held, from the start of the
-	// writes; 0 means Load.Duration/5.
+	// writes; 0 means the run's Duration/5.
 	HoldAt time.Duration
 	// HoldFor bounds how long they are held waiting for etcd to be
 	// compacted past them; 0 means until the writes end or 2.5 compaction
@@ -94,42 +94,72 @@ type Options struct {
 	RunID string
 }
 
-// Run seeds the load's objects through the API, starts the history
-// recorder on etcd and the informers, writes through the API on the
-// open-loop schedule while kube-apiserver's own compactor runs, holds
-// Load.HoldBack informers back until etcd has been compacted past them
-// (so that their next watch fails with 410 if it reaches etcd), and at the
-// end waits until every informer's cache equals etcd's state, validates
-// every informer's events against the recorded history and reports what
-// every informer asked for and what etcd was asked. The delivery
-// latencies are those of the informers not held back; the held ones',
-// from their hold on, are Delivery.HeldBack (with the watch cache on
-// kube-apiserver serves their resumed watch from its cache's history, and
-// the events of the hold arrive late by up to its length).
+// NewClients returns the client set (watchload.Options.Clients) of one
+// run through st: the load's objects seeded and written through the API
+// by client-go writers, client-go informers, the history recorder on etcd,
+// kube-apiserver's own compactor, and the run's HoldBack informers held
+// back until etcd has been compacted past them (so that their next watch
+// fails with 410 if it reaches etcd). Confirm waits until every
+// informer's cache equals etcd's state; the result reports what every
+// informer asked for and what etcd was asked. The delivery latencies are
+// those of the informers not held back; the held ones', from their hold
+// on, are Delivery.HeldBack (with the watch cache on kube-apiserver serves
+// their resumed watch from its cache's history, and the events of the hold
+// arrive late by up to its length).
 //
-// The phases (seed, sync, steady, held, released, defrag, drain) also
-// begin anew at each compaction by kube-apiserver's compactor, seen as a
-// change of compact_rev_key ("steady after compaction 1", ...). With
-// Load.Defragment, once the held informers have been released after a
-// compaction past them, every etcd member is defragmented (phase
-// "defrag"). Every apiserver of Stack.APIServers has its /metrics scraped
-// at each phase boundary (the increase of each counter of
-// apiserverMetrics per phase) and its CPU and resident memory reported.
+// The run's phases (seed, sync, steady, held, released, defrag, drain,
+// stop) also begin anew at each compaction by kube-apiserver's compactor,
+// seen as a change of compact_rev_key ("steady after compaction 1", ...);
+// Stack.Counter counts etcd's requests by them. With Defragment, once the
+// held informers have been released after a compaction past them, every
+// etcd member is defragmented (phase "defrag"). Every apiserver of
+// Stack.APIServers has its /metrics scraped at each phase boundary (the
+// increase of each counter of apiserverMetrics per phase) and its CPU and
+// resident memory reported.
 //
-// The objects are created in namespaces of their own (lwbench-<random>-),
-// which Run leaves in place, except on a shared cluster (Stack.Shared),
-// where it deletes them at the end. Errors are returned only when the load could
-// not be carried out; broken guarantees are results, in Validation.
-func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err error) {
+// The objects are created in namespaces of their own (lwbench-<RunID>-N)
+// under st.EtcdPrefix, which the run leaves in place, except on a shared
+// cluster (Stack.Shared), where it deletes them at the end.
+func NewClients(st Stack, o Options) watchload.Clients {
+	return &apiClients{st: st, o: o}
+}
+
+// apiClients are NewClients' client set.
+type apiClients struct {
+	st Stack
+	o  Options
+	r  *watchload.Script
+
+	ph          *phases
+	plan        *watchload.KubernetesWorkload
+	scope       *sharedScope // on a shared cluster
+	wl          *APIWorkload
+	rec         *watchload.Recorder
+	env         *watchload.Env
+	set         *InformerSet
+	compactions <-chan []report.Compaction
+	stopWatch   context.CancelFunc // ends the watch of compactions
+	confirmed   int64              // the revision Confirm confirmed
+	unverified  int64              // events Validate could not verify
+}
+
+var _ watchload.Clients = (*apiClients)(nil)
+
+// Begin adopts the apiservers' prefix, plans the objects in namespaces
+// of the run's own (refused on a shared cluster if one exists), resets
+// the counter, follows the run's phases and starts the apiservers' meter.
+func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 	installGates()
-	lo := o.Load.Defaults()
-	if err := lo.Validate(); err != nil {
-		return nil, err
-	}
+	a.r = r
+	st, o := &a.st, &a.o
 	if st.EtcdPrefix == "" {
 		st.EtcdPrefix = "/registry"
 	}
+	lo := &r.Options
 	lo.Prefix = st.EtcdPrefix
+	// The apiservers' own keys are under it; the run writes only in
+	// namespaces of its own.
+	lo.ReusePrefix = true
 	if o.HoldAt <= 0 {
 		o.HoldAt = lo.Duration / 5
 	}
@@ -148,34 +178,14 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err err
 	if st.Counter != nil {
 		st.Counter.Reset()
 	}
-	logf := lo.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	ph := &phases{counter: st.Counter}
-	phase := func(p string) { ph.set(ctx, p) }
-
-	s := watchload.NewSession(st.Etcd, time.Now(), logf)
-	defer s.Close()
-	s.SampleSelf(ctx)
 	api := st.APIServer
-	res := &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
-		StartedAt: s.Epoch().UTC(), APIServer: &api,
-		Target: report.Target{Embedded: st.Etcd.Embedded, Endpoints: st.Etcd.Endpoints, Managed: st.Etcd.Managed}}
-	res.Scenario = scenario(lo, st.APIServer)
+	res := r.Result
+	res.APIServer = &api
+	res.Scenario = scenario(*lo, st.APIServer)
 	if v, err := serverVersion(st.RESTConfig); err == nil {
 		res.APIServer.Version = v
 	}
-
-	admin, err := s.DialAdmin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	head, err := admin.Get(ctx, lo.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return nil, fmt.Errorf("read etcd's revision: %w", err)
-	}
-	if stat, err := admin.Status(ctx, st.Etcd.Endpoints[0]); err == nil {
+	if stat, err := r.Admin.Status(ctx, st.Etcd.Endpoints[0]); err == nil {
 		res.Target.EtcdVersion = stat.Version
 	}
 
@@ -187,138 +197,145 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err err
 	if st.Shared {
 		nsPrefix = "lwbench-" + id + "-ns-" // as watchload's ReusePrefix
 	}
-	plan, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
+	var err error
+	a.plan, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
 		Prefix: lo.Prefix, Namespaces: lo.Namespaces, Pods: lo.Objects, ConfigMaps: lo.ConfigMaps, Events: lo.Events,
 		Mix: lo.Mix, ResourceMix: lo.ResourceMix, EventTTL: lo.EventTTL, Workers: lo.WriterConcurrency, Seed: lo.Seed,
 		NamespacePrefix: nsPrefix,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var scope *sharedScope
 	if st.Shared {
-		sc := newSharedScope(id, lo.Prefix, plan)
-		scope = &sc
-		if err := refuseExisting(ctx, st.RESTConfig, plan.Namespaces()); err != nil {
-			return nil, err
+		sc := newSharedScope(id, lo.Prefix, a.plan)
+		a.scope = &sc
+		if err := refuseExisting(ctx, st.RESTConfig, a.plan.Namespaces()); err != nil {
+			return err
 		}
 	}
+	a.ph = &phases{counter: st.Counter}
+	r.Session.OnPhase(func(p string) { a.ph.set(ctx, p) })
+	if len(st.APIServers) > 0 {
+		m, err := startMeter(ctx, st.APIServers, watchload.PhaseSeed, r.Logf)
+		if err != nil {
+			return err
+		}
+		a.ph.meter = m
+	}
+	return nil
+}
+
+// Seed starts the history recorder (within the run's namespaces on a
+// shared cluster, whose etcd user may not watch the whole key space) and
+// the watch of kube-apiserver's compactions, then seeds through the API.
+func (a *apiClients) Seed(ctx context.Context) error {
+	r, lo, s := a.r, a.r.Options, a.r.Session
 	var within []string
 	fallback := ""
-	if scope != nil {
-		// A shared cluster's etcd user may not watch the whole key space.
-		within, fallback = scope.keyScopes, lo.Prefix+"/"
+	if a.scope != nil {
+		within, fallback = a.scope.keyScopes, lo.Prefix+"/"
 	}
-	rec, err := s.StartRecorderWithin(ctx, plan.Prefixes(), within, fallback, head.Header.Revision+1)
-	if err != nil {
-		return nil, err
+	var err error
+	// The recorder outlives ctx, so that an interrupted run can still
+	// confirm what the informers received.
+	if a.rec, err = s.StartRecorderWithin(context.WithoutCancel(ctx), a.plan.Prefixes(), within, fallback, r.Start+1); err != nil {
+		return err
 	}
-	env := s.NewEnv(1<<20, lo.WriterConcurrency)
-	if len(st.APIServers) > 0 {
-		m, err := startMeter(ctx, st.APIServers, "seed", logf)
-		if err != nil {
-			return nil, err
-		}
-		ph.meter = m
-		defer m.halt()
-	}
-	wctx, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	compactions := watchCompactions(wctx, admin, head.Header.Revision+1, ph, s.Epoch(), logf)
+	a.env = s.NewEnv(1<<20, lo.WriterConcurrency)
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopWatch = stop
+	a.compactions = watchCompactions(wctx, r.Admin, r.Start+1, a.ph, s.Epoch(), r.Logf)
 
-	phase("seed")
-	logf("seeding %d pods, %d configmaps, %d events through the API", lo.Objects, lo.ConfigMaps, lo.Events)
-	wl, err := NewAPIWorkload(st.Connections, plan, lo.WriterConcurrency, lo.Seed)
-	if err != nil {
-		return nil, err
+	r.Logf("seeding %d pods, %d configmaps, %d events through the API", lo.Objects, lo.ConfigMaps, lo.Events)
+	if a.wl, err = NewAPIWorkload(a.st.Connections, a.plan, lo.WriterConcurrency, lo.Seed); err != nil {
+		return err
 	}
-	if scope != nil {
-		wl.OwnNamespaces(map[string]string{RunLabel: scope.id})
-		// Deferred before the informers' and writers' ends, so it runs
-		// after them, on success, failure and interruption alike.
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.NamespaceDeleteTimeout+time.Minute)
-			defer cancel()
-			c := deleteNamespaces(cctx, st.RESTConfig, wl.CreatedNamespaces(), scope.selector, o.NamespaceDeleteTimeout, logf)
-			if res != nil {
-				res.Cleanup = c
-			}
-		}()
+	if a.scope != nil {
+		a.wl.OwnNamespaces(map[string]string{RunLabel: a.scope.id})
 	}
-	if _, err := wl.Seed(ctx, lo.WriterConcurrency); err != nil {
-		return nil, err
-	}
+	_, err = a.wl.Seed(ctx, lo.WriterConcurrency)
+	return err
+}
 
-	phase("sync")
+// StartInformers starts the client-go informers, Watchers of them over
+// WatchResources in turn, and waits until they have synced.
+func (a *apiClients) StartInformers(ctx context.Context) (err error) {
+	lo := a.r.Options
 	resources := make([]string, lo.Watchers)
 	for i := range resources {
 		resources[i] = lo.WatchResources[i%len(lo.WatchResources)]
 	}
-	set, err := NewInformerSet(st.Connections, env, lo.Prefix, resources, o.WatchList)
-	if err != nil {
-		return nil, err
+	if a.set, err = NewInformerSet(a.st.Connections, a.env, lo.Prefix, resources, a.o.WatchList); err != nil {
+		return err
 	}
-	if scope != nil {
-		set.SelectLabels(scope.selector)
+	if a.scope != nil {
+		a.set.SelectLabels(a.scope.selector)
 	}
-	defer set.Stop()
-	logf("starting %d informers", lo.Watchers)
-	if err := set.Start(ctx, lo.SyncTimeout); err != nil {
-		return nil, err
-	}
+	a.r.Logf("starting %d informers", lo.Watchers)
+	return a.set.Start(ctx, lo.SyncTimeout)
+}
 
-	phase("steady")
-	logf("writing %.0f/s for %v", lo.WriteRate, lo.Duration)
-	writing, err := watchload.StartWriting(ctx, env, []watchload.KV{nil}, wl, watchload.WriterOptions{
-		Rate: lo.WriteRate, Total: int64(lo.WriteRate * lo.Duration.Seconds()), Workers: lo.WriterConcurrency})
-	if err != nil {
-		return nil, err
-	}
-	env.SetIntervalOrigin(writing.Start)
-	if lo.HoldBack > 0 {
-		res.Holds = holdAcrossCompaction(ctx, s, admin, set, min(lo.HoldBack, lo.Watchers), writing.Start+o.HoldAt, o.HoldFor, phase, logf)
-		if lo.Defragment && len(res.Holds) > 0 && res.Holds[0].Compacted && ctx.Err() == nil {
-			phase(PhaseDefrag)
-			res.Defrag = watchload.DefragmentMembers(ctx, admin, st.Etcd.Endpoints, s.Epoch(), logf)
-			phase("released")
-		}
-	}
-	res.Writes = writing.Wait()
-	res.Interrupted = ctx.Err() != nil
+// StartWrites starts the API writers.
+func (a *apiClients) StartWrites(ctx context.Context) (*watchload.Writing, error) {
+	lo := a.r.Options
+	a.r.Logf("writing %.0f/s for %v", lo.WriteRate, lo.Duration)
+	return a.r.Session.Write(ctx, a.wl, watchload.WriterOptions{Rate: lo.WriteRate, Total: int64(lo.WriteRate * lo.Duration.Seconds()),
+		Workers: lo.WriterConcurrency}, watchload.PhaseSteady)
+}
 
-	phase("drain")
-	cctx := context.WithoutCancel(ctx)
-	final, err := admin.Get(cctx, lo.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return nil, fmt.Errorf("read etcd's final revision: %w", err)
+// Maintain holds HoldBack informers back across a compaction by
+// kube-apiserver (holdAcrossCompaction) and, with Defragment, once they
+// were released after one, defragments every member.
+func (a *apiClients) Maintain(ctx context.Context, w *watchload.Writing) {
+	r, lo, s := a.r, a.r.Options, a.r.Session
+	if lo.HoldBack <= 0 {
+		return
 	}
-	finalRev := final.Header.Revision
-	confirmTimeout := lo.SyncTimeout
-	if res.Interrupted {
-		// An interrupted run reports what it measured soon.
-		confirmTimeout = min(confirmTimeout, 5*time.Second)
+	res := r.Result
+	res.Holds = holdAcrossCompaction(ctx, s, r.Admin, a.set, min(lo.HoldBack, lo.Watchers), w.Start+a.o.HoldAt, a.o.HoldFor, s.SetPhase, r.Logf)
+	if lo.Defragment && len(res.Holds) > 0 && res.Holds[0].Compacted && ctx.Err() == nil {
+		s.SetPhase(PhaseDefrag)
+		res.Defrag = watchload.DefragmentMembers(ctx, r.Admin, a.st.Etcd.Endpoints, s.Epoch(), r.Logf)
+		s.SetPhase("released")
 	}
-	unsynced, finalRev := confirm(cctx, admin, set, lo.Prefix, scope, finalRev, confirmTimeout, logf)
-	phase("stop")
-	set.Stop()
-	if err := rec.WaitFor(cctx, finalRev, 100*time.Millisecond); err != nil {
-		logf("history recorder did not reach revision %d: %v", finalRev, err)
+}
+
+// Confirm waits until every informer's cache equals etcd's state
+// (confirm).
+func (a *apiClients) Confirm(ctx context.Context, rev int64, timeout time.Duration) (int, int64) {
+	unsynced, confirmed := confirm(ctx, a.r.Admin, a.set, a.r.Options.Prefix, a.scope, rev, timeout, a.r.Logf)
+	a.confirmed = confirmed
+	return unsynced, confirmed
+}
+
+// Validate stops the informers, waits until the history covers the
+// confirmed revision and completes each informer's validation.
+func (a *apiClients) Validate(ctx context.Context) {
+	a.set.Stop()
+	if err := a.rec.WaitFor(ctx, a.confirmed, 100*time.Millisecond); err != nil {
+		a.r.Logf("history recorder did not reach revision %d: %v", a.confirmed, err)
 	}
-	var unverified int64
-	for _, in := range set.Informers {
-		unverified += in.lw.obs.Finish()
+	for _, in := range a.set.Informers {
+		a.unverified += in.lw.obs.Finish()
 	}
-	stopWatching()
-	res.Compactions = <-compactions
-	if ph.meter != nil {
-		res.APIServers, res.APIServerMetrics = ph.meter.finish(cctx)
+}
+
+// Collect gathers the compactions seen, the apiservers' usage and
+// metrics, the validation, the informers' figures and what etcd was
+// asked.
+func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
+	res := a.r.Result
+	a.stopWatch()
+	res.Compactions = <-a.compactions
+	if a.ph.meter != nil {
+		res.APIServers, res.APIServerMetrics = a.ph.meter.finish(ctx)
 	}
 	res.Scenario.Defragment = res.Defrag != nil
-	res.Validation = watchload.ValidationOf(env, unsynced, unverified, 0)
-	summarize(res, set, s.Epoch())
-	res.Intervals = env.Collect(&res.Writes, &res.Delivery)
-	if st.Counter != nil {
-		res.Etcd = st.Counter.Requests()
+	res.Validation = watchload.ValidationOf(a.env, unsynced, a.unverified, 0)
+	summarize(res, a.set, a.r.Session.Epoch())
+	res.Intervals = a.env.Collect(&res.Writes, &res.Delivery)
+	if a.st.Counter != nil {
+		res.Etcd = a.st.Counter.Requests()
 	}
 	if res.Relists == nil {
 		res.Relists = []report.Relist{}
@@ -326,11 +343,32 @@ func Run(ctx context.Context, st Stack, o Options) (_ *report.RunResult, err err
 	if res.Compactions == nil {
 		res.Compactions = []report.Compaction{}
 	}
-	res.APIServer.ClientConnections = st.Connections.Open()
-	res.Self = s.SelfStats(cctx)
-	res.Warnings = report.BusyWarnings(res.Self)
-	res.Verdict = report.RunVerdict(res)
-	return res, nil
+	res.APIServer.ClientConnections = a.st.Connections.Open()
+	return nil
+}
+
+// Stop stops the informers, the watch of compactions and the meter.
+func (a *apiClients) Stop() {
+	if a.set != nil {
+		a.set.Stop()
+	}
+	if a.stopWatch != nil {
+		a.stopWatch()
+	}
+	if a.ph != nil && a.ph.meter != nil {
+		a.ph.meter.halt()
+	}
+}
+
+// CleanUp, on a shared cluster, deletes exactly the namespaces the run
+// created (result's Cleanup).
+func (a *apiClients) CleanUp(ctx context.Context) {
+	if a.scope == nil || a.wl == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.o.NamespaceDeleteTimeout+time.Minute)
+	defer cancel()
+	a.r.Result.Cleanup = deleteNamespaces(cctx, a.st.RESTConfig, a.wl.CreatedNamespaces(), a.scope.selector, a.o.NamespaceDeleteTimeout, a.r.Logf)
 }
 
 // holdAcrossCompaction holds informers [0, n) at at (from the epoch),
@@ -475,11 +513,11 @@ func equalCache(a, b map[string]int64) bool {
 	return true
 }
 
-// proxyCounter is an etcdproxy.Counter as Run's EtcdCounter.
+// proxyCounter is an etcdproxy.Counter as a Stack's Counter.
 type proxyCounter struct{ c *etcdproxy.Counter }
 
 // CounterOf returns c, the counter of the proxies in front of etcd's
-// members, as Run's EtcdCounter.
+// members, as a Stack's Counter.
 func CounterOf(c *etcdproxy.Counter) EtcdCounter { return proxyCounter{c} }
 
 func (p proxyCounter) SetPhase(phase string) { p.c.SetPhase(phase) }
