@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/internal/release"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -62,6 +63,44 @@ type entry struct {
 	// Table is the experiment's own markdown table (lwbench --out's
 	// NAME.md), beside File; "" for runs and conformance.
 	Table string `json:"table,omitempty"`
+	// Date and Commit say when and from which commit lwbench wrote File:
+	// a release not given to this run keeps its earlier files (kept).
+	Date   time.Time `json:"date"`
+	Commit string    `json:"commit"`
+}
+
+// kept returns the entries of the previous run under out (its index.json;
+// none if there is none) of releases not in versions: their files stay
+// and README.md shows them again, with their date and commit, so that a
+// run of one release (the others' kube-apiservers not built on this
+// machine) does not drop the others' results.
+func kept(out string, versions []string) ([]entry, error) {
+	b, err := os.ReadFile(filepath.Join(out, "index.json"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var prev struct {
+		Date   time.Time `json:"date"`
+		Commit string    `json:"commit"`
+		Runs   []entry   `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &prev); err != nil {
+		return nil, fmt.Errorf("%s/index.json: %w", out, err)
+	}
+	var keep []entry
+	for _, e := range prev.Runs {
+		if slices.Contains(versions, e.Version) {
+			continue
+		}
+		if e.Commit == "" { // written before entries had their own
+			e.Date, e.Commit = prev.Date, prev.Commit
+		}
+		keep = append(keep, e)
+	}
+	return keep, nil
 }
 
 // experimentDir is where the experiments' results go, under -out.
@@ -145,9 +184,23 @@ func run(out string, versions []string, duration, objects string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	// What this run writes replaces the previous run's experiments.
-	if err := os.RemoveAll(filepath.Join(out, experimentDir)); err != nil {
+	keep, err := kept(out, versions)
+	if err != nil {
 		return err
+	}
+	// What this run writes replaces the previous run's experiments of
+	// the same releases.
+	if entries, err := os.ReadDir(filepath.Join(out, experimentDir)); err == nil {
+		for _, de := range entries {
+			for _, v := range versions {
+				if strings.Contains(de.Name(), "-"+v+"-") || strings.HasSuffix(strings.TrimSuffix(strings.TrimSuffix(de.Name(), ".json"), ".md"), "-"+v) {
+					if err := os.Remove(filepath.Join(out, experimentDir, de.Name())); err != nil {
+						return err
+					}
+					break
+				}
+			}
+		}
 	}
 	// The commit lwbench is built from, read before the build: the tree may
 	// move on during the matrix's half hour.
@@ -176,14 +229,22 @@ func run(out string, versions []string, duration, objects string) error {
 			if err := runOne(bin, out, &e); err != nil {
 				return err
 			}
+			e.Date, e.Commit = began, commit
 			entries = append(entries, e)
 		}
+	}
+	if len(keep) > 0 {
+		// The kept releases after the new ones, newest first as given.
+		entries = append(entries, keep...)
 	}
 	mem, _ := machine.MemTotalBytes()
 	fmt.Fprintf(&md, "# lwbench through real kube-apiservers\n\nWritten by `scripts/kube-matrix.sh %s` on %s (commit %s, %s).\n\n",
 		strings.Join(versions, " "), began.Format(time.RFC3339), commit, runtime.Version())
 	fmt.Fprintf(&md, "Machine: %d cores, %s, %.1f GiB, %s; load average %s at the start, %s at the end (the machine is shared: figures vary from run to run). Every load: `--duration %s --objects %s` on an embedded etcd; each conformance case and each run starts its own etcd and kube-apiserver.\n\n",
 		runtime.NumCPU(), machine.CPUModel(), float64(mem)/(1<<30), machine.Kernel(), loadStart, loadAvg(), duration, objects)
+	if len(keep) > 0 {
+		fmt.Fprintf(&md, "Not re-run: %s. Their sections below are those of the earlier run named in each (its date and commit), rendered again from their files (the conformance rows judged and annotated again from their counts by this commit's comparison); this machine had not built their kube-apiservers (scripts/build-kube-apiserver.sh, about 45 minutes each on 2 cores).\n\n", strings.Join(keptVersions(keep), ", "))
+	}
 	for _, e := range entries {
 		if e.Table != "" {
 			// An experiment: its own table, with the machine and
@@ -192,7 +253,7 @@ func run(out string, versions []string, duration, objects string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(&md, "## `lwbench %s`\n\n[%s](%s)\n\n%s\n", strings.Join(e.Args, " "), e.File, e.File, md2)
+			fmt.Fprintf(&md, "## `lwbench %s`\n\n[%s](%s)%s\n\n%s\n", strings.Join(e.Args, " "), e.File, e.File, keptFrom(e, commit), md2)
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(out, e.File))
@@ -203,9 +264,16 @@ func run(out string, versions []string, duration, objects string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.File, err)
 		}
-		fmt.Fprintf(&md, "## `lwbench %s`\n\n[%s](%s)\n\n", strings.Join(e.Args, " "), e.File, e.File)
+		fmt.Fprintf(&md, "## `lwbench %s`\n\n[%s](%s)%s\n\n", strings.Join(e.Args, " "), e.File, e.File, keptFrom(e, commit))
 		switch r := v.(type) {
 		case *report.Conformance:
+			if e.Commit != commit {
+				// A kept release's counts, judged and annotated by this
+				// commit's comparison (its notes corrected since).
+				for i := range r.Cases {
+					r.Cases[i].Rows = kubeload.Compare(r.Cases[i].Model, r.Cases[i].Real)
+				}
+			}
 			writeConformance(&md, r)
 		case *report.RunResult:
 			if r.APIServer != nil {
@@ -222,6 +290,26 @@ func run(out string, versions []string, duration, objects string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "README.md"), md.Bytes(), 0o644)
+}
+
+// keptVersions are the releases of keep, in order, once each.
+func keptVersions(keep []entry) []string {
+	var vs []string
+	for _, e := range keep {
+		if !slices.Contains(vs, e.Version) {
+			vs = append(vs, e.Version)
+		}
+	}
+	return vs
+}
+
+// keptFrom says, for an entry an earlier run wrote (another commit than
+// this run's), when and from which commit.
+func keptFrom(e entry, commit string) string {
+	if e.Commit == commit {
+		return ""
+	}
+	return fmt.Sprintf(" (kept: written on %s, commit %s)", e.Date.Format(time.RFC3339), e.Commit)
 }
 
 func writeConformance(md *bytes.Buffer, r *report.Conformance) {
