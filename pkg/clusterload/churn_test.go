@@ -1,0 +1,67 @@
+package clusterload
+
+import (
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestChurnPlan checks the churn's ops: reproducible from the seed, in
+// the mix's shares, scaling only within [0.5, 1.5] of each Deployment's
+// planned size, rolling out only small Deployments, and each
+// Deployment's ops on one worker.
+func TestChurnPlan(t *testing.T) {
+	p, err := NewPlan(Options{Nodes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := []kubernetes.Interface{fake.NewClientset(), fake.NewClientset(), fake.NewClientset()}
+	a, err := NewChurn(p, clients, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewChurn(p, clients, 7)
+	const n = 20000
+	kinds := map[any]int{}
+	replicas := map[string]int{}
+	worker := map[string]int{}
+	for _, d := range p.Deployments {
+		replicas[d.Name] = d.Replicas
+	}
+	for i := range int64(n) {
+		op := a.Next(i)
+		if op2 := b.Next(i); op2 != op {
+			t.Fatalf("op %d: got %+v and %+v from one seed", i, op, op2)
+		}
+		kinds[op.Kind]++
+		if w, ok := worker[op.Name]; ok && w != op.Shard {
+			t.Fatalf("deployment %s on workers %d and %d", op.Name, w, op.Shard)
+		}
+		worker[op.Name] = op.Shard
+		var planned int
+		for _, d := range p.Deployments {
+			if d.Name == op.Name {
+				planned = d.Replicas
+			}
+		}
+		switch op.Kind {
+		case ChurnScaleUp:
+			replicas[op.Name]++
+		case ChurnScaleDown:
+			replicas[op.Name]--
+		case ChurnRollout:
+			if planned != SmallReplicas {
+				t.Errorf("op %d rolls out %s of %d replicas", i, op.Name, planned)
+			}
+		}
+		if r := replicas[op.Name]; r < planned/2 || r > planned+planned/2 {
+			t.Fatalf("op %d: %s at %d replicas, planned %d", i, op.Name, r, planned)
+		}
+	}
+	for kind, want := range map[any]int{ChurnScaleUp: scaleUpPercent, ChurnScaleDown: scaleDownPercent, ChurnRollout: rolloutPercent} {
+		if got := kinds[kind] * 100 / n; got < want-3 || got > want+3 {
+			t.Errorf("kind %v: %d %% of ops, want about %d %%", kind, got, want)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package clusterload
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/kubestore/etcdkit/internal/clockwait"
+	"github.com/kubestore/etcdkit/internal/parallel"
+)
+
+// SeedOptions shape Seed.
+type SeedOptions struct {
+	// QPS bounds the creates per second, all clients together
+	// (DefaultQPS(nodes) if 0).
+	QPS float64
+	// PodSize and NodeSize are the objects' sizes in bytes
+	// (DefaultPodSize, DefaultNodeSize if 0).
+	PodSize, NodeSize int
+	// Logf, if set, receives a line per step.
+	Logf func(format string, args ...any)
+}
+
+// DefaultQPS is CL2's rate of object creates for a cluster of nodes
+// (perf-tests clusterloader2/testing/load/config.yaml defaultQps: 10 up to
+// 500 nodes, else 100).
+func DefaultQPS(nodes int) float64 {
+	if nodes <= 500 {
+		return 10
+	}
+	return 100
+}
+
+// Seed creates p's KWOK nodes, its namespaces, then for each Deployment
+// its ConfigMap, Secret, Service and the Deployment, and the DaemonSet,
+// through clients (in parallel, one create at a time each) at o.QPS
+// creates per second in all. An object that exists already is an error
+// (the cluster is not lwbench's to reuse).
+func Seed(ctx context.Context, clients []kubernetes.Interface, p *Plan, o SeedOptions) error {
+	if o.QPS <= 0 {
+		o.QPS = DefaultQPS(p.Nodes)
+	}
+	if o.PodSize <= 0 {
+		o.PodSize = DefaultPodSize
+	}
+	if o.NodeSize <= 0 {
+		o.NodeSize = DefaultNodeSize
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	limit := flowcontrol.NewTokenBucketRateLimiter(float32(o.QPS), max(1, int(o.QPS)))
+	defer limit.Stop()
+	each := func(n int, create func(ctx context.Context, cs kubernetes.Interface, i int) error) error {
+		return parallel.Each(ctx, len(clients), n, func(ctx context.Context, w, i int) error {
+			if err := limit.Wait(ctx); err != nil {
+				return err
+			}
+			return create(ctx, clients[w], i)
+		})
+	}
+	logf("creating %d KWOK nodes of %d bytes at %.0f/s", p.Nodes, o.NodeSize, o.QPS)
+	if err := each(p.Nodes, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		_, err := cs.CoreV1().Nodes().Create(ctx, Node(i, o.NodeSize), metav1.CreateOptions{})
+		return created("node "+NodeName(i), err)
+	}); err != nil {
+		return err
+	}
+	if err := each(len(p.Namespaces), func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespaces[i]}}, metav1.CreateOptions{})
+		return created("namespace "+p.Namespaces[i], err)
+	}); err != nil {
+		return err
+	}
+	logf("creating %d deployments (%d pods of about %d bytes), %d services, %d configmaps and secrets in %d namespaces, and a daemonset",
+		len(p.Deployments), p.Pods(), o.PodSize, p.Services(), len(p.Deployments), len(p.Namespaces))
+	if err := each(len(p.Deployments), func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		d := p.Deployments[i]
+		ob := d.Build(o.PodSize)
+		if _, err := cs.CoreV1().ConfigMaps(d.Namespace).Create(ctx, ob.ConfigMap, metav1.CreateOptions{}); err != nil {
+			return created("configmap "+d.Namespace+"/"+d.Name, err)
+		}
+		if _, err := cs.CoreV1().Secrets(d.Namespace).Create(ctx, ob.Secret, metav1.CreateOptions{}); err != nil {
+			return created("secret "+d.Namespace+"/"+d.Name, err)
+		}
+		if ob.Service != nil {
+			if _, err := cs.CoreV1().Services(d.Namespace).Create(ctx, ob.Service, metav1.CreateOptions{}); err != nil {
+				return created("service "+d.Namespace+"/"+d.Name, err)
+			}
+		}
+		_, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, ob.Deployment, metav1.CreateOptions{})
+		return created("deployment "+d.Namespace+"/"+d.Name, err)
+	}); err != nil {
+		return err
+	}
+	ds := p.DaemonSet(o.PodSize)
+	_, err := clients[0].AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{})
+	return created("daemonset "+ds.Namespace+"/"+ds.Name, err)
+}
+
+// created wraps a create's error with what was created, naming an object
+// that exists already.
+func created(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s: it exists already (a cluster lwbench did not start, or an earlier run's): %w", what, err)
+	}
+	return fmt.Errorf("create %s: %w", what, err)
+}
+
+// WaitRunning waits until want pods of the load (label group=load) are
+// Running, counting them with a paginated LIST every second, for at most
+// timeout; it returns how many were Running when it stopped, and an error
+// if that is fewer than want.
+func WaitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout time.Duration, logf func(string, ...any)) (int, error) {
+	deadline := time.Now().Add(timeout)
+	running := 0
+	for {
+		running = 0
+		opts := metav1.ListOptions{LabelSelector: "group=load", Limit: 5000}
+		for {
+			l, err := cs.CoreV1().Pods("").List(ctx, opts)
+			if err != nil {
+				return running, fmt.Errorf("list the load's pods: %w", err)
+			}
+			for _, pod := range l.Items {
+				if pod.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+			if opts.Continue = l.Continue; opts.Continue == "" {
+				break
+			}
+		}
+		if running >= want {
+			return running, nil
+		}
+		if time.Now().After(deadline) {
+			return running, fmt.Errorf("%d of %d pods Running after %v", running, want, timeout)
+		}
+		if logf != nil {
+			logf("%d of %d pods Running", running, want)
+		}
+		if !clockwait.SleepReal(ctx, time.Second) {
+			return running, ctx.Err()
+		}
+	}
+}
