@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
+	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -89,6 +90,10 @@ type Options struct {
 	// namespaces to be gone at the end; 0 means
 	// DefaultNamespaceDeleteTimeout.
 	NamespaceDeleteTimeout time.Duration
+	// Cluster, if set, makes the run a whole cluster's (ClusterOptions):
+	// its objects replace the run's pods, configmaps and events, its
+	// churn the run's writes. Not on a shared cluster.
+	Cluster *ClusterOptions
 	// RunID names the run's namespaces (lwbench-<RunID>-...) and is
 	// RunLabel's value on a shared cluster; "" means 8 random hex digits.
 	RunID string
@@ -134,6 +139,7 @@ type apiClients struct {
 	plan        *watchload.KubernetesWorkload
 	scope       *sharedScope // on a shared cluster
 	wl          *APIWorkload
+	churn       *clusterload.Churn // a cluster's writes (Options.Cluster)
 	rec         *watchload.Recorder
 	env         *watchload.Env
 	set         *InformerSet
@@ -197,6 +203,18 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 	if st.Shared {
 		nsPrefix = "lwbench-" + id + "-ns-" // as watchload's ReusePrefix
 	}
+	if a.o.Cluster != nil {
+		if st.Shared {
+			return fmt.Errorf("a cluster's load (--nodes) needs a control plane lwbench starts, not a shared cluster")
+		}
+		if a.o.Cluster.Plan == nil || a.o.Cluster.PodChurn <= 0 {
+			return fmt.Errorf("a cluster's load needs a plan and a pod churn above 0")
+		}
+		res.Cluster = clusterScenario(a.o.Cluster)
+		// The cluster's objects and churn replace the run's own.
+		res.Scenario.Objects, res.Scenario.ConfigMaps, res.Scenario.Events = 0, 0, 0
+		res.Scenario.WriteRatePerSecond = a.o.Cluster.PodChurn / clusterload.PodsPerOp
+	}
 	var err error
 	a.plan, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
 		Prefix: lo.Prefix, Namespaces: lo.Namespaces, Pods: lo.Objects, ConfigMaps: lo.ConfigMaps, Events: lo.Events,
@@ -246,6 +264,9 @@ func (a *apiClients) Seed(ctx context.Context) error {
 	a.stopWatch = stop
 	a.compactions = watchCompactions(wctx, r.Admin, r.Start+1, a.ph, s.Epoch(), r.Logf)
 
+	if a.o.Cluster != nil {
+		return a.seedCluster(ctx)
+	}
 	r.Logf("seeding %d pods, %d configmaps, %d events through the API", lo.Objects, lo.ConfigMaps, lo.Events)
 	if a.wl, err = NewAPIWorkload(a.st.Connections, a.plan, lo.WriterConcurrency, lo.Seed); err != nil {
 		return err
@@ -278,6 +299,9 @@ func (a *apiClients) StartInformers(ctx context.Context) (err error) {
 // StartWrites starts the API writers.
 func (a *apiClients) StartWrites(ctx context.Context) (*watchload.Writing, error) {
 	lo := a.r.Options
+	if a.churn != nil {
+		return a.startChurn(ctx)
+	}
 	a.r.Logf("writing %.0f/s for %v", lo.WriteRate, lo.Duration)
 	return a.r.Session.Write(ctx, a.wl, watchload.WriterOptions{Rate: lo.WriteRate, Total: int64(lo.WriteRate * lo.Duration.Seconds()),
 		Workers: lo.WriterConcurrency}, watchload.PhaseSteady)

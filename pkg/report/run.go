@@ -55,6 +55,9 @@ type RunResult struct {
 	// kube-apiserver, the model's own fields are zero: profile, streams,
 	// connections, page size, compaction schedule).
 	Scenario Scenario `json:"scenario"`
+	// Cluster describes a whole cluster's load (lwbench run --nodes);
+	// nil otherwise.
+	Cluster *ClusterScenario `json:"cluster,omitempty"`
 
 	Writes WriteStats `json:"writes"` // the writers' counts and latency from schedule
 	// Delivery is the events the watchers received and their delivery
@@ -138,6 +141,30 @@ type ResourceMix struct {
 	PodsPercent       int `json:"podsPercent"`       // percent of writes to pods
 	ConfigMapsPercent int `json:"configMapsPercent"` // percent of writes to configmaps
 	EventsPercent     int `json:"eventsPercent"`     // percent of writes to events
+}
+
+// ClusterScenario is a whole cluster's load (lwbench run --nodes,
+// pkg/clusterload): KWOK nodes and ClusterLoader2-shaped objects whose
+// pods the real control plane runs, then churns.
+type ClusterScenario struct {
+	Nodes       int `json:"nodes"`       // KWOK nodes
+	Namespaces  int `json:"namespaces"`  // of 100 nodes each, at least one
+	Deployments int `json:"deployments"` // each with a ConfigMap and a Secret
+	Services    int `json:"services"`    // for half the Deployments
+	// Pods are the pods planned: the Deployments' and the DaemonSet's
+	// one per node.
+	Pods int `json:"pods"`
+	// PodSize and NodeSize are the objects' planned sizes in bytes; 0:
+	// clusterload's defaults (4 KiB, 12 KiB).
+	PodSize  int `json:"podSize"`
+	NodeSize int `json:"nodeSize"`
+	// PodChurn is the pods created (and as many deleted) per second
+	// after the seeding.
+	PodChurn float64 `json:"podChurnPerSecond"`
+	// PodsRunning were Running when the seeding ended, SeedMs after it
+	// began (the objects' creates and the control plane's work).
+	PodsRunning int     `json:"podsRunning"`
+	SeedMs      float64 `json:"seedMs"`
 }
 
 // Scenario is the shape of the load.

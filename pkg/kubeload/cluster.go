@@ -1,0 +1,96 @@
+package kubeload
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubestore/etcdkit/pkg/clusterload"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// ClusterOptions make a run through kube-apiserver a whole cluster's
+// (lwbench run --nodes): KWOK nodes and ClusterLoader2-shaped objects
+// (pkg/clusterload) seeded through the API, their pods made and run by
+// the real control plane the Stack must hold (kube-controller-manager,
+// kube-scheduler, KWOK), then churned at PodChurn pods per second while
+// the run's informers watch and the node leases are renewed.
+type ClusterOptions struct {
+	// Plan is the cluster's nodes and objects (clusterload.NewPlan).
+	Plan *clusterload.Plan
+	// PodSize and NodeSize are the objects' sizes in bytes
+	// (clusterload's defaults if 0).
+	PodSize, NodeSize int
+	// QPS bounds the seeding's creates per second
+	// (clusterload.DefaultQPS if 0).
+	QPS float64
+	// PodChurn is the pods created (and deleted) per second once
+	// seeded; CL2's CL2_LOAD_TEST_THROUGHPUT is 10.
+	PodChurn float64
+	// RunningTimeout bounds the wait for every pod to be Running after
+	// the seeding (10 minutes if 0).
+	RunningTimeout time.Duration
+}
+
+// clusterClients returns n clientsets from the Stack's connections.
+func (a *apiClients) clusterClients(n int) ([]kubernetes.Interface, error) {
+	out := make([]kubernetes.Interface, max(n, 1))
+	for i := range out {
+		cs, err := a.st.Connections.NewClientset()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = cs
+	}
+	return out, nil
+}
+
+// seedCluster seeds the cluster's nodes and objects and waits until the
+// control plane has every pod Running.
+func (a *apiClients) seedCluster(ctx context.Context) error {
+	c, lo, r := a.o.Cluster, a.r.Options, a.r
+	clients, err := a.clusterClients(lo.WriterConcurrency)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := clusterload.Seed(ctx, clients, c.Plan, clusterload.SeedOptions{QPS: c.QPS, PodSize: c.PodSize, NodeSize: c.NodeSize, Logf: r.Logf}); err != nil {
+		return err
+	}
+	want := c.Plan.Pods() + c.Plan.Nodes // the DaemonSet's one per node
+	timeout := c.RunningTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	running, err := clusterload.WaitRunning(ctx, clients[0], want, timeout, r.Logf)
+	cs := r.Result.Cluster
+	cs.PodsRunning, cs.SeedMs = running, report.Ms(time.Since(start))
+	if err != nil {
+		return fmt.Errorf("the control plane did not run the cluster's pods: %w", err)
+	}
+	r.Logf("%d pods Running on %d KWOK nodes after %v", running, c.Plan.Nodes, time.Since(start).Round(time.Second))
+	if a.churn, err = clusterload.NewChurn(c.Plan, clients, lo.Seed); err != nil {
+		return err
+	}
+	return nil
+}
+
+// clusterScenario describes the cluster's plan in the result.
+func clusterScenario(c *ClusterOptions) *report.ClusterScenario {
+	p := c.Plan
+	return &report.ClusterScenario{Nodes: p.Nodes, Namespaces: len(p.Namespaces), Deployments: len(p.Deployments),
+		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: c.PodSize, NodeSize: c.NodeSize, PodChurn: c.PodChurn}
+}
+
+// startChurn starts the churn's writers at PodChurn pods per second
+// (clusterload.PodsPerOp pods per op) for the run's Duration.
+func (a *apiClients) startChurn(ctx context.Context) (*watchload.Writing, error) {
+	lo, c := a.r.Options, a.o.Cluster
+	rate := c.PodChurn / clusterload.PodsPerOp
+	a.r.Logf("churning %.0f pods/s (%.1f deployment writes/s) for %v", c.PodChurn, rate, lo.Duration)
+	return a.r.Session.Write(ctx, a.churn, watchload.WriterOptions{Rate: rate, Total: int64(rate * lo.Duration.Seconds()),
+		Workers: lo.WriterConcurrency}, watchload.PhaseSteady)
+}
