@@ -182,6 +182,19 @@ func TestKubeRunResultGolden(t *testing.T) {
 	golden(t, "kube-run.csv", render(t, output.FormatCSV, makeRunCSVTable(r), r))
 }
 
+// TestClusterRunResultGolden renders a synthetic run of a whole cluster
+// (lwbench run --nodes) as the table prints it: the kube-apiserver run's
+// rows and the cluster's.
+func TestClusterRunResultGolden(t *testing.T) {
+	r := syntheticKubeRun()
+	r.Cluster = &report.ClusterScenario{Nodes: 100, Namespaces: 1, Deployments: 328, Services: 165, Pods: 3100,
+		PodChurn: 10, PodsRunning: 3100, SeedMs: 412500}
+	r.Scenario.Objects, r.Scenario.ConfigMaps, r.Scenario.Events, r.Scenario.WriteRatePerSecond = 0, 0, 0, 10/1.4
+	judged(r)
+	golden(t, "cluster-run.table", renderRun(t, output.FormatTable, r))
+	golden(t, "cluster-run.json", render(t, output.FormatJSON, output.Table{}, r))
+}
+
 // renderRun renders r as `lwbench run` prints it on stdout in format f:
 // the summary, then (table, markdown) the relists, notes, warnings and
 // verdict.

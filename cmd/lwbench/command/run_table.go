@@ -72,6 +72,13 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		rows = append(rows,
 			[]string{"kube-apiserver", kubeAPIServerRow(*api)},
 			[]string{"informers", fmt.Sprintf("%d client-go informers, WatchListClient %s", len(r.Informers), api.ClientWatchList)})
+		if c := r.Cluster; c != nil {
+			rows = append(rows,
+				[]string{"cluster: KWOK nodes / namespaces", fmt.Sprintf("%d / %d", c.Nodes, c.Namespaces)},
+				[]string{"cluster: deployments / services / pods", fmt.Sprintf("%d / %d / %d planned", c.Deployments, c.Services, c.Pods)},
+				[]string{"cluster seeding", fmt.Sprintf("%d pods Running after %.1f s", c.PodsRunning, c.SeedMs/1000)},
+				[]string{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s)", c.PodChurn, r.Scenario.WriteRatePerSecond)})
+		}
 	} else {
 		rows = append(rows,
 			[]string{"profile", r.Scenario.Profile + watchListNote(r.Scenario)},
