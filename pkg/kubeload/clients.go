@@ -140,6 +140,7 @@ type apiClients struct {
 	scope       *sharedScope // on a shared cluster
 	wl          *APIWorkload
 	churn       *clusterload.Churn // a cluster's writes (Options.Cluster)
+	kubelets    *KubeletWatches    // a cluster's kubelet watches
 	rec         *watchload.Recorder
 	env         *watchload.Env
 	set         *InformerSet
@@ -293,7 +294,13 @@ func (a *apiClients) StartInformers(ctx context.Context) (err error) {
 		a.set.SelectLabels(a.scope.selector)
 	}
 	a.r.Logf("starting %d informers", lo.Watchers)
-	return a.set.Start(ctx, lo.SyncTimeout)
+	if err := a.set.Start(ctx, lo.SyncTimeout); err != nil {
+		return err
+	}
+	if a.o.Cluster != nil {
+		return a.startKubeletWatches(ctx)
+	}
+	return nil
 }
 
 // StartWrites starts the API writers.
@@ -368,6 +375,10 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 		res.Compactions = []report.Compaction{}
 	}
 	res.APIServer.ClientConnections = a.st.Connections.Open()
+	if a.kubelets != nil {
+		a.kubelets.Stop()
+		res.Cluster.KubeletWatchObjects = a.kubelets.Events.Load()
+	}
 	return nil
 }
 
@@ -378,6 +389,9 @@ func (a *apiClients) Stop() {
 	}
 	if a.stopWatch != nil {
 		a.stopWatch()
+	}
+	if a.kubelets != nil {
+		a.kubelets.Stop()
 	}
 	if a.ph != nil && a.ph.meter != nil {
 		a.ph.meter.halt()

@@ -33,6 +33,10 @@ type ClusterOptions struct {
 	// RunningTimeout bounds the wait for every pod to be Running after
 	// the seeding (10 minutes if 0).
 	RunningTimeout time.Duration
+	// KubeletWatches is how many nodes, from the first, get the watches
+	// their kubelets would open (StartKubeletWatches), beside the run's
+	// informers; 0: none.
+	KubeletWatches int
 }
 
 // clusterClients returns n clientsets from the Stack's connections.
@@ -78,11 +82,30 @@ func (a *apiClients) seedCluster(ctx context.Context) error {
 	return nil
 }
 
+// startKubeletWatches starts the kubelet watches of the first
+// KubeletWatches nodes.
+func (a *apiClients) startKubeletWatches(ctx context.Context) error {
+	c := a.o.Cluster
+	n := min(c.KubeletWatches, c.Plan.Nodes)
+	if n <= 0 {
+		return nil
+	}
+	nodes := make([]string, n)
+	for i := range nodes {
+		nodes[i] = clusterload.NodeName(i)
+	}
+	a.r.Logf("starting the kubelet watches of %d nodes", n)
+	var err error
+	a.kubelets, err = StartKubeletWatches(context.WithoutCancel(ctx), a.st.Connections, nodes)
+	return err
+}
+
 // clusterScenario describes the cluster's plan in the result.
 func clusterScenario(c *ClusterOptions) *report.ClusterScenario {
 	p := c.Plan
 	return &report.ClusterScenario{Nodes: p.Nodes, Namespaces: len(p.Namespaces), Deployments: len(p.Deployments),
-		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: c.PodSize, NodeSize: c.NodeSize, PodChurn: c.PodChurn}
+		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: c.PodSize, NodeSize: c.NodeSize, PodChurn: c.PodChurn,
+		KubeletWatchNodes: min(c.KubeletWatches, p.Nodes)}
 }
 
 // startChurn starts the churn's writers at PodChurn pods per second

@@ -165,6 +165,12 @@ type ClusterScenario struct {
 	// began (the objects' creates and the control plane's work).
 	PodsRunning int     `json:"podsRunning"`
 	SeedMs      float64 `json:"seedMs"`
+	// KubeletWatchNodes had the watches their kubelets would open
+	// (pods on the node, its Node, Services, each mounted ConfigMap and
+	// Secret), which received KubeletWatchObjects objects in all
+	// (initial lists included); counted, not validated.
+	KubeletWatchNodes   int   `json:"kubeletWatchNodes"`
+	KubeletWatchObjects int64 `json:"kubeletWatchObjects"`
 }
 
 // Scenario is the shape of the load.

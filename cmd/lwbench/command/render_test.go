@@ -188,7 +188,7 @@ func TestKubeRunResultGolden(t *testing.T) {
 func TestClusterRunResultGolden(t *testing.T) {
 	r := syntheticKubeRun()
 	r.Cluster = &report.ClusterScenario{Nodes: 100, Namespaces: 1, Deployments: 328, Services: 165, Pods: 3100,
-		PodChurn: 10, PodsRunning: 3100, SeedMs: 412500}
+		PodChurn: 10, PodsRunning: 3100, SeedMs: 412500, KubeletWatchNodes: 10, KubeletWatchObjects: 4321}
 	r.Scenario.Objects, r.Scenario.ConfigMaps, r.Scenario.Events, r.Scenario.WriteRatePerSecond = 0, 0, 0, 10/1.4
 	judged(r)
 	golden(t, "cluster-run.table", renderRun(t, output.FormatTable, r))

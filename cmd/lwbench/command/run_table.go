@@ -77,7 +77,8 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 				[]string{"cluster: KWOK nodes / namespaces", fmt.Sprintf("%d / %d", c.Nodes, c.Namespaces)},
 				[]string{"cluster: deployments / services / pods", fmt.Sprintf("%d / %d / %d planned", c.Deployments, c.Services, c.Pods)},
 				[]string{"cluster seeding", fmt.Sprintf("%d pods Running after %.1f s", c.PodsRunning, c.SeedMs/1000)},
-				[]string{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s)", c.PodChurn, r.Scenario.WriteRatePerSecond)})
+				[]string{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s)", c.PodChurn, r.Scenario.WriteRatePerSecond)},
+				[]string{"kubelet watches: nodes / objects", fmt.Sprintf("%d / %d", c.KubeletWatchNodes, c.KubeletWatchObjects)})
 		}
 	} else {
 		rows = append(rows,
