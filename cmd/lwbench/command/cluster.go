@@ -1,0 +1,116 @@
+package command
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/clusterload"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+)
+
+// clusterRelease is the Kubernetes release of --nodes without
+// --kube-apiserver: the one kube-controller-manager, kube-scheduler and
+// KWOK were tried with here (../shared/reference/kwok-control-plane.md).
+const clusterRelease = "1.37"
+
+// clusterOptions make `lwbench run` a whole cluster's load (--nodes N): a
+// real control plane (kube-apiserver, kube-controller-manager,
+// kube-scheduler) and KWOK nodes in front of the etcd target, the objects
+// of ClusterLoader2's load test seeded, then churned (pkg/clusterload,
+// kubeload.ClusterOptions).
+type clusterOptions struct {
+	nodes          int
+	podsPerNode    int
+	podSize        string
+	nodeSize       string
+	podChurn       float64
+	createQPS      float64
+	kubeletWatches int
+	flags          *pflag.FlagSet
+
+	podBytes, nodeBytes int // from podSize, nodeSize
+}
+
+func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.nodes, "nodes", 0, "run a whole cluster's load: a real control plane (kube-apiserver of --kube-apiserver, default "+clusterRelease+", kube-controller-manager, kube-scheduler) and this many KWOK nodes, with ClusterLoader2's load test objects (Deployments of 250/30/5 pods, Services for half, a ConfigMap and Secret each, a DaemonSet; one namespace per 100 nodes), then --pod-churn; the components are built from the Go module proxy on first use")
+	fs.IntVar(&o.podsPerNode, "pods-per-node", clusterload.DefaultPodsPerNode, "with --nodes: the load's pods per node (ClusterLoader2's PODS_PER_NODE)")
+	fs.StringVar(&o.podSize, "pod-size", "4Ki", "with --nodes: each pod's size in etcd (protobuf), padded by an annotation: ClusterLoader2's pods are about 4 KiB, real clusters' 10-20 KiB")
+	fs.StringVar(&o.nodeSize, "node-size", "12Ki", "with --nodes: each Node's size in etcd, padded by status.images as kubelets report them (real nodes: 10-30 KiB)")
+	fs.Float64Var(&o.podChurn, "pod-churn", 10, "with --nodes: pods created (and as many deleted) per second once seeded, by scaling Deployments and rolling small ones out (ClusterLoader2's CL2_LOAD_TEST_THROUGHPUT)")
+	fs.Float64Var(&o.createQPS, "create-qps", 0, "with --nodes: creates per second while seeding (default ClusterLoader2's: 10 up to 500 nodes, else 100)")
+	fs.IntVar(&o.kubeletWatches, "kubelet-watches", 10, "with --nodes: how many nodes also get the watches their kubelets would open (pods on the node, its Node, Services, each mounted ConfigMap and Secret); 0 none")
+	o.flags = fs
+}
+
+// enabled reports whether --nodes was given.
+func (o *clusterOptions) enabled() bool { return o.nodes != 0 || (o.flags != nil && o.flags.Changed("nodes")) }
+
+// Validate checks the flags: the --nodes flags need --nodes, which needs
+// a control plane lwbench starts (not --kubeconfig); it turns the
+// kube-apiserver options on (kube: the default release unless given, the
+// watch cache on unless --watch-cache says otherwise).
+func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool) error {
+	if !o.enabled() {
+		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches"} {
+			if o.flags != nil && o.flags.Changed(name) {
+				return cli.FlagErrorf("--%s needs --nodes", name)
+			}
+		}
+		return nil
+	}
+	switch {
+	case o.nodes < 1:
+		return cli.FlagErrorf("--nodes: Invalid value: %d: must be at least 1", o.nodes)
+	case kubeconfig:
+		return cli.FlagErrorf("--nodes cannot be used with --kubeconfig: a cluster's load needs a control plane and KWOK lwbench starts")
+	case o.podsPerNode < 1:
+		return cli.FlagErrorf("--pods-per-node: Invalid value: %d: must be at least 1", o.podsPerNode)
+	case o.podChurn <= 0:
+		return cli.FlagErrorf("--pod-churn: Invalid value: %v: must be above 0", o.podChurn)
+	case o.createQPS < 0:
+		return cli.FlagErrorf("--create-qps: Invalid value: %v: must be 0 (ClusterLoader2's) or more", o.createQPS)
+	case o.kubeletWatches < 0:
+		return cli.FlagErrorf("--kubelet-watches: Invalid value: %d: must be 0 or more", o.kubeletWatches)
+	}
+	var err error
+	if o.podBytes, err = byteSize("pod-size", o.podSize, 1<<20); err != nil {
+		return err
+	}
+	if o.nodeBytes, err = byteSize("node-size", o.nodeSize, 1<<20); err != nil {
+		return err
+	}
+	if kube.version == "" {
+		kube.version = clusterRelease
+	}
+	if kube.flags == nil || !kube.flags.Changed("watch-cache") {
+		kube.watchCache = true // a cluster's kube-apiserver caches
+	}
+	return nil
+}
+
+// byteSize reads flag's size, a Kubernetes quantity (4Ki, 10000), of at
+// most limit bytes.
+func byteSize(flag, s string, limit int64) (int, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, cli.FlagErrorf("--%s: Invalid value: %q: give a size such as 4Ki or 20000", flag, s)
+	}
+	v, ok := q.AsInt64()
+	if !ok || v < 0 || v > limit {
+		return 0, cli.FlagErrorf("--%s: Invalid value: %q: must be 0 to %d bytes", flag, s, limit)
+	}
+	return int(v), nil
+}
+
+// clusterLoad is the run's kubeload.ClusterOptions.
+func (o *clusterOptions) clusterLoad() (*kubeload.ClusterOptions, error) {
+	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode})
+	if err != nil {
+		return nil, fmt.Errorf("--nodes: %w", err)
+	}
+	return &kubeload.ClusterOptions{Plan: plan, PodSize: o.podBytes, NodeSize: o.nodeBytes, QPS: o.createQPS,
+		PodChurn: o.podChurn, KubeletWatches: o.kubeletWatches}, nil
+}
