@@ -59,9 +59,20 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 func (p *Process) Exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited (%v); log %s: %s", p.Name, p.cmd.ProcessState, p.LogPath, p.LogTail(8))
+		return fmt.Errorf("%s exited (%s); log %s: %s", p.Name, p.ExitStatus(), p.LogPath, p.LogTail(8))
 	default:
 		return nil
+	}
+}
+
+// ExitStatus says how the process ended ("exit status 3", "signal:
+// killed"), or "" while it runs.
+func (p *Process) ExitStatus() string {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.String()
+	default:
+		return ""
 	}
 }
 

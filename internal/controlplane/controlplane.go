@@ -252,6 +252,9 @@ func (c *ControlPlane) startComponent(ctx context.Context, cfg Config, name, bin
 		if err == nil {
 			return p, nil
 		}
+		if errors.Is(err, errExited) {
+			err = fmt.Errorf("%w (%s)", err, p.ExitStatus())
+		}
 		p.Stop()
 		lastErr = fmt.Errorf("%s: %w (log %s: %s)", name, err, p.LogPath, p.LogTail(8))
 		if ctx.Err() != nil || !strings.Contains(lastErr.Error(), "address already in use") {
