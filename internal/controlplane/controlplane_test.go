@@ -76,6 +76,12 @@ func TestControlPlaneRunsKWOKNodesAndPods(t *testing.T) {
 	if err := controlplane.CreateNodes(ctx, cs, 0, nodes, 4); err != nil {
 		fail("%v", err)
 	}
+	nctx, ncancel := context.WithTimeout(ctx, time.Minute)
+	defer ncancel()
+	if err := controlplane.WaitNodesReady(nctx, cs, nodes, 500*time.Millisecond); err != nil {
+		fail("%v", err)
+	}
+	t.Logf("%d nodes Ready after %v", nodes, time.Since(began).Round(time.Millisecond))
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		fail("create namespace: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -132,4 +133,36 @@ func NodeReady(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// WaitNodesReady lists KWOK's nodes (NodeSelector) every interval until at
+// least n of them are Ready, and returns nil then; otherwise, when ctx
+// ends, an error wrapping ctx.Err() with the last count. The lists are
+// served from kube-apiserver's watch cache (resourceVersion "0"), so
+// waiting adds no reads at etcd; each still costs kube-apiserver a copy of
+// every node (some KB each).
+func WaitNodesReady(ctx context.Context, cs kubernetes.Interface, n int, interval time.Duration) error {
+	last := "not listed yet"
+	for {
+		l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=" + NodeTypeValue, ResourceVersion: "0"})
+		if err == nil {
+			ready := 0
+			for i := range l.Items {
+				if NodeReady(&l.Items[i]) {
+					ready++
+				}
+			}
+			if ready >= n {
+				return nil
+			}
+			last = fmt.Sprintf("%d of %d KWOK nodes Ready, want %d", ready, len(l.Items), n)
+		} else if ctx.Err() == nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d nodes Ready (%s): %w", n, last, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
 }
