@@ -9,12 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -71,6 +69,12 @@ type Config struct {
 	// and informers load etcd as they do in production. The admin token's
 	// group system:masters is allowed everything under any mode.
 	AuthorizationMode string
+	// ServiceAccountAdmission keeps kube-apiserver's ServiceAccount
+	// admission plugin on, as clusters run it: every pod then needs its
+	// namespace's default ServiceAccount, which kube-controller-manager's
+	// serviceaccount controller creates (internal/controlplane starts
+	// one). Off, Start passes --disable-admission-plugins ServiceAccount.
+	ServiceAccountAdmission bool
 	// ServiceClusterIPRange is --service-cluster-ip-range; "" means
 	// 10.0.0.0/24. No traffic goes to it: there are no nodes.
 	ServiceClusterIPRange string
@@ -96,8 +100,7 @@ type Server struct {
 	LogPath string
 
 	pki  PKI
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
+	proc *Process
 	stop time.Duration
 }
 
@@ -119,10 +122,12 @@ type Cluster struct {
 // --endpoint-reconciler-type none (kube-apiserver refuses to publish a
 // loopback address as the kubernetes service's endpoint otherwise),
 // --bind-address 127.0.0.1, the generated serving certificate,
-// service-account key pair and token file, and
-// --disable-admission-plugins ServiceAccount: no controller-manager runs to
-// create each namespace's default ServiceAccount, which that plugin would
-// require of every pod.
+// service-account key pair, token file and CA (--client-ca-file: client
+// certificates the CA signed authenticate as their common name, in the
+// groups of their organizations), and, unless cfg.ServiceAccountAdmission,
+// --disable-admission-plugins ServiceAccount: without a controller-manager
+// nothing creates each namespace's default ServiceAccount, which that
+// plugin would require of every pod.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if len(cfg.EtcdServers) == 0 {
 		return nil, errors.New("no etcd servers to start kube-apiserver in front of")
@@ -203,12 +208,15 @@ func args(cfg Config, pki PKI, dir string, port int) []string {
 		"--tls-cert-file=" + pki.ServingCert,
 		"--tls-private-key-file=" + pki.ServingKey,
 		"--token-auth-file=" + pki.TokenFile,
+		"--client-ca-file=" + pki.CA,
 		"--service-account-key-file=" + pki.ServiceAccountPublicKey,
 		"--service-account-signing-key-file=" + pki.ServiceAccountKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--endpoint-reconciler-type=none",
-		"--disable-admission-plugins=ServiceAccount",
 		"--etcd-servers=" + strings.Join(cfg.EtcdServers, ","),
+	}
+	if !cfg.ServiceAccountAdmission {
+		a = append(a, "--disable-admission-plugins=ServiceAccount")
 	}
 	authz := cfg.AuthorizationMode
 	if authz == "" {
@@ -264,28 +272,13 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// start launches the process with its output in LogPath, in a process
-// group of its own so that a ^C to the caller does not reach it first.
+// start launches the process with its output in LogPath.
 func (s *Server) start(bin string, args []string) error {
-	log, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := StartProcess(s.Name, bin, args, etcdproc.CleanEnv(), s.Dir, s.LogPath, s.stop)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = etcdproc.CleanEnv()
-	cmd.Dir = s.Dir
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("start %s: %w", s.Name, err)
-	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func() {
-		cmd.Wait()
-		log.Close()
-		close(s.done)
-	}()
+	s.proc = p
 	return nil
 }
 
@@ -315,8 +308,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 			last = err.Error()
 		}
 		select {
-		case <-s.done:
-			return fmt.Errorf("kube-apiserver exited before it was ready (%v)", s.cmd.ProcessState)
+		case <-s.proc.Done():
+			return fmt.Errorf("kube-apiserver exited before it was ready (%v)", s.proc.cmd.ProcessState)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready (/readyz: %s): %w", last, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
@@ -341,42 +334,20 @@ func (s *Server) httpClient() (*http.Client, error) {
 }
 
 // logTail returns the last n lines of the server's log joined with " | ".
-func (s *Server) logTail(n int) string {
-	b, err := os.ReadFile(s.LogPath)
-	if err != nil {
-		return err.Error()
-	}
-	return etcdproc.LastLines(string(b), n)
-}
+func (s *Server) logTail(n int) string { return s.proc.LogTail(n) }
 
 // PID returns the server's process ID, 0 when it has exited.
-func (s *Server) PID() int {
-	select {
-	case <-s.done:
-		return 0
-	default:
-		return s.cmd.Process.Pid
-	}
-}
+func (s *Server) PID() int { return s.proc.PID() }
+
+// Process returns the server's process.
+func (s *Server) Process() *Process { return s.proc }
 
 // Stop ends the server by its PID: SIGTERM, then SIGKILL when it has not
 // exited after Config.StopTimeout; it waits for the exit. Safe to call
 // twice.
 func (s *Server) Stop() {
-	if s.cmd == nil {
-		return
-	}
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(s.stop):
-		s.cmd.Process.Kill()
-		<-s.done
+	if s.proc != nil {
+		s.proc.Stop()
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 // defaults are kept for zero values, negative values pass 0, and the flags
 // Start always sets are there.
 func TestArgs(t *testing.T) {
-	pki := PKI{TokenFile: "/p/tokens.csv"}
+	pki := PKI{TokenFile: "/p/tokens.csv", CA: "/p/ca.crt"}
 	tests := []struct {
 		name    string
 		cfg     Config
@@ -24,6 +24,7 @@ func TestArgs(t *testing.T) {
 				"--etcd-servers=http://127.0.0.1:1,http://127.0.0.1:2", "--authorization-mode=RBAC",
 				"--endpoint-reconciler-type=none", "--bind-address=127.0.0.1", "--secure-port=6443",
 				"--token-auth-file=/p/tokens.csv", "--service-cluster-ip-range=10.0.0.0/24",
+				"--client-ca-file=/p/ca.crt", "--disable-admission-plugins=ServiceAccount",
 			},
 			notWant: []string{"--etcd-compaction-interval", "--event-ttl", "--watch-cache", "--default-watch-cache-size", "--feature-gates", "--etcd-cafile", "--etcd-prefix"},
 		},
@@ -33,7 +34,7 @@ func TestArgs(t *testing.T) {
 				EtcdServers: []string{"https://127.0.0.1:1"}, EtcdCAFile: "ca", EtcdCertFile: "c", EtcdKeyFile: "k",
 				EtcdPrefix: "/kube", EtcdCompactionInterval: 90 * time.Second, EventTTL: time.Minute,
 				DisableWatchCache: true, DefaultWatchCacheSize: 50, FeatureGates: "WatchList=false",
-				AuthorizationMode: "AlwaysAllow", ExtraArgs: []string{"--v=2"},
+				AuthorizationMode: "AlwaysAllow", ExtraArgs: []string{"--v=2"}, ServiceAccountAdmission: true,
 			},
 			want: []string{
 				"--etcd-cafile=ca", "--etcd-certfile=c", "--etcd-keyfile=k", "--etcd-prefix=/kube",
@@ -41,7 +42,7 @@ func TestArgs(t *testing.T) {
 				"--default-watch-cache-size=50", "--feature-gates=WatchList=false",
 				"--authorization-mode=AlwaysAllow", "--v=2",
 			},
-			notWant: []string{"--authorization-mode=RBAC"},
+			notWant: []string{"--authorization-mode=RBAC", "--disable-admission-plugins"},
 		},
 		{
 			name: "negative passes 0",

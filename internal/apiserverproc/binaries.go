@@ -6,9 +6,12 @@
 //
 // # Binaries
 //
-// kube-apiserver is built from the Go module proxy by
-// scripts/build-kube-apiserver.sh into the cache etcd's binaries use
-// (etcdproc.CacheDir), under a lock that parallel callers share. The first
+// kube-apiserver is built from the Go module proxy by scripts/build-kube.sh
+// (scripts/build-kube-apiserver.sh is that script for kube-apiserver) into
+// the cache etcd's binaries use (etcdproc.CacheDir), under a lock that
+// parallel callers share; kube-controller-manager and kube-scheduler, which
+// internal/controlplane starts beside it, by the same script, and KWOK by
+// scripts/build-kwok.sh (Component). The first
 // build of a release takes 10-40 minutes on 2 cores (36 minutes measured on
 // a loaded machine), more than the README's 30-minute test timeout leaves,
 // so tests do not start it by default: the tests that start kube-apiserver
@@ -32,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -44,52 +48,131 @@ import (
 // and release.Kubernetes' default of its line.
 const DefaultVersion = "1.37.2"
 
-// ErrNoBinaries is returned by Binaries when kube-apiserver of the version
-// is not in the cache and cannot be built here.
-var ErrNoBinaries = errors.New("kube-apiserver binary unavailable")
+// ErrNoBinaries is returned by Binaries when a component of the version is
+// not in the cache and cannot be built here.
+var ErrNoBinaries = errors.New("control plane binary unavailable")
 
-// BinDir returns the directory scripts/build-kube-apiserver.sh installs
-// kube-apiserver of version into, whether or not it is there yet.
-func BinDir(version string) string {
-	return filepath.Join(etcdproc.CacheDir(), "kube-apiserver-v"+strings.TrimPrefix(version, "v"))
+// Component is a binary a build script installs into the cache as
+// etcdproc.CacheDir()/NAME-vVERSION/NAME, with, for KWOK, the files it
+// needs beside it. The values are KubeAPIServer, KubeControllerManager,
+// KubeScheduler and KWOK.
+type Component struct {
+	name    string
+	release *release.Product
+	script  string   // under scripts/
+	pre     []string // the script's arguments before VERSION
+	files   []string // beside the binary, required too
 }
 
-// Cached reports whether kube-apiserver of version is in the cache, so
-// that Binaries would return at once.
-func Cached(version string) bool {
-	return etcdproc.IsExecutable(filepath.Join(BinDir(version), "kube-apiserver"))
+var (
+	// KubeAPIServer is kube-apiserver of a release.Kubernetes version,
+	// built by scripts/build-kube.sh kube-apiserver (10-40 minutes on 2
+	// cores the first time).
+	KubeAPIServer = Component{name: "kube-apiserver", release: &release.Kubernetes, script: "build-kube.sh", pre: []string{"kube-apiserver"}}
+	// KubeControllerManager is kube-controller-manager of a
+	// release.Kubernetes version, built by scripts/build-kube.sh (about
+	// 2.5 minutes once kube-apiserver's build filled the Go build cache).
+	KubeControllerManager = Component{name: "kube-controller-manager", release: &release.Kubernetes, script: "build-kube.sh", pre: []string{"kube-controller-manager"}}
+	// KubeScheduler is kube-scheduler of a release.Kubernetes version,
+	// built by scripts/build-kube.sh (seconds after
+	// kube-controller-manager's build).
+	KubeScheduler = Component{name: "kube-scheduler", release: &release.Kubernetes, script: "build-kube.sh", pre: []string{"kube-scheduler"}}
+	// KWOK is kwok of a release.KWOK version with KWOKStageFiles beside
+	// it, built by scripts/build-kwok.sh (one to two minutes).
+	KWOK = Component{name: "kwok", release: &release.KWOK, script: "build-kwok.sh", files: KWOKStageFiles}
+)
+
+// KWOKStageFiles are the stage files scripts/build-kwok.sh copies beside
+// kwok from the module's kustomize/stage directory, kwokctl's defaults:
+// nodes initialized Ready, node Lease heartbeats (with node status every
+// 10-20 minutes), pods Ready (and Succeeded when their containers end),
+// deleted pods removed.
+var KWOKStageFiles = []string{
+	"node-initialize.yaml", "node-heartbeat-with-lease.yaml",
+	"pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml",
 }
 
-// Binaries returns the directory holding kube-apiserver of version (a
-// release of release.Kubernetes: 1.35.x, 1.36.x, 1.37.x or 1.38.0-beta.0),
-// building it with scripts/build-kube-apiserver.sh when it is not cached
-// yet. version is checked first (release.Kubernetes.Resolve: an error
-// wrapping release.ErrInvalid or release.ErrUnknown, and nothing created).
-// The first build takes 10-20 minutes or more on 2 cores and needs the Go
-// module proxy; concurrent callers, in this process or others, build once
-// (the script holds a lock in the cache directory and renames a finished
-// build into place). The script's progress lines are copied to progress,
-// which may be nil. Cancelling ctx stops the build, or the wait for another
+// Name is the binary's name: "kube-apiserver", "kwok", ...
+func (c Component) Name() string { return c.name }
+
+// Resolve checks version as the component's release table does (an error
+// wrapping release.ErrInvalid or release.ErrUnknown) and returns the
+// release it names.
+func (c Component) Resolve(version string) (string, error) { return c.release.Resolve(version) }
+
+// BinDir returns the directory the component's build script installs
+// version (as given, without a leading v) into, whether or not it is there
+// yet.
+func (c Component) BinDir(version string) string {
+	return filepath.Join(etcdproc.CacheDir(), c.name+"-v"+strings.TrimPrefix(version, "v"))
+}
+
+// Cached reports whether the component of version (as Resolve resolves
+// it) is in the cache, so that Binaries would return at once. An invalid
+// version is not cached.
+func (c Component) Cached(version string) bool {
+	version, err := c.Resolve(version)
+	if err != nil {
+		return false
+	}
+	dir := c.BinDir(version)
+	if !etcdproc.IsExecutable(filepath.Join(dir, c.name)) {
+		return false
+	}
+	for _, f := range c.files {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
+}
+
+// Binaries returns the directory holding the component of version,
+// building it with its script when it is not cached yet. version is
+// checked first (Resolve: an error wrapping release.ErrInvalid or
+// release.ErrUnknown, and nothing created). A build needs the Go module
+// proxy; concurrent callers, in this process or others, build once (the
+// script holds a lock in the cache directory and renames a finished build
+// into place). The script's progress lines are copied to progress, which
+// may be nil. Cancelling ctx stops the build, or the wait for another
 // process's build, within etcdproc.WaitDelay; the error then wraps
 // ctx.Err(). Otherwise a failure wraps ErrNoBinaries and carries the end of
 // the build's output.
-func Binaries(ctx context.Context, version string, progress io.Writer) (string, error) {
-	version, err := release.Kubernetes.Resolve(version)
+func (c Component) Binaries(ctx context.Context, version string, progress io.Writer) (string, error) {
+	version, err := c.Resolve(version)
 	if err != nil {
 		return "", err
 	}
-	dir := BinDir(version)
-	if Cached(version) {
+	dir := c.BinDir(version)
+	if c.Cached(version) {
 		return dir, nil
 	}
-	if err := etcdproc.RunBuildScript(ctx, "build-kube-apiserver.sh", version, progress); err != nil {
+	args := append(append([]string(nil), c.pre...), version)
+	if err := etcdproc.RunBuildScriptArgs(ctx, c.script, args, progress); err != nil {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
+		return "", fmt.Errorf("%w: %s: %v", ErrNoBinaries, c.name, err)
 	}
-	if !Cached(version) {
-		return "", fmt.Errorf("%w: scripts/build-kube-apiserver.sh %s did not produce %s", ErrNoBinaries, version, filepath.Join(dir, "kube-apiserver"))
+	if !c.Cached(version) {
+		return "", fmt.Errorf("%w: scripts/%s %s did not produce %s", ErrNoBinaries, c.script, strings.Join(args, " "), filepath.Join(dir, c.name))
 	}
 	return dir, nil
+}
+
+// BinDir returns the directory scripts/build-kube.sh installs
+// kube-apiserver of version into, whether or not it is there yet:
+// KubeAPIServer.BinDir.
+func BinDir(version string) string { return KubeAPIServer.BinDir(version) }
+
+// Cached reports whether kube-apiserver of version is in the cache, so
+// that Binaries would return at once: KubeAPIServer.Cached.
+func Cached(version string) bool { return KubeAPIServer.Cached(version) }
+
+// Binaries returns the directory holding kube-apiserver of version (a
+// release of release.Kubernetes: 1.35.x, 1.36.x, 1.37.x or 1.38.0-beta.0),
+// building it when it is not cached yet: KubeAPIServer.Binaries. The first
+// build takes 10-40 minutes on 2 cores.
+func Binaries(ctx context.Context, version string, progress io.Writer) (string, error) {
+	return KubeAPIServer.Binaries(ctx, version, progress)
 }

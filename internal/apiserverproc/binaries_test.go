@@ -226,3 +226,50 @@ func TestDefaultVersionIsItsLinesDefault(t *testing.T) {
 		t.Errorf("release.Kubernetes.Resolve(%q) = %q, %v; want DefaultVersion %q", minor, got, err, DefaultVersion)
 	}
 }
+
+// TestComponentCached: a component is cached when its binary is executable
+// in its own directory and, for KWOK, every stage file is beside it; a
+// KWOK directory missing a stage would make kwok exit "no stages found".
+func TestComponentCached(t *testing.T) {
+	tests := []struct {
+		name      string
+		component Component
+		version   string
+		files     []string
+		want      bool
+	}{
+		{"kube-controller-manager", KubeControllerManager, "1.37.2", []string{"kube-controller-manager-v1.37.2/kube-controller-manager"}, true},
+		{"minor resolves", KubeScheduler, "1.37", []string{"kube-scheduler-v1.37.2/kube-scheduler"}, true},
+		{"another component's directory", KubeScheduler, "1.37.2", []string{"kube-controller-manager-v1.37.2/kube-scheduler"}, false},
+		{"kwok without stages", KWOK, "0.8.0", []string{"kwok-v0.8.0/kwok"}, false},
+		{"kwok with stages", KWOK, "0.8.0", append([]string{"kwok-v0.8.0/kwok"}, prefixed("kwok-v0.8.0/", KWOKStageFiles)...), true},
+		{"kwok missing one stage", KWOK, "v0.8.0", append([]string{"kwok-v0.8.0/kwok"}, prefixed("kwok-v0.8.0/", KWOKStageFiles[1:])...), false},
+		{"invalid version", KWOK, "0.8.0/kwok", []string{"kwok-v0.8.0/kwok"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache := t.TempDir()
+			t.Setenv("ETCDKIT_CACHE", cache)
+			for _, f := range tt.files {
+				p := filepath.Join(cache, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := tt.component.Cached(tt.version); got != tt.want {
+				t.Errorf("got %s.Cached(%q) %v, want %v", tt.component.Name(), tt.version, got, tt.want)
+			}
+		})
+	}
+}
+
+func prefixed(prefix string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, prefix+n)
+	}
+	return out
+}

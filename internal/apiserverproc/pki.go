@@ -26,8 +26,14 @@ const (
 // PKI are the files Start generates in Config.Dir/pki and every server of
 // a Cluster shares.
 type PKI struct {
-	// CA certifies ServingCert; clients trust it (rest.Config's CAFile).
+	// CA certifies ServingCert; clients trust it (rest.Config's CAFile),
+	// and kube-apiserver authenticates client certificates it signed
+	// (--client-ca-file).
 	CA string
+	// CAKey is the CA's private key (EC PEM), with which
+	// internal/controlplane signs its components' client certificates and
+	// kube-controller-manager signs CertificateSigningRequests.
+	CAKey string
 	// ServingCert and ServingKey are kube-apiserver's --tls-cert-file and
 	// --tls-private-key-file, for 127.0.0.1 and localhost.
 	ServingCert, ServingKey string
@@ -50,6 +56,7 @@ func generatePKI(dir string) (PKI, error) {
 	}
 	p := PKI{
 		CA:                      tls.CA,
+		CAKey:                   tls.CAKey,
 		ServingCert:             tls.ServerCert,
 		ServingKey:              tls.ServerKey,
 		ServiceAccountKey:       filepath.Join(dir, "sa.key"),

@@ -4,9 +4,11 @@ package apiservertest
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
+	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
 )
 
@@ -35,4 +37,36 @@ func Binaries(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// ControlPlaneBuildEnv is the environment variable that lets a test build
+// the control plane's binaries when they are not cached:
+// ETCDKIT_BUILD_CONTROL_PLANE=1.
+const ControlPlaneBuildEnv = "ETCDKIT_BUILD_CONTROL_PLANE"
+
+// ControlPlaneBinaries returns the directories of kube-apiserver,
+// kube-controller-manager and kube-scheduler apiserverproc.DefaultVersion
+// and KWOK controlplane.DefaultKWOKVersion. It skips the test under -short,
+// and when one of them is not cached unless ControlPlaneBuildEnv=1 asks for
+// the builds (kube-apiserver 10-40 minutes on 2 cores, then
+// kube-controller-manager about 2.5 minutes, kube-scheduler seconds, KWOK
+// one to two minutes; locked, so parallel tests build once). The skip
+// names the missing binaries and the commands that build them. A failed
+// build fails the test.
+func ControlPlaneBinaries(t testing.TB) controlplane.Binaries {
+	t.Helper()
+	v, kv := apiserverproc.DefaultVersion, controlplane.DefaultKWOKVersion
+	if testing.Short() {
+		t.Skip("starts a control plane; skipped under -short")
+	}
+	if missing := controlplane.Missing(v, kv); len(missing) > 0 && os.Getenv(ControlPlaneBuildEnv) != "1" {
+		t.Skipf("%s not in %s: build them with `scripts/build-kube.sh COMPONENT %s` and `scripts/build-kwok.sh %s` "+
+			"(kube-apiserver 10-40 minutes on 2 cores, the others minutes after it) or set %s=1 to let the test build them",
+			strings.Join(missing, ", "), etcdproc.CacheDir(), v, kv, ControlPlaneBuildEnv)
+	}
+	bins, err := controlplane.ResolveBinaries(t.Context(), v, kv, etcdproc.LogWriter(t.Logf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bins
 }

@@ -103,26 +103,35 @@ func Binaries(ctx context.Context, version string, progress io.Writer) (string, 
 const WaitDelay = time.Second
 
 // RunBuildScript runs the repository's scripts/name (build-etcd.sh,
-// build-kube-apiserver.sh, build-benchmark.sh) with version and CacheDir as
-// its arguments, in CleanEnv and a process group of its own, copying the
-// script's stderr to progress, which may be nil. The caller has checked
-// version (package release); the script checks it again. The scripts print
-// the installed directory on stdout, which is discarded: the caller knows
-// where it is. Cancelling ctx sends SIGTERM to the script's process group
-// (the script, the lock wait, go build), which removes the script's
-// temporary directories; RunBuildScript returns within WaitDelay with an
-// error wrapping ctx.Err() that says what the script was doing. Any other
-// error names the script and carries the last five lines of its stderr.
+// build-kube-apiserver.sh, build-benchmark.sh, build-kwok.sh) with version
+// and CacheDir as its arguments: RunBuildScriptArgs(ctx, name,
+// []string{version}, progress).
 func RunBuildScript(ctx context.Context, name, version string, progress io.Writer) error {
+	return RunBuildScriptArgs(ctx, name, []string{version}, progress)
+}
+
+// RunBuildScriptArgs runs the repository's scripts/name with args and
+// CacheDir as its arguments (build-kube.sh COMPONENT VERSION CACHE_DIR), in
+// CleanEnv and a process group of its own, copying the script's stderr to
+// progress, which may be nil. The caller has checked args (package
+// release); the script checks them again. The scripts print the installed
+// directory on stdout, which is discarded: the caller knows where it is.
+// Cancelling ctx sends SIGTERM to the script's process group (the script,
+// the lock wait, go build), which removes the script's temporary
+// directories; RunBuildScriptArgs returns within WaitDelay with an error
+// wrapping ctx.Err() that says what the script was doing. Any other error
+// names the script and carries the last five lines of its stderr.
+func RunBuildScriptArgs(ctx context.Context, name string, args []string, progress io.Writer) error {
 	script, err := buildScript(name)
 	if err != nil {
 		return err
 	}
+	what := script + " " + strings.Join(args, " ")
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s %s not started: %w", script, version, err)
+		return fmt.Errorf("%s not started: %w", what, err)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script, version, CacheDir())
+	cmd := exec.CommandContext(ctx, "bash", append(append([]string{script}, args...), CacheDir())...)
 	cmd.Env = CleanEnv()
 	cmd.Stderr = &stderr
 	if progress != nil {
@@ -133,10 +142,10 @@ func RunBuildScript(ctx context.Context, name, version string, progress io.Write
 	cmd.WaitDelay = WaitDelay
 	_, err = cmd.Output()
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s %s stopped%s: %w", script, version, lastSaid(stderr.String(), name), ctx.Err())
+		return fmt.Errorf("%s stopped%s: %w", what, lastSaid(stderr.String(), name), ctx.Err())
 	}
 	if err != nil {
-		return fmt.Errorf("%s %s: %v: %s", script, version, err, LastLines(stderr.String(), 5))
+		return fmt.Errorf("%s: %v: %s", what, err, LastLines(stderr.String(), 5))
 	}
 	return nil
 }

@@ -121,6 +121,13 @@ var Etcd = Product{Name: "etcd", Lines: []Line{
 	{Minor: "3.7", Default: "3.7.3", OldestPatch: 0, NewestPatch: 3},
 }}
 
+// KWOK is the release of sigs.k8s.io/kwok scripts/build-kwok.sh builds for
+// the control plane's simulated nodes and pods: v0.8.0, the newest the
+// module proxy served as of 2026-11, pinned.
+var KWOK = Product{Name: "KWOK", Lines: []Line{
+	{Minor: "0.8", Default: "0.8.0", OldestPatch: 0, NewestPatch: 0},
+}}
+
 // form is MAJOR.MINOR or MAJOR.MINOR.PATCH, digits without leading zeros.
 var form = regexp.MustCompile(`^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?$`)
 

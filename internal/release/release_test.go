@@ -25,6 +25,10 @@ func TestResolve(t *testing.T) {
 		{"kubernetes pre-release v prefix", Kubernetes, "v1.38.0-beta.0", "1.38.0-beta.0", nil},
 		{"kubernetes minor with only a pre-release", Kubernetes, "1.38", "1.38.0-beta.0", nil},
 		{"etcd minor", Etcd, "3.6", "3.6.16", nil},
+		{"kwok pinned", KWOK, "v0.8.0", "0.8.0", nil},
+		{"kwok minor", KWOK, "0.8", "0.8.0", nil},
+		{"kwok unknown patch", KWOK, "0.8.1", "", ErrUnknown},
+		{"kwok path", KWOK, "0.8.0/kwok", "", ErrInvalid},
 		{"etcd patch", Etcd, "3.7.3", "3.7.3", nil},
 		{"etcd debian", Etcd, "3.4.23", "3.4.23", nil},
 
