@@ -53,6 +53,11 @@ type Stack struct {
 	// APIServers are the apiservers whose own /metrics a run scrapes at
 	// every phase boundary and whose processes it samples; nil: none.
 	APIServers []APIServer
+	// Components are the control plane's other processes
+	// (kube-controller-manager, kube-scheduler, KWOK), metered from /proc
+	// like the apiservers (their CPU and resident set by phase); nil:
+	// none.
+	Components []APIServer
 	// Shared is true for a cluster lwbench does not own (`lwbench run
 	// --kubeconfig`): a run then writes only in namespaces of its own
 	// (lwbench-<random>-ns-N, refused if one exists), labels every object
@@ -234,8 +239,8 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 	}
 	a.ph = &phases{counter: st.Counter}
 	r.Session.OnPhase(func(p string) { a.ph.set(ctx, p) })
-	if len(st.APIServers) > 0 {
-		m, err := startMeter(ctx, st.APIServers, watchload.PhaseSeed, r.Logf)
+	if len(st.APIServers)+len(st.Components) > 0 {
+		m, err := startMeter(ctx, append(append([]APIServer(nil), st.APIServers...), st.Components...), watchload.PhaseSeed, r.Logf)
 		if err != nil {
 			return err
 		}
@@ -360,6 +365,9 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 	res.Compactions = <-a.compactions
 	if a.ph.meter != nil {
 		res.APIServers, res.APIServerMetrics = a.ph.meter.finish(ctx)
+		if n := len(a.st.APIServers); len(res.APIServers) > n {
+			res.Components, res.APIServers = res.APIServers[n:], res.APIServers[:n]
+		}
 	}
 	res.Scenario.Defragment = res.Defrag != nil
 	res.Validation = watchload.ValidationOf(a.env, unsynced, a.unverified, 0)

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
@@ -36,6 +37,33 @@ type APIServer struct {
 	// in /proc every 250 ms; 0 when unknown (the figures then come from
 	// /metrics alone, at phase boundaries).
 	PID int
+}
+
+// componentsOf returns the control plane's other processes (the
+// controller-manager, the scheduler, KWOK) as Stack.Components: metered
+// from /proc alone (RESTConfig nil).
+func componentsOf(ps []*apiserverproc.Process) []APIServer {
+	out := make([]APIServer, len(ps))
+	for i, p := range ps {
+		out[i] = APIServer{Name: p.Name, PID: p.PID()}
+	}
+	return out
+}
+
+// procSample reads the CPU and resident set of process pid from /proc
+// (prometheus/procfs), as the metrics process_cpu_seconds_total and
+// process_resident_memory_bytes a Go component's /metrics would give.
+func procSample(pid int) (*metricSample, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return &metricSample{at: time.Now(), values: map[string]float64{metricCPUSeconds: st.CPUTime(), metricRSSBytes: float64(st.ResidentMemory())},
+		gauges: map[string]bool{metricRSSBytes: true}}, nil
 }
 
 // APIServersOf returns the servers of c, started by
@@ -331,9 +359,12 @@ func startMeter(ctx context.Context, servers []APIServer, phase string, logf fun
 		values: make([]map[string]map[string]float64, len(servers)), gauges: map[string]bool{}, peak: make([]int64, len(servers)),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for i, s := range servers {
-		hc, err := rest.HTTPClientFor(s.RESTConfig)
-		if err != nil {
-			return nil, fmt.Errorf("client of %s: %w", s.Name, err)
+		var hc *http.Client
+		if s.RESTConfig != nil {
+			var err error
+			if hc, err = rest.HTTPClientFor(s.RESTConfig); err != nil {
+				return nil, fmt.Errorf("client of %s: %w", s.Name, err)
+			}
 		}
 		m.clients = append(m.clients, hc)
 		m.usage[i] = map[string]*report.APIServerPhaseUsage{}
@@ -395,6 +426,10 @@ func (m *meter) scrapeAll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if s.RESTConfig == nil {
+				samples[i], errs[i] = procSample(s.PID)
+				return
+			}
 			samples[i], errs[i] = scrape(ctx, m.clients[i], s.RESTConfig.Host)
 		}()
 	}
@@ -403,7 +438,7 @@ func (m *meter) scrapeAll(ctx context.Context) {
 	defer m.mu.Unlock()
 	for i, s := range samples {
 		if errs[i] != nil {
-			m.logf("kube-apiserver %s metrics: %v", m.servers[i].Name, errs[i])
+			m.logf("%s metrics: %v", m.servers[i].Name, errs[i])
 			continue
 		}
 		if prev := m.last[i]; prev != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -135,5 +137,46 @@ func TestMeterPhases(t *testing.T) {
 	if len(metrics) != len(want) || metrics[0].Phase != want[0].Phase || metrics[0].Name != want[0].Name || metrics[0].Value != want[0].Value ||
 		metrics[0].Labels["resource"] != "pods" || SeriesLabel(metrics[0]) != "get pods" {
 		t.Errorf("got metrics %+v, want %+v (steady's increase of 0 left out)", metrics, want)
+	}
+}
+
+// TestMeterComponentFromProc meters a process with no /metrics (a
+// component: RESTConfig nil), this test's own, from /proc: the CPU it
+// burns in a phase is attributed to that phase, and its resident set is
+// seen.
+func TestMeterComponentFromProc(t *testing.T) {
+	m, err := startMeter(t.Context(), []APIServer{{Name: "self", PID: os.Getpid()}}, "idle", t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.setPhase(t.Context(), "busy")
+	// Spin until the process has used 0.3 s more of CPU (however
+	// loaded the machine), at most 20 s.
+	start, err := procSample(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		for range 1 << 20 {
+			x++
+		}
+		if s, err := procSample(os.Getpid()); err == nil && s.values[metricCPUSeconds]-start.values[metricCPUSeconds] >= 0.3 {
+			break
+		}
+	}
+	usage, _ := m.finish(t.Context())
+	if len(usage) != 1 {
+		t.Fatalf("got %d usages, want 1", len(usage))
+	}
+	u := usage[0]
+	var busy float64
+	for _, p := range u.Phases {
+		if p.Phase == "busy" {
+			busy = p.CPUSeconds
+		}
+	}
+	if busy < 0.29 || u.CPUSeconds < busy || u.PeakResidentMemoryBytes <= 0 || u.FinalResidentMemoryBytes <= 0 {
+		t.Errorf("got %+v (busy phase %.3f CPU s, spun %d times), want about 0.3 CPU s in busy and a resident set", u, busy, x)
 	}
 }

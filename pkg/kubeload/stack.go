@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
+	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/runtemp"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -61,6 +62,12 @@ type StackConfig struct {
 	// Connections is the layout of the informers' and writers'
 	// connections ("": ConnectionsPerClient).
 	Connections ConnectionLayout
+	// ControlPlane, if set, starts a whole control plane instead of the
+	// kube-apiservers alone (controlplane.Start): kube-controller-manager,
+	// kube-scheduler and KWOK from these binaries (BinDir is then
+	// ControlPlane.KubeAPIServer), the ServiceAccount admission plugin on,
+	// for a cluster's load (ClusterOptions).
+	ControlPlane *controlplane.Binaries
 }
 
 // StartStack starts cfg.Servers kube-apiservers (apiserverproc.Start, in
@@ -106,12 +113,27 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	}
 	undo = append(undo, func() { os.RemoveAll(dir) })
 	acfg.Dir = dir
-	cluster, err := apiserverproc.Start(ctx, acfg)
-	if err != nil {
-		stop()
-		return Stack{}, func() {}, err
+	var cluster *apiserverproc.Cluster
+	var processes []*apiserverproc.Process
+	if cfg.ControlPlane != nil {
+		acfg.BinDir = cfg.ControlPlane.KubeAPIServer
+		cp, err := controlplane.Start(ctx, controlplane.Config{Binaries: *cfg.ControlPlane, Dir: dir, APIServer: acfg})
+		if err != nil {
+			stop()
+			return Stack{}, func() {}, err
+		}
+		undo = append(undo, cp.Stop)
+		cluster, processes = cp.APIServers, []*apiserverproc.Process{cp.ControllerManager, cp.Scheduler, cp.KWOK}
+	} else {
+		c, err := apiserverproc.Start(ctx, acfg)
+		if err != nil {
+			stop()
+			return Stack{}, func() {}, err
+		}
+		undo = append(undo, c.Stop)
+		cluster = c
 	}
-	undo = append(undo, cluster.Stop)
+
 	api := report.APIServerTarget{Servers: servers, Managed: true, WatchCache: cfg.WatchCache,
 		FeatureGates: cfg.FeatureGates, Args: cfg.Args, ClientWatchList: cfg.ClientWatchList}
 	if cfg.EtcdCompactionInterval > 0 {
@@ -127,7 +149,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	}
 	api.Connections = string(conns.Layout())
 	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), Connections: conns, EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
-		APIServers: APIServersOf(cluster)}
+		APIServers: APIServersOf(cluster), Components: componentsOf(processes)}
 	return st, stop, nil
 }
 

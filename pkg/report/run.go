@@ -110,6 +110,10 @@ type RunResult struct {
 	// APIServers are the apiservers' CPU and memory, one per server in
 	// start order; empty when they were not sampled.
 	APIServers []APIServerUsage `json:"apiservers,omitempty"`
+	// Components are the control plane's other processes' CPU and
+	// memory (kube-controller-manager, kube-scheduler, kwok: lwbench run
+	// --nodes), as APIServers', from /proc.
+	Components []APIServerUsage `json:"components,omitempty"`
 	// APIServerMetrics are what the apiservers' own /metrics counted, per
 	// server and phase, sorted by server, phase (in the order the phases
 	// began), name and labels; empty when they were not scraped.

@@ -46,7 +46,9 @@ func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // enabled reports whether --nodes was given.
-func (o *clusterOptions) enabled() bool { return o.nodes != 0 || (o.flags != nil && o.flags.Changed("nodes")) }
+func (o *clusterOptions) enabled() bool {
+	return o.nodes != 0 || (o.flags != nil && o.flags.Changed("nodes"))
+}
 
 // Validate checks the flags: the --nodes flags need --nodes, which needs
 // a control plane lwbench starts (not --kubeconfig); it turns the

@@ -127,7 +127,7 @@ const topSeries = 6
 // own metrics, for a run through kube-apiserver.
 func apiServerRows(r *report.RunResult) [][]string {
 	var rows [][]string
-	for _, u := range r.APIServers {
+	for _, u := range append(append([]report.APIServerUsage(nil), r.APIServers...), r.Components...) {
 		var ps []string
 		for _, p := range u.Phases {
 			ps = append(ps, fmt.Sprintf("%s %.2f", p.Phase, p.CPUSeconds))
