@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/internal/etcdclient"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/release"
@@ -250,8 +251,20 @@ func (o *kubeOptions) stackConfig(bin, prefix string, interval, eventTTL time.Du
 func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Target, func(), error) {
 	k := &o.kube
 	routeClientGoLogs(con.Logf)
-	bin, err := k.binaries(ctx, con.Logf)
-	if err != nil {
+	var bin string
+	var cp *controlplane.Binaries
+	var err error
+	if o.cluster.enabled() {
+		if !controlplane.Cached(k.resolvedVersion, controlplane.DefaultKWOKVersion) {
+			con.Logf("building %s of Kubernetes %s and KWOK %s into %s: kube-apiserver's first build takes 10-30 minutes on 2 cores, the others a few minutes more",
+				strings.Join(controlplane.Missing(k.resolvedVersion, controlplane.DefaultKWOKVersion), ", "), k.resolvedVersion, controlplane.DefaultKWOKVersion, etcdproc.CacheDir())
+		}
+		b, err := controlplane.ResolveBinaries(ctx, k.resolvedVersion, controlplane.DefaultKWOKVersion, etcdproc.LogWriter(con.Logf))
+		if err != nil {
+			return watchload.Target{}, func() {}, err
+		}
+		bin, cp = b.KubeAPIServer, &b
+	} else if bin, err = k.binaries(ctx, con.Logf); err != nil {
 		return watchload.Target{}, func() {}, err
 	}
 	// An --endpoints cluster's prefix must be empty, and what the
@@ -266,7 +279,12 @@ func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Ta
 	}
 	interval := o.load.Defaults().CompactionInterval
 	con.Logf("starting %d kube-apiserver %s in front of %s", k.servers, k.resolvedVersion, strings.Join(target.Endpoints, ","))
-	st, stop, err := kubeload.StartStack(ctx, target, k.stackConfig(bin, o.load.Prefix, interval, o.load.Defaults().EventTTL, ccfg.TLS, o.target.conn))
+	scfg := k.stackConfig(bin, o.load.Prefix, interval, o.load.Defaults().EventTTL, ccfg.TLS, o.target.conn)
+	scfg.ControlPlane = cp
+	if cp != nil {
+		con.Logf("starting kube-apiserver, kube-controller-manager, kube-scheduler %s and KWOK %s in front of %s", k.resolvedVersion, controlplane.DefaultKWOKVersion, strings.Join(target.Endpoints, ","))
+	}
+	st, stop, err := kubeload.StartStack(ctx, target, scfg)
 	release := func() {
 		stop()
 		releaseTarget()
@@ -274,6 +292,12 @@ func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Ta
 	if err != nil {
 		return target, release, err
 	}
-	o.load.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: k.watchList})
+	ko := kubeload.Options{WatchList: k.watchList}
+	if o.cluster.enabled() {
+		if ko.Cluster, err = o.cluster.clusterLoad(); err != nil {
+			return target, release, err
+		}
+	}
+	o.load.Clients = kubeload.NewClients(st, ko)
 	return st.Etcd, release, nil
 }

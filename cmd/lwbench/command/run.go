@@ -30,6 +30,7 @@ type runOptions struct {
 	out          outputOptions
 	target       targetOptions
 	kube         kubeOptions
+	cluster      clusterOptions
 	kubeconfig   kubeconfigOptions
 	snapshotPath string
 
@@ -62,6 +63,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	o.out.AddFlags(fs, true)
 	o.target.AddFlags(fs)
 	o.kube.AddFlags(fs)
+	o.cluster.AddFlags(fs)
 	o.kubeconfig.AddFlags(fs)
 	fs.StringVar(&o.snapshotPath, "snapshot", "", "save an etcd snapshot to this file at the end (for etcdinspect)")
 
@@ -139,6 +141,9 @@ func (o *runOptions) Validate() error {
 		o.allowCompaction, o.allowDefrag = true, true
 	}
 	if err := o.kubeconfig.Validate(o); err != nil {
+		return err
+	}
+	if err := o.cluster.Validate(&o.kube, o.kubeconfig.enabled()); err != nil {
 		return err
 	}
 	if err := o.kube.Validate(); err != nil {
