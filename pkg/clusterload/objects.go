@@ -10,18 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubestore/etcdkit/internal/controlplane"
 )
 
-// KWOK's node annotation and taint: KWOK (started with
-// --manage-nodes-with-annotation-selector on it) manages the nodes that
-// carry it, and the taint keeps pods without the toleration off them
-// (sigs.k8s.io/kwok, kustomize/stage/node and its docs' fake node).
+// Constants of the load's objects.
 const (
-	KWOKNodeAnnotation = "kwok.x-k8s.io/node"
-	KWOKNodeValue      = "fake"
-	// NodeLabel selects the KWOK nodes (type=kwok), the load's
-	// nodeSelector.
-	NodeLabel = "type"
 	// PayloadAnnotation carries a pod's padding up to its payload size:
 	// lwbench's choice; CL2 pads its pods in the template too
 	// (CL2_DEPLOYMENT_POD_PAYLOAD_SIZE).
@@ -32,26 +26,13 @@ const (
 	podOverhead = 900
 )
 
-// Node returns KWOK node i: annotated for KWOK, labelled type=kwok and
-// with the usual kubernetes.io labels, tainted so that only the load's
-// pods run on it, with a real node's capacity (32 cores, 256 GiB, 110
-// pods) and status.images padding it to about size bytes (a real node's
-// object is 10-30 KB, mostly the images its kubelet reports: KEP-589).
+// Node returns KWOK node i as controlplane.NewNode makes it (annotated
+// for KWOK, labelled type=kwok, tainted so that only the load's pods run
+// on it, a real node's capacity), with status.images padding it to about
+// size bytes: a real node's object is 10-30 KB, mostly the images its
+// kubelet reports (KEP-589).
 func Node(i, size int) *corev1.Node {
-	name := NodeName(i)
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name,
-			Annotations: map[string]string{KWOKNodeAnnotation: KWOKNodeValue, "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{NodeLabel: "kwok", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-				"kubernetes.io/hostname": name, "kubernetes.io/role": "agent", "node-role.kubernetes.io/agent": ""}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: KWOKNodeAnnotation, Value: KWOKNodeValue, Effect: corev1.TaintEffectNoSchedule}}},
-		Status: corev1.NodeStatus{
-			Capacity:    nodeResources(),
-			Allocatable: nodeResources(),
-			Phase:       corev1.NodeRunning,
-			NodeInfo:    corev1.NodeSystemInfo{Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "fake", KernelVersion: "fake"},
-		},
-	}
+	n := controlplane.NewNode(NodeName(i))
 	for j := 0; n.Size() < size; j++ {
 		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{
 			Names:     []string{fmt.Sprintf("registry.k8s.io/lwbench/image-%d@sha256:%064x", j, j+1), fmt.Sprintf("registry.k8s.io/lwbench/image-%d:v1.%d", j, j)},
@@ -61,18 +42,13 @@ func Node(i, size int) *corev1.Node {
 	return n
 }
 
-func nodeResources() corev1.ResourceList {
-	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods: resource.MustParse("110")}
-}
-
 // podSpec is the load's pod: on a KWOK node (nodeSelector, toleration),
 // one container requesting 10m and 16Mi (CL2's), mounting the
 // Deployment's ConfigMap and Secret (so that a kubelet would watch them).
 func podSpec(configMap, secret string) corev1.PodSpec {
 	s := corev1.PodSpec{
-		NodeSelector: map[string]string{NodeLabel: "kwok"},
-		Tolerations:  []corev1.Toleration{{Key: KWOKNodeAnnotation, Operator: corev1.TolerationOpEqual, Value: KWOKNodeValue, Effect: corev1.TaintEffectNoSchedule}},
+		NodeSelector: controlplane.NodeSelector(),
+		Tolerations:  controlplane.Tolerations(),
 		Containers: []corev1.Container{{Name: "fake", Image: "fake-image",
 			Ports:     []corev1.ContainerPort{{ContainerPort: 8080}},
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}},

@@ -10,6 +10,8 @@ package clusterload
 
 import (
 	"fmt"
+
+	"github.com/kubestore/etcdkit/internal/controlplane"
 )
 
 // CL2's group sizes and shapes (perf-tests
@@ -144,5 +146,6 @@ func (p *Plan) Services() int {
 	return n
 }
 
-// NodeName is the name of KWOK node i of a Plan, from 0.
-func NodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
+// NodeName is the name of KWOK node i of a Plan, from 0
+// (controlplane.NodeName).
+func NodeName(i int) string { return controlplane.NodeName(i) }
