@@ -43,6 +43,10 @@ type Config struct {
 	// CloseTimeout bounds how long Close waits for in-flight calls to
 	// return after cancelling them; 0 means 5 seconds.
 	CloseTimeout time.Duration
+	// Prefixes are the key prefixes (kube-apiserver's --etcd-prefix)
+	// below which a key's first segment names its resource (Row.Resource);
+	// nil means keyspace.KnownPrefixes.
+	Prefixes []string
 }
 
 // Proxy is a running counting proxy in front of one etcd endpoint. It
@@ -55,6 +59,7 @@ type Proxy struct {
 	target       string
 	creds        credentials.TransportCredentials
 	closeTimeout time.Duration
+	prefixes     []string // Config.Prefixes without trailing slashes
 
 	handlers sync.WaitGroup
 	mu       sync.Mutex
@@ -104,6 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		target:       "passthrough:///" + u.Host,
 		creds:        creds,
 		closeTimeout: cfg.CloseTimeout,
+		prefixes:     trimPrefixes(cfg.Prefixes),
 		conns:        map[*downstream]struct{}{},
 		served:       make(chan struct{}),
 	}
@@ -301,12 +307,16 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 	// lastReq is the row of the latest request message: the responses of
 	// unary and server-streaming calls count there.
 	var lastReq atomic.Pointer[entry]
+	var ws *watches
+	if method == "Watch" {
+		ws = &watches{ids: map[int64]string{}}
+	}
 	p.handlers.Add(1) // the handler's own count is held: no race with Close's Wait
 	go func() {
 		defer p.handlers.Done()
-		p.forwardRequests(ss, cs, method, &lastReq, cancel)
+		p.forwardRequests(ss, cs, method, &lastReq, ws, cancel)
 	}()
-	err = p.forwardResponses(ss, cs, method, bidi, &lastReq)
+	err = p.forwardResponses(ss, cs, method, bidi, &lastReq, ws)
 	if err != nil {
 		p.countError(method, streamRow, lastReq.Load(), key)
 	}
@@ -328,10 +338,12 @@ func (p *Proxy) countError(method string, streamRow, req *entry, scratch []byte)
 
 // forwardRequests copies request messages from the client to etcd until
 // the client half-closes (then it half-closes upstream) or either side
-// fails (then it cancels the upstream stream if the client failed).
-func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, method string, lastReq *atomic.Pointer[entry], cancel context.CancelFunc) {
+// fails (then it cancels the upstream stream if the client failed). On a
+// Watch stream (ws set) it notes each create request's resource before
+// forwarding it, and counts a cancel request under its watch's.
+func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, method string, lastReq *atomic.Pointer[entry], ws *watches, cancel context.CancelFunc) {
 	var c classifier
-	var key []byte
+	var key, path []byte
 	for {
 		var f frame
 		if err := ss.RecvMsg(&f); err != nil {
@@ -346,6 +358,16 @@ func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, meth
 		key = appendKey(key[:0], method, "")
 		b, buf := bytesOf(f.data)
 		key = c.appendRequestKind(key, method, b)
+		path = appendResourcePath(path[:0], c.key, p.prefixes)
+		if ws != nil {
+			switch {
+			case c.watch.GetCreateRequest() != nil:
+				ws.create(path)
+			case c.watch.GetCancelRequest() != nil:
+				path = append(path[:0], ws.of(c.watch.GetCancelRequest().WatchId)...)
+			}
+		}
+		key = appendPath(key, path)
 		freeBuffer(buf)
 		lastReq.Store(p.counter.add(key, delta{requests: 1, requestBytes: int64(n)}))
 		err := cs.SendMsg(&f)
@@ -359,7 +381,15 @@ func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, meth
 
 // forwardResponses sends the upstream stream's header, messages and
 // trailer to the client and returns the upstream status (nil for OK).
-func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, method string, bidi bool, lastReq *atomic.Pointer[entry]) error {
+//
+// A Watch response counts under the resource of its watch (ws): a
+// "created" response under the oldest create request not yet answered
+// (etcd answers a stream's creates in order: server/etcdserver/api/v3rpc/watch.go
+// recvLoop), and it maps its watch_id to that resource; the others under
+// their watch_id's, which a "canceled" or "compacted" response forgets; a
+// response for watch_id -1 (progress notify all, a failed create) under
+// none.
+func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, method string, bidi bool, lastReq *atomic.Pointer[entry], ws *watches) error {
 	if hdr, err := cs.Header(); err == nil && len(hdr) > 0 {
 		if err := ss.SendHeader(hdr); err != nil {
 			return err
@@ -379,8 +409,11 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 		switch method {
 		case "Watch":
 			b, buf := bytesOf(f.data)
-			key, d.items = appendWatchResponseKind(appendKey(key[:0], method, ""), b)
+			w := scanWatchResponse(b)
 			freeBuffer(buf)
+			d.items = w.events
+			key = w.appendKind(appendKey(key[:0], method, ""))
+			key = appendPath(key, ws.response(w))
 			p.counter.add(key, d)
 		default:
 			switch method {
@@ -405,6 +438,60 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 			return err
 		}
 	}
+}
+
+// watches maps the watches of one Watch stream to their resources' paths
+// (appendResourcePath). It is safe for concurrent use: requests and
+// responses pass on two goroutines.
+type watches struct {
+	mu sync.Mutex
+	// pending are the paths of the create requests not yet answered, in
+	// the order sent.
+	pending []string
+	// ids maps the watch_id of each watch created and not yet canceled
+	// to its path.
+	ids map[int64]string
+}
+
+// create notes a create request for a watch of path, before it is
+// forwarded.
+func (ws *watches) create(path []byte) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.pending = append(ws.pending, string(path))
+}
+
+// of returns the path of watch id, "" if none is known.
+func (ws *watches) of(id int64) string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.ids[id]
+}
+
+// response returns the path a Watch response counts under (see
+// forwardResponses) and updates the map by it.
+func (ws *watches) response(w watchResponse) string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	switch {
+	case !w.ok:
+		return ""
+	case w.created:
+		if len(ws.pending) == 0 {
+			return ""
+		}
+		path := ws.pending[0]
+		ws.pending = ws.pending[1:]
+		if !w.canceled && w.watchID != invalidWatchID {
+			ws.ids[w.watchID] = path
+		}
+		return path
+	case w.canceled || w.compactRev > 0:
+		path := ws.ids[w.watchID]
+		delete(ws.ids, w.watchID)
+		return path
+	}
+	return ws.ids[w.watchID]
 }
 
 // outgoing returns the metadata to send upstream: the client's, without
