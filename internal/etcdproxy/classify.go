@@ -162,6 +162,7 @@ func (c *classifier) appendRequestKind(dst []byte, method string, b []byte) []by
 		return dst
 	case "Watch":
 		if !unmarshal(&c.watch) {
+			c.watch.Reset() // no half-decoded create or cancel for the proxy's watches
 			break
 		}
 		if r := c.watch.GetCreateRequest(); r != nil {
