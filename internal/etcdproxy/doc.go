@@ -74,7 +74,9 @@
 //
 // Forwarding copies no message bytes (the received buffers are handed on);
 // counting decodes each request (allocating its byte fields) and scans
-// Range and Watch responses in place. On a shared 2-core VM
+// Range and Watch responses in place; a message's resource is read from
+// its key in place too (a watch create allocates its entry in the
+// stream's map of watches). On a shared 2-core VM
 // (BenchmarkRange: a 100-key list of 1 KiB values, etcd, client and proxy
 // in one process) a call took 1.0-1.2 ms through the proxy against
 // 0.8-1.1 ms directly, with about 220 more allocations per call, nearly
