@@ -350,29 +350,25 @@ func TestWatchResources(t *testing.T) {
 		{response: resp(&pb.WatchResponse{WatchId: 0}), want: kindResource{"progress notify", ""}},
 		{response: []byte{0x5a}, want: kindResource{"undecodable", ""}},
 	}
-	prefixes := trimPrefixes(nil)
 	ws := &watches{ids: map[int64]string{}}
-	var c classifier
+	rc := requestCounter{prefixes: trimPrefixes(nil), method: "Watch", ws: ws}
 	for i, s := range steps {
-		var kind, path []byte
+		// A counter per step: its one row is the step's.
+		c := NewCounter()
 		if s.request != nil {
-			kind = c.appendRequestKind(nil, "Watch", s.request)
-			path = appendResourcePath(nil, c.key, prefixes)
-			switch {
-			case c.watch.GetCreateRequest() != nil:
-				ws.create(path)
-			case c.watch.GetCancelRequest() != nil:
-				path = []byte(ws.of(c.watch.GetCancelRequest().WatchId))
-			}
+			rc.counter = c
+			rc.count(s.request, len(s.request))
 		} else {
-			w := scanWatchResponse(s.response)
-			kind = w.appendKind(nil)
-			path = []byte(ws.response(w))
+			c.countWatchResponse(ws, nil, s.response, delta{responses: 1})
+		}
+		rows := c.Counts()
+		if len(rows) != 1 {
+			t.Fatalf("step %d: %d rows, want 1: %+v", i, len(rows), rows)
 		}
 		if s.want == (kindResource{}) {
 			continue
 		}
-		if got := (kindResource{string(kind), resourceName(string(path))}); got != s.want {
+		if got := (kindResource{rows[0].Kind, rows[0].Resource}); got != s.want {
 			t.Errorf("step %d: got kind %q resource %q, want %q %q", i, got.kind, got.resource, s.want.kind, s.want.resource)
 		}
 	}
@@ -430,35 +426,34 @@ func TestCounterResourcesAndPhaseTimes(t *testing.T) {
 	}
 }
 
-// TestResourceAllocs checks that naming a request's and a watch
-// response's resource allocates nothing once their rows exist.
+// TestResourceAllocs checks that counting a request and a watch response
+// under their resources allocates nothing beyond decoding the request once
+// their rows exist.
 func TestResourceAllocs(t *testing.T) {
 	c := NewCounter()
-	prefixes := trimPrefixes(nil)
 	ws := &watches{ids: map[int64]string{}}
 	ws.create([]byte("leases"))
 	ws.response(watchResponse{ok: true, created: true, watchID: 2})
-	var cl classifier
-	var key, path []byte
-	req := mustMarshal(t, &pb.TxnRequest{Compare: []*pb.Compare{{Key: []byte("/registry/leases/kube-node-lease/n1"), Target: pb.Compare_MOD}},
-		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/registry/leases/kube-node-lease/n1")}}}}})
+	rc := requestCounter{counter: c, prefixes: trimPrefixes(nil), method: "Txn"}
+	lease := []byte("/registry/leases/kube-node-lease/n1")
+	req := mustMarshal(t, &pb.TxnRequest{Compare: []*pb.Compare{{Key: lease, Target: pb.Compare_MOD}},
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: lease}}}}})
 	resp := mustMarshal(t, &pb.WatchResponse{Header: &pb.ResponseHeader{Revision: 9}, WatchId: 2, Events: []*mvccpb.Event{{}}})
-	var txnAllocs float64
-	decode := func() { cl.appendRequestKind(key[:0], "Txn", req) }
-	txnAllocs = testing.AllocsPerRun(100, decode)
+	var cl classifier
+	decode := testing.AllocsPerRun(100, func() { cl.appendRequestKind(nil, "Txn", req) })
+	var key []byte
 	count := func() {
-		w := scanWatchResponse(resp)
-		key = appendPath(w.appendKind(appendKey(key[:0], "Watch", "")), ws.response(w))
-		c.add(key, delta{responses: 1, items: w.events})
-		key = cl.appendRequestKind(appendKey(key[:0], "Txn", ""), "Txn", req)
-		path = appendResourcePath(path[:0], cl.key, prefixes)
-		c.add(appendPath(key, path), delta{requests: 1})
+		key = c.countWatchResponse(ws, key, resp, delta{responses: 1})
+		rc.count(req, len(req))
 	}
 	count()
-	if n := testing.AllocsPerRun(100, count); n > txnAllocs {
-		t.Errorf("%v allocations per message pair, want at most the %v of decoding the Txn", n, txnAllocs)
+	if n := testing.AllocsPerRun(100, count); n > decode {
+		t.Errorf("%v allocations per message pair, want at most the %v of decoding the Txn", n, decode)
 	}
 	if r, _ := c.Counts().Get(DefaultPhase, "Watch", "events"); r.Resource != "leases.coordination.k8s.io" || r.Items != 102 {
 		t.Errorf("got %+v, want 102 events of leases", r)
+	}
+	if r, _ := c.Counts().Get(DefaultPhase, "Txn", "if mod_revision=0 then put"); r.Resource != "leases.coordination.k8s.io" || r.Requests != 102 {
+		t.Errorf("got %+v, want 102 txns of leases", r)
 	}
 }

@@ -342,8 +342,7 @@ func (p *Proxy) countError(method string, streamRow, req *entry, scratch []byte)
 // Watch stream (ws set) it notes each create request's resource before
 // forwarding it, and counts a cancel request under its watch's.
 func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, method string, lastReq *atomic.Pointer[entry], ws *watches, cancel context.CancelFunc) {
-	var c classifier
-	var key, path []byte
+	rc := requestCounter{counter: p.counter, prefixes: p.prefixes, method: method, ws: ws}
 	for {
 		var f frame
 		if err := ss.RecvMsg(&f); err != nil {
@@ -354,22 +353,9 @@ func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, meth
 			}
 			return
 		}
-		n := f.data.Len()
-		key = appendKey(key[:0], method, "")
 		b, buf := bytesOf(f.data)
-		key = c.appendRequestKind(key, method, b)
-		path = appendResourcePath(path[:0], c.key, p.prefixes)
-		if ws != nil {
-			switch {
-			case c.watch.GetCreateRequest() != nil:
-				ws.create(path)
-			case c.watch.GetCancelRequest() != nil:
-				path = append(path[:0], ws.of(c.watch.GetCancelRequest().WatchId)...)
-			}
-		}
-		key = appendPath(key, path)
+		lastReq.Store(rc.count(b, f.data.Len()))
 		freeBuffer(buf)
-		lastReq.Store(p.counter.add(key, delta{requests: 1, requestBytes: int64(n)}))
 		err := cs.SendMsg(&f)
 		f.free()
 		if err != nil {
@@ -409,12 +395,8 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 		switch method {
 		case "Watch":
 			b, buf := bytesOf(f.data)
-			w := scanWatchResponse(b)
+			key = p.counter.countWatchResponse(ws, key, b, d)
 			freeBuffer(buf)
-			d.items = w.events
-			key = w.appendKind(appendKey(key[:0], method, ""))
-			key = appendPath(key, ws.response(w))
-			p.counter.add(key, d)
 		default:
 			switch method {
 			case "Range":
@@ -438,6 +420,48 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 			return err
 		}
 	}
+}
+
+// requestCounter counts the request messages of one stream, on the
+// stream's request goroutine.
+type requestCounter struct {
+	counter  *Counter
+	prefixes []string // Proxy.prefixes
+	method   string
+	ws       *watches // a Watch stream's; nil for other methods
+	c        classifier
+	// key and path are scratch space for the row's key and the
+	// resource's path.
+	key, path []byte
+}
+
+// count counts request message b of n bytes (on the wire, with b its
+// bytes) in the row of its kind and resource, and returns the row. On a
+// Watch stream it notes a create request's resource before the request is
+// forwarded, and counts a cancel request under its watch's resource.
+func (r *requestCounter) count(b []byte, n int) *entry {
+	r.key = r.c.appendRequestKind(appendKey(r.key[:0], r.method, ""), r.method, b)
+	r.path = appendResourcePath(r.path[:0], r.c.key, r.prefixes)
+	if r.ws != nil {
+		switch {
+		case r.c.watch.GetCreateRequest() != nil:
+			r.ws.create(r.path)
+		case r.c.watch.GetCancelRequest() != nil:
+			r.path = append(r.path[:0], r.ws.of(r.c.watch.GetCancelRequest().WatchId)...)
+		}
+	}
+	return r.counter.add(appendPath(r.key, r.path), delta{requests: 1, requestBytes: int64(n)})
+}
+
+// countWatchResponse counts Watch response b with d (its size) in the row
+// of its kind under the resource of its watch (ws.response), using key as
+// scratch space, and returns key.
+func (c *Counter) countWatchResponse(ws *watches, key, b []byte, d delta) []byte {
+	w := scanWatchResponse(b)
+	d.items = w.events
+	key = appendPath(w.appendKind(appendKey(key[:0], "Watch", "")), ws.response(w))
+	c.add(key, d)
+	return key
 }
 
 // watches maps the watches of one Watch stream to their resources' paths
