@@ -430,9 +430,7 @@ type requestCounter struct {
 	method   string
 	ws       *watches // a Watch stream's; nil for other methods
 	c        classifier
-	// key and path are scratch space for the row's key and the
-	// resource's path.
-	key, path []byte
+	key      []byte // scratch space for the row's key
 }
 
 // count counts request message b of n bytes (on the wire, with b its
@@ -441,16 +439,22 @@ type requestCounter struct {
 // forwarded, and counts a cancel request under its watch's resource.
 func (r *requestCounter) count(b []byte, n int) *entry {
 	r.key = r.c.appendRequestKind(appendKey(r.key[:0], r.method, ""), r.method, b)
-	r.path = appendResourcePath(r.path[:0], r.c.key, r.prefixes)
+	// The resource's path follows the kind and a 0 byte (appendPath), in
+	// the same buffer: one buffer per stream.
+	kindEnd := len(r.key)
+	r.key = appendResourcePath(append(r.key, 0), r.c.key, r.prefixes)
 	if r.ws != nil {
 		switch {
 		case r.c.watch.GetCreateRequest() != nil:
-			r.ws.create(r.path)
+			r.ws.create(r.key[kindEnd+1:])
 		case r.c.watch.GetCancelRequest() != nil:
-			r.path = append(r.path[:0], r.ws.of(r.c.watch.GetCancelRequest().WatchId)...)
+			r.key = append(r.key[:kindEnd+1], r.ws.of(r.c.watch.GetCancelRequest().WatchId)...)
 		}
 	}
-	return r.counter.add(appendPath(r.key, r.path), delta{requests: 1, requestBytes: int64(n)})
+	if len(r.key) == kindEnd+1 {
+		r.key = r.key[:kindEnd] // no resource
+	}
+	return r.counter.add(r.key, delta{requests: 1, requestBytes: int64(n)})
 }
 
 // countWatchResponse counts Watch response b with d (its size) in the row
