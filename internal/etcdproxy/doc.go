@@ -80,5 +80,9 @@
 // (BenchmarkRange: a 100-key list of 1 KiB values, etcd, client and proxy
 // in one process) a call took 1.0-1.2 ms through the proxy against
 // 0.8-1.1 ms directly, with about 220 more allocations per call, nearly
-// all gRPC's per-stream machinery.
+// all gRPC's per-stream machinery. Counting alone (BenchmarkCount: a node
+// Lease renewal's Txn, its response and the watch event that follows)
+// took about 2 µs of CPU and 15 allocations, nearly all of both decoding
+// the Txn; naming the three messages' resource added about 0.1 µs and no
+// allocation.
 package etcdproxy
