@@ -8,6 +8,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
 
 // Kinds the classifier names outside a message's own shape.
@@ -34,6 +36,72 @@ func bidirectional(method string) bool {
 	return method == "Watch" || method == "LeaseKeepAlive"
 }
 
+// Row.Resource of keys that lie in no resource.
+const (
+	// ResourceCompactRevKey is kube-apiserver's compactor's key,
+	// compact_rev_key, outside its prefix
+	// (k8s.io/apiserver/pkg/storage/etcd3/compact.go).
+	ResourceCompactRevKey = "(compact_rev_key)"
+	// ResourceOutsidePrefix is any other key outside every prefix
+	// (Config.Prefixes), and a range from "\x00" (kind "all").
+	ResourceOutsidePrefix = "(outside prefix)"
+	// ResourceWholePrefix is a prefix itself with its slash
+	// ("/registry/"): a range over every resource.
+	ResourceWholePrefix = "(whole prefix)"
+)
+
+// appendResourcePath appends to dst the segment(s) of key, right below
+// the longest of prefixes (without trailing slashes) it lies under, that
+// name its resource, as keyspace.Parser.Parse splits them: two segments
+// for a dotted group ("apps.example.com/foos") and for "services/specs"
+// and "services/endpoints", else one ("pods", "minions"); the segment
+// ends at the next slash or the key's end, so an object's key, its
+// resource's or namespace's prefix and a paging continuation
+// ("/registry/pods/ns/b\x00") give the same. Keys without a resource
+// segment give a ResourceX name; an empty key gives nothing. It does not
+// allocate beyond growing dst.
+func appendResourcePath(dst, key []byte, prefixes []string) []byte {
+	if len(key) == 0 {
+		return dst
+	}
+	if string(key) == keyspace.CompactRevKey {
+		return append(dst, ResourceCompactRevKey...)
+	}
+	best := -1
+	for _, p := range prefixes {
+		if len(key) > len(p) && key[len(p)] == '/' && string(key[:len(p)]) == p && len(p) > best {
+			best = len(p)
+		}
+	}
+	if best < 0 {
+		return append(dst, ResourceOutsidePrefix...)
+	}
+	rest := key[best+1:]
+	seg, tail, _ := bytes.Cut(rest, []byte{'/'})
+	if len(seg) == 0 {
+		return append(dst, ResourceWholePrefix...)
+	}
+	next, _, _ := bytes.Cut(tail, []byte{'/'})
+	if len(next) > 0 && (bytes.IndexByte(seg, '.') >= 0 ||
+		(string(seg) == "services" && (string(next) == "specs" || string(next) == "endpoints"))) {
+		return append(dst, rest[:len(seg)+1+len(next)]...)
+	}
+	return append(dst, seg...)
+}
+
+// trimPrefixes returns prefixes without trailing slashes, or
+// keyspace.KnownPrefixes when there are none.
+func trimPrefixes(prefixes []string) []string {
+	if len(prefixes) == 0 {
+		prefixes = keyspace.KnownPrefixes
+	}
+	out := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		out[i] = strings.TrimSuffix(p, "/")
+	}
+	return out
+}
+
 // classifier decodes request messages of one stream into reused messages.
 // It is not safe for concurrent use.
 type classifier struct {
@@ -45,31 +113,43 @@ type classifier struct {
 	watch pb.WatchRequest
 	grant pb.LeaseGrantRequest
 	ttl   pb.LeaseTimeToLiveRequest
+	// key is the key the request last classified touches (requestKey),
+	// nil for none; it is valid until the next request.
+	key []byte
 }
 
-// appendRequestKind appends the kind of request message b of method to dst.
+// appendRequestKind appends the kind of request message b of method to
+// dst, and sets c.key to the key it touches: a Range's, RangeStream's,
+// Put's or DeleteRange's key, a Txn's first compare's key (else its first
+// operation's: txnKey), a Watch create request's key; nil for every other
+// request.
 func (c *classifier) appendRequestKind(dst []byte, method string, b []byte) []byte {
 	unmarshal := func(m proto.Message) bool { return proto.Unmarshal(b, m) == nil }
+	c.key = nil
 	switch method {
 	case "Range", "RangeStream":
 		if !unmarshal(&c.rng) {
 			break
 		}
+		c.key = c.rng.Key
 		return appendRangeKind(dst, &c.rng)
 	case "Put":
 		if !unmarshal(&c.put) {
 			break
 		}
+		c.key = c.put.Key
 		return appendPutKind(dst, &c.put)
 	case "DeleteRange":
 		if !unmarshal(&c.del) {
 			break
 		}
+		c.key = c.del.Key
 		return appendDeleteKind(dst, &c.del)
 	case "Txn":
 		if !unmarshal(&c.txn) {
 			break
 		}
+		c.key = txnKey(&c.txn)
 		return appendTxnShape(dst, &c.txn)
 	case "Compact":
 		if !unmarshal(&c.cmp) {
@@ -82,7 +162,11 @@ func (c *classifier) appendRequestKind(dst []byte, method string, b []byte) []by
 		return dst
 	case "Watch":
 		if !unmarshal(&c.watch) {
+			c.watch.Reset() // no half-decoded create or cancel for the proxy's watches
 			break
+		}
+		if r := c.watch.GetCreateRequest(); r != nil {
+			c.key = r.Key
 		}
 		return appendWatchRequestKind(dst, &c.watch)
 	case "LeaseGrant":
@@ -114,6 +198,33 @@ func (c *classifier) appendRequestKind(dst []byte, method string, b []byte) []by
 		return append(dst, kindCall...)
 	}
 	return append(dst, kindUndecodable...)
+}
+
+// txnKey returns the key a Txn touches: its first compare's, else its
+// first success operation's, else its first failure operation's (nested
+// transactions searched alike); nil without any. kube-apiserver's
+// transactions compare and operate on one key
+// (k8s.io/apiserver/pkg/storage/etcd3/store.go).
+func txnKey(t *pb.TxnRequest) []byte {
+	if len(t.Compare) > 0 {
+		return t.Compare[0].Key
+	}
+	for _, ops := range [][]*pb.RequestOp{t.Success, t.Failure} {
+		if len(ops) == 0 {
+			continue
+		}
+		switch r := ops[0].Request.(type) {
+		case *pb.RequestOp_RequestRange:
+			return r.RequestRange.Key
+		case *pb.RequestOp_RequestPut:
+			return r.RequestPut.Key
+		case *pb.RequestOp_RequestDeleteRange:
+			return r.RequestDeleteRange.Key
+		case *pb.RequestOp_RequestTxn:
+			return txnKey(r.RequestTxn)
+		}
+	}
+	return nil
 }
 
 // appendKeyShape appends how key and rangeEnd select keys, with etcd's
@@ -411,7 +522,58 @@ func rangeStreamKeys(b []byte) int64 {
 	return n
 }
 
-// watchResponseKind appends a Watch response's kind to dst and returns its
+// watchResponse is what the proxy reads of a Watch response
+// (scanWatchResponse).
+type watchResponse struct {
+	ok                          bool // it parsed
+	watchID, compactRev, events int64
+	created, canceled, fragment bool
+}
+
+// scanWatchResponse reads the fields of Watch response b that the proxy
+// counts by, without decoding it.
+func scanWatchResponse(b []byte) watchResponse {
+	var w watchResponse
+	for len(b) > 0 {
+		f, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return watchResponse{}
+		}
+		b = b[l:]
+		if typ == protowire.VarintType {
+			v, l := protowire.ConsumeVarint(b)
+			if l < 0 {
+				return watchResponse{}
+			}
+			switch f {
+			case watchResponseWatchID:
+				w.watchID = int64(v)
+			case watchResponseCreated:
+				w.created = v != 0
+			case watchResponseCanceled:
+				w.canceled = v != 0
+			case watchResponseCompactRevision:
+				w.compactRev = int64(v)
+			case watchResponseFragment:
+				w.fragment = v != 0
+			}
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(f, typ, b)
+		if l < 0 {
+			return watchResponse{}
+		}
+		if f == watchResponseEvents {
+			w.events++
+		}
+		b = b[l:]
+	}
+	w.ok = true
+	return w
+}
+
+// appendWatchResponseKind appends a Watch response's kind to dst and returns its
 // number of events: "created" (a watcher was created), "compacted"
 // (canceled because its start revision was compacted: compact_revision >
 // 0), "canceled", "events" (or "events fragment"), "progress notify" (no
@@ -421,60 +583,30 @@ func rangeStreamKeys(b []byte) int64 {
 // server/etcdserver/api/v3rpc/watch.go). A response that cannot be parsed
 // is "undecodable".
 func appendWatchResponseKind(dst, b []byte) ([]byte, int64) {
-	var watchID, compactRev int64
-	var created, canceled, fragment bool
-	var events int64
-	for len(b) > 0 {
-		f, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return append(dst, kindUndecodable...), 0
-		}
-		b = b[l:]
-		if typ == protowire.VarintType {
-			v, l := protowire.ConsumeVarint(b)
-			if l < 0 {
-				return append(dst, kindUndecodable...), 0
-			}
-			switch f {
-			case watchResponseWatchID:
-				watchID = int64(v)
-			case watchResponseCreated:
-				created = v != 0
-			case watchResponseCanceled:
-				canceled = v != 0
-			case watchResponseCompactRevision:
-				compactRev = int64(v)
-			case watchResponseFragment:
-				fragment = v != 0
-			}
-			b = b[l:]
-			continue
-		}
-		l = protowire.ConsumeFieldValue(f, typ, b)
-		if l < 0 {
-			return append(dst, kindUndecodable...), 0
-		}
-		if f == watchResponseEvents {
-			events++
-		}
-		b = b[l:]
-	}
+	w := scanWatchResponse(b)
+	return w.appendKind(dst), w.events
+}
+
+// appendKind appends the kind of w to dst (appendWatchResponseKind).
+func (w watchResponse) appendKind(dst []byte) []byte {
 	switch {
-	case created:
+	case !w.ok:
+		dst = append(dst, kindUndecodable...)
+	case w.created:
 		dst = append(dst, "created"...)
-	case compactRev > 0:
+	case w.compactRev > 0:
 		dst = append(dst, "compacted"...)
-	case canceled:
+	case w.canceled:
 		dst = append(dst, "canceled"...)
-	case events > 0:
+	case w.events > 0:
 		dst = append(dst, "events"...)
-		if fragment {
+		if w.fragment {
 			dst = append(dst, " fragment"...)
 		}
-	case watchID == invalidWatchID:
+	case w.watchID == invalidWatchID:
 		dst = append(dst, "progress notify all"...)
 	default:
 		dst = append(dst, "progress notify"...)
 	}
-	return dst, events
+	return dst
 }

@@ -1,12 +1,16 @@
 package etcdproxy
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
 
 func mustMarshal(t *testing.T, m proto.Message) []byte {
@@ -197,5 +201,259 @@ func TestClassifyAllocs(t *testing.T) {
 	// Decoding the RangeRequest allocates its two keys.
 	if n := testing.AllocsPerRun(100, count); n > 2 {
 		t.Errorf("%v allocations per message pair, want at most 2", n)
+	}
+}
+
+func TestResourcePaths(t *testing.T) {
+	tests := []struct {
+		name     string
+		key      string
+		prefixes []string
+		wantPath string
+		want     string // Row.Resource
+	}{
+		{"object", "/registry/pods/default/web-0", nil, "pods", "pods"},
+		{"list prefix", "/registry/pods/", nil, "pods", "pods"},
+		{"namespace prefix", "/registry/pods/default/", nil, "pods", "pods"},
+		{"continuation", "/registry/pods/default/b\x00", nil, "pods", "pods"},
+		{"prefix without slash", "/registry/pods", nil, "pods", "pods"},
+		{"node lease", "/registry/leases/kube-node-lease/node-1", nil, "leases", "leases.coordination.k8s.io"},
+		{"override", "/registry/minions/node-1", nil, "minions", "nodes"},
+		{"services", "/registry/services/specs/default/kubernetes", nil, "services/specs", "services"},
+		{"endpoints", "/registry/services/endpoints/", nil, "services/endpoints", "endpoints"},
+		{"built-in group dropped", "/registry/deployments/ns/d", nil, "deployments", "deployments.apps"},
+		{"dotted group", "/registry/apiregistration.k8s.io/apiservices/v1.apps", nil, "apiregistration.k8s.io/apiservices", "apiservices.apiregistration.k8s.io"},
+		{"custom resource list", "/registry/stable.example.com/crontabs/", nil, "stable.example.com/crontabs", "crontabs.stable.example.com"},
+		{"health", "/registry/health", nil, "health", "health"},
+		{"compactor", "compact_rev_key", nil, ResourceCompactRevKey, ResourceCompactRevKey},
+		{"whole prefix", "/registry/", nil, ResourceWholePrefix, ResourceWholePrefix},
+		{"all", "\x00", nil, ResourceOutsidePrefix, ResourceOutsidePrefix},
+		{"outside", "/other/pods/a", nil, ResourceOutsidePrefix, ResourceOutsidePrefix},
+		{"prefix's sibling", "/registryx/pods/a", nil, ResourceOutsidePrefix, ResourceOutsidePrefix},
+		{"own prefix", "/custom/root/pods/ns/a", trimPrefixes([]string{"/custom/root/"}), "pods", "pods"},
+		{"longest prefix", "/registry/sub/pods/ns/a", trimPrefixes([]string{"/registry", "/registry/sub"}), "pods", "pods"},
+		{"no key", "", nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prefixes := tt.prefixes
+			if prefixes == nil {
+				prefixes = trimPrefixes(nil)
+			}
+			path := string(appendResourcePath(nil, []byte(tt.key), prefixes))
+			if path != tt.wantPath || resourceName(path) != tt.want {
+				t.Errorf("got path %q resource %q, want %q %q", path, resourceName(path), tt.wantPath, tt.want)
+			}
+			// An object's key names the resource keyspace.Parse does.
+			if k := (keyspace.Parser{}).Parse(tt.key); k.Class == keyspace.ClassObject && k.GroupResource() != tt.want {
+				t.Errorf("keyspace.Parse names %q, want %q", k.GroupResource(), tt.want)
+			}
+		})
+	}
+}
+
+// TestRequestResources checks the resource of every method's requests.
+func TestRequestResources(t *testing.T) {
+	pod := []byte("/registry/pods/default/a")
+	lease := []byte("/registry/leases/kube-node-lease/n1")
+	put := func(k []byte) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: k}}}
+	}
+	get := func(k []byte) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: k}}}
+	}
+	del := &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("/registry/events/ns/e")}}}
+	mod := func(k []byte, rev int64) *pb.Compare {
+		return &pb.Compare{Key: k, Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: rev}}
+	}
+	tests := []struct {
+		name   string
+		method string
+		msg    proto.Message
+		want   string
+	}{
+		{"range", "Range", &pb.RangeRequest{Key: pod}, "pods"},
+		{"list", "Range", &pb.RangeRequest{Key: []byte("/registry/leases/"), RangeEnd: []byte("/registry/leases0"), Limit: 500}, "leases.coordination.k8s.io"},
+		{"range stream", "RangeStream", &pb.RangeRequest{Key: []byte("/registry/minions/"), RangeEnd: []byte("/registry/minions0")}, "nodes"},
+		{"put", "Put", &pb.PutRequest{Key: []byte("/registry/events/ns/e"), Lease: 7}, "events"},
+		{"delete range", "DeleteRange", &pb.DeleteRangeRequest{Key: lease}, "leases.coordination.k8s.io"},
+		{"txn update", "Txn", &pb.TxnRequest{Compare: []*pb.Compare{mod(lease, 7)}, Success: []*pb.RequestOp{put(lease)}, Failure: []*pb.RequestOp{get(lease)}}, "leases.coordination.k8s.io"},
+		{"txn create", "Txn", &pb.TxnRequest{Compare: []*pb.Compare{mod(pod, 0)}, Success: []*pb.RequestOp{put(pod)}}, "pods"},
+		{"txn without compares", "Txn", &pb.TxnRequest{Success: []*pb.RequestOp{del}}, "events"},
+		{"txn, failure only", "Txn", &pb.TxnRequest{Failure: []*pb.RequestOp{get(lease)}}, "leases.coordination.k8s.io"},
+		{"nested txn", "Txn", &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{Success: []*pb.RequestOp{put(pod)}}}}}}, "pods"},
+		{"empty txn", "Txn", &pb.TxnRequest{}, ""},
+		{"compactor txn", "Txn", &pb.TxnRequest{
+			Compare: []*pb.Compare{{Key: []byte("compact_rev_key"), Target: pb.Compare_VERSION, Result: pb.Compare_EQUAL}},
+			Success: []*pb.RequestOp{put([]byte("compact_rev_key"))}}, ResourceCompactRevKey},
+		{"compact", "Compact", &pb.CompactionRequest{Revision: 5}, ""},
+		{"watch create", "Watch", &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{
+			Key: []byte("/registry/pods/"), RangeEnd: []byte("/registry/pods0")}}}, "pods"},
+		{"watch progress", "Watch", &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}, ""},
+		{"watch cancel", "Watch", &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CancelRequest{CancelRequest: &pb.WatchCancelRequest{WatchId: 3}}}, ""},
+		{"grant", "LeaseGrant", &pb.LeaseGrantRequest{TTL: 60}, ""},
+		{"revoke", "LeaseRevoke", &pb.LeaseRevokeRequest{ID: 1}, ""},
+		{"keepalive", "LeaseKeepAlive", &pb.LeaseKeepAliveRequest{ID: 1}, ""},
+		{"ttl", "LeaseTimeToLive", &pb.LeaseTimeToLiveRequest{ID: 1}, ""},
+		{"status", "Status", &pb.StatusRequest{}, ""},
+	}
+	prefixes := trimPrefixes(nil)
+	var c classifier
+	// A request with a key first, so that a keyless one must clear it.
+	c.appendRequestKind(nil, "Range", mustMarshal(t, &pb.RangeRequest{Key: pod}))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.appendRequestKind(nil, tt.method, mustMarshal(t, tt.msg))
+			if got := resourceName(string(appendResourcePath(nil, c.key, prefixes))); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWatchResources follows two watches and a failed create on one
+// stream: each response counts under its own watch's resource, learnt from
+// the created responses in the order of the creates.
+func TestWatchResources(t *testing.T) {
+	ev := &mvccpb.Event{Kv: &mvccpb.KeyValue{Key: []byte("k")}}
+	hdr := &pb.ResponseHeader{Revision: 9}
+	create := func(key string) []byte {
+		return mustMarshal(t, &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{
+			Key: []byte(key), RangeEnd: []byte(clientv3.GetPrefixRangeEnd(key))}}})
+	}
+	cancel := func(id int64) []byte {
+		return mustMarshal(t, &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CancelRequest{CancelRequest: &pb.WatchCancelRequest{WatchId: id}}})
+	}
+	resp := func(r *pb.WatchResponse) []byte { r.Header = hdr; return mustMarshal(t, r) }
+	const pods, leases = "pods", "leases.coordination.k8s.io"
+	steps := []struct {
+		request  []byte // a request, else response
+		response []byte
+		want     kindResource // zero: not checked
+	}{
+		{request: create("/registry/pods/"), want: kindResource{"create prefix", pods}},
+		{request: create("/registry/leases/"), want: kindResource{"create prefix", leases}},
+		{request: create("/registry/configmaps/")}, // etcd refuses it below
+		{response: resp(&pb.WatchResponse{WatchId: 0, Created: true}), want: kindResource{"created", pods}},
+		{response: resp(&pb.WatchResponse{WatchId: 1, Created: true}), want: kindResource{"created", leases}},
+		{response: resp(&pb.WatchResponse{WatchId: -1, Created: true, Canceled: true, CancelReason: "permission denied"}), want: kindResource{"created", "configmaps"}},
+		{response: resp(&pb.WatchResponse{WatchId: 1, Events: []*mvccpb.Event{ev, ev}}), want: kindResource{"events", leases}},
+		{response: resp(&pb.WatchResponse{WatchId: 0, Events: []*mvccpb.Event{ev}}), want: kindResource{"events", pods}},
+		{response: resp(&pb.WatchResponse{WatchId: 0, Fragment: true, Events: []*mvccpb.Event{ev}}), want: kindResource{"events fragment", pods}},
+		{response: resp(&pb.WatchResponse{WatchId: 1}), want: kindResource{"progress notify", leases}},
+		{request: mustMarshal(t, &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}), want: kindResource{"progress", ""}},
+		{response: resp(&pb.WatchResponse{WatchId: -1}), want: kindResource{"progress notify all", ""}},
+		{request: cancel(1), want: kindResource{"cancel", leases}},
+		{response: resp(&pb.WatchResponse{WatchId: 1, Canceled: true}), want: kindResource{"canceled", leases}},
+		{response: resp(&pb.WatchResponse{WatchId: 1, Events: []*mvccpb.Event{ev}}), want: kindResource{"events", ""}}, // forgotten
+		{response: resp(&pb.WatchResponse{WatchId: 0, Canceled: true, CompactRevision: 5}), want: kindResource{"compacted", pods}},
+		{response: resp(&pb.WatchResponse{WatchId: 0}), want: kindResource{"progress notify", ""}},
+		{response: []byte{0x5a}, want: kindResource{"undecodable", ""}},
+	}
+	ws := &watches{ids: map[int64]string{}}
+	rc := requestCounter{prefixes: trimPrefixes(nil), method: "Watch", ws: ws}
+	for i, s := range steps {
+		// A counter per step: its one row is the step's.
+		c := NewCounter()
+		if s.request != nil {
+			rc.counter = c
+			rc.count(s.request, len(s.request))
+		} else {
+			c.countWatchResponse(ws, nil, s.response, delta{responses: 1})
+		}
+		rows := c.Counts()
+		if len(rows) != 1 {
+			t.Fatalf("step %d: %d rows, want 1: %+v", i, len(rows), rows)
+		}
+		if s.want == (kindResource{}) {
+			continue
+		}
+		if got := (kindResource{rows[0].Kind, rows[0].Resource}); got != s.want {
+			t.Errorf("step %d: got kind %q resource %q, want %q %q", i, got.kind, got.resource, s.want.kind, s.want.resource)
+		}
+	}
+	if len(ws.ids) != 0 || len(ws.pending) != 0 {
+		t.Errorf("left %d watches and %d creates, want none", len(ws.ids), len(ws.pending))
+	}
+}
+
+// kindResource is a row's kind and resource.
+type kindResource struct{ kind, resource string }
+
+func TestCounterResourcesAndPhaseTimes(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	now := t0
+	c := newCounter(func() time.Time { return now })
+	key := func(method, kind, path string) []byte { return appendPath(appendKey(nil, method, kind), path) }
+	c.add(key("Txn", "then put", "minions"), delta{requests: 1, requestBytes: 10})
+	c.add(key("Txn", "then put", "nodes"), delta{requests: 2, requestBytes: 20}) // the same resource
+	e := c.add(key("Txn", "then put", "leases"), delta{requests: 1})
+	c.add(key("LeaseGrant", "grant ttl=60s", ""), delta{requests: 1})
+	now = now.Add(2 * time.Second)
+	c.SetPhase("steady")
+	c.addTo(e, true, nil, delta{responses: 1}) // counts in steady, under leases
+	now = now.Add(3 * time.Second)
+	c.SetPhase("start")
+	now = now.Add(time.Second)
+	c.SetPhase("steady")
+	now = now.Add(500 * time.Millisecond)
+
+	want := Counts{
+		{Phase: "start", Method: "LeaseGrant", Kind: "grant ttl=60s", Requests: 1},
+		{Phase: "start", Method: "Txn", Kind: "then put", Resource: "leases.coordination.k8s.io", Requests: 1},
+		{Phase: "start", Method: "Txn", Kind: "then put", Resource: "nodes", Requests: 3, RequestBytes: 30},
+		{Phase: "steady", Method: "Txn", Kind: "then put", Resource: "leases.coordination.k8s.io", Responses: 1},
+	}
+	got := c.Counts()
+	if !equalCounts(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if r, ok := got.Get("start", "Txn", "then put"); !ok || r.Requests != 4 || r.RequestBytes != 30 || r.Resource != "" {
+		t.Errorf("Get: got %+v %v, want 4 requests, 30 bytes, no single resource", r, ok)
+	}
+	if r, _ := got.Get("steady", "Txn", "then put"); r.Responses != 1 || r.Resource != "leases.coordination.k8s.io" {
+		t.Errorf("Get of one resource: got %+v, want its resource", r)
+	}
+	wantTimes := []PhaseTime{{"start", t0, 3 * time.Second}, {"steady", t0.Add(2 * time.Second), 3500 * time.Millisecond}}
+	if got := c.PhaseTimes(); fmt.Sprint(got) != fmt.Sprint(wantTimes) {
+		t.Errorf("phase times %v, want %v", got, wantTimes)
+	}
+	now = now.Add(time.Second)
+	c.Reset()
+	now = now.Add(time.Second)
+	if got, want := c.PhaseTimes(), []PhaseTime{{"steady", t0.Add(7500 * time.Millisecond), time.Second}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after reset: phase times %v, want %v", got, want)
+	}
+}
+
+// TestResourceAllocs checks that counting a request and a watch response
+// under their resources allocates nothing beyond decoding the request once
+// their rows exist.
+func TestResourceAllocs(t *testing.T) {
+	c := NewCounter()
+	ws := &watches{ids: map[int64]string{}}
+	ws.create([]byte("leases"))
+	ws.response(watchResponse{ok: true, created: true, watchID: 2})
+	rc := requestCounter{counter: c, prefixes: trimPrefixes(nil), method: "Txn"}
+	lease := []byte("/registry/leases/kube-node-lease/n1")
+	req := mustMarshal(t, &pb.TxnRequest{Compare: []*pb.Compare{{Key: lease, Target: pb.Compare_MOD}},
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: lease}}}}})
+	resp := mustMarshal(t, &pb.WatchResponse{Header: &pb.ResponseHeader{Revision: 9}, WatchId: 2, Events: []*mvccpb.Event{{}}})
+	var cl classifier
+	decode := testing.AllocsPerRun(100, func() { cl.appendRequestKind(nil, "Txn", req) })
+	var key []byte
+	count := func() {
+		key = c.countWatchResponse(ws, key, resp, delta{responses: 1})
+		rc.count(req, len(req))
+	}
+	count()
+	if n := testing.AllocsPerRun(100, count); n > decode {
+		t.Errorf("%v allocations per message pair, want at most the %v of decoding the Txn", n, decode)
+	}
+	if r, _ := c.Counts().Get(DefaultPhase, "Watch", "events"); r.Resource != "leases.coordination.k8s.io" || r.Items != 102 {
+		t.Errorf("got %+v, want 102 events of leases", r)
+	}
+	if r, _ := c.Counts().Get(DefaultPhase, "Txn", "if mod_revision=0 then put"); r.Resource != "leases.coordination.k8s.io" || r.Requests != 102 {
+		t.Errorf("got %+v, want 102 txns of leases", r)
 	}
 }

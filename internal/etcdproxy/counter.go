@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/kubestore/etcdkit/pkg/keyspace"
 )
 
 // DefaultPhase is the phase a Counter counts into until SetPhase is first
@@ -11,7 +14,7 @@ import (
 const DefaultPhase = "start"
 
 // Row is what passed through the proxy for one method and kind of message
-// in one phase.
+// touching one resource in one phase.
 //
 // A request row (Requests > 0) also holds the responses and errors of its
 // calls: for unary and server-streaming calls (Range, Txn, RangeStream,
@@ -32,6 +35,13 @@ type Row struct {
 	// Kind is the shape of the message, a few space separated words: see
 	// the package documentation for the vocabulary.
 	Kind string `json:"kind"`
+	// Resource is the resource the messages touch, named from their key
+	// (see the package documentation, # Resources): kubectl's
+	// resource.group spelling ("pods", "leases.coordination.k8s.io"), or
+	// ResourceCompactRevKey, ResourceOutsidePrefix, ResourceWholePrefix;
+	// "" for messages without a key (leases, Compact, Status, progress
+	// requests, a stream's opening).
+	Resource string `json:"resource,omitempty"`
 	// Requests is the number of request messages (client to etcd).
 	Requests int64 `json:"requests"`
 	// RequestBytes is their total size: serialized protobuf bytes, without
@@ -51,9 +61,9 @@ type Row struct {
 	Errors int64 `json:"errors"`
 }
 
-// Counts is a snapshot of a Counter: one Row per phase, method and kind
-// that saw a message, ordered by phase (in the order phases were first
-// set), then Method, then Kind (byte-wise).
+// Counts is a snapshot of a Counter: one Row per phase, method, kind and
+// resource that saw a message, ordered by phase (in the order phases were
+// first set), then Method, then Kind, then Resource (byte-wise).
 type Counts []Row
 
 // Phases returns the names of the phases that have rows, in the order
@@ -68,20 +78,45 @@ func (c Counts) Phases() []string {
 	return out
 }
 
-// Get returns the row of phase, method and kind, and whether there is one.
+// Get returns the rows of phase, method and kind summed over their
+// resources, and whether there is one. The sum's Resource is the rows'
+// resource when they all have the same, else "".
 func (c Counts) Get(phase, method, kind string) (Row, bool) {
+	var sum Row
+	found := false
 	for _, r := range c {
-		if r.Phase == phase && r.Method == method && r.Kind == kind {
-			return r, true
+		if r.Phase != phase || r.Method != method || r.Kind != kind {
+			continue
 		}
+		if !found {
+			sum = Row{Phase: phase, Method: method, Kind: kind, Resource: r.Resource}
+			found = true
+		} else if sum.Resource != r.Resource {
+			sum.Resource = ""
+		}
+		rowDelta(r).apply(&sum)
 	}
-	return Row{}, false
+	return sum, found
+}
+
+// PhaseTime is how long a Counter counted into one phase.
+type PhaseTime struct {
+	// Phase is the phase name.
+	Phase string
+	// Start is when it was first set (for DefaultPhase, when the Counter
+	// was made; after Reset, the Reset).
+	Start time.Time
+	// Duration is how long it was the current phase, summed over every
+	// time it was set; for the current phase, up to the call.
+	Duration time.Duration
 }
 
 // entry is one row being counted; gen is the Counter generation (see
-// Reset) the entry belongs to.
+// Reset) the entry belongs to, path the resource path its key was made of
+// (appendResourcePath).
 type entry struct {
 	Row
+	path  string
 	phase int
 	gen   uint64
 }
@@ -92,16 +127,27 @@ type entry struct {
 // value is not: use NewCounter.
 type Counter struct {
 	mu     sync.Mutex
+	now    func() time.Time
 	gen    uint64
 	phase  int
 	phases []string
-	// rows holds one map per phase, keyed by method + "\x00" + kind.
+	// times holds each phase's start and its time as the current phase
+	// up to since, when the current phase was last set.
+	times []PhaseTime
+	since time.Time
+	// rows holds one map per phase, keyed by method + "\x00" + kind, then
+	// "\x00" + resource path when there is one (appendKey, appendPath).
 	rows []map[string]*entry
 }
 
-// NewCounter returns a Counter counting into DefaultPhase.
-func NewCounter() *Counter {
-	return &Counter{phases: []string{DefaultPhase}, rows: []map[string]*entry{{}}}
+// NewCounter returns a Counter counting into DefaultPhase from now on.
+func NewCounter() *Counter { return newCounter(time.Now) }
+
+// newCounter returns a Counter reading the time from now.
+func newCounter(now func() time.Time) *Counter {
+	t := now()
+	return &Counter{now: now, phases: []string{DefaultPhase}, times: []PhaseTime{{Phase: DefaultPhase, Start: t}},
+		since: t, rows: []map[string]*entry{{}}}
 }
 
 // SetPhase makes name the phase that later messages are counted in. A name
@@ -113,11 +159,15 @@ func (c *Counter) SetPhase(name string) {
 }
 
 func (c *Counter) setPhaseLocked(name string) {
+	t := c.now()
+	c.times[c.phase].Duration += t.Sub(c.since)
+	c.since = t
 	if i := slices.Index(c.phases, name); i >= 0 {
 		c.phase = i
 		return
 	}
 	c.phases = append(c.phases, name)
+	c.times = append(c.times, PhaseTime{Phase: name, Start: t})
 	c.rows = append(c.rows, map[string]*entry{})
 	c.phase = len(c.phases) - 1
 }
@@ -137,6 +187,16 @@ func (c *Counter) Phases() []string {
 	return slices.Clone(c.phases)
 }
 
+// PhaseTimes returns every phase's start and duration, in the order of
+// Phases.
+func (c *Counter) PhaseTimes() []PhaseTime {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.times)
+	out[c.phase].Duration += c.now().Sub(c.since)
+	return out
+}
+
 // Reset forgets every count and phase but the current phase, which stays
 // current. Calls in flight count their responses into the current phase.
 func (c *Counter) Reset() {
@@ -146,10 +206,14 @@ func (c *Counter) Reset() {
 	c.gen++
 	c.phase = 0
 	c.phases = []string{name}
+	c.since = c.now()
+	c.times = []PhaseTime{{Phase: name, Start: c.since}}
 	c.rows = []map[string]*entry{{}}
 }
 
-// Counts returns a copy of the counts, ordered as Counts documents.
+// Counts returns a copy of the counts, ordered as Counts documents. Rows
+// of two resource paths that name one resource (a node's "minions" and a
+// stray "nodes") are one row.
 func (c *Counter) Counts() Counts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -163,21 +227,35 @@ func (c *Counter) Counts() Counts {
 			if n := strings.Compare(a.Method, b.Method); n != 0 {
 				return n
 			}
-			return strings.Compare(a.Kind, b.Kind)
+			if n := strings.Compare(a.Kind, b.Kind); n != 0 {
+				return n
+			}
+			return strings.Compare(a.Resource, b.Resource)
 		})
+		merged := out[:start]
+		for _, r := range out[start:] {
+			if n := len(merged); n > start && merged[n-1].Method == r.Method && merged[n-1].Kind == r.Kind && merged[n-1].Resource == r.Resource {
+				rowDelta(r).apply(&merged[n-1])
+				continue
+			}
+			merged = append(merged, r)
+		}
+		out = merged
 	}
 	return out
 }
 
-// lookupLocked returns the entry of key (method + "\x00" + kind) in phase
-// i, creating it. The map lookup with string(key) does not allocate.
+// lookupLocked returns the entry of key (appendKey, then appendPath) in
+// phase i, creating it. The map lookup with string(key) does not
+// allocate.
 func (c *Counter) lookupLocked(i int, key []byte) *entry {
 	if e, ok := c.rows[i][string(key)]; ok {
 		return e
 	}
 	k := string(key)
-	method, kind, _ := strings.Cut(k, "\x00")
-	e := &entry{Row: Row{Phase: c.phases[i], Method: method, Kind: kind}, phase: i, gen: c.gen}
+	method, rest, _ := strings.Cut(k, "\x00")
+	kind, path, _ := strings.Cut(rest, "\x00")
+	e := &entry{Row: Row{Phase: c.phases[i], Method: method, Kind: kind, Resource: resourceName(path)}, path: path, phase: i, gen: c.gen}
 	c.rows[i][k] = e
 	return e
 }
@@ -192,29 +270,58 @@ func (c *Counter) add(key []byte, d delta) *entry {
 }
 
 // addTo counts into e, or, when now is set and the phase changed since e
-// was counted, into the same method and kind in the current phase. An
-// entry from before a Reset counts into the current phase.
+// was counted, into the same method, kind and resource in the current
+// phase. An entry from before a Reset counts into the current phase.
 func (c *Counter) addTo(e *entry, now bool, scratch []byte, d delta) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.gen != c.gen || (now && e.phase != c.phase) {
-		scratch = appendKey(scratch[:0], e.Method, e.Kind)
+		scratch = appendPath(appendKey(scratch[:0], e.Method, e.Kind), e.path)
 		e = c.lookupLocked(c.phase, scratch)
 	}
 	d.apply(&e.Row)
 	return scratch
 }
 
-// appendKey appends the rows map key of method and kind to b.
+// appendKey appends the rows map key of method and kind to b; appendPath
+// then adds the resource's.
 func appendKey(b []byte, method, kind string) []byte {
 	b = append(b, method...)
 	b = append(b, 0)
 	return append(b, kind...)
 }
 
+// appendPath appends resource path path (appendResourcePath) to the rows
+// map key b; none for "".
+func appendPath[T string | []byte](b []byte, path T) []byte {
+	if len(path) == 0 {
+		return b
+	}
+	b = append(b, 0)
+	return append(b, path...)
+}
+
+// resourceName returns Row.Resource of a resource path
+// (appendResourcePath): kubectl's resource.group spelling of the resource
+// kube-apiserver stores under it (keyspace.ResourceOf), or the path
+// itself for the names of keys outside every resource.
+func resourceName(path string) string {
+	switch path {
+	case "", ResourceCompactRevKey, ResourceOutsidePrefix, ResourceWholePrefix:
+		return path
+	}
+	group, resource := keyspace.ResourceOf(path)
+	return keyspace.Key{Group: group, Resource: resource}.GroupResource()
+}
+
 // delta is what one message adds to a row.
 type delta struct {
 	requests, requestBytes, responses, responseBytes, items, errors int64
+}
+
+// rowDelta is what row r counted, as one delta.
+func rowDelta(r Row) delta {
+	return delta{r.Requests, r.RequestBytes, r.Responses, r.ResponseBytes, r.Items, r.Errors}
 }
 
 func (d delta) apply(r *Row) {

@@ -24,8 +24,8 @@
 // seen a response Counts includes it and its request. A request is
 // classified by decoding a copy with the etcdserverpb types; responses are
 // scanned, not decoded, for the few fields counted (keys of a Range, events
-// and flags of a Watch response). Counts are per phase (SetPhase), Row.Method
-// and Row.Kind; see Row for which phase a response counts in.
+// and flags of a Watch response). Counts are per phase (SetPhase), Row.Method,
+// Row.Kind and Row.Resource; see Row for which phase a response counts in.
 //
 // Kinds, by method (shapes of keys: "key", "prefix", "range", "from",
 // "all"; see appendKeyShape):
@@ -52,13 +52,37 @@
 // A request that does not decode is "undecodable"; responses and errors
 // of a call whose request never passed are "no request".
 //
+// # Resources
+//
+// Each row also names the resource its messages touch (Row.Resource),
+// from the key below kube-apiserver's prefix (Config.Prefixes), as
+// keyspace.Parser maps it: "pods", "minions" as "nodes",
+// "leases.coordination.k8s.io". A Range, RangeStream, Put or DeleteRange
+// by its key (a list by its prefix, a page by its continuation key), a Txn
+// by its first compare's key (kube-apiserver's transactions touch one), a
+// Watch create request by its key and a cancel request by its watch. The
+// responses of unary and server-streaming calls count with their
+// request. Watch responses count under the resource of the watch they
+// belong to: the proxy maps each watch_id, learnt from the "created"
+// response that answers a create request (etcd answers a stream's creates
+// in order), to the create's resource. Messages without a key (leases,
+// Compact, Status, progress requests, "progress notify all") have none.
+// Counter.PhaseTimes gives each phase's duration, to turn counts into
+// rates.
+//
 // # Cost
 //
 // Forwarding copies no message bytes (the received buffers are handed on);
 // counting decodes each request (allocating its byte fields) and scans
-// Range and Watch responses in place. On a shared 2-core VM
+// Range and Watch responses in place; a message's resource is read from
+// its key in place too (a watch create allocates its entry in the
+// stream's map of watches). On a shared 2-core VM
 // (BenchmarkRange: a 100-key list of 1 KiB values, etcd, client and proxy
 // in one process) a call took 1.0-1.2 ms through the proxy against
 // 0.8-1.1 ms directly, with about 220 more allocations per call, nearly
-// all gRPC's per-stream machinery.
+// all gRPC's per-stream machinery. Counting alone (BenchmarkCount: a node
+// Lease renewal's Txn, its response and the watch event that follows)
+// took about 2 µs of CPU and 15 allocations, nearly all of both decoding
+// the Txn; naming the three messages' resource added about 0.1 µs and no
+// allocation.
 package etcdproxy

@@ -43,6 +43,10 @@ type Config struct {
 	// CloseTimeout bounds how long Close waits for in-flight calls to
 	// return after cancelling them; 0 means 5 seconds.
 	CloseTimeout time.Duration
+	// Prefixes are the key prefixes (kube-apiserver's --etcd-prefix)
+	// below which a key's first segment names its resource (Row.Resource);
+	// nil means keyspace.KnownPrefixes.
+	Prefixes []string
 }
 
 // Proxy is a running counting proxy in front of one etcd endpoint. It
@@ -55,6 +59,7 @@ type Proxy struct {
 	target       string
 	creds        credentials.TransportCredentials
 	closeTimeout time.Duration
+	prefixes     []string // Config.Prefixes without trailing slashes
 
 	handlers sync.WaitGroup
 	mu       sync.Mutex
@@ -104,6 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		target:       "passthrough:///" + u.Host,
 		creds:        creds,
 		closeTimeout: cfg.CloseTimeout,
+		prefixes:     trimPrefixes(cfg.Prefixes),
 		conns:        map[*downstream]struct{}{},
 		served:       make(chan struct{}),
 	}
@@ -301,12 +307,16 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 	// lastReq is the row of the latest request message: the responses of
 	// unary and server-streaming calls count there.
 	var lastReq atomic.Pointer[entry]
+	var ws *watches
+	if method == "Watch" {
+		ws = &watches{ids: map[int64]string{}}
+	}
 	p.handlers.Add(1) // the handler's own count is held: no race with Close's Wait
 	go func() {
 		defer p.handlers.Done()
-		p.forwardRequests(ss, cs, method, &lastReq, cancel)
+		p.forwardRequests(ss, cs, method, &lastReq, ws, cancel)
 	}()
-	err = p.forwardResponses(ss, cs, method, bidi, &lastReq)
+	err = p.forwardResponses(ss, cs, method, bidi, &lastReq, ws)
 	if err != nil {
 		p.countError(method, streamRow, lastReq.Load(), key)
 	}
@@ -328,10 +338,11 @@ func (p *Proxy) countError(method string, streamRow, req *entry, scratch []byte)
 
 // forwardRequests copies request messages from the client to etcd until
 // the client half-closes (then it half-closes upstream) or either side
-// fails (then it cancels the upstream stream if the client failed).
-func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, method string, lastReq *atomic.Pointer[entry], cancel context.CancelFunc) {
-	var c classifier
-	var key []byte
+// fails (then it cancels the upstream stream if the client failed). On a
+// Watch stream (ws set) it notes each create request's resource before
+// forwarding it, and counts a cancel request under its watch's.
+func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, method string, lastReq *atomic.Pointer[entry], ws *watches, cancel context.CancelFunc) {
+	rc := requestCounter{counter: p.counter, prefixes: p.prefixes, method: method, ws: ws}
 	for {
 		var f frame
 		if err := ss.RecvMsg(&f); err != nil {
@@ -342,12 +353,9 @@ func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, meth
 			}
 			return
 		}
-		n := f.data.Len()
-		key = appendKey(key[:0], method, "")
 		b, buf := bytesOf(f.data)
-		key = c.appendRequestKind(key, method, b)
+		lastReq.Store(rc.count(b, f.data.Len()))
 		freeBuffer(buf)
-		lastReq.Store(p.counter.add(key, delta{requests: 1, requestBytes: int64(n)}))
 		err := cs.SendMsg(&f)
 		f.free()
 		if err != nil {
@@ -359,7 +367,15 @@ func (p *Proxy) forwardRequests(ss grpc.ServerStream, cs grpc.ClientStream, meth
 
 // forwardResponses sends the upstream stream's header, messages and
 // trailer to the client and returns the upstream status (nil for OK).
-func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, method string, bidi bool, lastReq *atomic.Pointer[entry]) error {
+//
+// A Watch response counts under the resource of its watch (ws): a
+// "created" response under the oldest create request not yet answered
+// (etcd answers a stream's creates in order: server/etcdserver/api/v3rpc/watch.go
+// recvLoop), and it maps its watch_id to that resource; the others under
+// their watch_id's, which a "canceled" or "compacted" response forgets; a
+// response for watch_id -1 (progress notify all, a failed create) under
+// none.
+func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, method string, bidi bool, lastReq *atomic.Pointer[entry], ws *watches) error {
 	if hdr, err := cs.Header(); err == nil && len(hdr) > 0 {
 		if err := ss.SendHeader(hdr); err != nil {
 			return err
@@ -379,9 +395,8 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 		switch method {
 		case "Watch":
 			b, buf := bytesOf(f.data)
-			key, d.items = appendWatchResponseKind(appendKey(key[:0], method, ""), b)
+			key = p.counter.countWatchResponse(ws, key, b, d)
 			freeBuffer(buf)
-			p.counter.add(key, d)
 		default:
 			switch method {
 			case "Range":
@@ -405,6 +420,106 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 			return err
 		}
 	}
+}
+
+// requestCounter counts the request messages of one stream, on the
+// stream's request goroutine.
+type requestCounter struct {
+	counter  *Counter
+	prefixes []string // Proxy.prefixes
+	method   string
+	ws       *watches // a Watch stream's; nil for other methods
+	c        classifier
+	key      []byte // scratch space for the row's key
+}
+
+// count counts request message b of n bytes (on the wire, with b its
+// bytes) in the row of its kind and resource, and returns the row. On a
+// Watch stream it notes a create request's resource before the request is
+// forwarded, and counts a cancel request under its watch's resource.
+func (r *requestCounter) count(b []byte, n int) *entry {
+	r.key = r.c.appendRequestKind(appendKey(r.key[:0], r.method, ""), r.method, b)
+	// The resource's path follows the kind and a 0 byte (appendPath), in
+	// the same buffer: one buffer per stream.
+	kindEnd := len(r.key)
+	r.key = appendResourcePath(append(r.key, 0), r.c.key, r.prefixes)
+	if r.ws != nil {
+		switch {
+		case r.c.watch.GetCreateRequest() != nil:
+			r.ws.create(r.key[kindEnd+1:])
+		case r.c.watch.GetCancelRequest() != nil:
+			r.key = append(r.key[:kindEnd+1], r.ws.of(r.c.watch.GetCancelRequest().WatchId)...)
+		}
+	}
+	if len(r.key) == kindEnd+1 {
+		r.key = r.key[:kindEnd] // no resource
+	}
+	return r.counter.add(r.key, delta{requests: 1, requestBytes: int64(n)})
+}
+
+// countWatchResponse counts Watch response b with d (its size) in the row
+// of its kind under the resource of its watch (ws.response), using key as
+// scratch space, and returns key.
+func (c *Counter) countWatchResponse(ws *watches, key, b []byte, d delta) []byte {
+	w := scanWatchResponse(b)
+	d.items = w.events
+	key = appendPath(w.appendKind(appendKey(key[:0], "Watch", "")), ws.response(w))
+	c.add(key, d)
+	return key
+}
+
+// watches maps the watches of one Watch stream to their resources' paths
+// (appendResourcePath). It is safe for concurrent use: requests and
+// responses pass on two goroutines.
+type watches struct {
+	mu sync.Mutex
+	// pending are the paths of the create requests not yet answered, in
+	// the order sent.
+	pending []string
+	// ids maps the watch_id of each watch created and not yet canceled
+	// to its path.
+	ids map[int64]string
+}
+
+// create notes a create request for a watch of path, before it is
+// forwarded.
+func (ws *watches) create(path []byte) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.pending = append(ws.pending, string(path))
+}
+
+// of returns the path of watch id, "" if none is known.
+func (ws *watches) of(id int64) string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.ids[id]
+}
+
+// response returns the path a Watch response counts under (see
+// forwardResponses) and updates the map by it.
+func (ws *watches) response(w watchResponse) string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	switch {
+	case !w.ok:
+		return ""
+	case w.created:
+		if len(ws.pending) == 0 {
+			return ""
+		}
+		path := ws.pending[0]
+		ws.pending = ws.pending[1:]
+		if !w.canceled && w.watchID != invalidWatchID {
+			ws.ids[w.watchID] = path
+		}
+		return path
+	case w.canceled || w.compactRev > 0:
+		path := ws.ids[w.watchID]
+		delete(ws.ids, w.watchID)
+		return path
+	}
+	return ws.ids[w.watchID]
 }
 
 // outgoing returns the metadata to send upstream: the client's, without

@@ -256,3 +256,105 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestCountsPerResource writes pods and node leases through the proxy as
+// kube-apiserver does, lists both and watches both on one stream: every
+// row is counted under its resource, the watch responses under their own
+// watch's.
+func TestCountsPerResource(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	p := startProxy(t, etcdproxy.Config{Upstream: srv.Endpoints[0]})
+	c := newClient(t, p)
+	ctx := t.Context()
+	p.SetPhase("steady")
+
+	// Two watches with the same context share one gRPC stream.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	pods := c.Watch(wctx, "/registry/pods/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	leases := c.Watch(wctx, "/registry/leases/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	for _, w := range []clientv3.WatchChan{pods, leases} {
+		if r := <-w; !r.Created {
+			t.Fatalf("first watch response %+v, want created", r)
+		}
+	}
+	create := func(key string) {
+		t.Helper()
+		r, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).Then(clientv3.OpPut(key, "v")).Commit()
+		if err != nil || !r.Succeeded {
+			t.Fatalf("create %s: %v %v", key, r, err)
+		}
+	}
+	create("/registry/pods/default/a")
+	for _, n := range []string{"n1", "n2"} {
+		create("/registry/leases/kube-node-lease/" + n)
+	}
+	if _, err := c.Put(ctx, "/registry/leases/kube-node-lease/n1", "renewed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "/registry/leases/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "/registry/pods/default/a"); err != nil {
+		t.Fatal(err)
+	}
+	var podEvents, leaseEvents int
+	for podEvents < 1 || leaseEvents < 3 {
+		select {
+		case r := <-pods:
+			podEvents += len(r.Events)
+		case r := <-leases:
+			leaseEvents += len(r.Events)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d pod and %d lease events, want 1 and 3", podEvents, leaseEvents)
+		}
+	}
+
+	type key struct{ method, kind, resource string }
+	got := map[key]etcdproxy.Row{}
+	for _, r := range p.Counts() {
+		if r.Phase != "steady" {
+			t.Errorf("row in phase %q: %+v", r.Phase, r)
+		}
+		got[key{r.Method, r.Kind, r.Resource}] = r
+	}
+	const lease = "leases.coordination.k8s.io"
+	want := []struct {
+		key
+		requests, responses, items int64
+	}{
+		{key{"Watch", "stream", ""}, 1, 0, 0},
+		{key{"Watch", "create prefix", "pods"}, 1, 0, 0},
+		{key{"Watch", "create prefix", lease}, 1, 0, 0},
+		{key{"Watch", "created", "pods"}, 0, 1, 0},
+		{key{"Watch", "created", lease}, 0, 1, 0},
+		{key{"Watch", "events", "pods"}, 0, 1, 1},
+		{key{"Watch", "events", lease}, 0, -1, 3}, // etcd may send two revisions' events in one response
+		{key{"Txn", "if mod_revision=0 then put", "pods"}, 1, 1, 0},
+		{key{"Txn", "if mod_revision=0 then put", lease}, 2, 2, 0},
+		{key{"Put", "put", lease}, 1, 1, 0},
+		{key{"Range", "prefix", lease}, 1, 1, 2},
+		{key{"Range", "key", "pods"}, 1, 1, 1},
+	}
+	for _, w := range want {
+		r, ok := got[w.key]
+		if !ok {
+			t.Errorf("no row %v", w.key)
+			continue
+		}
+		delete(got, w.key)
+		if w.responses < 0 {
+			w.responses = r.Responses
+		}
+		if r.Requests != w.requests || r.Responses != w.responses || r.Items != w.items {
+			t.Errorf("%v: got requests %d responses %d items %d, want %d %d %d", w.key, r.Requests, r.Responses, r.Items, w.requests, w.responses, w.items)
+		}
+	}
+	for k, r := range got {
+		t.Errorf("unexpected row %v: %+v", k, r)
+	}
+	times := p.Counter().PhaseTimes()
+	if len(times) != 2 || times[1].Phase != "steady" || times[1].Duration <= 0 || times[0].Duration < 0 {
+		t.Errorf("phase times %+v, want start then steady, lasting", times)
+	}
+}

@@ -185,6 +185,23 @@ func ResourcePath(group, resource string) string {
 	return group + "/" + resource
 }
 
+// ResourceOf returns the group and resource kube-apiserver stores under
+// path, the segment(s) right below a prefix (Key.Path): the inverse of
+// ResourcePath, as Parse maps an object's key. An overridden path gives
+// its resource ("minions" is nodes, "services/specs" services), a path
+// "<group>/<resource>" with a dotted group that group and resource, a
+// built-in resource its group, and any other path the core group and the
+// path itself.
+func ResourceOf(path string) (group, resource string) {
+	if gr, ok := pathToResource[path]; ok {
+		return gr.group, gr.resource
+	}
+	if g, r, ok := strings.Cut(path, "/"); ok && strings.Contains(g, ".") {
+		return g, r
+	}
+	return builtinGroups[path], path
+}
+
 // cohabits reports whether a built-in resource is also served from an older
 // group that shares its storage (k8s.io/kubernetes/pkg/kubeapiserver/default_storage_factory_builder.go).
 func cohabits(group, resource string) bool {

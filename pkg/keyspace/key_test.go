@@ -45,6 +45,9 @@ func TestParseBuildRoundTrip(t *testing.T) {
 			if back := Build(got); back != tt.key {
 				t.Fatalf("Build(Parse(%q)) = %q", tt.key, back)
 			}
+			if g, r := ResourceOf(got.Path); g != tt.want.Group || r != tt.want.Resource {
+				t.Errorf("ResourceOf(%q) = %q, %q, want %q, %q", got.Path, g, r, tt.want.Group, tt.want.Resource)
+			}
 		})
 	}
 }

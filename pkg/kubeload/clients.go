@@ -20,12 +20,14 @@ import (
 
 // EtcdCounter is what a run through kube-apiserver (NewClients) needs of a counting proxy between the
 // apiservers and etcd (internal/etcdproxy): Reset forgets what it counted,
-// SetPhase attributes every request it forwards from now on to phase, and
-// Requests returns what it counted, by phase in the order first set.
+// SetPhase attributes every request it forwards from now on to phase,
+// Requests returns what it counted, by phase in the order first set, and
+// Phases those phases' durations, in the same order.
 type EtcdCounter interface {
 	Reset()
 	SetPhase(phase string)
 	Requests() []report.EtcdRequests
+	Phases() []report.EtcdPhase
 }
 
 // Stack is the real Kubernetes stack a run (NewClients) or an
@@ -375,6 +377,7 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 	res.Intervals = a.env.Collect(&res.Writes, &res.Delivery)
 	if a.st.Counter != nil {
 		res.Etcd = a.st.Counter.Requests()
+		res.EtcdPhases = a.st.Counter.Phases()
 	}
 	if res.Relists == nil {
 		res.Relists = []report.Relist{}
@@ -577,8 +580,17 @@ func (p proxyCounter) Requests() []report.EtcdRequests {
 	rows := p.c.Counts()
 	out := make([]report.EtcdRequests, len(rows))
 	for i, r := range rows {
-		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Requests: r.Requests,
+		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Resource: r.Resource, Requests: r.Requests,
 			RequestBytes: r.RequestBytes, Responses: r.Responses, ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors}
+	}
+	return out
+}
+
+func (p proxyCounter) Phases() []report.EtcdPhase {
+	times := p.c.PhaseTimes()
+	out := make([]report.EtcdPhase, len(times))
+	for i, t := range times {
+		out[i] = report.EtcdPhase{Phase: t.Phase, StartedAt: t.Start.UTC(), DurationMs: report.Ms(t.Duration)}
 	}
 	return out
 }

@@ -95,7 +95,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 		shared := etcdproxy.NewCounter()
 		var urls []string
 		for _, ep := range t.Endpoints {
-			p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: ep, TLS: cfg.EtcdTLS, Counter: shared})
+			p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: ep, TLS: cfg.EtcdTLS, Counter: shared, Prefixes: prefixes(cfg.EtcdPrefix)})
 			if err != nil {
 				stop()
 				return Stack{}, func() {}, fmt.Errorf("counting proxy in front of %s: %w", ep, err)
@@ -172,4 +172,14 @@ func ExistingStack(t watchload.Target, cfg *rest.Config, prefix, clientWatchList
 		api.Version = v
 	}
 	return Stack{Etcd: t, RESTConfig: cfg, Connections: c, EtcdPrefix: prefix, APIServer: api, Shared: true}, nil
+}
+
+// prefixes returns the counting proxy's Config.Prefixes for
+// --etcd-prefix prefix: nil (keyspace.KnownPrefixes, /registry among
+// them) for "".
+func prefixes(prefix string) []string {
+	if prefix == "" {
+		return nil
+	}
+	return []string{prefix}
 }

@@ -223,3 +223,28 @@ func TestJudgedAndPlanWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareSumsResources: Compare judges by method and kind, whatever
+// the resources the counts are split over.
+func TestCompareSumsResources(t *testing.T) {
+	model := []report.EtcdRequests{
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 60, RequestBytes: 600, Responses: 60, ResponseBytes: 60},
+		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 80, ResponseBytes: 8000},
+	}
+	real := []report.EtcdRequests{
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 70, RequestBytes: 700, Responses: 70, ResponseBytes: 70},
+		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 100, ResponseBytes: 8000},
+		{Phase: "steady", Method: "Range", Kind: "key", Requests: 9, RequestBytes: 90},
+	}
+	var split []report.EtcdRequests
+	for _, r := range real {
+		a, b := r, r
+		a.Resource, b.Resource = "pods", "leases.coordination.k8s.io"
+		a.Requests, a.RequestBytes, a.Responses, a.ResponseBytes = r.Requests/3, r.RequestBytes/3, r.Responses/3, r.ResponseBytes/3
+		b.Requests, b.RequestBytes, b.Responses, b.ResponseBytes = r.Requests-a.Requests, r.RequestBytes-a.RequestBytes, r.Responses-a.Responses, r.ResponseBytes-a.ResponseBytes
+		split = append(split, a, b)
+	}
+	if got, want := Compare(model, split), Compare(model, real); !reflect.DeepEqual(got, want) {
+		t.Errorf("split by resource: got rows\n%+v\nwant\n%+v", got, want)
+	}
+}

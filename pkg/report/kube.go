@@ -120,8 +120,8 @@ type APIServerMetric struct {
 	Gauge bool    `json:"gauge,omitempty"`
 }
 
-// EtcdRequests counts requests of one kind that the apiservers sent etcd
-// in one phase.
+// EtcdRequests counts requests of one kind, touching one resource, that
+// the apiservers sent etcd in one phase.
 type EtcdRequests struct {
 	// Phase is the load's phase: seed, sync, steady, held, released,
 	// defrag, drain; a phase that began after kube-apiserver's Nth
@@ -130,7 +130,15 @@ type EtcdRequests struct {
 	Method string `json:"method"` // the gRPC method without its service, e.g. Range
 	// Kind is the request's shape, e.g. "range limit=500" or "watch
 	// create"; see internal/etcdproxy.
-	Kind          string `json:"kind"`
+	Kind string `json:"kind"`
+	// Resource is the resource the requests touch, named from their key
+	// in kubectl's resource.group spelling ("pods",
+	// "leases.coordination.k8s.io"), or "(compact_rev_key)", "(outside
+	// prefix)", "(whole prefix)"; watch responses count under their
+	// watch's resource. "" for requests without a key (leases, Compact,
+	// Status, progress requests) and in results written before lwbench
+	// counted by resource (internal/etcdproxy Row.Resource).
+	Resource      string `json:"resource,omitempty"`
 	Requests      int64  `json:"requests"`
 	RequestBytes  int64  `json:"requestBytes"` // protobuf payload bytes, without gRPC framing
 	Responses     int64  `json:"responses"`
@@ -141,6 +149,17 @@ type EtcdRequests struct {
 	// Errors are the calls that ended with a gRPC status other than OK
 	// (cancellations by the apiserver included).
 	Errors int64 `json:"errors"`
+}
+
+// EtcdPhase is how long the counting proxy counted into one phase of
+// EtcdRequests, to make rates of its counts.
+type EtcdPhase struct {
+	Phase string `json:"phase"` // as EtcdRequests.Phase
+	// StartedAt is when the phase was first set, UTC.
+	StartedAt time.Time `json:"startedAt"`
+	// DurationMs is how long it was the current phase, summed over every
+	// time it was set, up to when the counts were read, ms.
+	DurationMs float64 `json:"durationMs"`
 }
 
 // ConformanceSchemaVersion is the version of the Conformance JSON

@@ -107,6 +107,10 @@ type RunResult struct {
 	// kind, as a counting proxy in front of etcd saw them; empty when no
 	// proxy ran.
 	Etcd []EtcdRequests `json:"etcd,omitempty"`
+	// EtcdPhases are the phases of Etcd, in the order first set, with
+	// their durations; empty when no proxy ran (and in results written
+	// before lwbench recorded them).
+	EtcdPhases []EtcdPhase `json:"etcdPhases,omitempty"`
 	// APIServers are the apiservers' CPU and memory, one per server in
 	// start order; empty when they were not sampled.
 	APIServers []APIServerUsage `json:"apiservers,omitempty"`

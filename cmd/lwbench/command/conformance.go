@@ -73,7 +73,11 @@ func proxiedTarget(ctx context.Context, o *runOptions, logf func(string, ...any)
 	if err != nil {
 		return t, nil, release, err
 	}
-	p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: t.Endpoints[0]})
+	var prefixes []string // the model's keys, named by resource
+	if o.load.Prefix != "" {
+		prefixes = []string{o.load.Prefix}
+	}
+	p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: t.Endpoints[0], Prefixes: prefixes})
 	if err != nil {
 		return t, nil, release, err
 	}

@@ -132,7 +132,8 @@ func syntheticRun() *report.RunResult {
 // syntheticKubeRun is a fixed RunResult through one kube-apiserver
 // with the watch cache off: an informer held back across a compaction
 // relists after a 410 (one failed LIST, then two pages), a second
-// compaction follows, a defragmentation, the etcd requests of two phases.
+// compaction follows, a defragmentation, the etcd requests of two phases
+// by resource.
 func syntheticKubeRun() *report.RunResult {
 	return &report.RunResult{
 		Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
@@ -159,8 +160,16 @@ func syntheticKubeRun() *report.RunResult {
 			Objects: 1000, Bytes: 1.2e6, DurationMs: 250, FailedRequests: 1, Expired: 1, BackoffMs: 800}},
 		Holds:       []report.Hold{{Informer: 0, HeldAtMs: 5000, ReleasedAtMs: 13000, HeldRevision: 2000, Compacted: true}},
 		Compactions: []report.Compaction{{N: 1, AtMs: 12000, Revision: 4000}, {N: 2, AtMs: 22000, Revision: 7000}},
-		Etcd: []report.EtcdRequests{{Phase: "steady", Method: "Txn", Kind: "txn update", Requests: 2100, RequestBytes: 2.5e6, Responses: 2100, ResponseBytes: 2e5},
-			{Phase: "released after compaction 1", Method: "Range", Kind: "range limit=501", Requests: 2, RequestBytes: 100, Responses: 2, ResponseBytes: 1.1e6, Items: 1000}},
+		Etcd: []report.EtcdRequests{
+			{Phase: "steady", Method: "Txn", Kind: "if mod_revision=0 then put", Resource: "leases.coordination.k8s.io", Requests: 200, RequestBytes: 2e5, Responses: 200, ResponseBytes: 2e4},
+			{Phase: "steady", Method: "Txn", Kind: "if mod_revision=0 then put", Resource: "pods", Requests: 1900, RequestBytes: 2.3e6, Responses: 1900, ResponseBytes: 1.8e5},
+			{Phase: "steady", Method: "Watch", Kind: "events", Resource: "leases.coordination.k8s.io", Responses: 200, ResponseBytes: 1e5, Items: 200},
+			{Phase: "steady", Method: "Watch", Kind: "events", Resource: "pods", Responses: 1800, ResponseBytes: 2.2e6, Items: 1900},
+			{Phase: "steady", Method: "Watch", Kind: "progress notify all", Responses: 3, ResponseBytes: 60},
+			{Phase: "released after compaction 1", Method: "Range", Kind: "range limit=501", Resource: "pods", Requests: 2, RequestBytes: 100, Responses: 2, ResponseBytes: 1.1e6, Items: 1000}},
+		EtcdPhases: []report.EtcdPhase{{Phase: "before", StartedAt: time.Date(2026, 11, 27, 9, 59, 50, 0, time.UTC), DurationMs: 10000},
+			{Phase: "steady", StartedAt: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), DurationMs: 30000},
+			{Phase: "released after compaction 1", StartedAt: time.Date(2026, 11, 27, 10, 0, 30, 0, time.UTC), DurationMs: 5000}},
 		Defrag: &report.Defrag{AtMs: 13500, DurationMs: 120, Members: []report.MemberDefrag{
 			{Endpoint: "http://127.0.0.1:2379", Leader: true, AtMs: 13500, DurationMs: 120, BeforeBytes: 2e7, BeforeInUseBytes: 1e7, AfterBytes: 1e7, AfterInUseBytes: 1e7}}},
 		APIServers: []report.APIServerUsage{{Server: "apiserver0", PID: 4242, CPUSeconds: 12.5, PeakResidentMemoryBytes: 4e8, FinalResidentMemoryBytes: 3.5e8,

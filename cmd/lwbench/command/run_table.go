@@ -141,7 +141,7 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		}
 	}
 	if len(r.Etcd) > 0 {
-		rows = append(rows, []string{"etcd requests", fmt.Sprintf("%d kinds (the etcd requests table below)", len(r.Etcd))})
+		rows = append(rows, []string{"etcd requests", fmt.Sprintf("%d kinds (the etcd requests table below)", len(report.EtcdByKind(r.Etcd)))})
 	}
 	rows = append(rows, apiServerRows(r)...)
 	rows = append(rows,
@@ -311,6 +311,10 @@ func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, n
 	}
 	if len(r.Etcd) > 0 {
 		tables = append(tables, makeEtcdRequestsTable(r.Etcd))
+		if len(r.EtcdPhases) > 0 {
+			tables = append(tables, makeEtcdResourceTable(r.Etcd, r.EtcdPhases))
+			intro = append(intro, etcdResourceNote(r.EtcdPhases))
+		}
 	}
 	return writeTail(out, errOut, f, tables, intro, notes, r.Warnings, r.Verdict)
 }

@@ -1,0 +1,51 @@
+package kubeload_test
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/kubestore/etcdkit/internal/etcdproxy"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+)
+
+// TestCounterOfResources: a run's etcd counts carry each request's
+// resource, and its phases their durations.
+func TestCounterOfResources(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0], Prefixes: []string{"/custom"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{p.URL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	counter := kubeload.CounterOf(p.Counter())
+	counter.Reset()
+	counter.SetPhase("steady")
+	for _, k := range []string{"/custom/pods/ns/a", "/custom/leases/kube-node-lease/n1", "/custom/leases/kube-node-lease/n2"} {
+		if _, err := c.Put(t.Context(), k, "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	got := map[string]int64{}
+	for _, r := range counter.Requests() {
+		got[r.Phase+" "+r.Method+" "+r.Resource] += r.Requests
+	}
+	want := map[string]int64{"steady Put pods": 1, "steady Put leases.coordination.k8s.io": 2}
+	if len(got) != len(want) || got["steady Put pods"] != 1 || got["steady Put leases.coordination.k8s.io"] != 2 {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	phases := counter.Phases()
+	if len(phases) != 2 || phases[0].Phase != "before" || phases[1].Phase != "steady" || phases[1].DurationMs < 10 ||
+		phases[1].StartedAt.Location() != time.UTC || phases[1].StartedAt.Before(phases[0].StartedAt) {
+		t.Errorf("got phases %+v, want before, then steady for at least 10 ms, in UTC", phases)
+	}
+}
