@@ -44,7 +44,7 @@ const (
 const PodsPerOp = float64(scaleUpPercent+rolloutPercent*SmallReplicas) / 100
 
 // Churn is a Plan's churn as a watchload.Workload: ops on its Deployments
-// through the API (the scale subresource, a patch of the pod template),
+// through the API (a patch of spec.replicas or of the pod template),
 // each Deployment's ops on one worker, in order. Its revisions are those
 // of the Deployment writes; the pod writes they cause are the control
 // plane's.
@@ -115,7 +115,7 @@ func (c *Churn) Next(i int64) watchload.Op {
 }
 
 // Do performs op with worker's client: a merge patch of the Deployment's
-// scale subresource, or a strategic merge patch of its pod template's
+// spec.replicas, or a strategic merge patch of its pod template's
 // RolloutAnnotation; kv is not used. It returns the revision of the
 // Deployment's write.
 func (c *Churn) Do(ctx context.Context, worker int, _ watchload.KV, op watchload.Op) (int64, bool, error) {
@@ -132,7 +132,10 @@ func (c *Churn) Do(ctx context.Context, worker int, _ watchload.KV, op watchload
 			replicas = max(c.done[d]-1, 0)
 		}
 		patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-		s, err := deployments.Patch(ctx, op.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "scale")
+		// On the Deployment itself: the typed client would decode the
+		// scale subresource's answer (an autoscaling/v1 Scale) as a
+		// Deployment. The write at etcd is the same, the Deployment's.
+		s, err := deployments.Patch(ctx, op.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil {
 			return 0, false, fmt.Errorf("scale deployment %s/%s to %d: %w", op.Namespace, op.Name, replicas, err)
 		}

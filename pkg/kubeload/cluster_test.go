@@ -1,0 +1,77 @@
+package kubeload_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/kubestore/etcdkit/internal/apiservertest"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/clusterload"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// TestClusterRun runs a small cluster's load through the one script: a
+// real control plane and KWOK (StackConfig.ControlPlane) in front of an
+// embedded etcd behind the counting proxy, 10 KWOK nodes with CL2's
+// objects for 3 pods per node, every pod Running, then churn, with two
+// informers validated against etcd's history and the kubelet watches of
+// two nodes. Nothing may be lost, the churn's writes must be done, the
+// node Leases must reach etcd (the counting proxy, by resource) and the
+// components must be metered.
+func TestClusterRun(t *testing.T) {
+	bins := apiservertest.ControlPlaneBinaries(t)
+	srv := etcdtest.RunEtcd(t)
+	target := watchload.Target{Endpoints: srv.Endpoints, Embedded: true, Managed: true,
+		Dial: func(ctx context.Context) (*clientv3.Client, error) {
+			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		}}
+	st, stop, err := kubeload.StartStack(t.Context(), target, kubeload.StackConfig{BinDir: bins.KubeAPIServer, ControlPlane: &bins,
+		WatchCache: true, CountEtcd: true, EtcdCompactionInterval: 10 * time.Second})
+	t.Cleanup(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: 10, PodsPerNode: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := watchload.Options{Watchers: 2, WatchResources: []string{watchload.ResourcePods}, Duration: 20 * time.Second,
+		WriterConcurrency: 2, Seed: 1, SyncTimeout: time.Minute, Logf: t.Logf}
+	res, err := runAPI(t.Context(), st, lo, kubeload.Options{Cluster: &kubeload.ClusterOptions{Plan: plan, PodChurn: 4, QPS: 50,
+		KubeletWatches: 2, RunningTimeout: 2 * time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cluster
+	if c == nil || c.PodsRunning != plan.Pods()+plan.Nodes || c.KubeletWatchNodes != 2 || c.KubeletWatchObjects == 0 {
+		t.Fatalf("got cluster %+v, want %d pods Running and the kubelet watches of 2 nodes receiving objects", c, plan.Pods()+plan.Nodes)
+	}
+	if !res.Validation.OK() {
+		t.Errorf("validation failed: %s", res.Validation.Summary())
+	}
+	if res.Writes.Completed == 0 || res.Writes.Errors > 0 {
+		t.Errorf("churn: got %d writes done, %d errors (%q)", res.Writes.Completed, res.Writes.Errors, res.Writes.ErrorSamples)
+	}
+	var leaseWrites int64
+	for _, r := range res.Etcd {
+		if r.Resource == "leases.coordination.k8s.io" && r.Method == "Txn" {
+			leaseWrites += r.Requests
+		}
+	}
+	if leaseWrites < 10 {
+		t.Errorf("got %d lease writes at etcd, want at least one per node", leaseWrites)
+	}
+	if len(res.Components) != 3 {
+		t.Fatalf("got %d components metered, want kube-controller-manager, kube-scheduler and kwok", len(res.Components))
+	}
+	for _, u := range res.Components {
+		if u.CPUSeconds <= 0 || u.PeakResidentMemoryBytes <= 0 {
+			t.Errorf("component %s: got %+v, want its CPU and memory", u.Server, u)
+		}
+	}
+}
