@@ -93,6 +93,13 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		{"delivery latency from response" + notHeldBack(r.Delivery), lat(r.Delivery.FromResponse)},
 		{"delivery latency from send" + notHeldBack(r.Delivery), lat(r.Delivery.FromSend)},
 	}...)
+	if r.Cluster != nil && r.Delivery.TimedEvents == 0 {
+		// A cluster's events are the control plane's writes (the pods of
+		// the churned Deployments), whose send lwbench does not see.
+		for _, row := range rows[len(rows)-2:] {
+			row[1] = "- (the events come from the control plane's writes)"
+		}
+	}
 	rows = append(rows, heldBackRows(r.Delivery.HeldBack)...)
 	relists := fmt.Sprint(len(r.Relists))
 	var relistObjects, relistBytes int64
