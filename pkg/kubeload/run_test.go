@@ -21,7 +21,7 @@ import (
 // stack starts an embedded etcd, a counting proxy in front of it and one
 // kube-apiserver in front of the proxy, with cfg's settings (BinDir, Dir
 // and EtcdServers are filled in).
-func stack(t *testing.T, cfg apiserverproc.Config) kubeload.Stack {
+func stack(t testing.TB, cfg apiserverproc.Config) kubeload.Stack {
 	t.Helper()
 	cfg.BinDir = apiservertest.Binaries(t)
 	srv := etcdtest.RunEtcd(t)
