@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -71,6 +72,9 @@ type informerCost struct {
 	// writesHeapBytes is the heap once the writes arrived;
 	// writeCPUSeconds the CPU time while they were sent and received.
 	writesHeapBytes, writeCPUSeconds float64
+	// peakHeapBytes is the highest heap (live objects and garbage not yet
+	// collected, at the test binary's GOGC) while syncing.
+	peakHeapBytes float64
 }
 
 // processSample is the process's live heap after a GC (the memory
@@ -119,8 +123,13 @@ func residentBytes(tb testing.TB) float64 {
 func measureInformers(tb testing.TB, name string, n int, writes func(*benchSet) float64, start func() *benchSet) informerCost {
 	before := sampleProcess(tb)
 	t0 := time.Now()
+	stopPeak := make(chan struct{})
+	peak := make(chan float64)
+	go func() { peak <- peakHeap(stopPeak) }()
 	set := start()
 	syncTime := time.Since(t0)
+	close(stopPeak)
+	peakBytes := <-peak
 	cpu := cpuSeconds(tb)
 	synced := sampleProcess(tb)
 	if dir := os.Getenv(benchHeapProfileEnv); dir != "" {
@@ -135,7 +144,27 @@ func measureInformers(tb testing.TB, name string, n int, writes func(*benchSet) 
 	per := float64(n)
 	return informerCost{heapBytes: (synced.heap - before.heap) / per, rssBytes: (synced.rss - before.rss) / per,
 		cpuSeconds: (cpu - before.cpu) / per, sync: syncTime,
-		writesHeapBytes: (after.heap - before.heap) / per, writeCPUSeconds: writeCPU / per}
+		writesHeapBytes: (after.heap - before.heap) / per, writeCPUSeconds: writeCPU / per,
+		peakHeapBytes: (peakBytes - before.heap) / per}
+}
+
+// peakHeap samples the bytes of heap objects, live or not yet collected
+// (runtime/metrics, without stopping the world), every 50 ms until stop,
+// and returns the highest.
+func peakHeap(stop <-chan struct{}) float64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var top uint64
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		metrics.Read(s)
+		top = max(top, s[0].Value.Uint64())
+		select {
+		case <-stop:
+			return float64(top)
+		case <-t.C:
+		}
+	}
 }
 
 // cpuSeconds is the process's CPU time so far, user and system.
@@ -198,7 +227,8 @@ func benchObject(resource, ns, name string) (kruntime.Object, error) {
 // has the last; then it stops. It reports per informer: the Go heap in use
 // after a GC once synced (heap-B/informer) and once the writes arrived
 // (heap-after-writes-B/informer), the resident set's growth until synced
-// (rss-B/informer), the CPU time spent to sync (cpu-s/informer) and to
+// (rss-B/informer), the highest heap while syncing, garbage included
+// (sync-peak-heap-B/informer), the CPU time spent to sync (cpu-s/informer) and to
 // receive the writes (write-cpu-s/informer: the writers' own CPU, measured
 // alone first, taken off); the ratios are lwbench's over the bare set's.
 // The embedded etcd and the benchmark's own clients are in the same
@@ -395,6 +425,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 			b.ReportMetric(c.heapBytes, name+"-heap-B/informer")
 			b.ReportMetric(c.writesHeapBytes, name+"-heap-after-writes-B/informer")
 			b.ReportMetric(c.rssBytes, name+"-rss-B/informer")
+			b.ReportMetric(c.peakHeapBytes, name+"-sync-peak-heap-B/informer")
 			b.ReportMetric(c.cpuSeconds, name+"-cpu-s/informer")
 			b.ReportMetric(c.writeCPUSeconds, name+"-write-cpu-s/informer")
 		}
@@ -403,6 +434,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 		b.ReportMetric(lwb.heapBytes/bare.heapBytes, "heap-ratio")
 		b.ReportMetric(lwb.writesHeapBytes/bare.writesHeapBytes, "heap-after-writes-ratio")
 		b.ReportMetric(lwb.rssBytes/bare.rssBytes, "rss-ratio")
+		b.ReportMetric(lwb.peakHeapBytes/bare.peakHeapBytes, "sync-peak-heap-ratio")
 		b.ReportMetric(lwb.cpuSeconds/bare.cpuSeconds, "cpu-ratio")
 		b.ReportMetric(lwb.writeCPUSeconds/bare.writeCPUSeconds, "write-cpu-ratio")
 	}
