@@ -75,6 +75,8 @@ type informerCost struct {
 	// peakHeapBytes is the highest heap (live objects and garbage not yet
 	// collected, at the test binary's GOGC) while syncing.
 	peakHeapBytes float64
+	// objects is the mean number of objects an informer held once synced.
+	objects float64
 }
 
 // processSample is the process's live heap after a GC (the memory
@@ -130,6 +132,10 @@ func measureInformers(tb testing.TB, name string, n int, writes func(*benchSet) 
 	syncTime := time.Since(t0)
 	close(stopPeak)
 	peakBytes := <-peak
+	held := 0
+	for i := range n {
+		held += set.objects(i)
+	}
 	cpu := cpuSeconds(tb)
 	synced := sampleProcess(tb)
 	if dir := os.Getenv(benchHeapProfileEnv); dir != "" {
@@ -145,7 +151,7 @@ func measureInformers(tb testing.TB, name string, n int, writes func(*benchSet) 
 	return informerCost{heapBytes: (synced.heap - before.heap) / per, rssBytes: (synced.rss - before.rss) / per,
 		cpuSeconds: (cpu - before.cpu) / per, sync: syncTime,
 		writesHeapBytes: (after.heap - before.heap) / per, writeCPUSeconds: writeCPU / per,
-		peakHeapBytes: (peakBytes - before.heap) / per}
+		peakHeapBytes: (peakBytes - before.heap) / per, objects: float64(held) / per}
 }
 
 // peakHeap samples the bytes of heap objects, live or not yet collected
@@ -192,7 +198,9 @@ func writeHeapProfile(tb testing.TB, path string) {
 // received (in an event or bookmark) and its stop.
 type benchSet struct {
 	lastRevision func(i int) int64
-	stop         func()
+	// objects is the number of objects informer i holds.
+	objects func(i int) int
+	stop    func()
 }
 
 // benchObject returns a new object of resource named name in namespace ns
@@ -222,7 +230,8 @@ func benchObject(resource, ns, name string) (kruntime.Object, error) {
 // SharedIndexInformers with client-go's own ListWatch, then as lwbench's
 // InformerSet with the observers a run gives it (an Env whose history
 // recorder watches etcd). Each set syncs, then receives
-// LWBENCH_BENCH_WRITES writes (1,000) at LWBENCH_BENCH_WRITE_RATE per
+// LWBENCH_BENCH_WRITES updates (1,000; updates alone, so that both sets
+// hold the same objects) at LWBENCH_BENCH_WRITE_RATE per
 // second (200), through the run's own API writers, until every informer
 // has the last; then it stops. It reports per informer: the Go heap in use
 // after a GC once synced (heap-B/informer) and once the writes arrived
@@ -247,7 +256,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 		watched = strings.Split(v, ",")
 	}
 	kopts := watchload.KubernetesWorkloadOptions{Prefix: "/registry", Namespaces: 10, Pods: pods,
-		ResourceMix: watchload.ResourceMix{PodsPercent: 100}, Workers: 8, Seed: 1, NamespacePrefix: "bench-"}
+		Mix: watchload.Mix{UpdatePercent: 100}, ResourceMix: watchload.ResourceMix{PodsPercent: 100}, Workers: 8, Seed: 1, NamespacePrefix: "bench-"}
 	mix := watchload.ResourceMix{}
 	for _, r := range watched {
 		switch r {
@@ -396,6 +405,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 					rv, _ := strconv.ParseInt(infs[i].LastSyncResourceVersion(), 10, 64)
 					return rv
 				},
+				objects: func(i int) int { return len(infs[i].GetStore().ListKeys()) },
 				stop: func() {
 					cancel()
 					for range infs {
@@ -412,7 +422,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 			if err := set.Start(ctx, syncTimeout); err != nil {
 				b.Fatal(err)
 			}
-			return &benchSet{lastRevision: set.LastRevision, stop: set.Stop}
+			return &benchSet{lastRevision: set.LastRevision, objects: func(i int) int { return len(set.Cache(i)) }, stop: set.Stop}
 		})
 		if v := env.Violations.Total(); v > 0 {
 			b.Errorf("lwbench's informers found %d violations: %v", v, env.Violations.Samples())
@@ -431,6 +441,12 @@ func BenchmarkInformerMemory(b *testing.B) {
 		}
 		report(bare, "bare")
 		report(lwb, "lwbench")
+		// The writes are updates: both sets hold the same objects.
+		b.ReportMetric(bare.objects, "bare-objects/informer")
+		b.ReportMetric(lwb.objects, "lwbench-objects/informer")
+		if bare.objects < float64(pods)/2 || lwb.objects < float64(pods)/2 {
+			b.Errorf("informers held %.1f objects on average (bare) and %.1f (lwbench); want at least half of the %d pods seeded", bare.objects, lwb.objects, pods)
+		}
 		b.ReportMetric(lwb.heapBytes/bare.heapBytes, "heap-ratio")
 		b.ReportMetric(lwb.writesHeapBytes/bare.writesHeapBytes, "heap-after-writes-ratio")
 		b.ReportMetric(lwb.rssBytes/bare.rssBytes, "rss-ratio")
