@@ -199,7 +199,9 @@ func clusterState(ctx context.Context, cs kubernetes.Interface, ns string, nodes
 	}
 	held := 0
 	for _, l := range leases.Items {
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == l.Name {
+		// KWOK holds every node's Lease under its own identity.
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.RenewTime != nil &&
+			time.Since(l.Spec.RenewTime.Time) < controlplane.NodeLeaseDuration && strings.HasPrefix(l.Name, "kwok-node-") {
 			held++
 		}
 	}
