@@ -34,7 +34,7 @@ import (
 // leaseWindow: every node's Lease is renewed every NodeLeaseRenewInterval
 // (10.2 s mean, 10-10.4 s), so the node Lease writes reach etcd at
 // nodes/10.2 s per second; the mean interval between one node's writes
-// must be within 10 % of that.
+// must be within 10 % of that. Stop ends every process.
 func TestControlPlaneRunsKWOKNodesAndPods(t *testing.T) {
 	const (
 		nodes       = 10
@@ -177,6 +177,15 @@ func TestControlPlaneRunsKWOKNodesAndPods(t *testing.T) {
 	}
 	if err := cp.Err(); err != nil {
 		t.Errorf("a component exited: %v", err)
+	}
+
+	stopped := time.Now()
+	cp.Stop()
+	t.Logf("stopped in %v", time.Since(stopped).Round(time.Millisecond))
+	for _, p := range cp.Processes() {
+		if pid := p.PID(); pid != 0 {
+			t.Errorf("%s still runs as PID %d after Stop", p.Name, pid)
+		}
 	}
 }
 
