@@ -18,8 +18,9 @@
 # directory or a complete one. Progress goes to stderr; the only line on
 # stdout is the directory. The first build of kube-apiserver takes 10-40
 # minutes on 2 cores (and about 1 GB of module cache and 3 GB of build
-# cache); with that build cache warm, kube-controller-manager takes about
-# 2.5 minutes and kube-scheduler seconds. Each binary is 100-170 MB.
+# cache); with that build cache warm, kube-controller-manager takes 2-9
+# minutes and kube-scheduler 10-60 s (idle machine to load average 7).
+# Each binary is 100-170 MB.
 #
 # k8s.io/kubernetes requires its staging modules (k8s.io/api,
 # k8s.io/apiserver, ...) at v0.0.0 and replaces them with ./staging/src/...,

@@ -70,15 +70,15 @@ var (
 	// cores the first time).
 	KubeAPIServer = Component{name: "kube-apiserver", release: &release.Kubernetes, script: "build-kube.sh", pre: []string{"kube-apiserver"}}
 	// KubeControllerManager is kube-controller-manager of a
-	// release.Kubernetes version, built by scripts/build-kube.sh (about
-	// 2.5 minutes once kube-apiserver's build filled the Go build cache).
+	// release.Kubernetes version, built by scripts/build-kube.sh (2-9
+	// minutes once kube-apiserver's build filled the Go build cache).
 	KubeControllerManager = Component{name: "kube-controller-manager", release: &release.Kubernetes, script: "build-kube.sh", pre: []string{"kube-controller-manager"}}
 	// KubeScheduler is kube-scheduler of a release.Kubernetes version,
-	// built by scripts/build-kube.sh (seconds after
+	// built by scripts/build-kube.sh (10-60 s after
 	// kube-controller-manager's build).
 	KubeScheduler = Component{name: "kube-scheduler", release: &release.Kubernetes, script: "build-kube.sh", pre: []string{"kube-scheduler"}}
 	// KWOK is kwok of a release.KWOK version with KWOKStageFiles beside
-	// it, built by scripts/build-kwok.sh (one to two minutes).
+	// it, built by scripts/build-kwok.sh (1-5 minutes).
 	KWOK = Component{name: "kwok", release: &release.KWOK, script: "build-kwok.sh", files: KWOKStageFiles}
 )
 

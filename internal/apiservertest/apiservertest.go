@@ -49,8 +49,8 @@ const ControlPlaneBuildEnv = "ETCDKIT_BUILD_CONTROL_PLANE"
 // and KWOK controlplane.DefaultKWOKVersion. It skips the test under -short,
 // and when one of them is not cached unless ControlPlaneBuildEnv=1 asks for
 // the builds (kube-apiserver 10-40 minutes on 2 cores, then
-// kube-controller-manager about 2.5 minutes, kube-scheduler seconds, KWOK
-// one to two minutes; locked, so parallel tests build once). The skip
+// kube-controller-manager 2-9 minutes, kube-scheduler 10-60 s, KWOK 1-5
+// minutes; locked, so parallel tests build once). The skip
 // names the missing binaries and the commands that build them. A failed
 // build fails the test.
 func ControlPlaneBinaries(t testing.TB) controlplane.Binaries {

@@ -34,7 +34,7 @@ import (
 // leaseWindow: every node's Lease is renewed every NodeLeaseRenewInterval
 // (10.2 s mean, 10-10.4 s), so the node Lease writes reach etcd at
 // nodes/10.2 s per second; the mean interval between one node's writes
-// must be within 10 % of that.
+// must be within 10 % of that. Stop ends every process.
 func TestControlPlaneRunsKWOKNodesAndPods(t *testing.T) {
 	const (
 		nodes       = 10
@@ -178,6 +178,15 @@ func TestControlPlaneRunsKWOKNodesAndPods(t *testing.T) {
 	if err := cp.Err(); err != nil {
 		t.Errorf("a component exited: %v", err)
 	}
+
+	stopped := time.Now()
+	cp.Stop()
+	t.Logf("stopped in %v", time.Since(stopped).Round(time.Millisecond))
+	for _, p := range cp.Processes() {
+		if pid := p.PID(); pid != 0 {
+			t.Errorf("%s still runs as PID %d after Stop", p.Name, pid)
+		}
+	}
 }
 
 // clusterState says how far the cluster is: nodes Ready with a Lease,
@@ -199,7 +208,9 @@ func clusterState(ctx context.Context, cs kubernetes.Interface, ns string, nodes
 	}
 	held := 0
 	for _, l := range leases.Items {
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == l.Name {
+		// KWOK holds every node's Lease under its own identity.
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.RenewTime != nil &&
+			time.Since(l.Spec.RenewTime.Time) < controlplane.NodeLeaseDuration && strings.HasPrefix(l.Name, "kwok-node-") {
 			held++
 		}
 	}

@@ -49,7 +49,7 @@
 //
 // Binaries are resolved, and built when missing, by apiserverproc.Component:
 // scripts/build-kube.sh for the three Kubernetes components (kube-apiserver
-// 10-40 minutes on 2 cores the first time, kube-controller-manager about 2.5
-// minutes and kube-scheduler seconds after it), scripts/build-kwok.sh for
-// KWOK (one to two minutes).
+// 10-40 minutes on 2 cores the first time, kube-controller-manager 2-9
+// minutes and kube-scheduler 10-60 s after it), scripts/build-kwok.sh for
+// KWOK (1-5 minutes).
 package controlplane
