@@ -32,7 +32,7 @@ const (
 // size bytes: a real node's object is 10-30 KB, mostly the images its
 // kubelet reports (KEP-589).
 func Node(i, size int) *corev1.Node {
-	n := controlplane.NewNode(NodeName(i))
+	n := controlplane.NewNode(controlplane.NodeName(i))
 	for j := 0; n.Size() < size; j++ {
 		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{
 			Names:     []string{fmt.Sprintf("registry.k8s.io/lwbench/image-%d@sha256:%064x", j, j+1), fmt.Sprintf("registry.k8s.io/lwbench/image-%d:v1.%d", j, j)},

@@ -10,8 +10,6 @@ package clusterload
 
 import (
 	"fmt"
-
-	"github.com/kubestore/etcdkit/internal/controlplane"
 )
 
 // CL2's group sizes and shapes (perf-tests
@@ -145,7 +143,3 @@ func (p *Plan) Services() int {
 	}
 	return n
 }
-
-// NodeName is the name of KWOK node i of a Plan, from 0
-// (controlplane.NodeName).
-func NodeName(i int) string { return controlplane.NodeName(i) }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubestore/etcdkit/internal/controlplane"
 )
 
 // TestPlanShapes checks the plans against CL2's load test per namespace
@@ -66,7 +68,7 @@ func TestObjectSizes(t *testing.T) {
 		pod := corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
 		pod.Name, pod.Namespace, pod.GenerateName = "big-0-7d9f8b6c5d-x2v4q", "load-0", "big-0-7d9f8b6c5d-"
 		pod.UID = "0b4f6f38-8c0a-4f1e-9d3e-3c1f1a2b3c4d"
-		pod.Spec.NodeName = NodeName(42)
+		pod.Spec.NodeName = controlplane.NodeName(42)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.64.0.17", HostIP: "10.255.0.1",
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
 		if got := pod.Size(); got < size*8/10 || got > size*12/10 {

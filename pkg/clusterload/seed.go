@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
+	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/internal/parallel"
 )
 
@@ -69,7 +70,7 @@ func Seed(ctx context.Context, clients []kubernetes.Interface, p *Plan, o SeedOp
 	logf("creating %d KWOK nodes of %d bytes at %.0f/s", p.Nodes, o.NodeSize, o.QPS)
 	if err := each(p.Nodes, func(ctx context.Context, cs kubernetes.Interface, i int) error {
 		_, err := cs.CoreV1().Nodes().Create(ctx, Node(i, o.NodeSize), metav1.CreateOptions{})
-		return created("node "+NodeName(i), err)
+		return created("node "+controlplane.NodeName(i), err)
 	}); err != nil {
 		return err
 	}

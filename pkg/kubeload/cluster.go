@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -92,7 +93,7 @@ func (a *apiClients) startKubeletWatches(ctx context.Context) error {
 	}
 	nodes := make([]string, n)
 	for i := range nodes {
-		nodes[i] = clusterload.NodeName(i)
+		nodes[i] = controlplane.NodeName(i)
 	}
 	a.r.Logf("starting the kubelet watches of %d nodes", n)
 	var err error

@@ -85,21 +85,21 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 			[]string{"profile", r.Scenario.Profile + watchListNote(r.Scenario)},
 			[]string{"informers / streams / connections", fmt.Sprintf("%d / %d / %d", r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)})
 	}
+	fromResponse, fromSend := lat(r.Delivery.FromResponse), lat(r.Delivery.FromSend)
+	if r.Cluster != nil && r.Delivery.TimedEvents == 0 {
+		// A cluster's events are the control plane's writes (the pods of
+		// the churned Deployments), whose send lwbench does not see.
+		fromResponse = "- (the events come from the control plane's writes)"
+		fromSend = fromResponse
+	}
 	rows = append(rows, [][]string{
 		{"writes completed / planned", fmt.Sprintf("%d / %d (%.0f/s)", r.Writes.Completed, r.Writes.Planned, r.Writes.ThroughputPerSecond)},
 		{"write errors (timeouts)", fmt.Sprintf("%d (%d)", r.Writes.Errors, r.Writes.Timeouts)},
 		{"write latency (from schedule)", lat(r.Writes.Latency)},
 		{"events delivered", fmt.Sprintf("%d (%.0f/s; %d timed)", r.Delivery.Events, r.Delivery.EventsPerSecond, r.Delivery.TimedEvents)},
-		{"delivery latency from response" + notHeldBack(r.Delivery), lat(r.Delivery.FromResponse)},
-		{"delivery latency from send" + notHeldBack(r.Delivery), lat(r.Delivery.FromSend)},
+		{"delivery latency from response" + notHeldBack(r.Delivery), fromResponse},
+		{"delivery latency from send" + notHeldBack(r.Delivery), fromSend},
 	}...)
-	if r.Cluster != nil && r.Delivery.TimedEvents == 0 {
-		// A cluster's events are the control plane's writes (the pods of
-		// the churned Deployments), whose send lwbench does not see.
-		for _, row := range rows[len(rows)-2:] {
-			row[1] = "- (the events come from the control plane's writes)"
-		}
-	}
 	rows = append(rows, heldBackRows(r.Delivery.HeldBack)...)
 	relists := fmt.Sprint(len(r.Relists))
 	var relistObjects, relistBytes int64
