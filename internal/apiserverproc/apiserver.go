@@ -309,7 +309,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-s.proc.Done():
-			return fmt.Errorf("kube-apiserver exited before it was ready (%v)", s.proc.cmd.ProcessState)
+			return fmt.Errorf("kube-apiserver exited before it was ready (%s)", s.proc.ExitStatus())
 		case <-ctx.Done():
 			return fmt.Errorf("not ready (/readyz: %s): %w", last, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
@@ -349,6 +349,19 @@ func (s *Server) Stop() {
 	if s.proc != nil {
 		s.proc.Stop()
 	}
+}
+
+// Restart stops the server by its PID (Process.Restart), starts it again
+// on the same port with the same flags, and waits until /readyz answers
+// 200, the process exits or ctx ends; the error then quotes its log.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.proc.Restart(); err != nil {
+		return err
+	}
+	if err := s.waitReady(ctx); err != nil {
+		return fmt.Errorf("%s: %w (log %s: %s)", s.Name, err, s.LogPath, s.logTail(8))
+	}
+	return nil
 }
 
 // RESTConfig returns a client-go configuration for this server with the

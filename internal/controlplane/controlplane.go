@@ -56,7 +56,15 @@ type Config struct {
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL,
 	// per process; 0 means 20 seconds.
 	StopTimeout time.Duration
+	// Logf reports a component that exited on its own and is started
+	// again (Process.Supervise); nil discards it.
+	Logf func(string, ...any)
 }
+
+// SuperviseBackoff is the wait before a component that exited is started
+// again, doubled each time: the kubelet's first CrashLoopBackOff
+// (k8s.io/kubernetes pkg/kubelet/kubelet.go backOffPeriod).
+const SuperviseBackoff = 10 * time.Second
 
 // Leader-election Lease names in kube-system
 // (k8s.io/kubernetes cmd/kube-controller-manager/app/options and
@@ -88,6 +96,7 @@ type ControlPlane struct {
 	Kubeconfigs map[string]string
 
 	stopTimeout time.Duration
+	ports       map[string]int // each component's serving port, by name
 }
 
 // Start starts, on free loopback ports, cfg.APIServer.Servers
@@ -128,10 +137,19 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ControlPlane{APIServers: apiservers, Kubeconfigs: map[string]string{}, stopTimeout: cfg.StopTimeout}
+	c := &ControlPlane{APIServers: apiservers, Kubeconfigs: map[string]string{}, stopTimeout: cfg.StopTimeout, ports: map[string]int{}}
 	if err := c.start(ctx, cfg); err != nil {
 		c.Stop()
 		return nil, err
+	}
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	// As the kubelet runs them, in static pods: one that exits is
+	// started again.
+	for _, p := range c.Processes() {
+		p.Supervise(SuperviseBackoff, logf)
 	}
 	return c, nil
 }
@@ -250,6 +268,7 @@ func (c *ControlPlane) startComponent(ctx context.Context, cfg Config, name, bin
 		}
 		err = ready(ctx, p, port)
 		if err == nil {
+			c.ports[name] = port
 			return p, nil
 		}
 		if errors.Is(err, errExited) {
@@ -348,6 +367,84 @@ func waitHealthz(ctx context.Context, p *apiserverproc.Process, port int) error 
 	}
 }
 
+// Components names what Restart restarts, in start order.
+var Components = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// Restart stops component (one of Components; kube-apiserver is the first
+// server) by its PID, SIGTERM as an operator's restart or a rollout would
+// (SIGKILL after the stop timeout), starts it again with the same command
+// line and port, and waits until it is ready again: kube-apiserver's
+// /readyz, kwok's /healthz, and for kube-controller-manager and
+// kube-scheduler their leader-election Lease held by another identity than
+// before (each run picks a new one: client-go's leaderelection identity is
+// hostname_UUID). kube-scheduler releases its Lease on SIGTERM
+// (cmd/kube-scheduler/app/options/options.go ReleaseOnCancel true);
+// kube-controller-manager does not unless the alpha gate
+// ControllerManagerReleaseLeaderElectionLockOnExit is on (off in 1.37:
+// k8s.io/controller-manager pkg/features), so its successor waits out the
+// Lease's 15 s duration. It returns when ready (down
+// is how long the process was stopped or starting, from the signal to
+// ready) or with ctx's error or the component's log tail.
+func (c *ControlPlane) Restart(ctx context.Context, component string) (down time.Duration, err error) {
+	start := time.Now()
+	switch component {
+	case "kube-apiserver":
+		err = c.APIServers.Servers[0].Restart(ctx)
+	case "kube-controller-manager", "kube-scheduler":
+		p, lease := c.ControllerManager, ControllerManagerLease
+		if component == "kube-scheduler" {
+			p, lease = c.Scheduler, SchedulerLease
+		}
+		var cs kubernetes.Interface
+		if cs, err = kubernetes.NewForConfig(c.RESTConfig()); err != nil {
+			return 0, err
+		}
+		before := ""
+		if l, gerr := cs.CoordinationV1().Leases("kube-system").Get(ctx, lease, metav1.GetOptions{}); gerr == nil && l.Spec.HolderIdentity != nil {
+			before = *l.Spec.HolderIdentity
+		}
+		if err = p.Restart(); err == nil {
+			err = waitNewHolder(ctx, cs, p, lease, before)
+		}
+	case "kwok":
+		if err = c.KWOK.Restart(); err == nil {
+			err = waitHealthz(ctx, c.KWOK, c.ports["kwok"])
+		}
+	default:
+		return 0, fmt.Errorf("no control-plane component %q (one of %s)", component, strings.Join(Components, ", "))
+	}
+	if err != nil {
+		return time.Since(start), fmt.Errorf("restart of %s: %w", component, err)
+	}
+	return time.Since(start), nil
+}
+
+// waitNewHolder polls Lease kube-system/name every 200 ms until a holder
+// other than before holds it, p exits or ctx ends.
+func waitNewHolder(ctx context.Context, cs kubernetes.Interface, p *apiserverproc.Process, name, before string) error {
+	var last string
+	for {
+		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "":
+			last = "Lease kube-system/" + name + " not held"
+		case *l.Spec.HolderIdentity == before:
+			last = "Lease kube-system/" + name + " still held by " + before
+		default:
+			return nil
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("%w (log %s: %s)", errExited, p.LogPath, p.LogTail(8))
+		case <-ctx.Done():
+			return fmt.Errorf("not leader again (%s): %w", last, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // RESTConfig returns a client-go configuration for the first
 // kube-apiserver with the admin token; each call returns a new value the
 // caller may change.
@@ -366,6 +463,20 @@ func (c *ControlPlane) Processes() []*apiserverproc.Process {
 		}
 	}
 	return ps
+}
+
+// Exits returns, by component name (apiserver0, kube-controller-manager,
+// kube-scheduler, kwok), the runs that ended on their own and were
+// started again (Process.Supervise); components that never exited are
+// left out.
+func (c *ControlPlane) Exits() map[string][]apiserverproc.Exit {
+	out := map[string][]apiserverproc.Exit{}
+	for _, p := range c.Processes() {
+		if e := p.Exits(); len(e) > 0 {
+			out[p.Name] = e
+		}
+	}
+	return out
 }
 
 // Err returns an error naming every process that has exited, with the end

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
+	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -60,6 +61,10 @@ type Stack struct {
 	// like the apiservers (their CPU and resident set by phase); nil:
 	// none.
 	Components []APIServer
+	// ControlPlane is the whole control plane StartStack started
+	// (StackConfig.ControlPlane), which a cluster run's experiments
+	// restart parts of; nil otherwise.
+	ControlPlane *controlplane.ControlPlane
 	// Shared is true for a cluster lwbench does not own (`lwbench run
 	// --kubeconfig`): a run then writes only in namespaces of its own
 	// (lwbench-<random>-ns-N, refused if one exists), labels every object
@@ -148,6 +153,7 @@ type apiClients struct {
 	wl          *APIWorkload
 	churn       *clusterload.Churn // a cluster's writes (Options.Cluster)
 	kubelets    *KubeletWatches    // a cluster's kubelet watches
+	health      *nodeHealth        // a cluster's node Leases and conditions
 	rec         *watchload.Recorder
 	env         *watchload.Env
 	set         *InformerSet
@@ -326,6 +332,10 @@ func (a *apiClients) StartWrites(ctx context.Context) (*watchload.Writing, error
 // were released after one, defragments every member.
 func (a *apiClients) Maintain(ctx context.Context, w *watchload.Writing) {
 	r, lo, s := a.r, a.r.Options, a.r.Session
+	if c := a.o.Cluster; c != nil && (c.DefragAt > 0 || c.Restart != "") {
+		a.clusterEvents(ctx, w)
+		return
+	}
 	if lo.HoldBack <= 0 {
 		return
 	}
@@ -364,6 +374,12 @@ func (a *apiClients) Validate(ctx context.Context) {
 func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 	res := a.r.Result
 	a.stopWatch()
+	if a.health != nil {
+		res.Cluster.NodeHealth = a.health.finish()
+	}
+	if cp := a.st.ControlPlane; cp != nil && res.Cluster != nil {
+		res.Cluster.Exits = componentExits(cp, a.r.Session.Epoch())
+	}
 	res.Compactions = <-a.compactions
 	if a.ph.meter != nil {
 		res.APIServers, res.APIServerMetrics = a.ph.meter.finish(ctx)

@@ -38,6 +38,20 @@ type ClusterOptions struct {
 	// their kubelets would open (StartKubeletWatches), beside the run's
 	// informers; 0: none.
 	KubeletWatches int
+	// FillerBytes, if above 0, grows etcd's db after the seeding by this
+	// many bytes of live keys under FillerPrefix, so that a
+	// defragmentation copies a db of the size operators report stalls
+	// with; the etcd must be the run's own.
+	FillerBytes int64
+	// DefragAt, if above 0, defragments every member once this long
+	// after the churn began (clusterEvents); the run then holds no
+	// informer back (Options.HoldBack must be 0).
+	DefragAt time.Duration
+	// Restart, if set, is the component (controlplane.Components)
+	// stopped and started again RestartAt after the churn began; the
+	// run then holds no informer back.
+	Restart   string
+	RestartAt time.Duration
 }
 
 // clusterClients returns n clientsets from the Stack's connections.
@@ -77,6 +91,9 @@ func (a *apiClients) seedCluster(ctx context.Context) error {
 		return fmt.Errorf("the control plane did not run the cluster's pods: %w", err)
 	}
 	r.Logf("%d pods Running on %d KWOK nodes after %v", running, c.Plan.Nodes, time.Since(start).Round(time.Second))
+	if err := a.fill(ctx); err != nil {
+		return err
+	}
 	if a.churn, err = clusterload.NewChurn(c.Plan, clients, lo.Seed); err != nil {
 		return err
 	}
@@ -106,7 +123,7 @@ func clusterScenario(c *ClusterOptions) *report.ClusterScenario {
 	p := c.Plan
 	return &report.ClusterScenario{Nodes: p.Nodes, Namespaces: len(p.Namespaces), Deployments: len(p.Deployments),
 		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: c.PodSize, NodeSize: c.NodeSize, PodChurn: c.PodChurn,
-		KubeletWatchNodes: min(c.KubeletWatches, p.Nodes)}
+		KubeletWatchNodes: min(c.KubeletWatches, p.Nodes), FillerBytes: c.FillerBytes, DefragAtMs: report.Ms(c.DefragAt)}
 }
 
 // startChurn starts the churn's writers at PodChurn pods per second
@@ -114,6 +131,11 @@ func clusterScenario(c *ClusterOptions) *report.ClusterScenario {
 func (a *apiClients) startChurn(ctx context.Context) (*watchload.Writing, error) {
 	lo, c := a.r.Options, a.o.Cluster
 	rate := c.PodChurn / clusterload.PodsPerOp
+	var err error
+	if a.health, err = a.startNodeHealth(ctx, watchload.PhaseSteady); err != nil {
+		return nil, fmt.Errorf("node health: %w", err)
+	}
+	a.r.Session.OnPhase(a.health.setPhase)
 	a.r.Logf("churning %.0f pods/s (%.1f deployment writes/s) for %v", c.PodChurn, rate, lo.Duration)
 	return a.r.Session.Write(ctx, a.churn, watchload.WriterOptions{Rate: rate, Total: int64(rate * lo.Duration.Seconds()),
 		Workers: lo.WriterConcurrency}, watchload.PhaseSteady)

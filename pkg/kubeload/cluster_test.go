@@ -12,6 +12,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -73,5 +74,90 @@ func TestClusterRun(t *testing.T) {
 		if u.CPUSeconds <= 0 || u.PeakResidentMemoryBytes <= 0 {
 			t.Errorf("component %s: got %+v, want its CPU and memory", u.Server, u)
 		}
+	}
+}
+
+// TestClusterExperiments runs a small cluster with the experiments of a
+// cluster run: 64 MiB of filler, a defragmentation at a fixed time and a
+// restart of kube-apiserver, whose watch cache is then rebuilt from etcd.
+// The defragmentation must copy the filler, the restart must come back
+// and its phase must show the watch cache's LIST of pods and nodes at
+// etcd, the node Leases must be renewed every 10-10.4 s
+// (controlplane.NodeLeaseRenewInterval) and no node may go NotReady (no
+// stall here comes near node-monitor-grace-period), and the meter must
+// follow kube-apiserver's new process. kube-controller-manager and
+// kube-scheduler may exit when kube-apiserver is away longer than their
+// renew deadline; they are started again (ComponentExit), and nothing
+// is lost either way.
+func TestClusterExperiments(t *testing.T) {
+	bins := apiservertest.ControlPlaneBinaries(t)
+	srv := etcdtest.RunEtcd(t)
+	target := watchload.Target{Endpoints: srv.Endpoints, Embedded: true, Managed: true,
+		Dial: func(ctx context.Context) (*clientv3.Client, error) {
+			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		}}
+	st, stop, err := kubeload.StartStack(t.Context(), target, kubeload.StackConfig{BinDir: bins.KubeAPIServer, ControlPlane: &bins,
+		WatchCache: true, CountEtcd: true, EtcdCompactionInterval: time.Minute, Logf: t.Logf})
+	t.Cleanup(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: 10, PodsPerNode: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := watchload.Options{Watchers: 2, WatchResources: []string{watchload.ResourcePods}, Duration: 50 * time.Second,
+		WriterConcurrency: 2, Seed: 1, SyncTimeout: time.Minute, Logf: t.Logf}
+	const filler = 64 << 20
+	res, err := runAPI(t.Context(), st, lo, kubeload.Options{Cluster: &kubeload.ClusterOptions{Plan: plan, PodChurn: 4, QPS: 50,
+		RunningTimeout: 2 * time.Minute, FillerBytes: filler, DefragAt: 3 * time.Second, Restart: "kube-apiserver", RestartAt: 30 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Validation.OK() {
+		t.Errorf("validation failed: %s", res.Validation.Summary())
+	}
+	if d := res.Defrag; d == nil || len(d.Members) != 1 || d.Members[0].BeforeInUseBytes < filler || d.Members[0].Error != "" {
+		t.Errorf("got defrag %+v, want one member of at least %d bytes (the filler)", d, filler)
+	}
+	c := res.Cluster
+	if rs := c.Restart; rs == nil || rs.Component != "kube-apiserver" || rs.Error != "" || rs.DownMs <= 0 {
+		t.Fatalf("got restart %+v, want kube-apiserver back", rs)
+	}
+	relisted := map[string]bool{}
+	for _, r := range res.Etcd {
+		if r.Phase == "restart kube-apiserver" && (r.Method == "Range" || r.Method == "RangeStream") && r.Items > 0 {
+			relisted[r.Resource] = true
+		}
+	}
+	if !relisted["pods"] || !relisted["nodes"] {
+		t.Errorf("etcd reads with keys while kube-apiserver restarted: got %v, want pods and nodes (the watch cache's initial LISTs)", relisted)
+	}
+	// Between the defragmentation and the restart nothing stalls the
+	// Leases: KWOK's interval.
+	h := c.NodeHealth
+	var between *report.NodeHealthPhase
+	for i, p := range h.Phases {
+		if p.Phase == "after defrag" {
+			between = &h.Phases[i]
+		}
+	}
+	if h.Nodes != plan.Nodes || between == nil || between.Renewals < int64(plan.Nodes) || between.IntervalP50Ms < 9500 || between.IntervalP50Ms > 11000 {
+		t.Errorf("got node health %+v, want the Leases of %d nodes renewed every 10-10.4 s after the defragmentation", h, plan.Nodes)
+	}
+	if h.NotReady != 0 || h.LeaseExpired != 0 {
+		t.Errorf("got %d nodes NotReady and %d past their Lease, want none", h.NotReady, h.LeaseExpired)
+	}
+	var after bool
+	for _, u := range res.APIServers {
+		for _, p := range u.Phases {
+			after = after || (p.Phase == "after restart" && p.CPUSeconds > 0)
+		}
+	}
+	if !after {
+		t.Errorf("got apiserver usage %+v, want CPU metered after the restart (its new process)", res.APIServers)
+	}
+	for _, e := range c.Exits {
+		t.Logf("%s exited at %.1f s (%s) and was started again", e.Component, e.AtMs/1000, e.Status)
 	}
 }

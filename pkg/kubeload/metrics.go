@@ -37,6 +37,18 @@ type APIServer struct {
 	// in /proc every 250 ms; 0 when unknown (the figures then come from
 	// /metrics alone, at phase boundaries).
 	PID int
+	// Process, if set, is the process lwbench started: after a restart
+	// (Stack.Restart) the run samples its new PID.
+	Process *apiserverproc.Process
+}
+
+// pid returns the process to sample in /proc: Process's current one if
+// set (0 while it is stopped), else PID.
+func (s APIServer) pid() int {
+	if s.Process != nil {
+		return s.Process.PID()
+	}
+	return s.PID
 }
 
 // componentsOf returns the control plane's other processes (the
@@ -45,7 +57,7 @@ type APIServer struct {
 func componentsOf(ps []*apiserverproc.Process) []APIServer {
 	out := make([]APIServer, len(ps))
 	for i, p := range ps {
-		out[i] = APIServer{Name: p.Name, PID: p.PID()}
+		out[i] = APIServer{Name: p.Name, PID: p.PID(), Process: p}
 	}
 	return out
 }
@@ -72,7 +84,7 @@ func procSample(pid int) (*metricSample, error) {
 func APIServersOf(c *apiserverproc.Cluster) []APIServer {
 	out := make([]APIServer, len(c.Servers))
 	for i, s := range c.Servers {
-		out[i] = APIServer{Name: s.Name, RESTConfig: s.RESTConfig(), PID: s.PID()}
+		out[i] = APIServer{Name: s.Name, RESTConfig: s.RESTConfig(), PID: s.PID(), Process: s.Process()}
 	}
 	return out
 }
@@ -334,7 +346,6 @@ type meter struct {
 
 	scrapeMu sync.Mutex // serializes scrapes and phase changes
 	last     []*metricSample
-	first    []*metricSample
 
 	mu         sync.Mutex // guards what follows; the RSS sampler takes it
 	phase      string
@@ -354,7 +365,7 @@ type meter struct {
 // sampler, and counts into phase from now on. It fails when a server has
 // no usable RESTConfig.
 func startMeter(ctx context.Context, servers []APIServer, phase string, logf func(string, ...any)) (*meter, error) {
-	m := &meter{servers: servers, logf: logf, last: make([]*metricSample, len(servers)), first: make([]*metricSample, len(servers)),
+	m := &meter{servers: servers, logf: logf, last: make([]*metricSample, len(servers)),
 		phase: phase, phaseStart: time.Now(), order: []string{phase}, usage: make([]map[string]*report.APIServerPhaseUsage, len(servers)),
 		values: make([]map[string]map[string]float64, len(servers)), gauges: map[string]bool{}, peak: make([]int64, len(servers)),
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -371,7 +382,6 @@ func startMeter(ctx context.Context, servers []APIServer, phase string, logf fun
 		m.values[i] = map[string]map[string]float64{}
 	}
 	m.scrapeAll(ctx)
-	copy(m.first, m.last)
 	go m.sampleRSS()
 	return m, nil
 }
@@ -383,10 +393,11 @@ func (m *meter) sampleRSS() {
 	defer t.Stop()
 	for {
 		for i, s := range m.servers {
-			if s.PID == 0 {
+			pid := s.pid()
+			if pid == 0 {
 				continue
 			}
-			if rss, err := procRSSBytes(s.PID); err == nil {
+			if rss, err := procRSSBytes(pid); err == nil {
 				m.notePeak(i, rss)
 			}
 		}
@@ -427,7 +438,11 @@ func (m *meter) scrapeAll(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			if s.RESTConfig == nil {
-				samples[i], errs[i] = procSample(s.PID)
+				pid := s.pid()
+				if pid == 0 {
+					return // stopped (a restart, an exit the supervisor will undo)
+				}
+				samples[i], errs[i] = procSample(pid)
 				return
 			}
 			samples[i], errs[i] = scrape(ctx, m.clients[i], s.RESTConfig.Host)
@@ -440,6 +455,9 @@ func (m *meter) scrapeAll(ctx context.Context) {
 		if errs[i] != nil {
 			m.logf("%s metrics: %v", m.servers[i].Name, errs[i])
 			continue
+		}
+		if s == nil {
+			continue // not running at this moment
 		}
 		if prev := m.last[i]; prev != nil {
 			m.addLocked(i, prev, s)
@@ -513,9 +531,11 @@ func (m *meter) finish(ctx context.Context) ([]report.APIServerUsage, []report.A
 	var metrics []report.APIServerMetric
 	for i, s := range m.servers {
 		u := report.APIServerUsage{Server: s.Name, PID: s.PID, PeakResidentMemoryBytes: m.peak[i]}
-		if m.first[i] != nil && m.last[i] != nil {
-			u.CPUSeconds = m.last[i].values[metricCPUSeconds] - m.first[i].values[metricCPUSeconds]
+		if m.last[i] != nil {
 			u.FinalResidentMemoryBytes = int64(m.last[i].values[metricRSSBytes])
+		}
+		for _, vals := range m.values[i] {
+			u.CPUSeconds += vals[metricCPUSeconds] // the phases' sum: right across a restart
 		}
 		for _, p := range m.order {
 			if pu := m.usage[i][p]; pu != nil {

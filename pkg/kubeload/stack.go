@@ -68,6 +68,9 @@ type StackConfig struct {
 	// ControlPlane.KubeAPIServer), the ServiceAccount admission plugin on,
 	// for a cluster's load (ClusterOptions).
 	ControlPlane *controlplane.Binaries
+	// Logf reports what the control plane's supervisor does (a component
+	// that exited and is started again); nil discards it.
+	Logf func(string, ...any)
 }
 
 // StartStack starts cfg.Servers kube-apiservers (apiserverproc.Start, in
@@ -115,15 +118,16 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	acfg.Dir = dir
 	var cluster *apiserverproc.Cluster
 	var processes []*apiserverproc.Process
+	var controlPlane *controlplane.ControlPlane
 	if cfg.ControlPlane != nil {
 		acfg.BinDir = cfg.ControlPlane.KubeAPIServer
-		cp, err := controlplane.Start(ctx, controlplane.Config{Binaries: *cfg.ControlPlane, Dir: dir, APIServer: acfg})
+		cp, err := controlplane.Start(ctx, controlplane.Config{Binaries: *cfg.ControlPlane, Dir: dir, APIServer: acfg, Logf: cfg.Logf})
 		if err != nil {
 			stop()
 			return Stack{}, func() {}, err
 		}
 		undo = append(undo, cp.Stop)
-		cluster, processes = cp.APIServers, []*apiserverproc.Process{cp.ControllerManager, cp.Scheduler, cp.KWOK}
+		cluster, processes, controlPlane = cp.APIServers, []*apiserverproc.Process{cp.ControllerManager, cp.Scheduler, cp.KWOK}, cp
 	} else {
 		c, err := apiserverproc.Start(ctx, acfg)
 		if err != nil {
@@ -149,7 +153,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	}
 	api.Connections = string(conns.Layout())
 	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), Connections: conns, EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
-		APIServers: APIServersOf(cluster), Components: componentsOf(processes)}
+		APIServers: APIServersOf(cluster), Components: componentsOf(processes), ControlPlane: controlPlane}
 	return st, stop, nil
 }
 

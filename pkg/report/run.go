@@ -179,6 +179,22 @@ type ClusterScenario struct {
 	// (initial lists included); counted, not validated.
 	KubeletWatchNodes   int   `json:"kubeletWatchNodes"`
 	KubeletWatchObjects int64 `json:"kubeletWatchObjects"`
+	// FillerBytes of live keys outside the prefix grew etcd's db after
+	// the seeding (0: none), so that a defragmentation copies them.
+	FillerBytes int64 `json:"fillerBytes,omitempty"`
+	// DefragAtMs is when, after the churn began, every member was to be
+	// defragmented once (the result's defrag says when it was, after the
+	// run began); 0: not at a fixed time.
+	DefragAtMs float64 `json:"defragAtMs,omitempty"`
+	// Restart is the control-plane component restarted during the
+	// churn; nil: none.
+	Restart *ComponentRestart `json:"restart,omitempty"`
+	// Exits are the components that exited on their own and were
+	// started again, in time order.
+	Exits []ComponentExit `json:"exits,omitempty"`
+	// NodeHealth is what the nodes' Leases and Ready conditions did from
+	// the churn's start to its end.
+	NodeHealth *NodeHealth `json:"nodeHealth,omitempty"`
 }
 
 // Scenario is the shape of the load.

@@ -2,13 +2,18 @@ package command
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // clusterRelease is the Kubernetes release of --nodes without
@@ -29,10 +34,23 @@ type clusterOptions struct {
 	podChurn       float64
 	createQPS      float64
 	kubeletWatches int
+	dbSize         string
+	defragAt       time.Duration
+	restart        string
+	restartAt      time.Duration
 	flags          *pflag.FlagSet
 
-	podBytes, nodeBytes int // from podSize, nodeSize
+	podBytes, nodeBytes int   // from podSize, nodeSize
+	fillerBytes         int64 // from dbSize
 }
+
+// clusterQuotaBytes is etcd's --quota-backend-bytes with --db-size: 8 GiB,
+// the largest etcd's documentation recommends (etcd.io "Space quota");
+// --db-size may take at most clusterMaxFiller of it.
+const (
+	clusterQuotaBytes = 8 << 30
+	clusterMaxFiller  = 6 << 30
+)
 
 func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.nodes, "nodes", 0, "run a whole cluster's load: a real control plane (kube-apiserver of --kube-apiserver, default "+clusterRelease+", kube-controller-manager, kube-scheduler) and this many KWOK nodes, with ClusterLoader2's load test objects (Deployments of 250/30/5 pods, Services for half, a ConfigMap and Secret each, a DaemonSet; one namespace per 100 nodes), then --pod-churn; the components are built from the Go module proxy on first use")
@@ -42,6 +60,10 @@ func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.podChurn, "pod-churn", 10, "with --nodes: pods created (and as many deleted) per second once seeded, by scaling Deployments and rolling small ones out (ClusterLoader2's CL2_LOAD_TEST_THROUGHPUT)")
 	fs.Float64Var(&o.createQPS, "create-qps", 0, "with --nodes: creates per second while seeding (default ClusterLoader2's: 10 up to 500 nodes, else 100)")
 	fs.IntVar(&o.kubeletWatches, "kubelet-watches", 10, "with --nodes: how many nodes also get the watches their kubelets would open (pods on the node, its Node, Services, each mounted ConfigMap and Secret); 0 none")
+	fs.StringVar(&o.dbSize, "db-size", "0", "with --nodes: grow etcd's db by this much live data (keys under "+kubeload.FillerPrefix+", outside the prefix: no watch cache or informer holds them) after the seeding, e.g. 2Gi, so that a defragmentation copies a db of the size operators report stalls with; etcd then runs with --quota-backend-bytes 8Gi; needs an etcd lwbench starts")
+	fs.DurationVar(&o.defragAt, "defrag-at", 0, "with --nodes: defragment every member once, this long after the churn began (the nodes' Lease renewals and Ready conditions are followed throughout); instead of holding informers back (--hold-back 0)")
+	fs.StringVar(&o.restart, "restart", "", "with --nodes: restart this control-plane component during the churn (kube-apiserver: its watch cache is rebuilt from etcd; kube-controller-manager: its informers relist; kube-scheduler; kwok), SIGTERM then start, as a rollout does")
+	fs.DurationVar(&o.restartAt, "restart-at", 0, "with --restart: how long after the churn began (default a third of --duration)")
 	o.flags = fs
 }
 
@@ -54,9 +76,9 @@ func (o *clusterOptions) enabled() bool {
 // a control plane lwbench starts (not --kubeconfig); it turns the
 // kube-apiserver options on (kube: the default release unless given, the
 // watch cache on unless --watch-cache says otherwise).
-func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool) error {
+func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watchload.Options, target *targetOptions) error {
 	if !o.enabled() {
-		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches"} {
+		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --nodes", name)
 			}
@@ -84,11 +106,55 @@ func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool) error {
 	if o.nodeBytes, err = byteSize("node-size", o.nodeSize, 1<<20); err != nil {
 		return err
 	}
+	if err := o.validateExperiments(load, target); err != nil {
+		return err
+	}
 	if kube.version == "" {
 		kube.version = clusterRelease
 	}
 	if kube.flags == nil || !kube.flags.Changed("watch-cache") {
 		kube.watchCache = true // a cluster's kube-apiserver caches
+	}
+	return nil
+}
+
+// validateExperiments checks --db-size, --defrag-at and --restart: the
+// filler needs an etcd lwbench starts (whose quota it raises), the
+// defragmentation and restart replace the informers held back (--hold-back
+// 0 unless given), and --restart-at defaults to a third of the run.
+func (o *clusterOptions) validateExperiments(load *watchload.Options, target *targetOptions) error {
+	q, err := resource.ParseQuantity(o.dbSize)
+	if err != nil {
+		return cli.FlagErrorf("--db-size: Invalid value: %q: give a size such as 2Gi", o.dbSize)
+	}
+	if v, ok := q.AsInt64(); !ok || v < 0 || v > clusterMaxFiller {
+		return cli.FlagErrorf("--db-size: Invalid value: %q: must be 0 to %d bytes (6Gi) of etcd's 8Gi quota", o.dbSize, int64(clusterMaxFiller))
+	} else {
+		o.fillerBytes = v
+	}
+	if o.fillerBytes > 0 {
+		if len(target.endpoints) > 0 {
+			return cli.FlagErrorf("--db-size needs an etcd lwbench starts: it writes outside --prefix, which it never does to an --endpoints cluster")
+		}
+		target.quotaBackendBytes = clusterQuotaBytes
+	}
+	if o.defragAt < 0 {
+		return cli.FlagErrorf("--defrag-at: Invalid value: %v: must be above 0", o.defragAt)
+	}
+	if o.restart != "" && !slices.Contains(controlplane.Components, o.restart) {
+		return cli.FlagErrorf("--restart: Unsupported value: %q: supported values: %s", o.restart, strings.Join(controlplane.Components, ", "))
+	}
+	if o.restartAt < 0 || (o.restartAt > 0 && o.restart == "") {
+		return cli.FlagErrorf("--restart-at needs --restart and a duration above 0")
+	}
+	if o.defragAt > 0 || o.restart != "" {
+		if o.flags.Changed("hold-back") && load.HoldBack > 0 {
+			return cli.FlagErrorf("--hold-back cannot be used with --defrag-at or --restart: the run defragments or restarts at a fixed time instead of after a held informer's compaction")
+		}
+		load.HoldBack = 0
+	}
+	if o.restart != "" && o.restartAt == 0 {
+		o.restartAt = load.Duration / 3
 	}
 	return nil
 }
@@ -114,5 +180,6 @@ func (o *clusterOptions) clusterLoad() (*kubeload.ClusterOptions, error) {
 		return nil, fmt.Errorf("--nodes: %w", err)
 	}
 	return &kubeload.ClusterOptions{Plan: plan, PodSize: o.podBytes, NodeSize: o.nodeBytes, QPS: o.createQPS,
-		PodChurn: o.podChurn, KubeletWatches: o.kubeletWatches}, nil
+		PodChurn: o.podChurn, KubeletWatches: o.kubeletWatches, FillerBytes: o.fillerBytes, DefragAt: o.defragAt,
+		Restart: o.restart, RestartAt: o.restartAt}, nil
 }

@@ -280,7 +280,7 @@ func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Ta
 	interval := o.load.Defaults().CompactionInterval
 	con.Logf("starting %d kube-apiserver %s in front of %s", k.servers, k.resolvedVersion, strings.Join(target.Endpoints, ","))
 	scfg := k.stackConfig(bin, o.load.Prefix, interval, o.load.Defaults().EventTTL, ccfg.TLS, o.target.conn)
-	scfg.ControlPlane = cp
+	scfg.ControlPlane, scfg.Logf = cp, con.Logf
 	if cp != nil {
 		con.Logf("starting kube-apiserver, kube-controller-manager, kube-scheduler %s and KWOK %s in front of %s", k.resolvedVersion, controlplane.DefaultKWOKVersion, strings.Join(target.Endpoints, ","))
 	}

@@ -197,7 +197,14 @@ func TestKubeRunResultGolden(t *testing.T) {
 func TestClusterRunResultGolden(t *testing.T) {
 	r := syntheticKubeRun()
 	r.Cluster = &report.ClusterScenario{Nodes: 100, Namespaces: 1, Deployments: 328, Services: 165, Pods: 3100,
-		PodChurn: 10, PodsRunning: 3100, SeedMs: 412500, KubeletWatchNodes: 10, KubeletWatchObjects: 4321}
+		PodChurn: 10, PodsRunning: 3100, SeedMs: 412500, KubeletWatchNodes: 10, KubeletWatchObjects: 4321,
+		FillerBytes: 2 << 30, DefragAtMs: 30000,
+		Restart: &report.ComponentRestart{Component: "kube-apiserver", AtMs: 60000, DownMs: 12500},
+		Exits:   []report.ComponentExit{{Component: "kube-controller-manager", AtMs: 61000, Status: "exit status 1"}},
+		NodeHealth: &report.NodeHealth{Nodes: 100, Renewals: 2900, IntervalP50Ms: 10150, IntervalP99Ms: 41000, IntervalMaxMs: 52000,
+			Phases: []report.NodeHealthPhase{{Phase: "steady", Renewals: 1500, IntervalP50Ms: 10100, IntervalP99Ms: 10400, IntervalMaxMs: 10500},
+				{Phase: "defrag", Renewals: 100, IntervalP50Ms: 41000, IntervalP99Ms: 52000, IntervalMaxMs: 52000}},
+			LeaseExpired: 12, NotReady: 12, Transitions: 12, FirstNotReadyMs: 81000, StillNotReady: 0}}
 	r.Scenario.Objects, r.Scenario.ConfigMaps, r.Scenario.Events, r.Scenario.WriteRatePerSecond = 0, 0, 0, 10/1.4
 	r.Delivery.TimedEvents, r.Delivery.FromResponse, r.Delivery.FromSend = 0, report.Latency{}, report.Latency{}
 	r.Components = []report.APIServerUsage{{Server: "kube-controller-manager", PID: 4343, CPUSeconds: 3.25, PeakResidentMemoryBytes: 2e8, FinalResidentMemoryBytes: 1.9e8,

@@ -144,7 +144,7 @@ func (o *runOptions) Validate() error {
 	if err := o.kubeconfig.Validate(o); err != nil {
 		return err
 	}
-	if err := o.cluster.Validate(&o.kube, o.kubeconfig.enabled()); err != nil {
+	if err := o.cluster.Validate(&o.kube, o.kubeconfig.enabled(), &o.load, &o.target); err != nil {
 		return err
 	}
 	if err := o.kube.Validate(); err != nil {

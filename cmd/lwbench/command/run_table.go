@@ -73,12 +73,7 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 			[]string{"kube-apiserver", kubeAPIServerRow(*api)},
 			[]string{"informers", fmt.Sprintf("%d client-go informers, WatchListClient %s", len(r.Informers), api.ClientWatchList)})
 		if c := r.Cluster; c != nil {
-			rows = append(rows,
-				[]string{"cluster: KWOK nodes / namespaces", fmt.Sprintf("%d / %d", c.Nodes, c.Namespaces)},
-				[]string{"cluster: deployments / services / pods", fmt.Sprintf("%d / %d / %d planned", c.Deployments, c.Services, c.Pods)},
-				[]string{"cluster seeding", fmt.Sprintf("%d pods Running after %.1f s", c.PodsRunning, c.SeedMs/1000)},
-				[]string{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s)", c.PodChurn, r.Scenario.WriteRatePerSecond)},
-				[]string{"kubelet watches: nodes / objects", fmt.Sprintf("%d / %d", c.KubeletWatchNodes, c.KubeletWatchObjects)})
+			rows = append(rows, clusterRows(c, r.Scenario.WriteRatePerSecond)...)
 		}
 	} else {
 		rows = append(rows,
@@ -315,6 +310,9 @@ func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, n
 		} else {
 			intro = append(intro, relistNote)
 		}
+	}
+	if r.Cluster != nil && r.Cluster.NodeHealth != nil && len(r.Cluster.NodeHealth.Phases) > 0 {
+		tables = append(tables, makeNodeHealthTable(r.Cluster.NodeHealth))
 	}
 	if len(r.Etcd) > 0 {
 		tables = append(tables, makeEtcdRequestsTable(r.Etcd))

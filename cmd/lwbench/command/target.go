@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ type targetOptions struct {
 	clusterSize int
 	etcdVersion string
 	netns       bool
+	// quotaBackendBytes is etcd's --quota-backend-bytes for the members
+	// lwbench starts (0: etcd's 2 GiB); set by --db-size.
+	quotaBackendBytes int64
 	// reusePrefix accepts an --endpoints prefix that already holds keys.
 	reusePrefix bool
 	flags       *pflag.FlagSet
@@ -145,7 +149,7 @@ func (o *targetOptions) open(ctx context.Context, logf func(string, ...any)) (wa
 			dir = tmp
 		}
 		if o.clusterSize == 0 {
-			srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir, UnsafeNoFsync: o.unsafeNoFsync})
+			srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir, UnsafeNoFsync: o.unsafeNoFsync, QuotaBackendBytes: o.quotaBackendBytes})
 			if err != nil {
 				cleanup()
 				return t, func() {}, err
@@ -237,7 +241,11 @@ func (o *targetOptions) startCluster(ctx context.Context, dir string, logf func(
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	c, err := etcdproc.Start(sctx, etcdproc.Config{BinDir: bin, Members: o.clusterSize, Dir: dir, UnsafeNoFsync: o.unsafeNoFsync, Netns: o.netns})
+	var extra []string
+	if o.quotaBackendBytes > 0 {
+		extra = []string{"--quota-backend-bytes=" + strconv.FormatInt(o.quotaBackendBytes, 10)}
+	}
+	c, err := etcdproc.Start(sctx, etcdproc.Config{BinDir: bin, Members: o.clusterSize, Dir: dir, UnsafeNoFsync: o.unsafeNoFsync, Netns: o.netns, ExtraArgs: extra})
 	if err != nil {
 		return nil, fmt.Errorf("start %d etcd %s members: %w", o.clusterSize, v, err)
 	}
