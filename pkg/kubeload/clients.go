@@ -65,6 +65,9 @@ type Stack struct {
 	// (StackConfig.ControlPlane), which a cluster run's experiments
 	// restart parts of; nil otherwise.
 	ControlPlane *controlplane.ControlPlane
+	// EventsEtcd are the client URLs of the etcd that stores events
+	// (StackConfig.EventsEtcd); nil: the main one.
+	EventsEtcd []string
 	// Shared is true for a cluster lwbench does not own (`lwbench run
 	// --kubeconfig`): a run then writes only in namespaces of its own
 	// (lwbench-<random>-ns-N, refused if one exists), labels every object
@@ -225,6 +228,7 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 			return fmt.Errorf("a cluster's load needs a plan and a pod churn above 0")
 		}
 		res.Cluster = clusterScenario(a.o.Cluster)
+		res.Cluster.EventsEtcd = st.EventsEtcd
 		// The cluster's objects and churn replace the run's own.
 		res.Scenario.Objects, res.Scenario.ConfigMaps, res.Scenario.Events = 0, 0, 0
 		res.Scenario.WriteRatePerSecond = a.o.Cluster.PodChurn / clusterload.PodsPerOp

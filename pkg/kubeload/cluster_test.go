@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubestore/etcdkit/internal/apiservertest"
+	"github.com/kubestore/etcdkit/internal/embedetcd"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
@@ -79,7 +80,9 @@ func TestClusterRun(t *testing.T) {
 
 // TestClusterExperiments runs a small cluster with the experiments of a
 // cluster run: 64 MiB of filler, a defragmentation at a fixed time and a
-// restart of kube-apiserver, whose watch cache is then rebuilt from etcd.
+// restart of kube-apiserver, whose watch cache is then rebuilt from etcd;
+// events go to a second etcd (--etcd-servers-overrides), as kops runs
+// them, and none to the main one.
 // The defragmentation must copy the filler, the restart must come back
 // and its phase must show the watch cache's LIST of pods and nodes at
 // etcd, the node Leases must be renewed every 10-10.4 s
@@ -96,8 +99,9 @@ func TestClusterExperiments(t *testing.T) {
 		Dial: func(ctx context.Context) (*clientv3.Client, error) {
 			return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		}}
+	events := etcdtest.RunEtcd(t)
 	st, stop, err := kubeload.StartStack(t.Context(), target, kubeload.StackConfig{BinDir: bins.KubeAPIServer, ControlPlane: &bins,
-		WatchCache: true, CountEtcd: true, EtcdCompactionInterval: time.Minute, Logf: t.Logf})
+		WatchCache: true, CountEtcd: true, EtcdCompactionInterval: time.Minute, Logf: t.Logf, EventsEtcd: events.Endpoints})
 	t.Cleanup(stop)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +160,19 @@ func TestClusterExperiments(t *testing.T) {
 	}
 	if !after {
 		t.Errorf("got apiserver usage %+v, want CPU metered after the restart (its new process)", res.APIServers)
+	}
+	count := func(srv *embedetcd.Server) int64 {
+		r, err := etcdtest.NewClient(t, srv).Get(t.Context(), "/registry/events/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Count
+	}
+	if inMain, inEvents := count(srv), count(events); inMain != 0 || inEvents == 0 {
+		t.Errorf("got %d events in the main etcd and %d in the events etcd, want all in the events etcd", inMain, inEvents)
+	}
+	if len(c.EventsEtcd) != 1 {
+		t.Errorf("got events etcd %v in the result, want the second etcd's URL", c.EventsEtcd)
 	}
 	for _, e := range c.Exits {
 		t.Logf("%s exited at %.1f s (%s) and was started again", e.Component, e.AtMs/1000, e.Status)

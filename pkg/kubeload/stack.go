@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -68,6 +70,12 @@ type StackConfig struct {
 	// ControlPlane.KubeAPIServer), the ServiceAccount admission plugin on,
 	// for a cluster's load (ClusterOptions).
 	ControlPlane *controlplane.Binaries
+	// EventsEtcd, if set, are the client URLs (plain http) of a second
+	// etcd that stores events, as kops runs etcd-events beside etcd-main:
+	// kube-apiserver's --etcd-servers-overrides=/events#URL;URL... With
+	// CountEtcd a counting proxy sits in front of each of them too,
+	// counting into the same Counter (its rows say resource "events").
+	EventsEtcd []string
 	// Logf reports what the control plane's supervisor does (a component
 	// that exited and is started again); nil discards it.
 	Logf func(string, ...any)
@@ -81,6 +89,7 @@ type StackConfig struct {
 // when StartStack failed (it is then a no-op). Stack.APIServer echoes
 // cfg, with the Version kube-apiserver's /version reports.
 func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack, func(), error) {
+	eventsEtcd := cfg.EventsEtcd
 	installGates() // before the first client reads client-go's gates
 	var undo []func()
 	stop := func() {
@@ -108,6 +117,23 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 		}
 		acfg.EtcdServers, acfg.EtcdCAFile, acfg.EtcdCertFile, acfg.EtcdKeyFile = urls, "", "", ""
 		counter = CounterOf(shared)
+		events := cfg.EventsEtcd
+		cfg.EventsEtcd = nil // the proxies' URLs, for kube-apiserver
+		for _, ep := range events {
+			p, err := etcdproxy.Start(ctx, etcdproxy.Config{Upstream: ep, Counter: shared, Prefixes: prefixes(cfg.EtcdPrefix)})
+			if err != nil {
+				stop()
+				return Stack{}, func() {}, fmt.Errorf("counting proxy in front of the events etcd %s: %w", ep, err)
+			}
+			undo = append(undo, p.Close)
+			cfg.EventsEtcd = append(cfg.EventsEtcd, p.URL())
+		}
+	}
+	if len(cfg.EventsEtcd) > 0 {
+		// kube-apiserver: group/resource#servers, servers ;-separated
+		// (staging/src/k8s.io/apiserver/pkg/server/options/etcd.go
+		// --etcd-servers-overrides); events are in the core group.
+		acfg.ExtraArgs = append(slices.Clone(acfg.ExtraArgs), "--etcd-servers-overrides=/events#"+strings.Join(cfg.EventsEtcd, ";"))
 	}
 	dir, err := runtemp.New("", runtemp.APIServerPrefix)
 	if err != nil {
@@ -153,7 +179,8 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	}
 	api.Connections = string(conns.Layout())
 	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), Connections: conns, EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
-		APIServers: APIServersOf(cluster), Components: componentsOf(processes), ControlPlane: controlPlane}
+		APIServers: APIServersOf(cluster), Components: componentsOf(processes), ControlPlane: controlPlane,
+		EventsEtcd: eventsEtcd}
 	return st, stop, nil
 }
 

@@ -182,6 +182,10 @@ type ClusterScenario struct {
 	// FillerBytes of live keys outside the prefix grew etcd's db after
 	// the seeding (0: none), so that a defragmentation copies them.
 	FillerBytes int64 `json:"fillerBytes,omitempty"`
+	// EventsEtcd are the client URLs of the second etcd that stored
+	// events (--events-etcd, kube-apiserver's --etcd-servers-overrides);
+	// absent: events were in the main etcd.
+	EventsEtcd []string `json:"eventsEtcd,omitempty"`
 	// DefragAtMs is when, after the churn began, every member was to be
 	// defragmented once (the result's defrag says when it was, after the
 	// run began); 0: not at a fixed time.

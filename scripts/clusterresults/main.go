@@ -56,8 +56,9 @@ func cases(quick bool) []testCase {
 		{"nodes-100", "100 nodes, 30 pods per node (ClusterLoader2's load test)", []string{"--nodes", "100"}},
 		{"nodes-1000", "1,000 nodes, 10 pods per node", []string{"--nodes", "1000", "--pods-per-node", "10"}},
 		{"nodes-5000", "5,000 nodes, 2 pods per node", []string{"--nodes", "5000", "--pods-per-node", "2"}},
-		{"defrag-1000", "defragmentation of a 2 GiB db under 1,000 nodes", []string{"--nodes", "1000", "--pods-per-node", "3", "--db-size", "2Gi", "--defrag-at", "60s", "--duration", "4m"}},
+		{"defrag-1000", "defragmentation of a 2 GiB db under 1,000 nodes, events in a second etcd", []string{"--nodes", "1000", "--pods-per-node", "3", "--db-size", "2Gi", "--defrag-at", "60s", "--duration", "4m", "--events-etcd"}},
 		{"restart-apiserver-100", "kube-apiserver restarted under 100 nodes (watch cache rebuilt from etcd)", []string{"--nodes", "100", "--pods-per-node", "10", "--restart", "kube-apiserver", "--duration", "4m"}},
+		{"restart-apiserver-100-paginated", "the same with EtcdRangeStream off (the watch cache's LISTs in pages)", []string{"--nodes", "100", "--pods-per-node", "10", "--restart", "kube-apiserver", "--apiserver-feature-gates", "EtcdRangeStream=false", "--duration", "4m"}},
 		{"restart-kcm-100-nocache", "kube-controller-manager restarted, watch cache off (its informers' relists reach etcd)", []string{"--nodes", "100", "--pods-per-node", "10", "--restart", "kube-controller-manager", "--watch-cache=false", "--duration", "4m"}},
 		{"compaction-1m-100", "compaction every minute under 100 nodes", []string{"--nodes", "100", "--pods-per-node", "10", "--compaction-interval", "1m", "--duration", "4m"}},
 	}

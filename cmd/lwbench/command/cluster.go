@@ -1,7 +1,9 @@
 package command
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/controlplane"
+	"github.com/kubestore/etcdkit/internal/embedetcd"
+	"github.com/kubestore/etcdkit/internal/runtemp"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -38,6 +42,7 @@ type clusterOptions struct {
 	defragAt       time.Duration
 	restart        string
 	restartAt      time.Duration
+	eventsEtcd     bool
 	flags          *pflag.FlagSet
 
 	podBytes, nodeBytes int   // from podSize, nodeSize
@@ -62,6 +67,7 @@ func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.kubeletWatches, "kubelet-watches", 10, "with --nodes: how many nodes also get the watches their kubelets would open (pods on the node, its Node, Services, each mounted ConfigMap and Secret); 0 none")
 	fs.StringVar(&o.dbSize, "db-size", "0", "with --nodes: grow etcd's db by this much live data (keys under "+kubeload.FillerPrefix+", outside the prefix: no watch cache or informer holds them) after the seeding, e.g. 2Gi, so that a defragmentation copies a db of the size operators report stalls with; etcd then runs with --quota-backend-bytes 8Gi; needs an etcd lwbench starts")
 	fs.DurationVar(&o.defragAt, "defrag-at", 0, "with --nodes: defragment every member once, this long after the churn began (the nodes' Lease renewals and Ready conditions are followed throughout); instead of holding informers back (--hold-back 0)")
+	fs.BoolVar(&o.eventsEtcd, "events-etcd", false, "with --nodes: store events in a second embedded etcd, as kops runs etcd-events beside etcd-main (kube-apiserver --etcd-servers-overrides=/events#URL); the counting proxy counts both; the informers then watch no events")
 	fs.StringVar(&o.restart, "restart", "", "with --nodes: restart this control-plane component during the churn (kube-apiserver: its watch cache is rebuilt from etcd; kube-controller-manager: its informers relist; kube-scheduler; kwok), SIGTERM then start, as a rollout does")
 	fs.DurationVar(&o.restartAt, "restart-at", 0, "with --restart: how long after the churn began (default a third of --duration)")
 	o.flags = fs
@@ -78,7 +84,7 @@ func (o *clusterOptions) enabled() bool {
 // watch cache on unless --watch-cache says otherwise).
 func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watchload.Options, target *targetOptions) error {
 	if !o.enabled() {
-		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at"} {
+		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --nodes", name)
 			}
@@ -182,4 +188,23 @@ func (o *clusterOptions) clusterLoad() (*kubeload.ClusterOptions, error) {
 	return &kubeload.ClusterOptions{Plan: plan, PodSize: o.podBytes, NodeSize: o.nodeBytes, QPS: o.createQPS,
 		PodChurn: o.podChurn, KubeletWatches: o.kubeletWatches, FillerBytes: o.fillerBytes, DefragAt: o.defragAt,
 		Restart: o.restart, RestartAt: o.restartAt}, nil
+}
+
+// startEventsEtcd starts the embedded etcd member of --events-etcd in a
+// directory of its own, removed by the returned close with the member.
+func startEventsEtcd(ctx context.Context, unsafeNoFsync bool, logf func(string, ...any)) ([]string, func(), error) {
+	dir, err := runtemp.New("", runtemp.EtcdPrefix)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir, UnsafeNoFsync: unsafeNoFsync})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, func() {}, fmt.Errorf("the events etcd: %w", err)
+	}
+	logf("started an embedded etcd member for events in %s at %s", dir, strings.Join(srv.Endpoints, ","))
+	return srv.Endpoints, func() {
+		srv.Close()
+		os.RemoveAll(dir)
+	}, nil
 }

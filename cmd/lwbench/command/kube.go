@@ -284,9 +284,16 @@ func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Ta
 	if cp != nil {
 		con.Logf("starting kube-apiserver, kube-controller-manager, kube-scheduler %s and KWOK %s in front of %s", k.resolvedVersion, controlplane.DefaultKWOKVersion, strings.Join(target.Endpoints, ","))
 	}
+	closeEvents := func() {}
+	if o.cluster.eventsEtcd {
+		if scfg.EventsEtcd, closeEvents, err = startEventsEtcd(ctx, o.target.unsafeNoFsync, con.Logf); err != nil {
+			return target, releaseTarget, err
+		}
+	}
 	st, stop, err := kubeload.StartStack(ctx, target, scfg)
 	release := func() {
 		stop()
+		closeEvents()
 		releaseTarget()
 	}
 	if err != nil {

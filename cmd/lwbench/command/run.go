@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,6 +180,13 @@ func (o *runOptions) Validate() error {
 		return cli.FlagErrorf("--resource-mix: %v", err)
 	}
 	o.load.WatchResources = o.watchResources
+	if o.cluster.eventsEtcd {
+		// The run's history is the main etcd's; events are elsewhere.
+		if o.changed("watch-resources") && slices.Contains(o.watchResources, watchload.ResourceEvents) {
+			return cli.FlagErrorf("--watch-resources events cannot be used with --events-etcd: informers are checked against the main etcd's history, and events are then stored in the other")
+		}
+		o.load.WatchResources = slices.DeleteFunc(slices.Clone(o.watchResources), func(r string) bool { return r == watchload.ResourceEvents })
+	}
 	if err := o.load.Validate(); err != nil {
 		return flagErrors(o.flags, err)
 	}

@@ -19,6 +19,9 @@ func clusterRows(c *report.ClusterScenario, writeRate float64) [][]string {
 		{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s)", c.PodChurn, writeRate)},
 		{"kubelet watches: nodes / objects", fmt.Sprintf("%d / %d", c.KubeletWatchNodes, c.KubeletWatchObjects)},
 	}
+	if len(c.EventsEtcd) > 0 {
+		rows = append(rows, []string{"events stored in", "a second etcd, " + strings.Join(c.EventsEtcd, ",")})
+	}
 	if c.FillerBytes > 0 {
 		rows = append(rows, []string{"filler (live, outside the prefix)", sizeText(c.FillerBytes)})
 	}
