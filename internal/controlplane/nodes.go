@@ -3,13 +3,14 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubestore/etcdkit/internal/parallel"
 )
 
 // The annotation KWOK selects the nodes it manages by (Start passes
@@ -83,37 +84,13 @@ func NewNode(name string) *corev1.Node {
 // It returns the first error, after the creates in flight ended; ctx ends
 // the creates.
 func CreateNodes(ctx context.Context, cs kubernetes.Interface, first, n, workers int) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		once     sync.Once
-		firstErr error
-	)
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if _, err := cs.CoreV1().Nodes().Create(ctx, NewNode(NodeName(i)), metav1.CreateOptions{}); err != nil {
-					once.Do(func() { firstErr = fmt.Errorf("create node %s: %w", NodeName(i), err); cancel() })
-				}
-			}
-		}()
-	}
-	for i := first; i < first+n && ctx.Err() == nil; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
+	return parallel.Each(ctx, max(workers, 1), n, func(ctx context.Context, _, i int) error {
+		name := NodeName(first + i)
+		if _, err := cs.CoreV1().Nodes().Create(ctx, NewNode(name), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node %s: %w", name, err)
 		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+		return nil
+	})
 }
 
 // NodeSelector selects KWOK's nodes (type=kwok); with Tolerations it puts a
