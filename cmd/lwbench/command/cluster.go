@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
+	"github.com/kubestore/etcdkit/pkg/clustermodel"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 )
 
@@ -29,6 +30,7 @@ type clusterOptions struct {
 	podChurn       float64
 	createQPS      float64
 	kubeletWatches int
+	model          bool
 	flags          *pflag.FlagSet
 
 	podBytes, nodeBytes int // from podSize, nodeSize
@@ -42,6 +44,7 @@ func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.podChurn, "pod-churn", 10, "with --nodes: pods created (and as many deleted) per second once seeded, by scaling Deployments and rolling small ones out (ClusterLoader2's CL2_LOAD_TEST_THROUGHPUT)")
 	fs.Float64Var(&o.createQPS, "create-qps", 0, "with --nodes: creates per second while seeding (default ClusterLoader2's: 10 up to 500 nodes, else 100)")
 	fs.IntVar(&o.kubeletWatches, "kubelet-watches", 10, "with --nodes: how many nodes also get the watches their kubelets would open (pods on the node, its Node, Services, each mounted ConfigMap and Secret); 0 none")
+	fs.BoolVar(&o.model, "cluster-model", false, "with --nodes: no control plane; lwbench's etcd-direct model sends etcd the cluster's traffic itself (node and control-plane Leases, the plan's objects and each pod's writes, events, kube-apiserver's watches, count polls and consistency checks; pkg/clustermodel), for sizes the control plane cannot hold here")
 	o.flags = fs
 }
 
@@ -56,7 +59,7 @@ func (o *clusterOptions) enabled() bool {
 // watch cache on unless --watch-cache says otherwise).
 func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool) error {
 	if !o.enabled() {
-		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches"} {
+		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches", "cluster-model"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --nodes", name)
 			}
@@ -84,6 +87,15 @@ func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool) error {
 	if o.nodeBytes, err = byteSize("node-size", o.nodeSize, 1<<20); err != nil {
 		return err
 	}
+	if o.model {
+		switch {
+		case kube.enabled():
+			return cli.FlagErrorf("--cluster-model cannot be used with --kube-apiserver: the model stands for the control plane")
+		case o.flags != nil && o.flags.Changed("kubelet-watches"):
+			return cli.FlagErrorf("--kubelet-watches cannot be used with --cluster-model: kubelets' watches are served by kube-apiserver's watch cache, which the model's etcd does not see")
+		}
+		return nil
+	}
 	if kube.version == "" {
 		kube.version = clusterRelease
 	}
@@ -105,6 +117,19 @@ func byteSize(flag, s string, limit int64) (int, error) {
 		return 0, cli.FlagErrorf("--%s: Invalid value: %q: must be 0 to %d bytes", flag, s, limit)
 	}
 	return int(v), nil
+}
+
+// modelled reports whether --nodes runs the etcd-direct model of the
+// cluster (--cluster-model) rather than a control plane.
+func (o *clusterOptions) modelled() bool { return o.enabled() && o.model }
+
+// clusterModel is the run's clustermodel.Options, counting with counter.
+func (o *clusterOptions) clusterModel(counter clustermodel.Counter) (clustermodel.Options, error) {
+	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode})
+	if err != nil {
+		return clustermodel.Options{}, fmt.Errorf("--nodes: %w", err)
+	}
+	return clustermodel.Options{Plan: plan, PodSize: o.podBytes, NodeSize: o.nodeBytes, QPS: o.createQPS, PodChurn: o.podChurn, Counter: counter}, nil
 }
 
 // clusterLoad is the run's kubeload.ClusterOptions.

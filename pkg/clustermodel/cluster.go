@@ -1,0 +1,444 @@
+package clustermodel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/kubestore/etcdkit/internal/controlplane"
+	"github.com/kubestore/etcdkit/pkg/clusterload"
+)
+
+// Event sources, as the components name themselves.
+const (
+	sourceDeployment = "deployment-controller"
+	sourceReplicaSet = "replicaset-controller"
+	sourceScheduler  = "default-scheduler"
+	sourceDaemonSet  = "daemonset-controller"
+)
+
+// deployment is the model's state of one planned Deployment: its
+// objects as the control plane last wrote them. Only one writer worker
+// touches it at a time (the churn's ops on one Deployment go to one
+// worker, in order).
+type deployment struct {
+	plan    clusterload.Deployment
+	obj     *appsv1.Deployment
+	rs      *appsv1.ReplicaSet // the current ReplicaSet
+	rsRev   int                // its revision, from 0
+	pods    []*corev1.Pod      // the current ReplicaSet's pods, Running
+	podSeq  int
+	service bool
+}
+
+// cluster is the control plane the model stands for: what
+// kube-controller-manager, kube-scheduler and KWOK write through
+// kube-apiserver when a Deployment changes, each write one of store's
+// requests (doc.go lists them with their sources).
+type cluster struct {
+	st      *store
+	prefix  string
+	plan    *clusterload.Plan
+	podSize int
+	deps    []*deployment
+	byName  map[string]int
+
+	node, ip atomic.Int64 // the scheduler's next node, the next pod IP
+
+	evMu        sync.Mutex
+	correlators map[string]*record.EventCorrelator
+
+	podsCreated, podsDeleted, events atomic.Int64
+}
+
+func newCluster(st *store, prefix string, plan *clusterload.Plan, podSize int) *cluster {
+	c := &cluster{st: st, prefix: prefix, plan: plan, podSize: podSize, byName: map[string]int{}, correlators: map[string]*record.EventCorrelator{}}
+	for i, d := range plan.Deployments {
+		ob := deploymentObjects(d, podSize)
+		c.deps = append(c.deps, &deployment{plan: d, obj: ob.Deployment, service: d.Service})
+		c.byName[d.Namespace+"/"+d.Name] = i
+	}
+	return c
+}
+
+// event records an event of source about the object ref as client-go's
+// event recorder does (k8s.io/client-go/tools/record/event.go
+// recordToSink): through the source's EventCorrelator (events_cache.go:
+// similar events aggregated, repeats counted, a spam filter per source
+// and object), whose result is dropped, patched (an event with no watch
+// cache: a read, then the update) or created, with the events' lease.
+// The scheduler's events.k8s.io events are never correlated here: each
+// is about a new pod.
+func (c *cluster) event(ctx context.Context, source string, ref corev1.ObjectReference, reason, message string) error {
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: fmt.Sprintf("%v.%x", ref.Name, now.UnixNano())},
+		InvolvedObject: ref, Reason: reason, Message: message, Source: corev1.EventSource{Component: source},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1, Type: corev1.EventTypeNormal}
+	if source != sourceScheduler {
+		c.evMu.Lock()
+		corr := c.correlators[source]
+		if corr == nil {
+			corr = record.NewEventCorrelator(clock.RealClock{})
+			c.correlators[source] = corr
+		}
+		res, err := corr.EventCorrelate(ev)
+		c.evMu.Unlock()
+		if err != nil {
+			return err
+		}
+		if res.Skip {
+			return nil
+		}
+		ev = res.Event
+	}
+	c.events.Add(1)
+	k := key(c.prefix, "", "events", ev.Namespace, ev.Name)
+	if ev.Count > 1 {
+		if _, err := c.st.update(ctx, k, ev, true, true); err == nil {
+			return nil
+		}
+	}
+	_, err := c.st.create(ctx, k, ev, true)
+	return err
+}
+
+func ref(kind, ns, name string) corev1.ObjectReference {
+	return corev1.ObjectReference{Kind: kind, Namespace: ns, Name: name, UID: uid(ns, name)}
+}
+
+// nextIP returns a pod IP.
+func (c *cluster) nextIP() string {
+	n := c.ip.Add(1)
+	return fmt.Sprintf("10.%d.%d.%d", 64+n>>16&63, n>>8&255, n&255)
+}
+
+// startPod is one pod's start, once its controller decided on it: the
+// create (replicaset or daemonset controller, with its SuccessfulCreate
+// event), the Binding (kube-scheduler: pkg/registry/core/pod/storage/
+// storage.go BindingREST hands GuaranteedUpdate no cached object, so a
+// read and a Txn; and its Scheduled event), then KWOK's status patch
+// (pod-ready stage: one Txn from the cached pod). It returns the pod as
+// Running.
+func (c *cluster) startPod(ctx context.Context, tmpl corev1.PodTemplateSpec, ns, ownerKind, ownerName, node string, source string) (*corev1.Pod, error) {
+	name := ownerName + "-" + rand.String(5)
+	p := pod(tmpl, ns, name, ownerKind, ownerName)
+	k := key(c.prefix, "", "pods", ns, name)
+	if _, err := c.st.create(ctx, k, p, false); err != nil {
+		return nil, err
+	}
+	c.podsCreated.Add(1)
+	if err := c.event(ctx, source, ref(ownerKind, ns, ownerName), "SuccessfulCreate", "Created pod: "+name); err != nil {
+		return nil, err
+	}
+	if node == "" {
+		node = controlplane.NodeName(int(c.node.Add(1)-1) % c.plan.Nodes)
+	}
+	bound(p, node)
+	if _, err := c.st.update(ctx, k, p, true, false); err != nil {
+		return nil, err
+	}
+	if err := c.event(ctx, sourceScheduler, ref("Pod", ns, name), "Scheduled", "Successfully assigned "+ns+"/"+name+" to "+node); err != nil {
+		return nil, err
+	}
+	running(p, c.nextIP())
+	if _, err := c.st.update(ctx, k, p, false, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// terminate and remove are one pod's end: the replicaset controller's
+// DELETE (terminate: the registry's Delete reads the pod from etcd,
+// then, the pod being graceful, a GuaranteedUpdate sets
+// deletionTimestamp: k8s.io/apiserver/pkg/registry/generic/registry/
+// store.go Delete, updateForGracefulDeletionAndFinalizers; its
+// SuccessfulDelete event), then KWOK's pod-delete stage's DELETE with
+// grace 0 (remove: sigs.k8s.io/kwok pkg/kwok/controllers/pod_controller.go
+// deleteOpt): the read, the update shortening the grace period, and the
+// delete, whose first transaction starts from the cached pod, one write
+// behind, and fails (cacher/delegator.go Delete; etcd3/store.go
+// conditionalDelete retries from the else branch's object).
+func (c *cluster) terminate(ctx context.Context, p *corev1.Pod, ownerKind, ownerName string) error {
+	k := key(c.prefix, "", "pods", p.Namespace, p.Name)
+	if _, err := c.st.get(ctx, k); err != nil {
+		return err
+	}
+	terminating(p, 30)
+	if _, err := c.st.update(ctx, k, p, false, false); err != nil {
+		return err
+	}
+	return c.event(ctx, sourceReplicaSet, ref(ownerKind, p.Namespace, ownerName), "SuccessfulDelete", "Deleted pod: "+p.Name)
+}
+
+// remove is the second step of a pod's end (terminate).
+func (c *cluster) remove(ctx context.Context, p *corev1.Pod) error {
+	k := key(c.prefix, "", "pods", p.Namespace, p.Name)
+	stale, err := c.st.get(ctx, k)
+	if err != nil {
+		return err
+	}
+	terminating(p, 0)
+	if _, err := c.st.update(ctx, k, p, false, false); err != nil {
+		return err
+	}
+	if _, err := c.st.delete(ctx, k, stale); err != nil {
+		return err
+	}
+	c.podsDeleted.Add(1)
+	return nil
+}
+
+// updateRS writes the ReplicaSet (spec or status).
+func (c *cluster) updateRS(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	_, err := c.st.update(ctx, key(c.prefix, "apps", "replicasets", rs.Namespace, rs.Name), rs, false, false)
+	return err
+}
+
+// updateDeployment writes the Deployment (spec or status).
+func (c *cluster) updateDeployment(ctx context.Context, d *deployment) error {
+	_, err := c.st.update(ctx, key(c.prefix, "apps", "deployments", d.obj.Namespace, d.obj.Name), d.obj, false, false)
+	return err
+}
+
+// syncEndpoints writes the Service's Endpoints and EndpointSlice as the
+// set of its pods changes: the endpoints controller
+// (pkg/controller/endpoint/endpoints_controller.go syncService) lists the
+// ready pods, which a terminating pod leaves; the endpointslice
+// controller (k8s.io/endpointslice reconciler.go) keeps a terminating
+// pod, serving and not ready, until it is gone. Each writes its object
+// once per sync that changes it: endpoints when a pod turns ready or
+// starts terminating, the slice then and again when the pod is deleted.
+func (c *cluster) syncEndpoints(ctx context.Context, d *deployment, endpointsToo bool) error {
+	if !d.service {
+		return nil
+	}
+	ips := make([]string, 0, len(d.pods))
+	for _, p := range d.pods {
+		ips = append(ips, p.Status.PodIP)
+	}
+	ns, name := d.plan.Namespace, d.plan.Name
+	if endpointsToo {
+		if _, err := c.st.update(ctx, key(c.prefix, "", "endpoints", ns, name), endpoints(ns, name, ips), false, false); err != nil {
+			return err
+		}
+	}
+	_, err := c.st.update(ctx, key(c.prefix, "discovery.k8s.io", "endpointslices", ns, endpointSlice(ns, name, nil).Name), endpointSlice(ns, name, ips), false, false)
+	return err
+}
+
+// setReplicas sets the Deployment's spec.replicas as the churn's PATCH
+// does: one Txn from the cached object (a PATCH's GuaranteedUpdate starts
+// from the watch cache).
+func (c *cluster) setReplicas(ctx context.Context, d *deployment, replicas int) error {
+	d.obj.Spec.Replicas = ptr32(replicas)
+	d.obj.Generation++
+	return c.updateDeployment(ctx, d)
+}
+
+func ptr32(n int) *int32 { v := int32(n); return &v }
+
+// scaleUp is a Deployment scaled up by one and what follows: the
+// deployment controller scales its ReplicaSet (pkg/controller/deployment/
+// sync.go scaleReplicaSet: an update and a ScalingReplicaSet event), the
+// replicaset controller creates the pod (startPod), then writes the
+// ReplicaSet's status as the pod is created and again as it turns ready
+// (replica_set_utils.go updateReplicaSetStatus, each change of
+// replicas, ready or available replicas), the deployment controller the
+// Deployment's status once (syncRolloutStatus), and the endpoint
+// controllers their objects.
+func (c *cluster) scaleUp(ctx context.Context, d *deployment) error {
+	n := len(d.pods) + 1
+	if err := c.setReplicas(ctx, d, n); err != nil {
+		return err
+	}
+	return c.addPod(ctx, d, n)
+}
+
+// addPod is the ReplicaSet scaled to n and one pod started.
+func (c *cluster) addPod(ctx context.Context, d *deployment, n int) error {
+	d.rs.Spec.Replicas = ptr32(n)
+	if err := c.updateRS(ctx, d.rs); err != nil {
+		return err
+	}
+	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
+		fmt.Sprintf("Scaled up replica set %s from %d to %d", d.rs.Name, n-1, n)); err != nil {
+		return err
+	}
+	p, err := c.startPod(ctx, d.rs.Spec.Template, d.plan.Namespace, "ReplicaSet", d.rs.Name, "", sourceReplicaSet)
+	if err != nil {
+		return err
+	}
+	d.pods = append(d.pods, p)
+	d.rs.Status.Replicas = int32(len(d.pods))
+	if err := c.updateRS(ctx, d.rs); err != nil {
+		return err
+	}
+	d.rs.Status.ReadyReplicas, d.rs.Status.AvailableReplicas = int32(len(d.pods)), int32(len(d.pods))
+	if err := c.updateRS(ctx, d.rs); err != nil {
+		return err
+	}
+	if err := c.syncEndpoints(ctx, d, true); err != nil {
+		return err
+	}
+	d.obj.Status.Replicas, d.obj.Status.ReadyReplicas, d.obj.Status.AvailableReplicas = int32(n), int32(n), int32(n)
+	return c.updateDeployment(ctx, d)
+}
+
+// scaleDown is a Deployment scaled down by one and what follows: the
+// ReplicaSet scaled, one pod stopped (terminate, remove), the endpoint controllers'
+// writes as the pod leaves the ready set, the ReplicaSet's status, and
+// the Deployment's.
+func (c *cluster) scaleDown(ctx context.Context, d *deployment) error {
+	if len(d.pods) == 0 {
+		return nil
+	}
+	n := len(d.pods) - 1
+	if err := c.setReplicas(ctx, d, n); err != nil {
+		return err
+	}
+	return c.removePod(ctx, d, d.rs, n)
+}
+
+// removePod is rs scaled to n and its last pod stopped.
+func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, n int) error {
+	rs.Spec.Replicas = ptr32(n)
+	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
+		fmt.Sprintf("Scaled down replica set %s from %d to %d", rs.Name, n+1, n)); err != nil {
+		return err
+	}
+	p := d.pods[0]
+	d.pods = d.pods[1:]
+	if err := c.terminate(ctx, p, "ReplicaSet", rs.Name); err != nil {
+		return err
+	}
+	if err := c.syncEndpoints(ctx, d, true); err != nil {
+		return err
+	}
+	if err := c.remove(ctx, p); err != nil {
+		return err
+	}
+	if err := c.syncEndpoints(ctx, d, false); err != nil {
+		return err
+	}
+	rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = int32(n), int32(n), int32(n)
+	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	d.obj.Status.Replicas, d.obj.Status.ReadyReplicas, d.obj.Status.AvailableReplicas = int32(len(d.pods)), int32(len(d.pods)), int32(len(d.pods))
+	return c.updateDeployment(ctx, d)
+}
+
+// rollout is a Deployment's pod template changed: the deployment
+// controller creates a new ReplicaSet (sync.go getNewReplicaSet) and
+// replaces the pods one at a time (a rolling update of a small
+// Deployment: maxSurge 25 % rounds up to 1 or 2, maxUnavailable down to
+// 1), each step a pod started under the new ReplicaSet (addPod) and one
+// stopped under the old one (removePod).
+func (c *cluster) rollout(ctx context.Context, d *deployment) error {
+	d.obj.Generation++
+	if d.obj.Spec.Template.Annotations == nil {
+		d.obj.Spec.Template.Annotations = map[string]string{}
+	}
+	d.obj.Spec.Template.Annotations[clusterload.RolloutAnnotation] = fmt.Sprint(d.rsRev + 1)
+	if err := c.updateDeployment(ctx, d); err != nil {
+		return err
+	}
+	old, oldPods := d.rs, d.pods
+	d.rsRev++
+	d.rs, d.pods = replicaSet(d.obj, d.rsRev, 0), nil
+	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", d.rs.Namespace, d.rs.Name), d.rs, false); err != nil {
+		return err
+	}
+	for i := range oldPods {
+		if err := c.addPod(ctx, d, i+1); err != nil {
+			return err
+		}
+		keep := d.pods
+		d.pods = oldPods[i:]
+		if err := c.removePod(ctx, d, old, len(oldPods)-i-1); err != nil {
+			return err
+		}
+		d.pods = keep
+	}
+	return nil
+}
+
+// seedDeployment creates a Deployment's objects as the seeding's API
+// creates do (its ConfigMap, Secret, Service and the Deployment), the
+// Service's Endpoints and EndpointSlice (endpoint controllers, on the
+// Service's creation), and the control plane's answer: the ReplicaSet,
+// then each replica started (addPod). create waits for the seeding's
+// rate before each of the API's creates.
+func (c *cluster) seedDeployment(ctx context.Context, d *deployment, wait func() error) error {
+	ob := deploymentObjects(d.plan, c.podSize)
+	ns, name := d.plan.Namespace, d.plan.Name
+	for _, step := range []func() error{
+		func() error { return c.createAt(ctx, wait, "", "configmaps", ns, name, ob.ConfigMap) },
+		func() error { return c.createAt(ctx, wait, "", "secrets", ns, name, ob.Secret) },
+		func() error {
+			if ob.Service == nil {
+				return nil
+			}
+			if err := c.createAt(ctx, wait, "", "services", ns, name, ob.Service); err != nil {
+				return err
+			}
+			if _, err := c.st.create(ctx, key(c.prefix, "", "endpoints", ns, name), endpoints(ns, name, nil), false); err != nil {
+				return err
+			}
+			s := endpointSlice(ns, name, nil)
+			_, err := c.st.create(ctx, key(c.prefix, "discovery.k8s.io", "endpointslices", ns, s.Name), s, false)
+			return err
+		},
+		func() error { return c.createAt(ctx, wait, "apps", "deployments", ns, name, d.obj) },
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	d.rs = replicaSet(d.obj, 0, 0)
+	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", ns, d.rs.Name), d.rs, false); err != nil {
+		return err
+	}
+	for i := range d.plan.Replicas {
+		if err := c.addPod(ctx, d, i+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createAt creates obj at the seeding's rate (wait first).
+func (c *cluster) createAt(ctx context.Context, wait func() error, group, resource, ns, name string, obj runtime.Object) error {
+	if err := wait(); err != nil {
+		return err
+	}
+	_, err := c.st.create(ctx, key(c.prefix, group, resource, ns, name), obj, false)
+	return err
+}
+
+// seedDaemonSet creates the Plan's DaemonSet and one pod on each node
+// (the daemonset controller; kube-scheduler binds them).
+func (c *cluster) seedDaemonSet(ctx context.Context, wait func() error) error {
+	ds := c.plan.DaemonSet(c.podSize)
+	if err := c.createAt(ctx, wait, "apps", "daemonsets", ds.Namespace, ds.Name, ds); err != nil {
+		return err
+	}
+	for i := range c.plan.Nodes {
+		if _, err := c.startPod(ctx, ds.Spec.Template, ds.Namespace, "DaemonSet", ds.Name, controlplane.NodeName(i), sourceDaemonSet); err != nil {
+			return err
+		}
+	}
+	return nil
+}
