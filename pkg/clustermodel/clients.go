@@ -114,6 +114,9 @@ func (c *clients) Begin(ctx context.Context, r *watchload.Script) error {
 	c.cl = newCluster(c.st, lo.Prefix, p, o.PodSize)
 	c.pe = newPeriodic(c.st, lo.Prefix, p.Nodes, lo.Seed, r.Logf)
 	c.bg, c.stopBg = context.WithCancel(context.WithoutCancel(ctx))
+	if lo.CompactionInterval > 0 {
+		c.pe.wg.Go(func() { c.compact(c.bg, lo.CompactionInterval) })
+	}
 	return nil
 }
 
@@ -238,15 +241,19 @@ func (c *clients) StartWrites(ctx context.Context) (*watchload.Writing, error) {
 		Workers: max(1, lo.WriterConcurrency), Timeout: time.Minute}, watchload.PhaseSteady)
 }
 
-// Maintain runs kube-apiserver's compactor every CompactionInterval from
-// the model's start (pkg/compaction: its algorithm; the first compaction
-// comes on the second tick) until the writes end.
+// Maintain waits for the writes to end: kube-apiserver's compactor runs
+// from the model's start (compact).
 func (c *clients) Maintain(ctx context.Context, w *watchload.Writing) {
-	interval := c.r.Options.CompactionInterval
-	if interval <= 0 {
-		<-w.Done()
-		return
+	select {
+	case <-ctx.Done():
+	case <-w.Done():
 	}
+}
+
+// compact runs kube-apiserver's compactor every interval from now, as
+// kube-apiserver runs it from its start (pkg/compaction: its algorithm;
+// the first compaction comes on the second tick), until ctx ends.
+func (c *clients) compact(ctx context.Context, interval time.Duration) {
 	comp := compaction.NewCompactor(c.conn)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -254,10 +261,8 @@ func (c *clients) Maintain(ctx context.Context, w *watchload.Writing) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-w.Done():
-			return
 		case <-t.C:
-			if res, err := comp.Tick(ctx); err != nil {
+			if res, err := comp.Tick(ctx); err != nil && ctx.Err() == nil {
 				c.r.Logf("model: compaction: %v", err)
 			} else if res.Won && res.Compacted > 0 {
 				c.r.Logf("model: kube-apiserver's compactor compacted etcd to revision %d", res.Compacted)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,11 +60,15 @@ type cluster struct {
 	evMu        sync.Mutex
 	correlators map[string]*record.EventCorrelator
 
+	lrMu     sync.Mutex
+	lrExpiry map[string]time.Time // LimitRanger's live lookups by namespace
+
 	podsCreated, podsDeleted, events atomic.Int64
 }
 
 func newCluster(st *store, prefix string, plan *clusterload.Plan, podSize int) *cluster {
-	c := &cluster{st: st, prefix: prefix, plan: plan, podSize: podSize, byName: map[string]int{}, correlators: map[string]*record.EventCorrelator{}}
+	c := &cluster{st: st, prefix: prefix, plan: plan, podSize: podSize, byName: map[string]int{}, correlators: map[string]*record.EventCorrelator{},
+		lrExpiry: map[string]time.Time{}}
 	for i, d := range plan.Deployments {
 		ob := deploymentObjects(d, podSize)
 		c.deps = append(c.deps, &deployment{plan: d, obj: ob.Deployment, service: d.Service})
@@ -115,6 +122,34 @@ func ref(kind, ns, name string) corev1.ObjectReference {
 	return corev1.ObjectReference{Kind: kind, Namespace: ns, Name: name, UID: uid(ns, name)}
 }
 
+// limitRanger is the LimitRanger admission plugin on a pod's CREATE in
+// ns: with no LimitRange in its informer, it lists the namespace's
+// LimitRanges live, at most once per 30 s per namespace
+// (plugin/pkg/admission/limitranger/admission.go GetLimitRanges,
+// liveLookupCache, liveTTL); with the watch cache that list is a
+// consistent read from the cache, which asks etcd for its current
+// revision (a Range of the prefix as a key, limit 1) and waits for the
+// cache with a progress request.
+func (c *cluster) limitRanger(ctx context.Context, ns string) error {
+	c.lrMu.Lock()
+	now := time.Now()
+	fresh := now.Before(c.lrExpiry[ns])
+	if !fresh {
+		c.lrExpiry[ns] = now.Add(limitRangerLiveTTL)
+	}
+	c.lrMu.Unlock()
+	if fresh {
+		return nil
+	}
+	if _, err := c.st.kv.Get(ctx, resource{name: "limitranges"}.prefixKey(c.prefix), clientv3.WithLimit(1)); err != nil {
+		return err
+	}
+	return c.st.kv.RequestProgress(ctx)
+}
+
+// limitRangerLiveTTL is LimitRanger's liveTTL.
+const limitRangerLiveTTL = 30 * time.Second
+
 // nextIP returns a pod IP.
 func (c *cluster) nextIP() string {
 	n := c.ip.Add(1)
@@ -132,6 +167,9 @@ func (c *cluster) startPod(ctx context.Context, tmpl corev1.PodTemplateSpec, ns,
 	name := ownerName + "-" + rand.String(5)
 	p := pod(tmpl, ns, name, ownerKind, ownerName)
 	k := key(c.prefix, "", "pods", ns, name)
+	if err := c.limitRanger(ctx, ns); err != nil {
+		return nil, err
+	}
 	if _, err := c.st.create(ctx, k, p, false); err != nil {
 		return nil, err
 	}
@@ -246,31 +284,42 @@ func (c *cluster) setReplicas(ctx context.Context, d *deployment, replicas int) 
 
 func ptr32(n int) *int32 { v := int32(n); return &v }
 
-// scaleUp is a Deployment scaled up by one and what follows: the
-// deployment controller scales its ReplicaSet (pkg/controller/deployment/
-// sync.go scaleReplicaSet: an update and a ScalingReplicaSet event), the
-// replicaset controller creates the pod (startPod), then writes the
-// ReplicaSet's status as the pod is created and again as it turns ready
-// (replica_set_utils.go updateReplicaSetStatus, each change of
-// replicas, ready or available replicas), the deployment controller the
-// Deployment's status once (syncRolloutStatus), and the endpoint
-// controllers their objects.
+// The deployment controller writes a Deployment's status after each
+// sync that changes it (pkg/controller/deployment/sync.go
+// syncDeploymentStatus, progress.go syncRolloutStatus): after it scales
+// a ReplicaSet (observedGeneration) and after each change of its
+// ReplicaSets' status (replicas, ready, available and, with
+// DeploymentReplicaSetTerminatingReplicas, beta and on since 1.35,
+// terminating replicas). During a rollout its queue merges the changes
+// of the two ReplicaSets of one step: one write per pod started and one
+// per pod gone. The replicaset controller writes a ReplicaSet's status
+// on each such change (replica_set_utils.go updateReplicaSetStatus).
+
+// scaleUp is a Deployment scaled up by one (the churn's PATCH) and the
+// control plane's answer (addPod).
 func (c *cluster) scaleUp(ctx context.Context, d *deployment) error {
 	n := len(d.pods) + 1
 	if err := c.setReplicas(ctx, d, n); err != nil {
 		return err
 	}
-	return c.addPod(ctx, d, n)
+	return c.addPod(ctx, d, n, false)
 }
 
-// addPod is the ReplicaSet scaled to n and one pod started.
-func (c *cluster) addPod(ctx context.Context, d *deployment, n int) error {
+// addPod is the current ReplicaSet scaled to n by the deployment
+// controller (sync.go scaleReplicaSet: an update and a ScalingReplicaSet
+// event) and one pod started (startPod), with the status writes it
+// causes; in a rollout the Deployment's status is written once, when the
+// pod is ready.
+func (c *cluster) addPod(ctx context.Context, d *deployment, n int, rollout bool) error {
 	d.rs.Spec.Replicas = ptr32(n)
 	if err := c.updateRS(ctx, d.rs); err != nil {
 		return err
 	}
 	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
 		fmt.Sprintf("Scaled up replica set %s from %d to %d", d.rs.Name, n-1, n)); err != nil {
+		return err
+	}
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
 		return err
 	}
 	p, err := c.startPod(ctx, d.rs.Spec.Template, d.plan.Namespace, "ReplicaSet", d.rs.Name, "", sourceReplicaSet)
@@ -282,6 +331,9 @@ func (c *cluster) addPod(ctx context.Context, d *deployment, n int) error {
 	if err := c.updateRS(ctx, d.rs); err != nil {
 		return err
 	}
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
+		return err
+	}
 	d.rs.Status.ReadyReplicas, d.rs.Status.AvailableReplicas = int32(len(d.pods)), int32(len(d.pods))
 	if err := c.updateRS(ctx, d.rs); err != nil {
 		return err
@@ -289,14 +341,23 @@ func (c *cluster) addPod(ctx context.Context, d *deployment, n int) error {
 	if err := c.syncEndpoints(ctx, d, true); err != nil {
 		return err
 	}
-	d.obj.Status.Replicas, d.obj.Status.ReadyReplicas, d.obj.Status.AvailableReplicas = int32(n), int32(n), int32(n)
+	return c.deploymentStatus(ctx, d, true)
+}
+
+// deploymentStatus writes the Deployment's status from its pods, if
+// write.
+func (c *cluster) deploymentStatus(ctx context.Context, d *deployment, write bool) error {
+	if !write {
+		return nil
+	}
+	n := int32(len(d.pods))
+	d.obj.Status.ObservedGeneration = d.obj.Generation
+	d.obj.Status.Replicas, d.obj.Status.ReadyReplicas, d.obj.Status.AvailableReplicas, d.obj.Status.UpdatedReplicas = n, n, n, n
 	return c.updateDeployment(ctx, d)
 }
 
-// scaleDown is a Deployment scaled down by one and what follows: the
-// ReplicaSet scaled, one pod stopped (terminate, remove), the endpoint controllers'
-// writes as the pod leaves the ready set, the ReplicaSet's status, and
-// the Deployment's.
+// scaleDown is a Deployment scaled down by one (the churn's PATCH) and
+// the control plane's answer (removePod).
 func (c *cluster) scaleDown(ctx context.Context, d *deployment) error {
 	if len(d.pods) == 0 {
 		return nil
@@ -305,11 +366,15 @@ func (c *cluster) scaleDown(ctx context.Context, d *deployment) error {
 	if err := c.setReplicas(ctx, d, n); err != nil {
 		return err
 	}
-	return c.removePod(ctx, d, d.rs, n)
+	return c.removePod(ctx, d, d.rs, n, false)
 }
 
-// removePod is rs scaled to n and its last pod stopped.
-func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, n int) error {
+// removePod is rs scaled to n by the deployment controller and its
+// oldest pod stopped (terminate, remove), with the endpoint controllers'
+// writes as the pod terminates and goes and the status writes they cause;
+// in a rollout the Deployment's status is written once, when the pod is
+// gone.
+func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, n int, rollout bool) error {
 	rs.Spec.Replicas = ptr32(n)
 	if err := c.updateRS(ctx, rs); err != nil {
 		return err
@@ -320,7 +385,18 @@ func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.Repli
 	}
 	p := d.pods[0]
 	d.pods = d.pods[1:]
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
+		return err
+	}
 	if err := c.terminate(ctx, p, "ReplicaSet", rs.Name); err != nil {
+		return err
+	}
+	rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = int32(n), int32(n), int32(n)
+	rs.Status.TerminatingReplicas = ptr32(1)
+	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
 		return err
 	}
 	if err := c.syncEndpoints(ctx, d, true); err != nil {
@@ -332,20 +408,20 @@ func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.Repli
 	if err := c.syncEndpoints(ctx, d, false); err != nil {
 		return err
 	}
-	rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = int32(n), int32(n), int32(n)
+	rs.Status.TerminatingReplicas = ptr32(0)
 	if err := c.updateRS(ctx, rs); err != nil {
 		return err
 	}
-	d.obj.Status.Replicas, d.obj.Status.ReadyReplicas, d.obj.Status.AvailableReplicas = int32(len(d.pods)), int32(len(d.pods)), int32(len(d.pods))
-	return c.updateDeployment(ctx, d)
+	return c.deploymentStatus(ctx, d, true)
 }
 
-// rollout is a Deployment's pod template changed: the deployment
-// controller creates a new ReplicaSet (sync.go getNewReplicaSet) and
-// replaces the pods one at a time (a rolling update of a small
-// Deployment: maxSurge 25 % rounds up to 1 or 2, maxUnavailable down to
-// 1), each step a pod started under the new ReplicaSet (addPod) and one
-// stopped under the old one (removePod).
+// rollout is a Deployment's pod template changed (the churn's PATCH):
+// the deployment controller creates a new ReplicaSet (sync.go
+// getNewReplicaSet; the Deployment's status follows) and replaces the
+// pods one at a time, each step a pod started under the new ReplicaSet
+// (addPod) and one stopped under the old one (removePod). The real
+// controller steps by maxSurge and maxUnavailable (25 % of 5: 2 and 1,
+// rolling.go), so it scales in fewer, larger steps.
 func (c *cluster) rollout(ctx context.Context, d *deployment) error {
 	d.obj.Generation++
 	if d.obj.Spec.Template.Annotations == nil {
@@ -361,13 +437,16 @@ func (c *cluster) rollout(ctx context.Context, d *deployment) error {
 	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", d.rs.Namespace, d.rs.Name), d.rs, false); err != nil {
 		return err
 	}
+	if err := c.deploymentStatus(ctx, d, true); err != nil {
+		return err
+	}
 	for i := range oldPods {
-		if err := c.addPod(ctx, d, i+1); err != nil {
+		if err := c.addPod(ctx, d, i+1, true); err != nil {
 			return err
 		}
 		keep := d.pods
 		d.pods = oldPods[i:]
-		if err := c.removePod(ctx, d, old, len(oldPods)-i-1); err != nil {
+		if err := c.removePod(ctx, d, old, len(oldPods)-i-1, true); err != nil {
 			return err
 		}
 		d.pods = keep
@@ -412,7 +491,7 @@ func (c *cluster) seedDeployment(ctx context.Context, d *deployment, wait func()
 		return err
 	}
 	for i := range d.plan.Replicas {
-		if err := c.addPod(ctx, d, i+1); err != nil {
+		if err := c.addPod(ctx, d, i+1, false); err != nil {
 			return err
 		}
 	}

@@ -44,6 +44,9 @@ counts side by side, with their ratio, and says whether each row is within 10 %.
 			if o.kubeconfig.enabled() {
 				return cli.FlagErrorf("conformance starts kube-apiservers of its own: --kubeconfig cannot be used")
 			}
+			if o.cluster.model {
+				return cli.FlagErrorf("--cluster-model cannot be used with conformance: it runs the model and the control plane both")
+			}
 			if !o.kube.enabled() {
 				o.kube.version = "1.37"
 			}
@@ -54,9 +57,6 @@ counts side by side, with their ratio, and says whether each row is within 10 %.
 				return cli.FlagErrorf("conformance runs on embedded members of its own: --endpoints and --cluster-size cannot be used")
 			}
 			if o.cluster.enabled() {
-				if o.cluster.model {
-					return cli.FlagErrorf("--cluster-model cannot be used with conformance: it runs the model and the control plane both")
-				}
 				if len(settings) > 0 {
 					return cli.FlagErrorf("--settings cannot be used with --nodes: a cluster's kube-apiserver caches, and its informers use client-go's default")
 				}
