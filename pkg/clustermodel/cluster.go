@@ -519,5 +519,16 @@ func (c *cluster) seedDaemonSet(ctx context.Context, wait func() error) error {
 			return err
 		}
 	}
-	return nil
+	// The daemonset controller's status once its pods are scheduled and
+	// once they are ready (pkg/controller/daemon/daemon_controller.go
+	// updateDaemonSetStatus).
+	n := int32(c.plan.Nodes)
+	k := key(c.prefix, "apps", "daemonsets", ds.Namespace, ds.Name)
+	ds.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: n, CurrentNumberScheduled: n, UpdatedNumberScheduled: n, ObservedGeneration: 1}
+	if _, err := c.st.update(ctx, k, ds, false, false); err != nil {
+		return err
+	}
+	ds.Status.NumberReady, ds.Status.NumberAvailable = n, n
+	_, err := c.st.update(ctx, k, ds, false, false)
+	return err
 }
