@@ -27,8 +27,10 @@
 //	peer endpoint lease  a Range, a LeaseGrant of 15 s, a Txn        PeerLeaseRenewInterval
 //	                     every 10 s
 //	node status          KWOK's heartbeat: every 10-20 minutes       KWOKNodeStatusPeriod
-//	count polls          a Range per served resource every           CountPollPeriod
-//	                     1-2.2 minutes
+//	count polls          a Range per served resource and a progress  CountPollPeriod
+//	                     request every 1-2.2 minutes
+//	size estimator       the same every 1-1.5 minutes unless read    SizeEstimatorRefresh
+//	                     within a minute (cached resources)
 //	consistency checks   a LIST at etcd of each cached resource,     ConsistencyCheckPeriod
 //	                     pages of 10,000, every 5-7.5 minutes
 //	watches              one per cached resource (prefix, prev_kv,
@@ -48,20 +50,23 @@
 // plane's run with the same seed. Each op is the churn's PATCH of the
 // Deployment and the control plane's answer, written at once, in order:
 //
-//	scale up    ReplicaSet spec; ScalingReplicaSet event; pod create and
-//	            SuccessfulCreate event; Binding (a Range, a Txn) and
+//	scale up    ReplicaSet spec; ScalingReplicaSet event; LimitRanger's
+//	            live lookup (at most every 30 s per namespace); pod create
+//	            and SuccessfulCreate event; Binding (a Range, a Txn) and
 //	            Scheduled event; KWOK's status patch; ReplicaSet status
 //	            twice (replicas, then ready and available); Endpoints and
-//	            EndpointSlice if a Service selects the pods; Deployment
-//	            status
+//	            EndpointSlice if a Service selects the pods; the
+//	            Deployment's status after each of those changes (3)
 //	scale down  ReplicaSet spec; ScalingReplicaSet event; the replicaset
 //	            controller's graceful DELETE (a Range, a Txn) and
-//	            SuccessfulDelete event; Endpoints and EndpointSlice;
-//	            KWOK's DELETE with grace 0 (a Range, a Txn, a failed
-//	            delete from the cached pod, the delete); EndpointSlice
-//	            again; ReplicaSet status; Deployment status
+//	            SuccessfulDelete event; ReplicaSet status (terminating
+//	            replicas); Endpoints and EndpointSlice; KWOK's DELETE with
+//	            grace 0 (a Range, a Txn, a failed delete from the cached
+//	            pod, the delete); EndpointSlice again; ReplicaSet status;
+//	            the Deployment's status after each change (3)
 //	rollout     the Deployment; a new ReplicaSet; then pod by pod a
-//	            scale up of the new one and a scale down of the old
+//	            scale up of the new one and a scale down of the old, the
+//	            Deployment's status once per pod started and per pod gone
 //
 // Events go through client-go's own EventCorrelator per component
 // (k8s.io/client-go/tools/record/events_cache.go: aggregation, counts,

@@ -299,10 +299,10 @@ func clusterNote(r *report.ConformanceRow, pods podsCreated) string {
 	case r.Resource == "events" && (r.Kind == "key limit" || r.Method == "Txn"):
 		m, re, _, _ := pods.perPod(r)
 		return fmt.Sprintf("per pod created, model %.2f, real %.2f; ", m, re) +
-			"events go through client-go's EventCorrelator per component in both (k8s.io/client-go/tools/record/events_cache.go: after 10 similar events of one object in 10 minutes, " +
-			"an aggregate event whose repeats are patches, each a read and a Txn: events have no watch cache), but the model's rollouts scale one pod at a time, " +
-			"10 ScalingReplicaSet events for 5 pods, where the deployment controller steps by maxSurge and maxUnavailable (pkg/controller/deployment/rolling.go: 2 and 1 of 5): " +
-			"the model reaches the aggregation sooner, so it patches more and creates fewer; see the events' total of creates and patches"
+			"not explained: both sides' events go through client-go's EventCorrelator per component (k8s.io/client-go/tools/record/events_cache.go: " +
+			"after 10 similar events of one object in 10 minutes an aggregate event, whose repeats are patches, each a read and a Txn, events having no watch cache; " +
+			"a spam filter per object), yet the model patches more and creates fewer; its rollouts also step one pod at a time where the deployment controller " +
+			"steps by maxSurge and maxUnavailable (pkg/controller/deployment/rolling.go), so its ScalingReplicaSet events differ in number and message"
 	case r.Resource == "pods" && r.Kind == "if mod_revision=? then delete else range":
 		m, re, _, _ := pods.perPod(r)
 		return fmt.Sprintf("per pod created, model %.2f, real %.2f; ", m, re) +
