@@ -309,6 +309,11 @@ func clusterNote(r *report.ConformanceRow, pods podsCreated) string {
 			"real: KWOK's DELETE comes milliseconds after the replicaset controller's graceful one, and its delete starts from the watch cache's object, " +
 			"which may be one or two writes behind (k8s.io/apiserver/pkg/storage/cacher/delegator.go Delete; etcd3/store.go conditionalDelete retries from the else branch's object); " +
 			"the model's cache is exactly one write behind: one failed transaction per pod. No switch turns it off"
+	case r.Resource == "leases.coordination.k8s.io" && r.Model > r.Real:
+		return "real: KWOK renewed fewer node Leases than its nodes hold: its node lease controller renews them with 4 workers " +
+			"(sigs.k8s.io/kwok pkg/apis/config/v1alpha1/zz_generated.defaults.go NodeLeaseParallelism 4, pkg/kwok/controllers/node_lease_controller.go), " +
+			"each renewal a round trip through kube-apiserver, and on a busy machine they fall behind the 10-s period (kubelets renew one Lease each); " +
+			"the model renews every node's Lease every 10 s (pkg/kubelet/kubelet.go nodeLeaseRenewIntervalFraction, component-helpers lease/controller.go)"
 	case r.Method == "Range" && r.Kind == "key limit" && (r.Resource == "deployments.apps" || r.Resource == "replicasets.apps"):
 		return "real: a controller's write of an object it wrote a moment before reaches kube-apiserver before the watch cache has the first write; " +
 			"GuaranteedUpdate's precondition fails against the cached object and it reads the object from etcd (k8s.io/apiserver/pkg/storage/etcd3/store.go " +
