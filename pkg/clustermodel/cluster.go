@@ -458,7 +458,7 @@ func (c *cluster) rollout(ctx context.Context, d *deployment) error {
 // creates do (its ConfigMap, Secret, Service and the Deployment), the
 // Service's Endpoints and EndpointSlice (endpoint controllers, on the
 // Service's creation), and the control plane's answer: the ReplicaSet,
-// then each replica started (addPod). create waits for the seeding's
+// at its full size and its pods. createAt waits for the seeding's
 // rate before each of the API's creates.
 func (c *cluster) seedDeployment(ctx context.Context, d *deployment, wait func() error) error {
 	ob := deploymentObjects(d.plan, c.podSize)
@@ -486,16 +486,34 @@ func (c *cluster) seedDeployment(ctx context.Context, d *deployment, wait func()
 			return err
 		}
 	}
-	d.rs = replicaSet(d.obj, 0, 0)
+	// The deployment controller creates the ReplicaSet at its full size
+	// (sync.go getNewReplicaSet: one ScalingReplicaSet event "from 0 to
+	// N"), the replicaset controller creates its pods (slow-start batches:
+	// replica_set.go manageReplicas) and reports their progress.
+	n := d.plan.Replicas
+	d.rs = replicaSet(d.obj, 0, n)
 	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", ns, d.rs.Name), d.rs, false); err != nil {
 		return err
 	}
-	for i := range d.plan.Replicas {
-		if err := c.addPod(ctx, d, i+1, false); err != nil {
+	if err := c.event(ctx, sourceDeployment, ref("Deployment", ns, name), "ScalingReplicaSet",
+		fmt.Sprintf("Scaled up replica set %s from 0 to %d", d.rs.Name, n)); err != nil {
+		return err
+	}
+	for range n {
+		p, err := c.startPod(ctx, d.rs.Spec.Template, ns, "ReplicaSet", d.rs.Name, "", sourceReplicaSet)
+		if err != nil {
+			return err
+		}
+		d.pods = append(d.pods, p)
+		d.rs.Status.Replicas, d.rs.Status.ReadyReplicas, d.rs.Status.AvailableReplicas = int32(len(d.pods)), int32(len(d.pods)), int32(len(d.pods))
+		if err := c.updateRS(ctx, d.rs); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := c.syncEndpoints(ctx, d, true); err != nil {
+		return err
+	}
+	return c.deploymentStatus(ctx, d, true)
 }
 
 // createAt creates obj at the seeding's rate (wait first).
