@@ -2,10 +2,12 @@ package kubeload
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // Setting is one real-stack configuration a conformance case runs.
@@ -103,17 +105,32 @@ var excludedPhases = map[string]bool{"before": true, "start": true, "seed": true
 // |model-real| <= real/10, and its note says what is known of a
 // difference.
 func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
-	type key struct{ method, kind string }
+	return compare(model, real, false)
+}
+
+// CompareByResource is Compare with the rows split by resource too
+// (report.ConformanceRow.Resource), sorted by resource, method and kind:
+// a cluster's comparison (lwbench conformance --nodes), whose rows are
+// explained by clusterNote.
+func CompareByResource(model, real []report.EtcdRequests) []report.ConformanceRow {
+	return compare(model, real, true)
+}
+
+func compare(model, real []report.EtcdRequests, byResource bool) []report.ConformanceRow {
+	type key struct{ resource, method, kind string }
 	rows := map[key]*report.ConformanceRow{}
 	add := func(rs []report.EtcdRequests, isModel bool) {
 		for _, r := range rs {
-			if excludedPhases[BasePhase(r.Phase)] {
+			if excludedPhases[BasePhase(r.Phase)] || byResource && BasePhase(r.Phase) == watchload.PhaseDrain {
 				continue
 			}
-			k := key{r.Method, r.Kind}
+			k := key{"", r.Method, r.Kind}
+			if byResource {
+				k.resource = r.Resource
+			}
 			row := rows[k]
 			if row == nil {
-				row = &report.ConformanceRow{Method: r.Method, Kind: r.Kind}
+				row = &report.ConformanceRow{Resource: k.resource, Method: r.Method, Kind: r.Kind}
 				rows[k] = row
 			}
 			n := r.Requests
@@ -131,6 +148,12 @@ func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
 	}
 	add(model, true)
 	add(real, false)
+	// A cluster's pods created in the window, both sides: the real control
+	// plane may fall behind the churn the model keeps up with.
+	var pods podsCreated
+	if row := rows[key{"pods", "Txn", "if mod_revision=0 then put"}]; byResource && row != nil {
+		pods = podsCreated{model: row.Model, real: row.Real}
+	}
 	out := make([]report.ConformanceRow, 0, len(rows))
 	for _, r := range rows {
 		if r.Real > 0 {
@@ -145,11 +168,18 @@ func Compare(model, real []report.EtcdRequests) []report.ConformanceRow {
 		}
 		r.Within10 = d*10 <= r.Real
 		if !r.Within10 {
-			r.Note = note(r)
+			if byResource {
+				r.Note = clusterNote(r, pods)
+			} else {
+				r.Note = note(r)
+			}
 		}
 		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool {
+		if out[i].Resource != out[j].Resource {
+			return out[i].Resource < out[j].Resource
+		}
 		if out[i].Method != out[j].Method {
 			return out[i].Method < out[j].Method
 		}
@@ -237,4 +267,84 @@ func note(r *report.ConformanceRow) string {
 		return "only the model sends it"
 	}
 	return ""
+}
+
+// podsCreated are a cluster's pods created in the compared phases, by
+// the model and by the real control plane.
+type podsCreated struct{ model, real int64 }
+
+// perPod returns a row's counts per pod created, both sides, and whether
+// they are within 10 % of each other; ok is false without pods.
+func (p podsCreated) perPod(r *report.ConformanceRow) (model, real float64, within, ok bool) {
+	if p.model == 0 || p.real == 0 {
+		return 0, 0, false, false
+	}
+	model, real = float64(r.Model)/float64(p.model), float64(r.Real)/float64(p.real)
+	return model, real, math.Abs(model-real) <= real/10, true
+}
+
+// podResources are the resources whose writes follow the pods' changes.
+var podResources = map[string]bool{"pods": true, "replicasets.apps": true, "deployments.apps": true, "endpoints": true,
+	"endpointslices.discovery.k8s.io": true, "events": true}
+
+// clusterNote says what is known of a cluster's row outside 10 %
+// (CompareByResource): the differences between the model of a cluster
+// (pkg/clustermodel) and the real control plane, each with its source.
+func clusterNote(r *report.ConformanceRow, pods podsCreated) string {
+	switch {
+	case r.Resource == "events" && (r.Method == "RangeStream" || r.Method == "Range") && r.Kind == "prefix":
+		return "the run's informers of events (not cached): kube-apiserver 1.37 lists them with RangeStream (EtcdRangeStream: k8s.io/apiserver/pkg/storage/etcd3/store.go), the model's stand-in with a Range"
+	case r.Method == "Watch" && r.Kind == "stream":
+		return "watch streams opened in the window: client-go's informers of events open one through kube-apiserver; the model's stand-ins share the cacher's"
+	case r.Resource == "events" && (r.Kind == "key limit" || r.Method == "Txn"):
+		m, re, _, _ := pods.perPod(r)
+		return fmt.Sprintf("per pod created, model %.2f, real %.2f; ", m, re) +
+			"not explained: both sides' events go through client-go's EventCorrelator per component (k8s.io/client-go/tools/record/events_cache.go: " +
+			"after 10 similar events of one object in 10 minutes an aggregate event, whose repeats are patches, each a read and a Txn, events having no watch cache; " +
+			"a spam filter per object), yet the model patches more and creates fewer; its rollouts also step one pod at a time where the deployment controller " +
+			"steps by maxSurge and maxUnavailable (pkg/controller/deployment/rolling.go), so its ScalingReplicaSet events differ in number and message"
+	case r.Resource == "pods" && r.Kind == "if mod_revision=? then delete else range":
+		m, re, _, _ := pods.perPod(r)
+		return fmt.Sprintf("per pod created, model %.2f, real %.2f; ", m, re) +
+			"real: KWOK's DELETE comes milliseconds after the replicaset controller's graceful one, and its delete starts from the watch cache's object, " +
+			"which may be one or two writes behind (k8s.io/apiserver/pkg/storage/cacher/delegator.go Delete; etcd3/store.go conditionalDelete retries from the else branch's object); " +
+			"the model's cache is exactly one write behind: one failed transaction per pod. No switch turns it off"
+	case r.Resource == "leases.coordination.k8s.io" && r.Model > r.Real:
+		return "real: KWOK renewed fewer node Leases than its nodes hold: its node lease controller renews them with 4 workers " +
+			"(sigs.k8s.io/kwok pkg/apis/config/v1alpha1/zz_generated.defaults.go NodeLeaseParallelism 4, pkg/kwok/controllers/node_lease_controller.go), " +
+			"each renewal a round trip through kube-apiserver, and on a busy machine they fall behind the 10-s period (kubelets renew one Lease each); " +
+			"the model renews every node's Lease every 10 s (pkg/kubelet/kubelet.go nodeLeaseRenewIntervalFraction, component-helpers lease/controller.go)"
+	case r.Method == "Range" && r.Kind == "key limit" && (r.Resource == "deployments.apps" || r.Resource == "replicasets.apps"):
+		return "real: a controller's write of an object it wrote a moment before reaches kube-apiserver before the watch cache has the first write; " +
+			"GuaranteedUpdate's precondition fails against the cached object and it reads the object from etcd (k8s.io/apiserver/pkg/storage/etcd3/store.go " +
+			"GuaranteedUpdate, getCurrentState when the cached state is not current; the deployment controller writes a ReplicaSet and then the Deployment's status " +
+			"from its answers: pkg/controller/deployment/sync.go); the model's cache is never behind its own writes. No switch turns it off"
+	case r.Method == "Range" && r.Kind == "key limit", r.Method == "Watch" && (r.Kind == "progress" || r.Kind == "progress notify all"),
+		r.Method == "Range" && strings.HasSuffix(r.Kind, "count_only"):
+		return "timers: each resource's count poll (every 1-2.2 min from kube-apiserver's start: k8s.io/apiserver/pkg/registry/generic/registry/store.go startObservingCount) " +
+			"and size-estimator refresh (every 1-1.5 min unless read within a minute: pkg/storage/etcd3/stats.go), each a Range of one key and a progress request, " +
+			"and, for limitranges, LimitRanger's live lookup on a pod's create (at most every 30 s per namespace: plugin/pkg/admission/limitranger/admission.go); " +
+			"the real kube-apiserver started minutes before the compared window, the model with it: one to three per resource, which differ by where the window falls"
+	case r.Method == "Compact" || r.Resource == "(compact_rev_key)" || r.Method == "LeaseGrant" || r.Resource == "peerserverleases":
+		return "timers: the compactor (every --compaction-interval from kube-apiserver's start: k8s.io/apiserver/pkg/storage/etcd3/compact.go), the peer endpoint " +
+			"lease (every 10 s, a grant each: pkg/reconcilers/peer_endpoint_lease.go) and the events' lease (a grant at most once a minute: etcd3/lease_manager.go) " +
+			"run on timers from each side's start; counts this small differ by where the window falls"
+	}
+	if !podResources[r.Resource] {
+		return ""
+	}
+	m, re, within, ok := pods.perPod(r)
+	if !ok || pods.model == pods.real {
+		return ""
+	}
+	note := fmt.Sprintf("the real control plane fell behind the churn: it created %d pods in the window, the model %d (every op of the churn's plan, answered at once); "+
+		"per pod created, model %.2f, real %.2f", pods.real, pods.model, m, re)
+	switch {
+	case within:
+		return note + ": within 10 %"
+	case r.Resource == "endpoints" || r.Resource == "endpointslices.discovery.k8s.io":
+		return note + "; real: the endpoints and endpointslice controllers merge the changes of one Service that arrive while its sync waits in their queue " +
+			"(k8s.io/client-go/util/workqueue: a key queued once; pkg/controller/endpoint/endpoints_controller.go, k8s.io/endpointslice reconciler.go), the model writes every change"
+	}
+	return note
 }

@@ -178,6 +178,10 @@ type Conformance struct {
 	APIServerVersion string `json:"apiserverVersion"`
 	// Scenario is the load both sides ran.
 	Scenario Scenario `json:"scenario"`
+	// Cluster is the cluster both sides ran (lwbench conformance
+	// --nodes: the model of a cluster against the real control plane,
+	// compared by resource); nil otherwise.
+	Cluster *ClusterScenario `json:"cluster,omitempty"`
 	// FeatureGates is --apiserver-feature-gates as given ("" none): the
 	// real kube-apiservers' --feature-gates, and the model's gates of
 	// those it follows.
@@ -217,8 +221,12 @@ type ConformanceCase struct {
 // ConformanceRow is one kind of etcd request as the model and the real
 // stack sent it.
 type ConformanceRow struct {
-	Method string `json:"method"`
-	Kind   string `json:"kind"`
+	// Resource is the resource the requests touch (EtcdRequests.Resource)
+	// in a comparison by resource (a cluster's: lwbench conformance
+	// --nodes); "" in one by method and kind alone.
+	Resource string `json:"resource,omitempty"`
+	Method   string `json:"method"`
+	Kind     string `json:"kind"`
 	// Model and Real count the requests (for watch responses, which have
 	// no request, the responses).
 	Model int64 `json:"model"`

@@ -16,6 +16,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/embedetcd"
 	"github.com/kubestore/etcdkit/internal/runtemp"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
+	"github.com/kubestore/etcdkit/pkg/clustermodel"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -43,6 +44,7 @@ type clusterOptions struct {
 	restart        string
 	restartAt      time.Duration
 	eventsEtcd     bool
+	model          bool
 	flags          *pflag.FlagSet
 
 	podBytes, nodeBytes int   // from podSize, nodeSize
@@ -70,6 +72,7 @@ func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.eventsEtcd, "events-etcd", false, "with --nodes: store events in a second embedded etcd, as kops runs etcd-events beside etcd-main (kube-apiserver --etcd-servers-overrides=/events#URL); the counting proxy counts both; the informers then watch no events")
 	fs.StringVar(&o.restart, "restart", "", "with --nodes: restart this control-plane component during the churn (kube-apiserver: its watch cache is rebuilt from etcd; kube-controller-manager: its informers relist; kube-scheduler; kwok), SIGTERM then start, as a rollout does")
 	fs.DurationVar(&o.restartAt, "restart-at", 0, "with --restart: how long after the churn began (default a third of --duration)")
+	fs.BoolVar(&o.model, "cluster-model", false, "with --nodes: no control plane; lwbench's etcd-direct model sends etcd the cluster's traffic itself (node and control-plane Leases, the plan's objects and each pod's writes, events, kube-apiserver's watches, count polls and consistency checks; pkg/clustermodel), for sizes the control plane cannot hold here")
 	o.flags = fs
 }
 
@@ -84,7 +87,7 @@ func (o *clusterOptions) enabled() bool {
 // watch cache on unless --watch-cache says otherwise).
 func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watchload.Options, target *targetOptions) error {
 	if !o.enabled() {
-		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd"} {
+		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd", "cluster-model"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --nodes", name)
 			}
@@ -111,6 +114,20 @@ func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watc
 	}
 	if o.nodeBytes, err = byteSize("node-size", o.nodeSize, 1<<20); err != nil {
 		return err
+	}
+	if o.model {
+		switch {
+		case kube.enabled():
+			return cli.FlagErrorf("--cluster-model cannot be used with --kube-apiserver: the model stands for the control plane")
+		case o.flags != nil && o.flags.Changed("kubelet-watches"):
+			return cli.FlagErrorf("--kubelet-watches cannot be used with --cluster-model: kubelets' watches are served by kube-apiserver's watch cache, which the model's etcd does not see")
+		}
+		for _, name := range []string{"db-size", "defrag-at", "restart", "restart-at", "events-etcd"} {
+			if o.flags != nil && o.flags.Changed(name) {
+				return cli.FlagErrorf("--%s cannot be used with --cluster-model: it is an experiment on the real control plane", name)
+			}
+		}
+		return nil
 	}
 	if err := o.validateExperiments(load, target); err != nil {
 		return err
@@ -177,6 +194,19 @@ func byteSize(flag, s string, limit int64) (int, error) {
 		return 0, cli.FlagErrorf("--%s: Invalid value: %q: must be 0 to %d bytes", flag, s, limit)
 	}
 	return int(v), nil
+}
+
+// modelled reports whether --nodes runs the etcd-direct model of the
+// cluster (--cluster-model) rather than a control plane.
+func (o *clusterOptions) modelled() bool { return o.enabled() && o.model }
+
+// clusterModel is the run's clustermodel.Options, counting with counter.
+func (o *clusterOptions) clusterModel(counter clustermodel.Counter) (clustermodel.Options, error) {
+	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode})
+	if err != nil {
+		return clustermodel.Options{}, fmt.Errorf("--nodes: %w", err)
+	}
+	return clustermodel.Options{Plan: plan, PodSize: o.podBytes, NodeSize: o.nodeBytes, QPS: o.createQPS, PodChurn: o.podChurn, Counter: counter}, nil
 }
 
 // clusterLoad is the run's kubeload.ClusterOptions.

@@ -14,8 +14,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/controlplane"
+	"github.com/kubestore/etcdkit/internal/etcdproc"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/clustermodel"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -41,6 +44,9 @@ counts side by side, with their ratio, and says whether each row is within 10 %.
 			if o.kubeconfig.enabled() {
 				return cli.FlagErrorf("conformance starts kube-apiservers of its own: --kubeconfig cannot be used")
 			}
+			if o.cluster.model {
+				return cli.FlagErrorf("--cluster-model cannot be used with conformance: it runs the model and the control plane both")
+			}
 			if !o.kube.enabled() {
 				o.kube.version = "1.37"
 			}
@@ -49,6 +55,12 @@ counts side by side, with their ratio, and says whether each row is within 10 %.
 			}
 			if o.target.external() || o.target.clusterSize > 0 {
 				return cli.FlagErrorf("conformance runs on embedded members of its own: --endpoints and --cluster-size cannot be used")
+			}
+			if o.cluster.enabled() {
+				if len(settings) > 0 {
+					return cli.FlagErrorf("--settings cannot be used with --nodes: a cluster's kube-apiserver caches, and its informers use client-go's default")
+				}
+				return runClusterConformance(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			sel, err := kubeload.SelectSettings(settings)
 			if err != nil {
@@ -136,6 +148,102 @@ func runConformance(ctx context.Context, o *runOptions, settings []kubeload.Sett
 	return conformanceLayout(res).write(out, o.out.format, res)
 }
 
+// runClusterConformance runs `lwbench conformance --nodes N`: the
+// cluster's load through the model of a cluster (pkg/clustermodel) and
+// through the real control plane with KWOK (the path of lwbench run
+// --nodes), each on a fresh embedded etcd behind a counting proxy, and
+// compares etcd's requests by resource, method and kind
+// (kubeload.CompareByResource). Neither side has kubelet watches, the
+// informers are not held back, nothing is defragmented, and nothing
+// scrapes kube-apiserver's metrics (each scrape is a Status at etcd).
+func runClusterConformance(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+	con := newConsole(errOut)
+	defer con.Done()
+	o.load.Logf = con.Logf
+	o.load.Defragment, o.load.Faults, o.load.HoldBack = false, nil, 0
+	k := &o.kube
+	routeClientGoLogs(con.Logf)
+	if !controlplane.Cached(k.resolvedVersion, controlplane.DefaultKWOKVersion) {
+		con.Logf("building %s of Kubernetes %s and KWOK %s into %s", strings.Join(controlplane.Missing(k.resolvedVersion, controlplane.DefaultKWOKVersion), ", "),
+			k.resolvedVersion, controlplane.DefaultKWOKVersion, etcdproc.CacheDir())
+	}
+	bin, err := controlplane.ResolveBinaries(ctx, k.resolvedVersion, controlplane.DefaultKWOKVersion, etcdproc.LogWriter(con.Logf))
+	if err != nil {
+		return err
+	}
+	res := &report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion, StartedAt: time.Now().UTC(),
+		FeatureGates: k.apiserverGates, APIServerArgs: k.apiserverArgs}
+	con.Logf("model of a cluster of %d nodes", o.cluster.nodes)
+	model, err := conformanceClusterModel(ctx, o, con.Logf)
+	if err != nil {
+		return fmt.Errorf("model of the cluster: %w", err)
+	}
+	con.Logf("real: kube-apiserver, kube-controller-manager, kube-scheduler %s and KWOK %s, %d nodes", k.resolvedVersion, controlplane.DefaultKWOKVersion, o.cluster.nodes)
+	kr, err := conformanceClusterReal(ctx, o, bin, con.Logf)
+	if err != nil {
+		return fmt.Errorf("control plane: %w", err)
+	}
+	res.EtcdVersion, res.APIServerVersion, res.Scenario, res.Cluster = kr.Target.EtcdVersion, kr.APIServer.Version, kr.Scenario, kr.Cluster
+	name := fmt.Sprintf("cluster of %d nodes", o.cluster.nodes)
+	res.Cases = append(res.Cases, report.ConformanceCase{Name: name, WatchCache: true, ClientWatchList: "default", ModelProfile: "cluster",
+		Rows: kubeload.CompareByResource(model, kr.Etcd), Model: model, Real: kr.Etcd})
+	con.Done()
+	return conformanceLayout(res).write(out, o.out.format, res)
+}
+
+// conformanceClusterModel runs the cluster's load through the model of a
+// cluster on a fresh embedded etcd behind a counting proxy and returns
+// what the proxy counted, by the run's phase.
+func conformanceClusterModel(ctx context.Context, o *runOptions, logf func(string, ...any)) ([]report.EtcdRequests, error) {
+	t, p, release, err := proxiedTarget(ctx, o, logf)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
+	p.SetPhase("before")
+	counter := kubeload.CounterOf(p.Counter())
+	mo, err := o.cluster.clusterModel(counter)
+	if err != nil {
+		return nil, err
+	}
+	lo := o.load
+	lo.PhysicalCompaction = false
+	lo.Clients = clustermodel.NewClients(mo)
+	if _, err := watchload.Run(ctx, t, lo); err != nil {
+		return nil, err
+	}
+	return counter.Requests(), nil
+}
+
+// conformanceClusterReal runs the cluster's load through the control
+// plane (bin) with KWOK, on a fresh embedded etcd behind a counting
+// proxy, without kubelet watches or metrics scrapes of kube-apiserver.
+func conformanceClusterReal(ctx context.Context, o *runOptions, bin controlplane.Binaries, logf func(string, ...any)) (*report.RunResult, error) {
+	t, release, err := o.target.open(ctx, logf)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
+	k := &o.kube
+	st, stop, err := kubeload.StartStack(ctx, t, kubeload.StackConfig{BinDir: bin.KubeAPIServer, EtcdPrefix: o.load.Prefix,
+		EtcdCompactionInterval: o.load.Defaults().CompactionInterval, EventTTL: o.load.Defaults().EventTTL, WatchCache: true,
+		FeatureGates: k.apiserverGates, Args: k.apiserverArgs, ClientWatchList: k.clientWatchList(), CountEtcd: true,
+		Connections: k.connections(), ControlPlane: &bin})
+	defer stop()
+	if err != nil {
+		return nil, err
+	}
+	st.APIServers = nil // no /metrics scrape: each is a Status at etcd
+	co, err := o.cluster.clusterLoad()
+	if err != nil {
+		return nil, err
+	}
+	co.KubeletWatches = 0
+	lo := o.load
+	lo.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: k.watchList, Cluster: co})
+	return watchload.Run(ctx, st.Etcd, lo)
+}
+
 // conformanceModel runs the load through the etcd-direct model with
 // profile, the informers' WatchListClient gate watchList (nil: client-go's
 // default) and kube-apiserver's EtcdRangeStream gate rangeStream (nil: the
@@ -206,7 +314,7 @@ func makeConformanceTable(r *report.Conformance) output.Table {
 		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
 	for _, c := range r.Cases {
 		for _, row := range c.Rows {
-			t.Rows = append(t.Rows, []string{conformanceCase(c), row.Method, strings.TrimSpace(row.Kind),
+			t.Rows = append(t.Rows, []string{conformanceCase(c), row.Method, conformanceKind(row),
 				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), conformanceWithin(row),
 				fmt.Sprint(row.ModelBytes), fmt.Sprint(row.RealBytes), conformanceRatio(row.BytesRatio, row.RealBytes), row.Note})
 		}
@@ -222,7 +330,7 @@ const conformancePlanNote = "plan: the writes (Txn, the compactor's apart) agree
 // conformanceWithin is a row's judgement: "plan" for the writes
 // (kubeload.PlanWrite), else whether its counts are within 10 %.
 func conformanceWithin(row report.ConformanceRow) string {
-	if kubeload.PlanWrite(row.Method, row.Kind) {
+	if row.Resource == "" && kubeload.PlanWrite(row.Method, row.Kind) {
 		return "plan"
 	}
 	return yesNo(row.Within10)
@@ -233,7 +341,7 @@ func conformanceWithin(row report.ConformanceRow) string {
 func conformanceVerdict(c report.ConformanceCase) string {
 	judged, within := 0, 0
 	for _, row := range c.Rows {
-		if kubeload.Judged(row.Method) {
+		if row.Resource != "" || kubeload.Judged(row.Method) {
 			judged++
 			if row.Within10 {
 				within++
@@ -269,7 +377,7 @@ func conformanceLayout(r *report.Conformance) layout {
 				}
 				within += fmt.Sprintf(" [%d]", n)
 			}
-			text.Rows = append(text.Rows, []string{fmt.Sprint(i + 1), row.Method, strings.TrimSpace(row.Kind),
+			text.Rows = append(text.Rows, []string{fmt.Sprint(i + 1), row.Method, conformanceKind(row),
 				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), within,
 				humanize.IBytes(uint64(max(row.ModelBytes, 0))), humanize.IBytes(uint64(max(row.RealBytes, 0))),
 				conformanceRatio(row.BytesRatio, row.RealBytes)})
@@ -283,6 +391,15 @@ func conformanceLayout(r *report.Conformance) layout {
 		textNotes: caseNotes,
 		wideNotes: verdicts,
 	}
+}
+
+// conformanceKind is a row's kind, after its resource in a comparison by
+// resource ("pods: if mod_revision=0 then put").
+func conformanceKind(row report.ConformanceRow) string {
+	if row.Resource != "" {
+		return row.Resource + ": " + strings.TrimSpace(row.Kind)
+	}
+	return strings.TrimSpace(row.Kind)
 }
 
 // conformanceCase names a conformance case and the model profile it held

@@ -19,7 +19,9 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/clustermodel"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -316,6 +318,8 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 		target, release, err = kubeClients(ctx, o, con)
 	case o.kubeconfig.enabled():
 		target, release, err = kubeconfigClients(ctx, o, con)
+	case o.cluster.modelled():
+		target, release, err = clusterModelClients(ctx, o, con)
 	default:
 		target, release, err = modelClients(ctx, o, con, &snapshotErr)
 	}
@@ -366,6 +370,24 @@ func modelClients(ctx context.Context, o *runOptions, con *console, snapshotErr 
 		}
 	}
 	return target, release, nil
+}
+
+// clusterModelClients opens the target of `lwbench run --nodes N
+// --cluster-model` behind a counting proxy (proxiedTarget: the result's
+// etcd rows by resource) and sets the run's client set to the model of
+// the cluster; release closes both.
+func clusterModelClients(ctx context.Context, o *runOptions, con *console) (watchload.Target, func(), error) {
+	t, p, release, err := proxiedTarget(ctx, o, con.Logf)
+	if err != nil {
+		return t, release, err
+	}
+	p.SetPhase("before")
+	mo, err := o.cluster.clusterModel(kubeload.CounterOf(p.Counter()))
+	if err != nil {
+		return t, release, err
+	}
+	o.load.Clients = clustermodel.NewClients(mo)
+	return t, release, nil
 }
 
 // writeRunResult prints a run's result (res, err: watchload.Run's) and returns the command's error: err, unless it only

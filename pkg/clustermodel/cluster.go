@@ -1,0 +1,552 @@
+package clustermodel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/kubestore/etcdkit/internal/controlplane"
+	"github.com/kubestore/etcdkit/pkg/clusterload"
+)
+
+// Event sources, as the components name themselves.
+const (
+	sourceDeployment = "deployment-controller"
+	sourceReplicaSet = "replicaset-controller"
+	sourceScheduler  = "default-scheduler"
+	sourceDaemonSet  = "daemonset-controller"
+)
+
+// deployment is the model's state of one planned Deployment: its
+// objects as the control plane last wrote them. Only one writer worker
+// touches it at a time (the churn's ops on one Deployment go to one
+// worker, in order).
+type deployment struct {
+	plan    clusterload.Deployment
+	obj     *appsv1.Deployment
+	rs      *appsv1.ReplicaSet // the current ReplicaSet
+	rsRev   int                // its revision, from 0
+	pods    []*corev1.Pod      // the current ReplicaSet's pods, Running
+	podSeq  int
+	service bool
+}
+
+// cluster is the control plane the model stands for: what
+// kube-controller-manager, kube-scheduler and KWOK write through
+// kube-apiserver when a Deployment changes, each write one of store's
+// requests (doc.go lists them with their sources).
+type cluster struct {
+	st      *store
+	prefix  string
+	plan    *clusterload.Plan
+	podSize int
+	deps    []*deployment
+	byName  map[string]int
+
+	node, ip atomic.Int64 // the scheduler's next node, the next pod IP
+
+	evMu        sync.Mutex
+	correlators map[string]*record.EventCorrelator
+
+	lrMu     sync.Mutex
+	lrExpiry map[string]time.Time // LimitRanger's live lookups by namespace
+
+	podsCreated, podsDeleted, events atomic.Int64
+}
+
+func newCluster(st *store, prefix string, plan *clusterload.Plan, podSize int) *cluster {
+	c := &cluster{st: st, prefix: prefix, plan: plan, podSize: podSize, byName: map[string]int{}, correlators: map[string]*record.EventCorrelator{},
+		lrExpiry: map[string]time.Time{}}
+	for i, d := range plan.Deployments {
+		ob := deploymentObjects(d, podSize)
+		c.deps = append(c.deps, &deployment{plan: d, obj: ob.Deployment, service: d.Service})
+		c.byName[d.Namespace+"/"+d.Name] = i
+	}
+	return c
+}
+
+// event records an event of source about the object ref as client-go's
+// event recorder does (k8s.io/client-go/tools/record/event.go
+// recordToSink): through the source's EventCorrelator (events_cache.go:
+// similar events aggregated, repeats counted, a spam filter per source
+// and object), whose result is dropped, patched (an event with no watch
+// cache: a read, then the update) or created, with the events' lease.
+// The scheduler's events.k8s.io events are never correlated here: each
+// is about a new pod.
+func (c *cluster) event(ctx context.Context, source string, ref corev1.ObjectReference, reason, message string) error {
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: fmt.Sprintf("%v.%x", ref.Name, now.UnixNano())},
+		InvolvedObject: ref, Reason: reason, Message: message, Source: corev1.EventSource{Component: source},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1, Type: corev1.EventTypeNormal}
+	if source != sourceScheduler {
+		c.evMu.Lock()
+		corr := c.correlators[source]
+		if corr == nil {
+			corr = record.NewEventCorrelator(clock.RealClock{})
+			c.correlators[source] = corr
+		}
+		res, err := corr.EventCorrelate(ev)
+		c.evMu.Unlock()
+		if err != nil {
+			return err
+		}
+		if res.Skip {
+			return nil
+		}
+		ev = res.Event
+	}
+	c.events.Add(1)
+	k := key(c.prefix, "", "events", ev.Namespace, ev.Name)
+	if ev.Count > 1 {
+		if _, err := c.st.update(ctx, k, ev, true, true); err == nil {
+			return nil
+		}
+	}
+	_, err := c.st.create(ctx, k, ev, true)
+	return err
+}
+
+func ref(kind, ns, name string) corev1.ObjectReference {
+	return corev1.ObjectReference{Kind: kind, Namespace: ns, Name: name, UID: uid(ns, name)}
+}
+
+// limitRanger is the LimitRanger admission plugin on a pod's CREATE in
+// ns: with no LimitRange in its informer, it lists the namespace's
+// LimitRanges live, at most once per 30 s per namespace
+// (plugin/pkg/admission/limitranger/admission.go GetLimitRanges,
+// liveLookupCache, liveTTL); with the watch cache that list is a
+// consistent read from the cache, which asks etcd for its current
+// revision (a Range of the prefix as a key, limit 1) and waits for the
+// cache with a progress request.
+func (c *cluster) limitRanger(ctx context.Context, ns string) error {
+	c.lrMu.Lock()
+	now := time.Now()
+	fresh := now.Before(c.lrExpiry[ns])
+	if !fresh {
+		c.lrExpiry[ns] = now.Add(limitRangerLiveTTL)
+	}
+	c.lrMu.Unlock()
+	if fresh {
+		return nil
+	}
+	if _, err := c.st.kv.Get(ctx, resource{name: "limitranges"}.prefixKey(c.prefix), clientv3.WithLimit(1)); err != nil {
+		return err
+	}
+	return c.st.kv.RequestProgress(ctx)
+}
+
+// limitRangerLiveTTL is LimitRanger's liveTTL.
+const limitRangerLiveTTL = 30 * time.Second
+
+// nextIP returns a pod IP.
+func (c *cluster) nextIP() string {
+	n := c.ip.Add(1)
+	return fmt.Sprintf("10.%d.%d.%d", 64+n>>16&63, n>>8&255, n&255)
+}
+
+// startPod is one pod's start, once its controller decided on it: the
+// create (replicaset or daemonset controller, with its SuccessfulCreate
+// event), the Binding (kube-scheduler: pkg/registry/core/pod/storage/
+// storage.go BindingREST hands GuaranteedUpdate no cached object, so a
+// read and a Txn; and its Scheduled event), then KWOK's status patch
+// (pod-ready stage: one Txn from the cached pod). It returns the pod as
+// Running.
+func (c *cluster) startPod(ctx context.Context, tmpl corev1.PodTemplateSpec, ns, ownerKind, ownerName, node string, source string) (*corev1.Pod, error) {
+	name := ownerName + "-" + rand.String(5)
+	p := pod(tmpl, ns, name, ownerKind, ownerName)
+	k := key(c.prefix, "", "pods", ns, name)
+	if err := c.limitRanger(ctx, ns); err != nil {
+		return nil, err
+	}
+	if _, err := c.st.create(ctx, k, p, false); err != nil {
+		return nil, err
+	}
+	c.podsCreated.Add(1)
+	if err := c.event(ctx, source, ref(ownerKind, ns, ownerName), "SuccessfulCreate", "Created pod: "+name); err != nil {
+		return nil, err
+	}
+	if node == "" {
+		node = controlplane.NodeName(int(c.node.Add(1)-1) % c.plan.Nodes)
+	}
+	bound(p, node)
+	if _, err := c.st.update(ctx, k, p, true, false); err != nil {
+		return nil, err
+	}
+	if err := c.event(ctx, sourceScheduler, ref("Pod", ns, name), "Scheduled", "Successfully assigned "+ns+"/"+name+" to "+node); err != nil {
+		return nil, err
+	}
+	running(p, c.nextIP())
+	if _, err := c.st.update(ctx, k, p, false, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// terminate and remove are one pod's end: the replicaset controller's
+// DELETE (terminate: the registry's Delete reads the pod from etcd,
+// then, the pod being graceful, a GuaranteedUpdate sets
+// deletionTimestamp: k8s.io/apiserver/pkg/registry/generic/registry/
+// store.go Delete, updateForGracefulDeletionAndFinalizers; its
+// SuccessfulDelete event), then KWOK's pod-delete stage's DELETE with
+// grace 0 (remove: sigs.k8s.io/kwok pkg/kwok/controllers/pod_controller.go
+// deleteOpt): the read, the update shortening the grace period, and the
+// delete, whose first transaction starts from the cached pod, one write
+// behind, and fails (cacher/delegator.go Delete; etcd3/store.go
+// conditionalDelete retries from the else branch's object).
+func (c *cluster) terminate(ctx context.Context, p *corev1.Pod, ownerKind, ownerName string) error {
+	k := key(c.prefix, "", "pods", p.Namespace, p.Name)
+	if _, err := c.st.get(ctx, k); err != nil {
+		return err
+	}
+	terminating(p, 30)
+	if _, err := c.st.update(ctx, k, p, false, false); err != nil {
+		return err
+	}
+	return c.event(ctx, sourceReplicaSet, ref(ownerKind, p.Namespace, ownerName), "SuccessfulDelete", "Deleted pod: "+p.Name)
+}
+
+// remove is the second step of a pod's end (terminate).
+func (c *cluster) remove(ctx context.Context, p *corev1.Pod) error {
+	k := key(c.prefix, "", "pods", p.Namespace, p.Name)
+	stale, err := c.st.get(ctx, k)
+	if err != nil {
+		return err
+	}
+	terminating(p, 0)
+	if _, err := c.st.update(ctx, k, p, false, false); err != nil {
+		return err
+	}
+	if _, err := c.st.delete(ctx, k, stale); err != nil {
+		return err
+	}
+	c.podsDeleted.Add(1)
+	return nil
+}
+
+// updateRS writes the ReplicaSet (spec or status).
+func (c *cluster) updateRS(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	_, err := c.st.update(ctx, key(c.prefix, "apps", "replicasets", rs.Namespace, rs.Name), rs, false, false)
+	return err
+}
+
+// updateDeployment writes the Deployment (spec or status).
+func (c *cluster) updateDeployment(ctx context.Context, d *deployment) error {
+	_, err := c.st.update(ctx, key(c.prefix, "apps", "deployments", d.obj.Namespace, d.obj.Name), d.obj, false, false)
+	return err
+}
+
+// syncEndpoints writes the Service's Endpoints and EndpointSlice as the
+// set of its pods changes: the endpoints controller
+// (pkg/controller/endpoint/endpoints_controller.go syncService) lists the
+// ready pods, which a terminating pod leaves; the endpointslice
+// controller (k8s.io/endpointslice reconciler.go) keeps a terminating
+// pod, serving and not ready, until it is gone. Each writes its object
+// once per sync that changes it: endpoints when a pod turns ready or
+// starts terminating, the slice then and again when the pod is deleted.
+func (c *cluster) syncEndpoints(ctx context.Context, d *deployment, endpointsToo bool) error {
+	if !d.service {
+		return nil
+	}
+	ips := make([]string, 0, len(d.pods))
+	for _, p := range d.pods {
+		ips = append(ips, p.Status.PodIP)
+	}
+	ns, name := d.plan.Namespace, d.plan.Name
+	if endpointsToo {
+		if _, err := c.st.update(ctx, key(c.prefix, "", "endpoints", ns, name), endpoints(ns, name, ips), false, false); err != nil {
+			return err
+		}
+	}
+	_, err := c.st.update(ctx, key(c.prefix, "discovery.k8s.io", "endpointslices", ns, endpointSlice(ns, name, nil).Name), endpointSlice(ns, name, ips), false, false)
+	return err
+}
+
+// setReplicas sets the Deployment's spec.replicas as the churn's PATCH
+// does: one Txn from the cached object (a PATCH's GuaranteedUpdate starts
+// from the watch cache).
+func (c *cluster) setReplicas(ctx context.Context, d *deployment, replicas int) error {
+	d.obj.Spec.Replicas = ptr32(replicas)
+	d.obj.Generation++
+	return c.updateDeployment(ctx, d)
+}
+
+func ptr32(n int) *int32 { v := int32(n); return &v }
+
+// The deployment controller writes a Deployment's status after each
+// sync that changes it (pkg/controller/deployment/sync.go
+// syncDeploymentStatus, progress.go syncRolloutStatus): after it scales
+// a ReplicaSet (observedGeneration) and after each change of its
+// ReplicaSets' status (replicas, ready, available and, with
+// DeploymentReplicaSetTerminatingReplicas, beta and on since 1.35,
+// terminating replicas). During a rollout its queue merges the changes
+// of the two ReplicaSets of one step: one write per pod started and one
+// per pod gone. The replicaset controller writes a ReplicaSet's status
+// on each such change (replica_set_utils.go updateReplicaSetStatus).
+
+// scaleUp is a Deployment scaled up by one (the churn's PATCH) and the
+// control plane's answer (addPod).
+func (c *cluster) scaleUp(ctx context.Context, d *deployment) error {
+	n := len(d.pods) + 1
+	if err := c.setReplicas(ctx, d, n); err != nil {
+		return err
+	}
+	return c.addPod(ctx, d, n, false)
+}
+
+// addPod is the current ReplicaSet scaled to n by the deployment
+// controller (sync.go scaleReplicaSet: an update and a ScalingReplicaSet
+// event) and one pod started (startPod), with the status writes it
+// causes; in a rollout the Deployment's status is written once, when the
+// pod is ready.
+func (c *cluster) addPod(ctx context.Context, d *deployment, n int, rollout bool) error {
+	d.rs.Spec.Replicas = ptr32(n)
+	if err := c.updateRS(ctx, d.rs); err != nil {
+		return err
+	}
+	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
+		fmt.Sprintf("Scaled up replica set %s from %d to %d", d.rs.Name, n-1, n)); err != nil {
+		return err
+	}
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
+		return err
+	}
+	p, err := c.startPod(ctx, d.rs.Spec.Template, d.plan.Namespace, "ReplicaSet", d.rs.Name, "", sourceReplicaSet)
+	if err != nil {
+		return err
+	}
+	d.pods = append(d.pods, p)
+	d.rs.Status.Replicas = int32(len(d.pods))
+	if err := c.updateRS(ctx, d.rs); err != nil {
+		return err
+	}
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
+		return err
+	}
+	d.rs.Status.ReadyReplicas, d.rs.Status.AvailableReplicas = int32(len(d.pods)), int32(len(d.pods))
+	if err := c.updateRS(ctx, d.rs); err != nil {
+		return err
+	}
+	if err := c.syncEndpoints(ctx, d, true); err != nil {
+		return err
+	}
+	return c.deploymentStatus(ctx, d, true)
+}
+
+// deploymentStatus writes the Deployment's status from its pods, if
+// write.
+func (c *cluster) deploymentStatus(ctx context.Context, d *deployment, write bool) error {
+	if !write {
+		return nil
+	}
+	n := int32(len(d.pods))
+	d.obj.Status.ObservedGeneration = d.obj.Generation
+	d.obj.Status.Replicas, d.obj.Status.ReadyReplicas, d.obj.Status.AvailableReplicas, d.obj.Status.UpdatedReplicas = n, n, n, n
+	return c.updateDeployment(ctx, d)
+}
+
+// scaleDown is a Deployment scaled down by one (the churn's PATCH) and
+// the control plane's answer (removePod).
+func (c *cluster) scaleDown(ctx context.Context, d *deployment) error {
+	if len(d.pods) == 0 {
+		return nil
+	}
+	n := len(d.pods) - 1
+	if err := c.setReplicas(ctx, d, n); err != nil {
+		return err
+	}
+	return c.removePod(ctx, d, d.rs, n, false)
+}
+
+// removePod is rs scaled to n by the deployment controller and its
+// oldest pod stopped (terminate, remove), with the endpoint controllers'
+// writes as the pod terminates and goes and the status writes they cause;
+// in a rollout the Deployment's status is written once, when the pod is
+// gone.
+func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, n int, rollout bool) error {
+	rs.Spec.Replicas = ptr32(n)
+	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
+		fmt.Sprintf("Scaled down replica set %s from %d to %d", rs.Name, n+1, n)); err != nil {
+		return err
+	}
+	p := d.pods[0]
+	d.pods = d.pods[1:]
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
+		return err
+	}
+	if err := c.terminate(ctx, p, "ReplicaSet", rs.Name); err != nil {
+		return err
+	}
+	rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = int32(n), int32(n), int32(n)
+	rs.Status.TerminatingReplicas = ptr32(1)
+	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
+		return err
+	}
+	if err := c.syncEndpoints(ctx, d, true); err != nil {
+		return err
+	}
+	if err := c.remove(ctx, p); err != nil {
+		return err
+	}
+	if err := c.syncEndpoints(ctx, d, false); err != nil {
+		return err
+	}
+	rs.Status.TerminatingReplicas = ptr32(0)
+	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	return c.deploymentStatus(ctx, d, true)
+}
+
+// rollout is a Deployment's pod template changed (the churn's PATCH):
+// the deployment controller creates a new ReplicaSet (sync.go
+// getNewReplicaSet; the Deployment's status follows) and replaces the
+// pods one at a time, each step a pod started under the new ReplicaSet
+// (addPod) and one stopped under the old one (removePod). The real
+// controller steps by maxSurge and maxUnavailable (25 % of 5: 2 and 1,
+// rolling.go), so it scales in fewer, larger steps.
+func (c *cluster) rollout(ctx context.Context, d *deployment) error {
+	d.obj.Generation++
+	if d.obj.Spec.Template.Annotations == nil {
+		d.obj.Spec.Template.Annotations = map[string]string{}
+	}
+	d.obj.Spec.Template.Annotations[clusterload.RolloutAnnotation] = fmt.Sprint(d.rsRev + 1)
+	if err := c.updateDeployment(ctx, d); err != nil {
+		return err
+	}
+	old, oldPods := d.rs, d.pods
+	d.rsRev++
+	d.rs, d.pods = replicaSet(d.obj, d.rsRev, 0), nil
+	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", d.rs.Namespace, d.rs.Name), d.rs, false); err != nil {
+		return err
+	}
+	if err := c.deploymentStatus(ctx, d, true); err != nil {
+		return err
+	}
+	for i := range oldPods {
+		if err := c.addPod(ctx, d, i+1, true); err != nil {
+			return err
+		}
+		keep := d.pods
+		d.pods = oldPods[i:]
+		if err := c.removePod(ctx, d, old, len(oldPods)-i-1, true); err != nil {
+			return err
+		}
+		d.pods = keep
+	}
+	return nil
+}
+
+// seedDeployment creates a Deployment's objects as the seeding's API
+// creates do (its ConfigMap, Secret, Service and the Deployment), the
+// Service's Endpoints and EndpointSlice (endpoint controllers, on the
+// Service's creation), and the control plane's answer: the ReplicaSet,
+// at its full size and its pods. createAt waits for the seeding's
+// rate before each of the API's creates.
+func (c *cluster) seedDeployment(ctx context.Context, d *deployment, wait func() error) error {
+	ob := deploymentObjects(d.plan, c.podSize)
+	ns, name := d.plan.Namespace, d.plan.Name
+	for _, step := range []func() error{
+		func() error { return c.createAt(ctx, wait, "", "configmaps", ns, name, ob.ConfigMap) },
+		func() error { return c.createAt(ctx, wait, "", "secrets", ns, name, ob.Secret) },
+		func() error {
+			if ob.Service == nil {
+				return nil
+			}
+			if err := c.createAt(ctx, wait, "", "services", ns, name, ob.Service); err != nil {
+				return err
+			}
+			if _, err := c.st.create(ctx, key(c.prefix, "", "endpoints", ns, name), endpoints(ns, name, nil), false); err != nil {
+				return err
+			}
+			s := endpointSlice(ns, name, nil)
+			_, err := c.st.create(ctx, key(c.prefix, "discovery.k8s.io", "endpointslices", ns, s.Name), s, false)
+			return err
+		},
+		func() error { return c.createAt(ctx, wait, "apps", "deployments", ns, name, d.obj) },
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	// The deployment controller creates the ReplicaSet at its full size
+	// (sync.go getNewReplicaSet: one ScalingReplicaSet event "from 0 to
+	// N"), the replicaset controller creates its pods (slow-start batches:
+	// replica_set.go manageReplicas) and reports their progress.
+	n := d.plan.Replicas
+	d.rs = replicaSet(d.obj, 0, n)
+	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", ns, d.rs.Name), d.rs, false); err != nil {
+		return err
+	}
+	if err := c.event(ctx, sourceDeployment, ref("Deployment", ns, name), "ScalingReplicaSet",
+		fmt.Sprintf("Scaled up replica set %s from 0 to %d", d.rs.Name, n)); err != nil {
+		return err
+	}
+	for range n {
+		p, err := c.startPod(ctx, d.rs.Spec.Template, ns, "ReplicaSet", d.rs.Name, "", sourceReplicaSet)
+		if err != nil {
+			return err
+		}
+		d.pods = append(d.pods, p)
+		d.rs.Status.Replicas, d.rs.Status.ReadyReplicas, d.rs.Status.AvailableReplicas = int32(len(d.pods)), int32(len(d.pods)), int32(len(d.pods))
+		if err := c.updateRS(ctx, d.rs); err != nil {
+			return err
+		}
+	}
+	if err := c.syncEndpoints(ctx, d, true); err != nil {
+		return err
+	}
+	return c.deploymentStatus(ctx, d, true)
+}
+
+// createAt creates obj at the seeding's rate (wait first).
+func (c *cluster) createAt(ctx context.Context, wait func() error, group, resource, ns, name string, obj runtime.Object) error {
+	if err := wait(); err != nil {
+		return err
+	}
+	_, err := c.st.create(ctx, key(c.prefix, group, resource, ns, name), obj, false)
+	return err
+}
+
+// seedDaemonSet creates the Plan's DaemonSet and one pod on each node
+// (the daemonset controller; kube-scheduler binds them).
+func (c *cluster) seedDaemonSet(ctx context.Context, wait func() error) error {
+	ds := c.plan.DaemonSet(c.podSize)
+	if err := c.createAt(ctx, wait, "apps", "daemonsets", ds.Namespace, ds.Name, ds); err != nil {
+		return err
+	}
+	for i := range c.plan.Nodes {
+		if _, err := c.startPod(ctx, ds.Spec.Template, ds.Namespace, "DaemonSet", ds.Name, controlplane.NodeName(i), sourceDaemonSet); err != nil {
+			return err
+		}
+	}
+	// The daemonset controller's status once its pods are scheduled and
+	// once they are ready (pkg/controller/daemon/daemon_controller.go
+	// updateDaemonSetStatus).
+	n := int32(c.plan.Nodes)
+	k := key(c.prefix, "apps", "daemonsets", ds.Namespace, ds.Name)
+	ds.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: n, CurrentNumberScheduled: n, UpdatedNumberScheduled: n, ObservedGeneration: 1}
+	if _, err := c.st.update(ctx, k, ds, false, false); err != nil {
+		return err
+	}
+	ds.Status.NumberReady, ds.Status.NumberAvailable = n, n
+	_, err := c.st.update(ctx, k, ds, false, false)
+	return err
+}

@@ -1,0 +1,69 @@
+package kubeload_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kubestore/etcdkit/pkg/kubeload"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// TestCompareByResource holds a cluster's comparison: rows split by
+// resource, the drain (each side's own wait for its informers) left out
+// with the seed, and a row of a pod-driven resource outside 10 % noted
+// with both sides' counts per pod created when the real control plane
+// created fewer pods.
+func TestCompareByResource(t *testing.T) {
+	const create, update = "if mod_revision=0 then put", "if mod_revision=? then put else range"
+	model := []report.EtcdRequests{
+		{Phase: "seed", Method: "Txn", Kind: create, Resource: "pods", Requests: 500},
+		{Phase: "steady", Method: "Txn", Kind: create, Resource: "pods", Requests: 100},
+		{Phase: "steady", Method: "Txn", Kind: update, Resource: "pods", Requests: 400},
+		{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Requests: 1000},
+	}
+	real := []report.EtcdRequests{
+		{Phase: "seed", Method: "Txn", Kind: create, Resource: "pods", Requests: 480},
+		{Phase: "steady after compaction 1", Method: "Txn", Kind: create, Resource: "pods", Requests: 80},
+		{Phase: "steady", Method: "Txn", Kind: update, Resource: "pods", Requests: 322},
+		{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Requests: 960},
+		{Phase: "drain after compaction 1", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Requests: 140},
+	}
+	rows := kubeload.CompareByResource(model, real)
+	tests := []struct {
+		resource, kind string
+		wantModel      int64
+		wantReal       int64
+		wantWithin     bool
+		wantNote       string
+	}{
+		{"leases.coordination.k8s.io", update, 1000, 960, true, ""},
+		{"pods", create, 100, 80, false, "created 80 pods in the window, the model 100"},
+		{"pods", update, 400, 322, false, "per pod created, model 4.00, real 4.03: within 10 %"},
+	}
+	if len(rows) != len(tests) {
+		t.Fatalf("got %d rows %+v, want %d", len(rows), rows, len(tests))
+	}
+	for i, tt := range tests {
+		r := rows[i]
+		if r.Resource != tt.resource || r.Kind != tt.kind || r.Model != tt.wantModel || r.Real != tt.wantReal || r.Within10 != tt.wantWithin {
+			t.Errorf("row %d: got %s %q model %d real %d within %v, want %s %q model %d real %d within %v",
+				i, r.Resource, r.Kind, r.Model, r.Real, r.Within10, tt.resource, tt.kind, tt.wantModel, tt.wantReal, tt.wantWithin)
+		}
+		if !strings.Contains(r.Note, tt.wantNote) {
+			t.Errorf("row %d (%s %q): got note %q, want it to say %q", i, r.Resource, r.Kind, r.Note, tt.wantNote)
+		}
+	}
+}
+
+// TestCompareByResourceNotesKWOKLeases names KWOK's four lease workers
+// when the real side renewed fewer Leases than the model (at 1,000 nodes
+// on a busy machine KWOK renewed 45 a second of the 100 due).
+func TestCompareByResourceNotesKWOKLeases(t *testing.T) {
+	const update = "if mod_revision=? then put else range"
+	model := []report.EtcdRequests{{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Requests: 6219}}
+	real := []report.EtcdRequests{{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Requests: 2736}}
+	rows := kubeload.CompareByResource(model, real)
+	if len(rows) != 1 || rows[0].Within10 || !strings.Contains(rows[0].Note, "NodeLeaseParallelism 4") {
+		t.Fatalf("got %+v, want one row outside 10 %% whose note names KWOK's NodeLeaseParallelism 4", rows)
+	}
+}
