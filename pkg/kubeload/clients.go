@@ -577,11 +577,21 @@ func (p proxyCounter) Reset() {
 }
 
 func (p proxyCounter) Requests() []report.EtcdRequests {
-	rows := p.c.Counts()
+	return etcdRequests(p.c.Counts().ByResource())
+}
+
+// ScopedRequests returns the counts as Requests does, with the rows of
+// Leases by namespace (and kube-system's by name) and reads of resource
+// prefix keys apart (etcdproxy.Row's Namespace, Name, PrefixKey).
+func (p proxyCounter) ScopedRequests() []report.EtcdRequests { return etcdRequests(p.c.Counts()) }
+
+// etcdRequests converts the proxy's rows.
+func etcdRequests(rows etcdproxy.Counts) []report.EtcdRequests {
 	out := make([]report.EtcdRequests, len(rows))
 	for i, r := range rows {
-		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Resource: r.Resource, Requests: r.Requests,
-			RequestBytes: r.RequestBytes, Responses: r.Responses, ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors}
+		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Resource: r.Resource, Namespace: r.Namespace,
+			Name: r.Name, PrefixKey: r.PrefixKey, Requests: r.Requests, RequestBytes: r.RequestBytes, Responses: r.Responses,
+			ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors}
 	}
 	return out
 }
