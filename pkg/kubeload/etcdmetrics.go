@@ -30,17 +30,17 @@ import (
 // server/storage/backend/metrics.go (backend commit duration) and
 // server/storage/wal/metrics.go (WAL fsync duration).
 const (
-	etcdDBSize             = "etcd_mvcc_db_total_size_in_bytes"
-	etcdDBSizeInUse        = "etcd_mvcc_db_total_size_in_use_in_bytes"
-	etcdPuts               = "etcd_mvcc_put_total"
-	etcdDeletes            = "etcd_mvcc_delete_total"
-	etcdRanges             = "etcd_mvcc_range_total"
-	etcdTxns               = "etcd_mvcc_txn_total"
-	etcdProposals          = "etcd_server_proposals_committed_total"
-	etcdWatchers           = "etcd_debugging_mvcc_watcher_total"
-	etcdSlowWatchers       = "etcd_debugging_mvcc_slow_watcher_total"
-	etcdBackendCommit      = "etcd_disk_backend_commit_duration_seconds"
-	etcdWALFsync           = "etcd_disk_wal_fsync_duration_seconds"
+	etcdDBSize        = "etcd_mvcc_db_total_size_in_bytes"
+	etcdDBSizeInUse   = "etcd_mvcc_db_total_size_in_use_in_bytes"
+	etcdPuts          = "etcd_mvcc_put_total"
+	etcdDeletes       = "etcd_mvcc_delete_total"
+	etcdRanges        = "etcd_mvcc_range_total"
+	etcdTxns          = "etcd_mvcc_txn_total"
+	etcdProposals     = "etcd_server_proposals_committed_total"
+	etcdWatchers      = "etcd_debugging_mvcc_watcher_total"
+	etcdSlowWatchers  = "etcd_debugging_mvcc_slow_watcher_total"
+	etcdBackendCommit = "etcd_disk_backend_commit_duration_seconds"
+	etcdWALFsync      = "etcd_disk_wal_fsync_duration_seconds"
 )
 
 // etcdSampleEvery is how often a cluster's run samples etcd's /metrics
