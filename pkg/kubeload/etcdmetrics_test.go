@@ -130,3 +130,28 @@ func TestEtcdSampler(t *testing.T) {
 		t.Errorf("writes summed over the samples %v, want [7 200] (the 5 before sampling and the reads left out)", sums)
 	}
 }
+
+func TestSteadyCompactions(t *testing.T) {
+	const m = time.Minute
+	tests := []struct {
+		name               string
+		start, d, interval time.Duration
+		wantN              int
+		wantNeed           time.Duration
+	}{
+		{"short seeding, three intervals and a minute", 30 * time.Second, 16 * m, 5 * m, 2, 15*m - 30*time.Second},
+		{"short seeding, 11 minutes: one", 30 * time.Second, 11 * m, 5 * m, 1, 15*m - 30*time.Second},
+		{"long seeding, 11 minutes: two", 6 * m, 11 * m, 5 * m, 2, 9 * m},
+		{"seeding past the first compaction", 11 * m, 10 * m, 5 * m, 2, 9 * m},
+		{"on a compaction", 10 * m, 5 * m, 5 * m, 2, 5 * m},
+		{"compaction off", m, 16 * m, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, need := steadyCompactions(tt.start, tt.d, tt.interval)
+			if n != tt.wantN || need != tt.wantNeed {
+				t.Errorf("got %d compactions, %v needed; want %d, %v", n, need, tt.wantN, tt.wantNeed)
+			}
+		})
+	}
+}

@@ -147,6 +147,7 @@ func (o *runOptions) Validate() error {
 	if err := o.cluster.Validate(&o.kube, o.kubeconfig.enabled()); err != nil {
 		return err
 	}
+	o.cluster.defaultTiming(&o.load, o.changed)
 	if err := o.kube.Validate(); err != nil {
 		return err
 	}
