@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -74,6 +76,10 @@ type periodicSource struct {
 	// instances returns the instances given the matching rows; nil:
 	// one per distinct resource.
 	instances func(in PeriodicInput, rows []EtcdRequests) int
+	// capped leaves out the resources with more requests than one per
+	// expected interval allows (window / expected + 1): other requests
+	// of the same shape are mixed in there.
+	capped bool
 }
 
 // isLeaseWrite reports whether r writes Leases of namespace ns.
@@ -129,7 +135,12 @@ var periodicSources = []periodicSource{
 		upstream: "k8s.io/apiserver/pkg/registry/generic/registry/store.go startObservingCount (resourceCountPollPeriodJitter 1.2), server/options/etcd.go CountMetricPollPeriod 1m",
 		match: func(r EtcdRequests) bool {
 			return r.PrefixKey && EtcdVerb(r.Method, r.Kind) == EtcdRead
-		}},
+		},
+		// A consistent LIST or watch-list served from the watch cache
+		// reads the current revision the same way, once per request
+		// (k8s.io/apiserver/pkg/storage/cacher/cacher.go
+		// getWatchCacheResourceVersion): resources read so are left out.
+		capped: true},
 	{source: "cache consistency checks", request: "Range <prefix>/<resource>/ limit rev (first pages)", expected: 5 * time.Minute, expectedMax: 7*time.Minute + 30*time.Second,
 		upstream: "k8s.io/apiserver/pkg/storage/cacher/consistency/checker.go (CheckPeriod 5m, jitter 0.5; DetectCacheInconsistency, on since 1.34)",
 		match: func(r EtcdRequests) bool {
@@ -188,12 +199,25 @@ func PeriodicTrafficOf(in PeriodicInput) []PeriodicTraffic {
 			}
 		}
 		var rows []EtcdRequests
-		resources := map[string]bool{}
+		resources := map[string]int64{}
 		for _, r := range in.Requests {
 			if periodicWindowPhase(r.Phase) && r.Requests > 0 && s.match(r) {
 				rows = append(rows, r)
 				t.Count += r.Requests
-				resources[r.Resource] = true
+				resources[r.Resource] += r.Requests
+			}
+		}
+		if limit := int64(window/t.ExpectedIntervalMs) + 1; s.capped {
+			var mixed []string
+			for _, res := range slices.Sorted(maps.Keys(resources)) {
+				if n := resources[res]; n > limit {
+					mixed = append(mixed, fmt.Sprintf("%s %d", res, n))
+					t.Count -= n
+					delete(resources, res)
+				}
+			}
+			if len(mixed) > 0 {
+				t.Note = fmt.Sprintf("left out, more than %d requests each, the same reads of consistent LISTs served from the watch cache: %s", limit, strings.Join(mixed, ", "))
 			}
 		}
 		t.Seen = t.Count > 0
@@ -214,7 +238,7 @@ func PeriodicTrafficOf(in PeriodicInput) []PeriodicTraffic {
 				t.ObservedIntervalMs = sum / float64(len(gaps))
 			}
 		}
-		if !t.Seen {
+		if !t.Seen && t.Note == "" {
 			switch {
 			case window < t.ExpectedIntervalMs:
 				t.Note = "the window is shorter than the interval"

@@ -79,6 +79,17 @@ func TestPeriodicTrafficOf(t *testing.T) {
 			want: want{seen: true, count: 2, instances: 2, interval: 60000},
 		},
 		{
+			name: "count polls: resources read more often than polled are left out", source: "object count polls",
+			in: PeriodicInput{Phases: []EtcdPhase{{Phase: "steady", DurationMs: 180000}}, Requests: []EtcdRequests{
+				{Phase: "steady", Method: "Range", Kind: "key limit", Resource: "pods", PrefixKey: true, Requests: 3},
+				{Phase: "steady", Method: "Range", Kind: "key limit", Resource: "nodes", PrefixKey: true, Requests: 2},
+				{Phase: "steady", Method: "Range", Kind: "key limit", Resource: "configmaps", PrefixKey: true, Requests: 500}, // consistent LISTs
+				{Phase: "steady", Method: "Range", Kind: "key limit", Resource: "secrets", PrefixKey: true, Requests: 5},
+			}},
+			want: want{seen: true, count: 5, instances: 2, interval: 72000,
+				note: "left out, more than 4 requests each, the same reads of consistent LISTs served from the watch cache: configmaps 500, secrets 5"},
+		},
+		{
 			name: "consistency checks: first pages at a revision", source: "cache consistency checks",
 			in: PeriodicInput{Phases: []EtcdPhase{{Phase: "steady", DurationMs: 600000}}, Requests: []EtcdRequests{
 				{Phase: "steady", Method: "Range", Kind: "prefix limit rev", Resource: "pods", Requests: 2},
