@@ -221,6 +221,7 @@ type etcdSampler struct {
 	phases     map[string]*etcdPhaseAcc
 	order      []string
 
+	cancel   context.CancelFunc // ends a scrape in flight
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -238,7 +239,7 @@ func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() str
 	if endpoint != "" {
 		s.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	}
-	ctx = context.WithoutCancel(ctx)
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.sample(ctx) // the baseline
 	go func() {
 		defer close(s.done)
@@ -357,12 +358,15 @@ func (s *etcdSampler) noteScrapeLocked(sc *etcdScrape, at float64, phase string)
 	}
 }
 
-// finish stops sampling after one last sample and returns the series:
+// finish stops sampling after one last sample (none once ctx has ended)
+// and returns the series:
 // the write series' resources sorted byte-wise, and nil metrics when no
 // endpoint was read.
 func (s *etcdSampler) finish(ctx context.Context) (*report.EtcdWriteSeries, *report.EtcdMetrics) {
 	s.halt()
-	s.sample(context.WithoutCancel(ctx))
+	if ctx.Err() == nil { // an interrupted run ends without waiting for one more scrape
+		s.sample(ctx)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var writes *report.EtcdWriteSeries
@@ -410,8 +414,12 @@ func (s *etcdSampler) finish(ctx context.Context) (*report.EtcdWriteSeries, *rep
 	return writes, &m
 }
 
-// halt stops sampling and waits for the sampler's goroutine to end.
+// halt stops sampling, ending a scrape in flight, and waits for the
+// sampler's goroutine to end.
 func (s *etcdSampler) halt() {
-	s.stopOnce.Do(func() { close(s.stop) })
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		s.cancel()
+	})
 	<-s.done
 }

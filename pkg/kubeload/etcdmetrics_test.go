@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,5 +156,35 @@ func TestSteadyCompactions(t *testing.T) {
 				t.Errorf("got %d compactions, %v needed; want %d, %v", n, need, tt.wantN, tt.wantNeed)
 			}
 		})
+	}
+}
+
+// TestEtcdSamplerHaltsAScrape stops a sampler whose scrape hangs: halt
+// must end it at once (an interrupted run exits within 2 s), and the
+// scrapes before count as answered or failed, never lost.
+func TestEtcdSamplerHaltsAScrape(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			fmt.Fprintln(w, "# TYPE etcd_mvcc_db_total_size_in_bytes gauge\netcd_mvcc_db_total_size_in_bytes 4096")
+			return
+		}
+		<-r.Context().Done() // hangs until the scrape is given up
+	}))
+	defer srv.Close()
+	s := startEtcdSampler(t.Context(), nil, func() string { return "steady" }, time.Now(), 10*time.Millisecond, srv.URL, nil)
+	for calls.Load() < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	s.halt()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("halt took %v, want it to end the hung scrape at once", d)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	writes, m := s.finish(ctx)
+	if writes != nil || m == nil || len(m.Samples) != 1 || m.Samples[0].DBSizeBytes != 4096 || m.Errors != 1 {
+		t.Errorf("got writes %+v, metrics %+v; want no write series, the baseline's 4096 bytes and the hung scrape failed", writes, m)
 	}
 }
