@@ -257,7 +257,8 @@ func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() str
 	return s
 }
 
-// sample takes one sample of each.
+// sample takes one sample of each; a scrape that fails because ctx
+// ended (halt) is not counted.
 func (s *etcdSampler) sample(ctx context.Context) {
 	var sc *etcdScrape
 	var err error
@@ -272,6 +273,8 @@ func (s *etcdSampler) sample(ctx context.Context) {
 		s.sampleWritesLocked(at, phase)
 	}
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// halted: a scrape given up is no failure
 	case err != nil:
 		s.metrics.Errors++
 		if s.metrics.Error == "" {

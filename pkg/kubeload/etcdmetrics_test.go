@@ -161,7 +161,7 @@ func TestSteadyCompactions(t *testing.T) {
 
 // TestEtcdSamplerHaltsAScrape stops a sampler whose scrape hangs: halt
 // must end it at once (an interrupted run exits within 2 s), and the
-// scrapes before count as answered or failed, never lost.
+// scrape it gives up is not a failed one.
 func TestEtcdSamplerHaltsAScrape(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -184,7 +184,7 @@ func TestEtcdSamplerHaltsAScrape(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	writes, m := s.finish(ctx)
-	if writes != nil || m == nil || len(m.Samples) != 1 || m.Samples[0].DBSizeBytes != 4096 || m.Errors != 1 {
-		t.Errorf("got writes %+v, metrics %+v; want no write series, the baseline's 4096 bytes and the hung scrape failed", writes, m)
+	if writes != nil || m == nil || len(m.Samples) != 1 || m.Samples[0].DBSizeBytes != 4096 || m.Errors != 0 {
+		t.Errorf("got writes %+v, metrics %+v; want no write series, the baseline's 4096 bytes and the scrape halt gave up not counted as failed", writes, m)
 	}
 }

@@ -36,13 +36,18 @@ type EtcdMetricsPhase struct {
 	// Puts, Deletes, Ranges and Txns are etcd_mvcc_put_total,
 	// etcd_mvcc_delete_total, etcd_mvcc_range_total, etcd_mvcc_txn_total
 	// (server/storage/mvcc/metrics.go): operations inside etcd, a Txn's
-	// own puts and ranges included, which the proxy counts as one Txn.
+	// own puts and ranges included, which the proxy counts as one Txn;
+	// Txns counts only mvcc transactions of more than one operation
+	// (server/storage/mvcc/metrics_txn.go EndCommon), and kube-apiserver's
+	// (a compare, then one put or delete) showed 0 in runs here.
 	Puts    int64 `json:"puts"`
 	Deletes int64 `json:"deletes"`
 	Ranges  int64 `json:"ranges"`
 	Txns    int64 `json:"txns"`
-	// ProposalsCommitted is etcd_server_proposals_committed_total's
-	// increase (server/etcdserver/metrics.go): raft entries committed.
+	// ProposalsCommitted is the increase of
+	// etcd_server_proposals_committed_total, a gauge holding the
+	// committed raft index (server/etcdserver/metrics.go): raft entries
+	// committed.
 	ProposalsCommitted int64 `json:"proposalsCommitted"`
 	// Watchers and SlowWatchers are the largest
 	// etcd_debugging_mvcc_watcher_total and

@@ -80,7 +80,7 @@ func makeEtcdMetricsTable(m *report.EtcdMetrics) output.Table {
 // the db size samples: the first, the largest and the last.
 func etcdMetricsNote(m *report.EtcdMetrics) string {
 	s := "etcd's /metrics (" + m.Endpoint + ", every " + intervalText(m.IntervalMs) + "): puts, deletes, ranges, txns are etcd_mvcc_*_total " +
-		"(a Txn's own puts and ranges count too), proposals etcd_server_proposals_committed_total, watchers the most " +
+		"(a Txn's own puts and ranges count too; txns only those of several operations), proposals etcd_server_proposals_committed_total, watchers the most " +
 		"etcd_debugging_mvcc_watcher_total (slow_watcher_total) in the phase, commit and fsync p99 ms of etcd_disk_backend_commit_duration_seconds " +
 		"and etcd_disk_wal_fsync_duration_seconds"
 	if n := len(m.Samples); n > 0 {
