@@ -90,5 +90,6 @@
 // Lease renewal's Txn, its response and the watch event that follows)
 // took about 2 µs of CPU and 15 allocations, nearly all of both decoding
 // the Txn; naming the three messages' resource added about 0.1 µs and no
-// allocation.
+// allocation, nor does keeping a Lease's namespace or marking a prefix
+// key's read (TestResourceAllocs, BenchmarkCount: 15 allocations).
 package etcdproxy
