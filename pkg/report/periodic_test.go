@@ -87,7 +87,7 @@ func TestPeriodicTrafficOf(t *testing.T) {
 				{Phase: "steady", Method: "Range", Kind: "key limit", Resource: "secrets", PrefixKey: true, Requests: 5},
 			}},
 			want: want{seen: true, count: 5, instances: 2, interval: 72000,
-				note: "left out: 505 reads of 2 resources read more than 4 times each, more often than polled (other callers read the prefix key too, e.g. consistent reads served from the watch cache): configmaps 500, secrets 5"},
+				note: "left out: 505 reads of 2 resources with more than 4 each, more often than polled (other callers read the prefix key too, e.g. consistent reads served from the watch cache): configmaps 500, secrets 5"},
 		},
 		{
 			name: "consistency checks: first pages at a revision", source: "cache consistency checks",
