@@ -150,7 +150,7 @@ var periodicSources = []periodicSource{
 				hasWord(r.Kind, "limit") && hasWord(r.Kind, "rev")
 		}},
 	{source: "DB-size polls", request: "Status", expected: 30 * time.Second,
-		upstream: "k8s.io/apiserver/pkg/storage/storagebackend (DefaultDBMetricPollInterval 30s)",
+		upstream: "k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go startDBSizeMonitorPerEndpoint, storagebackend/config.go DefaultDBMetricPollInterval 30s",
 		match:    func(r EtcdRequests) bool { return r.Method == "Status" }, instances: apiservers},
 	{source: "master-lease reconciler", request: "Txn masterleases/<ip>", expected: 10 * time.Second,
 		upstream: "pkg/controlplane/reconcilers/lease.go, pkg/controlplane/instance.go DefaultEndpointReconcilerInterval 10s",
