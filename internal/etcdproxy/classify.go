@@ -89,6 +89,76 @@ func appendResourcePath(dst, key []byte, prefixes []string) []byte {
 	return append(dst, seg...)
 }
 
+// appendLeaseScope appends to dst, when key is a Lease's (resource path
+// "leases" below the longest of prefixes it lies under: the
+// coordination.k8s.io Leases of node heartbeats, leader election and
+// kube-apiserver identity), a 0 byte and its namespace, and in
+// kube-system, where a handful of leases live, a slash and its name:
+// "\x00kube-node-lease", "\x00kube-system/kube-scheduler". Other keys,
+// and a list of every Lease, append nothing. It does not allocate beyond
+// growing dst.
+func appendLeaseScope(dst, key []byte, prefixes []string) []byte {
+	rest, ok := bytes.CutPrefix(belowPrefix(key, prefixes), []byte("leases/"))
+	if !ok {
+		return dst
+	}
+	ns, name, _ := bytes.Cut(rest, []byte{'/'})
+	if len(ns) == 0 {
+		return dst
+	}
+	dst = append(dst, 0)
+	dst = append(dst, ns...)
+	if string(ns) == leaseNamespaceSystem && len(name) > 0 && bytes.IndexByte(name, 0) < 0 {
+		dst = append(dst, '/')
+		dst = append(dst, name...)
+	}
+	return dst
+}
+
+// scopePrefixKey is the scope (Row.PrefixKey) of a read of a resource's
+// prefix key itself; parentheses never occur in a namespace.
+const scopePrefixKey = "(prefix key)"
+
+// appendPrefixKeyScope appends to dst a 0 byte and scopePrefixKey when
+// key, read without a range end, is the prefix key of the resource whose
+// path (appendResourcePath) is path: the key below the longest of
+// prefixes is path, with or without a trailing slash
+// ("/registry/configmaps"). No object lives there: kube-apiserver reads it
+// for the response header's revision in its object count poll
+// (k8s.io/apiserver/pkg/storage/etcd3/store.go GetCurrentResourceVersion,
+// called by cacher.go getKeys from registry/generic/registry/store.go
+// startObservingCount). It does not allocate beyond growing dst.
+func appendPrefixKeyScope(dst, key, path []byte, prefixes []string) []byte {
+	rest := belowPrefix(key, prefixes)
+	if len(path) == 0 || !bytes.HasPrefix(rest, path) {
+		return dst
+	}
+	if tail := rest[len(path):]; len(tail) == 0 || (len(tail) == 1 && tail[0] == '/') {
+		dst = append(dst, 0)
+		dst = append(dst, scopePrefixKey...)
+	}
+	return dst
+}
+
+// belowPrefix returns what follows the longest of prefixes key lies
+// under, and its slash; nil when it lies under none.
+func belowPrefix(key []byte, prefixes []string) []byte {
+	best := -1
+	for _, p := range prefixes {
+		if len(key) > len(p) && key[len(p)] == '/' && string(key[:len(p)]) == p && len(p) > best {
+			best = len(p)
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return key[best+1:]
+}
+
+// leaseNamespaceSystem is the namespace of the leader-election and
+// kube-apiserver identity Leases (metav1.NamespaceSystem).
+const leaseNamespaceSystem = "kube-system"
+
 // trimPrefixes returns prefixes without trailing slashes, or
 // keyspace.KnownPrefixes when there are none.
 func trimPrefixes(prefixes []string) []string {

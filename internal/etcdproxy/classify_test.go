@@ -457,3 +457,81 @@ func TestResourceAllocs(t *testing.T) {
 		t.Errorf("got %+v, want 102 txns of leases", r)
 	}
 }
+
+// TestLeaseScopes counts Lease writes of node heartbeats, leader election
+// and kube-apiserver identity, a list of all Leases and a watch of them:
+// the rows keep a single Lease's namespace, and its name in kube-system;
+// reads of a resource's prefix key are marked; ByResource sums them up
+// again.
+func TestLeaseScopes(t *testing.T) {
+	c := NewCounter()
+	txn := func(key string) []byte {
+		k := []byte(key)
+		return mustMarshal(t, &pb.TxnRequest{Compare: []*pb.Compare{{Key: k, Target: pb.Compare_MOD}},
+			Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: k}}}}})
+	}
+	rc := requestCounter{counter: c, prefixes: trimPrefixes([]string{"/registry", "/registry/sub"}), method: "Txn"}
+	for _, key := range []string{
+		"/registry/leases/kube-node-lease/node-1",
+		"/registry/leases/kube-node-lease/node-2",
+		"/registry/leases/kube-system/kube-scheduler",
+		"/registry/leases/kube-system/kube-scheduler",
+		"/registry/leases/kube-system/apiserver-abc",
+		"/registry/sub/leases/other/x", // under the longer prefix
+		"/registry/pods/kube-node-lease/p",
+		"/registry/leasesx/kube-system/y",
+	} {
+		b := txn(key)
+		rc.count(b, len(b))
+	}
+	rr := requestCounter{counter: c, prefixes: trimPrefixes(nil), method: "Range"}
+	list := mustMarshal(t, &pb.RangeRequest{Key: []byte("/registry/leases/"), RangeEnd: []byte("/registry/leases0")})
+	rr.count(list, len(list))
+	ns := mustMarshal(t, &pb.RangeRequest{Key: []byte("/registry/leases/kube-system/"), RangeEnd: []byte("/registry/leases/kube-system0")})
+	rr.count(ns, len(ns))
+	for _, key := range []string{"/registry/configmaps", "/registry/configmaps/", "/registry/configmaps/ns/a", "/registry/configmapsx"} {
+		b := mustMarshal(t, &pb.RangeRequest{Key: []byte(key), Limit: 1})
+		rr.count(b, len(b))
+	}
+	wc := requestCounter{counter: c, prefixes: trimPrefixes(nil), method: "Watch", ws: &watches{ids: map[int64]string{}}}
+	watch := mustMarshal(t, &pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{
+		Key: []byte("/registry/leases/kube-node-lease/"), RangeEnd: []byte("/registry/leases/kube-node-lease0")}}})
+	wc.count(watch, len(watch))
+
+	type row struct {
+		method, resource, namespace, name string
+		prefixKey                         bool
+		requests                          int64
+	}
+	var got []row
+	for _, r := range c.Counts() {
+		got = append(got, row{r.Method, r.Resource, r.Namespace, r.Name, r.PrefixKey, r.Requests})
+	}
+	const leases = "leases.coordination.k8s.io"
+	want := []row{
+		{"Range", "configmaps", "", "", false, 1},
+		{"Range", "configmaps", "", "", true, 2}, // the count poll's key, with and without its slash
+		{"Range", "configmapsx", "", "", true, 1},
+		{"Range", leases, "", "", false, 1},
+		{"Range", leases, "kube-system", "", false, 1},
+		{"Txn", leases, "kube-node-lease", "", false, 2},
+		{"Txn", leases, "kube-system", "apiserver-abc", false, 1},
+		{"Txn", leases, "kube-system", "kube-scheduler", false, 2},
+		{"Txn", leases, "other", "", false, 1},
+		{"Txn", "leasesx", "", "", false, 1}, // no Lease
+		{"Txn", "pods", "", "", false, 1},
+		{"Watch", leases, "", "", false, 1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	var sums []row
+	for _, r := range c.Counts().ByResource() {
+		sums = append(sums, row{r.Method, r.Resource, r.Namespace, r.Name, r.PrefixKey, r.Requests})
+	}
+	wantSums := []row{{"Range", "configmaps", "", "", false, 3}, {"Range", "configmapsx", "", "", false, 1}, {"Range", leases, "", "", false, 2},
+		{"Txn", leases, "", "", false, 6}, {"Txn", "leasesx", "", "", false, 1}, {"Txn", "pods", "", "", false, 1}, {"Watch", leases, "", "", false, 1}}
+	if fmt.Sprint(sums) != fmt.Sprint(wantSums) {
+		t.Errorf("ByResource: got  %v\nwant %v", sums, wantSums)
+	}
+}

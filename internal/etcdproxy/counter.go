@@ -42,6 +42,19 @@ type Row struct {
 	// "" for messages without a key (leases, Compact, Status, progress
 	// requests, a stream's opening).
 	Resource string `json:"resource,omitempty"`
+	// Namespace is, for requests on one Lease or one namespace's Leases
+	// (Resource "leases.coordination.k8s.io", not watches), the Leases'
+	// namespace: "kube-node-lease" holds the node heartbeats,
+	// "kube-system" the leader-election and kube-apiserver identity
+	// Leases; "" otherwise.
+	Namespace string `json:"namespace,omitempty"`
+	// Name is, for a Lease in kube-system, its name ("kube-scheduler",
+	// "apiserver-<hash>"); "" otherwise.
+	Name string `json:"name,omitempty"`
+	// PrefixKey is true for reads (Range, RangeStream, no range end) of
+	// the resource's prefix key itself ("/registry/configmaps"), where no
+	// object lives: kube-apiserver's object count poll.
+	PrefixKey bool `json:"prefixKey,omitempty"`
 	// Requests is the number of request messages (client to etcd).
 	Requests int64 `json:"requests"`
 	// RequestBytes is their total size: serialized protobuf bytes, without
@@ -61,10 +74,27 @@ type Row struct {
 	Errors int64 `json:"errors"`
 }
 
-// Counts is a snapshot of a Counter: one Row per phase, method, kind and
-// resource that saw a message, ordered by phase (in the order phases were
-// first set), then Method, then Kind, then Resource (byte-wise).
+// Counts is a snapshot of a Counter: one Row per phase, method, kind,
+// resource, namespace and name that saw a message, ordered by phase (in
+// the order phases were first set), then Method, Kind, Resource,
+// Namespace and Name (byte-wise).
 type Counts []Row
+
+// ByResource returns c with the rows that differ only in Namespace,
+// Name and PrefixKey summed into one, without them: one Row per phase,
+// method, kind and resource, in c's order.
+func (c Counts) ByResource() Counts {
+	out := make(Counts, 0, len(c))
+	for _, r := range c {
+		r.Namespace, r.Name, r.PrefixKey = "", "", false
+		if n := len(out); n > 0 && out[n-1].Phase == r.Phase && out[n-1].Method == r.Method && out[n-1].Kind == r.Kind && out[n-1].Resource == r.Resource {
+			rowDelta(r).apply(&out[n-1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // Phases returns the names of the phases that have rows, in the order
 // they were first set.
@@ -230,11 +260,24 @@ func (c *Counter) Counts() Counts {
 			if n := strings.Compare(a.Kind, b.Kind); n != 0 {
 				return n
 			}
-			return strings.Compare(a.Resource, b.Resource)
+			if n := strings.Compare(a.Resource, b.Resource); n != 0 {
+				return n
+			}
+			if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
+				return n
+			}
+			if a.PrefixKey != b.PrefixKey {
+				if a.PrefixKey {
+					return 1
+				}
+				return -1
+			}
+			return strings.Compare(a.Name, b.Name)
 		})
 		merged := out[:start]
 		for _, r := range out[start:] {
-			if n := len(merged); n > start && merged[n-1].Method == r.Method && merged[n-1].Kind == r.Kind && merged[n-1].Resource == r.Resource {
+			if n := len(merged); n > start && merged[n-1].Method == r.Method && merged[n-1].Kind == r.Kind && merged[n-1].Resource == r.Resource &&
+				merged[n-1].Namespace == r.Namespace && merged[n-1].Name == r.Name && merged[n-1].PrefixKey == r.PrefixKey {
 				rowDelta(r).apply(&merged[n-1])
 				continue
 			}
@@ -255,7 +298,14 @@ func (c *Counter) lookupLocked(i int, key []byte) *entry {
 	k := string(key)
 	method, rest, _ := strings.Cut(k, "\x00")
 	kind, path, _ := strings.Cut(rest, "\x00")
-	e := &entry{Row: Row{Phase: c.phases[i], Method: method, Kind: kind, Resource: resourceName(path)}, path: path, phase: i, gen: c.gen}
+	resource, scope, _ := strings.Cut(path, "\x00") // appendLeaseScope
+	row := Row{Phase: c.phases[i], Method: method, Kind: kind, Resource: resourceName(resource)}
+	if scope == scopePrefixKey {
+		row.PrefixKey = true
+	} else {
+		row.Namespace, row.Name, _ = strings.Cut(scope, "/")
+	}
+	e := &entry{Row: row, path: path, phase: i, gen: c.gen}
 	c.rows[i][k] = e
 	return e
 }

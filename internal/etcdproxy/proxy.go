@@ -443,6 +443,13 @@ func (r *requestCounter) count(b []byte, n int) *entry {
 	// the same buffer: one buffer per stream.
 	kindEnd := len(r.key)
 	r.key = appendResourcePath(append(r.key, 0), r.c.key, r.prefixes)
+	switch path := r.key[kindEnd+1:]; {
+	case r.ws != nil:
+	case string(path) == "leases":
+		r.key = appendLeaseScope(r.key, r.c.key, r.prefixes)
+	case (r.method == "Range" || r.method == "RangeStream") && len(r.c.rng.RangeEnd) == 0 && len(r.c.key) > 0:
+		r.key = appendPrefixKeyScope(r.key, r.c.key, path, r.prefixes)
+	}
 	if r.ws != nil {
 		switch {
 		case r.c.watch.GetCreateRequest() != nil:

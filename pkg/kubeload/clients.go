@@ -2,6 +2,7 @@ package kubeload
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -53,6 +54,9 @@ type Stack struct {
 	// Counter counts what the apiservers send etcd; nil when no counting
 	// proxy runs.
 	Counter EtcdCounter
+	// EtcdTLS is how lwbench reaches the members' /metrics over https
+	// (StackConfig.EtcdTLS); nil: plain.
+	EtcdTLS *tls.Config
 	// APIServers are the apiservers whose own /metrics a run scrapes at
 	// every phase boundary and whose processes it samples; nil: none.
 	APIServers []APIServer
@@ -161,6 +165,7 @@ type apiClients struct {
 	env         *watchload.Env
 	set         *InformerSet
 	compactions <-chan []report.Compaction
+	sampler     *etcdSampler       // etcd's /metrics and the proxy's writes over time; nil: none
 	stopWatch   context.CancelFunc // ends the watch of compactions
 	confirmed   int64              // the revision Confirm confirmed
 	unverified  int64              // events Validate could not verify
@@ -281,6 +286,7 @@ func (a *apiClients) Seed(ctx context.Context) error {
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopWatch = stop
 	a.compactions = watchCompactions(wctx, r.Admin, r.Start+1, a.ph, s.Epoch(), r.Logf)
+	a.startSampler(ctx)
 
 	if a.o.Cluster != nil {
 		return a.seedCluster(ctx)
@@ -385,6 +391,9 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 		res.Cluster.Exits = componentExits(cp, a.r.Session.Epoch())
 	}
 	res.Compactions = <-a.compactions
+	if a.sampler != nil {
+		res.EtcdWrites, res.EtcdMetrics = a.sampler.finish(ctx)
+	}
 	if a.ph.meter != nil {
 		res.APIServers, res.APIServerMetrics = a.ph.meter.finish(ctx)
 		if n := len(a.st.APIServers); len(res.APIServers) > n {
@@ -399,6 +408,7 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 		res.Etcd = a.st.Counter.Requests()
 		res.EtcdPhases = a.st.Counter.Phases()
 	}
+	res.PeriodicTraffic = a.periodicTraffic(res)
 	if res.Relists == nil {
 		res.Relists = []report.Relist{}
 	}
@@ -420,6 +430,9 @@ func (a *apiClients) Stop() {
 	}
 	if a.stopWatch != nil {
 		a.stopWatch()
+	}
+	if a.sampler != nil {
+		a.sampler.halt()
 	}
 	if a.kubelets != nil {
 		a.kubelets.Stop()
@@ -591,17 +604,70 @@ func CounterOf(c *etcdproxy.Counter) EtcdCounter { return proxyCounter{c} }
 
 func (p proxyCounter) SetPhase(phase string) { p.c.SetPhase(phase) }
 
+// scopedCounter is an EtcdCounter that also gives its rows by Lease
+// namespace and name and with reads of prefix keys apart, for
+// report.PeriodicTrafficOf.
+type scopedCounter interface {
+	ScopedRequests() []report.EtcdRequests
+}
+
+var _ scopedCounter = proxyCounter{}
+
+// startSampler starts sampling, on a cluster lwbench owns, the first
+// member's /metrics when lwbench started it, and the proxy's writes per
+// resource when one counts (etcdSampler).
+func (a *apiClients) startSampler(ctx context.Context) {
+	st := a.st
+	if st.Shared {
+		return
+	}
+	endpoint := ""
+	if st.Etcd.Managed && len(st.Etcd.Endpoints) > 0 {
+		endpoint = st.Etcd.Endpoints[0]
+		if h := st.Etcd.Harness; h != nil && len(h.Endpoints) > 0 {
+			endpoint = h.Endpoints[0]
+		}
+	}
+	if endpoint == "" && st.Counter == nil {
+		return
+	}
+	a.sampler = startEtcdSampler(ctx, st.Counter, a.ph.current, a.r.Session.Epoch(), etcdSampleEvery, endpoint, st.EtcdTLS)
+}
+
+// periodicTraffic finds a cluster's periodic etcd traffic in the
+// proxy's rows (report.PeriodicTrafficOf); nil without a cluster's load
+// or a proxy.
+func (a *apiClients) periodicTraffic(res *report.RunResult) []report.PeriodicTraffic {
+	sc, ok := a.st.Counter.(scopedCounter)
+	if !ok || a.o.Cluster == nil || a.o.Cluster.Plan == nil {
+		return nil
+	}
+	return report.PeriodicTrafficOf(report.PeriodicInput{Requests: sc.ScopedRequests(), Phases: res.EtcdPhases,
+		Compactions: res.Compactions, Nodes: a.o.Cluster.Plan.Nodes, APIServers: max(a.st.APIServer.Servers, 1),
+		CompactionIntervalMs: a.st.APIServer.EtcdCompactionIntervalMs})
+}
+
 func (p proxyCounter) Reset() {
 	p.c.SetPhase("before")
 	p.c.Reset()
 }
 
 func (p proxyCounter) Requests() []report.EtcdRequests {
-	rows := p.c.Counts()
+	return etcdRequests(p.c.Counts().ByResource())
+}
+
+// ScopedRequests returns the counts as Requests does, with the rows of
+// Leases by namespace (and kube-system's by name) and reads of resource
+// prefix keys apart (etcdproxy.Row's Namespace, Name, PrefixKey).
+func (p proxyCounter) ScopedRequests() []report.EtcdRequests { return etcdRequests(p.c.Counts()) }
+
+// etcdRequests converts the proxy's rows.
+func etcdRequests(rows etcdproxy.Counts) []report.EtcdRequests {
 	out := make([]report.EtcdRequests, len(rows))
 	for i, r := range rows {
-		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Resource: r.Resource, Requests: r.Requests,
-			RequestBytes: r.RequestBytes, Responses: r.Responses, ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors}
+		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Resource: r.Resource, Namespace: r.Namespace,
+			Name: r.Name, PrefixKey: r.PrefixKey, Requests: r.Requests, RequestBytes: r.RequestBytes, Responses: r.Responses,
+			ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors}
 	}
 	return out
 }

@@ -137,6 +137,31 @@ func (a *apiClients) startChurn(ctx context.Context) (*watchload.Writing, error)
 	}
 	a.r.Session.OnPhase(a.health.setPhase)
 	a.r.Logf("churning %.0f pods/s (%.1f deployment writes/s) for %v", c.PodChurn, rate, lo.Duration)
+	interval := time.Duration(a.st.APIServer.EtcdCompactionIntervalMs * float64(time.Millisecond))
+	switch n, need := steadyCompactions(time.Since(a.r.Session.Epoch()), lo.Duration, interval); {
+	case interval <= 0:
+		a.r.Logf("warning: kube-apiserver's compaction is off: the run sees no compaction, and its periodic traffic misses it")
+	case n < 2:
+		a.r.Logf("warning: the steady phase (%v) can hold only %d of kube-apiserver's compactions (every %v, from two intervals after its start): give --duration %v or more to see two",
+			lo.Duration, n, interval, need.Round(time.Second))
+	}
 	return a.r.Session.Write(ctx, a.churn, watchload.WriterOptions{Rate: rate, Total: int64(rate * lo.Duration.Seconds()),
 		Workers: lo.WriterConcurrency}, watchload.PhaseSteady)
+}
+
+// steadyCompactions returns how many of kube-apiserver's compactions fall
+// in a steady phase of duration d that begins start after kube-apiserver
+// started (the run's epoch follows its start by seconds), and the duration
+// that would hold two. Its compactor ticks every interval and compacts
+// from the second tick on (k8s.io/apiserver/pkg/storage/etcd3/compact.go):
+// at k x interval, k >= 2. No interval: none.
+func steadyCompactions(start, d, interval time.Duration) (n int, need time.Duration) {
+	if interval <= 0 {
+		return 0, 0
+	}
+	first := max(2*interval, (start+interval-1)/interval*interval)
+	for t := first; t <= start+d; t += interval {
+		n++
+	}
+	return n, first + interval - start
 }

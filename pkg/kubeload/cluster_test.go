@@ -2,6 +2,8 @@ package kubeload_test
 
 import (
 	"context"
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,8 +25,9 @@ import (
 // objects for 3 pods per node, every pod Running, then churn, with two
 // informers validated against etcd's history and the kubelet watches of
 // two nodes. Nothing may be lost, the churn's writes must be done, the
-// node Leases must reach etcd (the counting proxy, by resource) and the
-// components must be metered.
+// node Leases must reach etcd (the counting proxy, by resource) at one per
+// node every 10 s within 10 %, compactions must be seen, etcd's /metrics
+// sampled, and the components metered.
 func TestClusterRun(t *testing.T) {
 	bins := apiservertest.ControlPlaneBinaries(t)
 	srv := etcdtest.RunEtcd(t)
@@ -42,7 +45,7 @@ func TestClusterRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo := watchload.Options{Watchers: 2, WatchResources: []string{watchload.ResourcePods}, Duration: 20 * time.Second,
+	lo := watchload.Options{Watchers: 2, WatchResources: []string{watchload.ResourcePods}, Duration: 30 * time.Second,
 		WriterConcurrency: 2, Seed: 1, SyncTimeout: time.Minute, Logf: t.Logf}
 	res, err := runAPI(t.Context(), st, lo, kubeload.Options{Cluster: &kubeload.ClusterOptions{Plan: plan, PodChurn: 4, QPS: 50,
 		KubeletWatches: 2, RunningTimeout: 2 * time.Minute}})
@@ -68,6 +71,7 @@ func TestClusterRun(t *testing.T) {
 	if leaseWrites < 10 {
 		t.Errorf("got %d lease writes at etcd, want at least one per node", leaseWrites)
 	}
+	checkPeriodic(t, res, plan.Nodes)
 	if len(res.Components) != 3 {
 		t.Fatalf("got %d components metered, want kube-controller-manager, kube-scheduler and kwok", len(res.Components))
 	}
@@ -176,5 +180,38 @@ func TestClusterExperiments(t *testing.T) {
 	}
 	for _, e := range c.Exits {
 		t.Logf("%s exited at %.1f s (%s) and was started again", e.Component, e.AtMs/1000, e.Status)
+	}
+}
+
+// checkPeriodic checks what a cluster's run says of etcd's periodic
+// traffic and its own /metrics: node Lease renewals at nodes/10 s within
+// 10 %, both leaders' renewals, compactions seen, db sizes sampled, and
+// the writes per resource over time holding the Leases.
+func checkPeriodic(t *testing.T, res *report.RunResult, nodes int) {
+	t.Helper()
+	got := map[string]report.PeriodicTraffic{}
+	for _, p := range res.PeriodicTraffic {
+		got[p.Source] = p
+	}
+	if p := got["node Lease renewals"]; !p.Seen || p.Instances != nodes || math.Abs(p.ObservedIntervalMs-10000) > 1000 {
+		t.Errorf("node Lease renewals: got %+v, want %d nodes renewing every 10 s within 10 %%", p, nodes)
+	}
+	if p := got["leader-election Lease renewals"]; !p.Seen || p.Instances != 2 {
+		t.Errorf("leader-election Lease renewals: got %+v, want kube-controller-manager's and kube-scheduler's", p)
+	}
+	if p := got["compactions"]; !p.Seen || len(res.Compactions) == 0 {
+		t.Errorf("compactions: got %+v and %d compactions, want some seen", p, len(res.Compactions))
+	}
+	m := res.EtcdMetrics
+	if m == nil || m.Error != "" || len(m.Samples) < 10 || len(m.Phases) == 0 {
+		t.Fatalf("etcd's /metrics: got %+v, want 10 samples or more, phases, no error", m)
+	}
+	for _, s := range m.Samples {
+		if s.DBSizeBytes <= 0 || s.DBSizeInUseBytes <= 0 || s.Phase == "" {
+			t.Fatalf("db size sample %+v: want sizes and a phase", s)
+		}
+	}
+	if w := res.EtcdWrites; w == nil || !slices.Contains(w.Resources, "leases.coordination.k8s.io") || len(w.Samples) < 10 {
+		t.Errorf("writes over time: got %+v, want 10 samples or more with the Leases", w)
 	}
 }

@@ -20,7 +20,11 @@
 //     writes through them while kube-apiserver's own compactor runs, holds
 //     informers across a compaction and checks the end, into a
 //     report.RunResult with its API front sections; an EtcdCounter
-//     (internal/etcdproxy) adds what etcd was asked, by the run's phase.
+//     (internal/etcdproxy) adds what etcd was asked, by the run's phase,
+//     and its writes per resource every second; on an etcd lwbench
+//     started, etcd's own /metrics every second (db size over time, its
+//     counters and disk latency by phase); with a cluster's load, the
+//     periodic traffic seen (report.PeriodicTrafficOf).
 //   - Compare lays the etcd-direct model's etcd requests beside the real
 //     stack's (`lwbench conformance`).
 //   - StartStack starts the kube-apiservers (and counting proxies) a load

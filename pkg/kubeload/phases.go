@@ -62,6 +62,13 @@ func (p *phases) set(ctx context.Context, base string) {
 	p.applyLocked(ctx)
 }
 
+// current returns the current phase's name.
+func (p *phases) current() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return phaseName(p.base, p.compactions)
+}
+
 // compacted begins the current phase after one more compaction and
 // returns how many there have been.
 func (p *phases) compacted(ctx context.Context) int {

@@ -179,7 +179,7 @@ func StartStack(ctx context.Context, t watchload.Target, cfg StackConfig) (Stack
 	}
 	api.Connections = string(conns.Layout())
 	st := Stack{Etcd: t, RESTConfig: cluster.RESTConfig(), Connections: conns, EtcdPrefix: cfg.EtcdPrefix, APIServer: api, Counter: counter,
-		APIServers: APIServersOf(cluster), Components: componentsOf(processes), ControlPlane: controlPlane,
+		EtcdTLS: cfg.EtcdTLS, APIServers: APIServersOf(cluster), Components: componentsOf(processes), ControlPlane: controlPlane,
 		EventsEtcd: eventsEtcd}
 	return st, stop, nil
 }

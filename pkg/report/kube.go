@@ -138,7 +138,14 @@ type EtcdRequests struct {
 	// watch's resource. "" for requests without a key (leases, Compact,
 	// Status, progress requests) and in results written before lwbench
 	// counted by resource (internal/etcdproxy Row.Resource).
-	Resource      string `json:"resource,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	// Namespace, Name and PrefixKey are set only in the rows the periodic
+	// traffic is found in (internal/etcdproxy Row's): a single Lease's
+	// namespace, a kube-system Lease's name, a read of the resource's
+	// prefix key (kube-apiserver's object count poll); never in Etcd.
+	Namespace     string `json:"namespace,omitempty"`
+	Name          string `json:"name,omitempty"`
+	PrefixKey     bool   `json:"prefixKey,omitempty"`
 	Requests      int64  `json:"requests"`
 	RequestBytes  int64  `json:"requestBytes"` // protobuf payload bytes, without gRPC framing
 	Responses     int64  `json:"responses"`

@@ -111,6 +111,17 @@ type RunResult struct {
 	// their durations; empty when no proxy ran (and in results written
 	// before lwbench recorded them).
 	EtcdPhases []EtcdPhase `json:"etcdPhases,omitempty"`
+	// EtcdWrites is the proxy's writes per resource over time; with a
+	// proxy only.
+	EtcdWrites *EtcdWriteSeries `json:"etcdWrites,omitempty"`
+	// EtcdMetrics is etcd's own /metrics over the run (db size and in use
+	// over time, its counters per phase); a whole cluster's load only
+	// (--nodes).
+	EtcdMetrics *EtcdMetrics `json:"etcdMetrics,omitempty"`
+	// PeriodicTraffic is each periodic source of a cluster's etcd traffic
+	// and whether the run saw it (PeriodicTrafficOf); a whole cluster's
+	// load only.
+	PeriodicTraffic []PeriodicTraffic `json:"periodicTraffic,omitempty"`
 	// APIServers are the apiservers' CPU and memory, one per server in
 	// start order; empty when they were not sampled.
 	APIServers []APIServerUsage `json:"apiservers,omitempty"`

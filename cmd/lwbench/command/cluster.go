@@ -60,7 +60,7 @@ const (
 )
 
 func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&o.nodes, "nodes", 0, "run a whole cluster's load: a real control plane (kube-apiserver of --kube-apiserver, default "+clusterRelease+", kube-controller-manager, kube-scheduler) and this many KWOK nodes, with ClusterLoader2's load test objects (Deployments of 250/30/5 pods, Services for half, a ConfigMap and Secret each, a DaemonSet; one namespace per 100 nodes), then --pod-churn; the components are built from the Go module proxy on first use")
+	fs.IntVar(&o.nodes, "nodes", 0, "run a whole cluster's load: a real control plane (kube-apiserver of --kube-apiserver, default "+clusterRelease+", kube-controller-manager, kube-scheduler) and this many KWOK nodes, with ClusterLoader2's load test objects (Deployments of 250/30/5 pods, Services for half, a ConfigMap and Secret each, a DaemonSet; one namespace per 100 nodes), then --pod-churn; the components are built from the Go module proxy on first use. With it, --compaction-interval defaults to kube-apiserver's 5m and --duration to three intervals and a minute (16m), so that the steady phase holds two compactions")
 	fs.IntVar(&o.podsPerNode, "pods-per-node", clusterload.DefaultPodsPerNode, "with --nodes: the load's pods per node (ClusterLoader2's PODS_PER_NODE)")
 	fs.StringVar(&o.podSize, "pod-size", "4Ki", "with --nodes: each pod's size in etcd (protobuf), padded by an annotation: ClusterLoader2's pods are about 4 KiB, real clusters' 10-20 KiB")
 	fs.StringVar(&o.nodeSize, "node-size", "12Ki", "with --nodes: each Node's size in etcd, padded by status.images as kubelets report them (real nodes: 10-30 KiB)")
@@ -180,6 +180,37 @@ func (o *clusterOptions) validateExperiments(load *watchload.Options, target *ta
 		o.restartAt = load.Duration / 3
 	}
 	return nil
+}
+
+// clusterCompactionInterval is --compaction-interval's default with
+// --nodes: kube-apiserver's own --etcd-compaction-interval default
+// (k8s.io/apiserver/pkg/storage/storagebackend/config.go
+// DefaultCompactInterval).
+const clusterCompactionInterval = 5 * time.Minute
+
+// clusterDuration is --duration's default with --nodes for a compaction
+// interval: three intervals and a minute. kube-apiserver's compactor
+// first only notes a revision one interval after it starts and compacts
+// from the second interval on, then every interval
+// (k8s.io/apiserver/pkg/storage/etcd3/compact.go), so a steady phase that
+// long holds two compactions (and so the consistency checks and count
+// polls of a cluster) however long the seeding took: 16 minutes at 5.
+func clusterDuration(interval time.Duration) time.Duration { return 3*interval + time.Minute }
+
+// defaultTiming gives --compaction-interval and --duration their
+// defaults with --nodes, unless changed says the user set them
+// (kubeload then warns when the steady phase cannot hold two
+// compactions).
+func (o *clusterOptions) defaultTiming(load *watchload.Options, changed func(string) bool) {
+	if !o.enabled() {
+		return
+	}
+	if !changed("compaction-interval") {
+		load.CompactionInterval = clusterCompactionInterval
+	}
+	if !changed("duration") && load.CompactionInterval > 0 {
+		load.Duration = clusterDuration(load.CompactionInterval)
+	}
 }
 
 // byteSize reads flag's size, a Kubernetes quantity (4Ki, 10000), of at

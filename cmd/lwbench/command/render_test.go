@@ -209,6 +209,29 @@ func TestClusterRunResultGolden(t *testing.T) {
 	r.Delivery.TimedEvents, r.Delivery.FromResponse, r.Delivery.FromSend = 0, report.Latency{}, report.Latency{}
 	r.Components = []report.APIServerUsage{{Server: "kube-controller-manager", PID: 4343, CPUSeconds: 3.25, PeakResidentMemoryBytes: 2e8, FinalResidentMemoryBytes: 1.9e8,
 		Phases: []report.APIServerPhaseUsage{{Phase: "seed", DurationMs: 2000, CPUSeconds: 2, PeakResidentMemoryBytes: 1.5e8, ResidentMemoryBytes: 1.5e8}}}}
+	const update = "if mod_revision=? then put else range"
+	r.PeriodicTraffic = report.PeriodicTrafficOf(report.PeriodicInput{Nodes: 100, APIServers: 1, CompactionIntervalMs: r.APIServer.EtcdCompactionIntervalMs,
+		Phases: r.EtcdPhases, Compactions: r.Compactions, Requests: []report.EtcdRequests{
+			{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Namespace: "kube-node-lease", Requests: 296},
+			{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Namespace: "kube-system", Name: "kube-scheduler", Requests: 15},
+			{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Namespace: "kube-system", Name: "kube-controller-manager", Requests: 15},
+			{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Namespace: "kube-system", Name: "apiserver-5n2c", Requests: 3},
+			{Phase: "steady", Method: "Range", Kind: "key limit", Resource: "pods", PrefixKey: true, Requests: 1},
+			{Phase: "steady", Method: "Compact", Kind: "compact", Requests: 1},
+			{Phase: "released after compaction 1", Method: "Compact", Kind: "compact", Requests: 1},
+			{Phase: "steady", Method: "Txn", Kind: "if version=? then put else range", Resource: "(compact_rev_key)", Requests: 2},
+			{Phase: "steady", Method: "Status", Kind: "call", Requests: 1},
+			{Phase: "steady", Method: "Txn", Kind: update, Resource: "peerserverleases", Requests: 3},
+		}})
+	r.EtcdWrites = &report.EtcdWriteSeries{IntervalMs: 1000, Resources: []string{"leases.coordination.k8s.io", "pods"},
+		Samples: []report.EtcdWriteSample{{AtMs: 11000, Phase: "steady", Writes: []int64{11, 60}}, {AtMs: 12000, Phase: "steady", Writes: []int64{10}}}}
+	r.EtcdMetrics = &report.EtcdMetrics{Endpoint: "http://127.0.0.1:2379", IntervalMs: 1000,
+		Samples: []report.EtcdDBSample{{AtMs: 10000, Phase: "steady", DBSizeBytes: 20 << 20, DBSizeInUseBytes: 12 << 20},
+			{AtMs: 25000, Phase: "steady", DBSizeBytes: 24 << 20, DBSizeInUseBytes: 18 << 20},
+			{AtMs: 40000, Phase: "released after compaction 1", DBSizeBytes: 10 << 20, DBSizeInUseBytes: 9 << 20}},
+		Phases: []report.EtcdMetricsPhase{{Phase: "steady", DurationMs: 30000, Puts: 2100, Ranges: 2200, Txns: 2150, ProposalsCommitted: 2105,
+			Watchers: 63, BackendCommits: 310, BackendCommitP99Ms: 8.2, WALFsyncs: 2105, WALFsyncP99Ms: 4.1},
+			{Phase: "released after compaction 1", DurationMs: 5000, Ranges: 3, Txns: 2, Watchers: 64, SlowWatchers: 1}}}
 	judged(r)
 	golden(t, "cluster-run.table", renderRun(t, output.FormatTable, r))
 	golden(t, "cluster-run.json", render(t, output.FormatJSON, output.Table{}, r))

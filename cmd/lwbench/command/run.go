@@ -147,6 +147,8 @@ func (o *runOptions) Validate() error {
 	if err := o.kubeconfig.Validate(o); err != nil {
 		return err
 	}
+	// The timing first: --restart-at's default is a third of --duration.
+	o.cluster.defaultTiming(&o.load, o.changed)
 	if err := o.cluster.Validate(&o.kube, o.kubeconfig.enabled(), &o.load, &o.target); err != nil {
 		return err
 	}

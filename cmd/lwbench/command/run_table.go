@@ -321,6 +321,14 @@ func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, n
 			intro = append(intro, etcdResourceNote(r.EtcdPhases))
 		}
 	}
+	if len(r.PeriodicTraffic) > 0 {
+		tables = append(tables, makePeriodicTable(r.PeriodicTraffic, notes))
+		intro = append(intro, periodicNote(r.PeriodicTraffic))
+	}
+	if r.EtcdMetrics != nil && len(r.EtcdMetrics.Phases) > 0 {
+		tables = append(tables, makeEtcdMetricsTable(r.EtcdMetrics))
+		intro = append(intro, etcdMetricsNote(r.EtcdMetrics))
+	}
 	return writeTail(out, errOut, f, tables, intro, notes, r.Warnings, r.Verdict)
 }
 

@@ -34,6 +34,30 @@ func TestRunFlags(t *testing.T) {
 				t.Errorf("defaults %+v", o.load)
 			}
 		}},
+		{name: "nodes: kube-apiserver's compaction interval, two of them in the steady phase", args: []string{"--nodes", "10"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 5*time.Minute || o.load.Duration != 16*time.Minute {
+					t.Errorf("compaction interval %v, duration %v; want 5m0s, 16m0s", o.load.CompactionInterval, o.load.Duration)
+				}
+			}},
+		{name: "nodes with an interval: the duration follows it", args: []string{"--nodes", "10", "--compaction-interval", "20s"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 20*time.Second || o.load.Duration != 2*time.Minute {
+					t.Errorf("compaction interval %v, duration %v; want 20s, 2m0s", o.load.CompactionInterval, o.load.Duration)
+				}
+			}},
+		{name: "nodes with both given: kept", args: []string{"--nodes", "10", "--compaction-interval", "1m", "--duration", "30s"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != time.Minute || o.load.Duration != 30*time.Second {
+					t.Errorf("compaction interval %v, duration %v; want 1m0s, 30s", o.load.CompactionInterval, o.load.Duration)
+				}
+			}},
+		{name: "no nodes: a third of the duration, later", args: []string{"--duration", "30s"}, wantPrefix: "/registry",
+			check: func(t *testing.T, o *runOptions) {
+				if o.load.CompactionInterval != 0 || o.load.Duration != 30*time.Second {
+					t.Errorf("compaction interval %v, duration %v; want 0 (watchload's Duration/3), 30s", o.load.CompactionInterval, o.load.Duration)
+				}
+			}},
 		{name: "apiserver cache profile", args: []string{"--profile", "apiserver-cache", "--resource-mix", "pods=100", "--watch-resources", "pods"}, wantPrefix: "/registry",
 			check: func(t *testing.T, o *runOptions) {
 				if o.load.Profile != watchload.ProfileAPIServerCache || o.load.ResourceMix.PodsPercent != 100 || len(o.load.WatchResources) != 1 {

@@ -1,0 +1,428 @@
+package kubeload
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// Metrics of etcd 3.7.3 a cluster's run reads from the first member's
+// /metrics (etcd serves them on its client URLs), with their source:
+// go.etcd.io/etcd/server/v3/storage/mvcc/metrics.go (the db sizes,
+// put/delete/range/txn totals, the watcher gauges),
+// server/etcdserver/metrics.go (proposals committed),
+// server/storage/backend/metrics.go (backend commit duration) and
+// server/storage/wal/metrics.go (WAL fsync duration).
+const (
+	etcdDBSize        = "etcd_mvcc_db_total_size_in_bytes"
+	etcdDBSizeInUse   = "etcd_mvcc_db_total_size_in_use_in_bytes"
+	etcdPuts          = "etcd_mvcc_put_total"
+	etcdDeletes       = "etcd_mvcc_delete_total"
+	etcdRanges        = "etcd_mvcc_range_total"
+	etcdTxns          = "etcd_mvcc_txn_total"
+	etcdProposals     = "etcd_server_proposals_committed_total"
+	etcdWatchers      = "etcd_debugging_mvcc_watcher_total"
+	etcdSlowWatchers  = "etcd_debugging_mvcc_slow_watcher_total"
+	etcdBackendCommit = "etcd_disk_backend_commit_duration_seconds"
+	etcdWALFsync      = "etcd_disk_wal_fsync_duration_seconds"
+)
+
+// etcdSampleEvery is how often a cluster's run samples etcd's /metrics
+// and the proxy's writes per resource.
+const etcdSampleEvery = time.Second
+
+// etcdMetricNames are the metrics etcdScrape keeps.
+var etcdMetricNames = []string{etcdDBSize, etcdDBSizeInUse, etcdPuts, etcdDeletes, etcdRanges, etcdTxns, etcdProposals,
+	etcdWatchers, etcdSlowWatchers, etcdBackendCommit, etcdWALFsync}
+
+// bucket is one cumulative histogram bucket: the observations at most
+// upperBound seconds.
+type bucket struct {
+	upperBound float64
+	count      float64
+}
+
+// etcdScrape is one scrape of a member's /metrics: each kept metric's
+// value summed over its series, and the histograms' buckets.
+type etcdScrape struct {
+	at     time.Time
+	values map[string]float64
+	hists  map[string][]bucket // by upper bound, +Inf last
+}
+
+// parseEtcdMetrics reads the Prometheus text exposition format of an etcd
+// member's /metrics (github.com/prometheus/common/expfmt) and keeps
+// etcdMetricNames: counters and gauges summed over their series,
+// histograms as their cumulative buckets summed bucket by bucket (the
+// series of one histogram share their bounds). Lines of other metrics are
+// skipped before parsing. It fails on malformed text.
+func parseEtcdMetrics(r io.Reader) (*etcdScrape, error) {
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var name []byte
+		switch {
+		case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
+			name, _, _ = bytes.Cut(line[len("# HELP "):], []byte(" "))
+		case len(line) == 0 || line[0] == '#':
+			continue
+		default:
+			name = line
+			if i := bytes.IndexAny(line, "{ "); i >= 0 {
+				name = line[:i]
+			}
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if n, ok := bytes.CutSuffix(name, []byte(suffix)); ok && slices.Contains(etcdMetricNames, string(n)) {
+					name = n
+					break
+				}
+			}
+		}
+		if slices.Contains(etcdMetricNames, string(name)) {
+			kept.Write(line)
+			kept.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read metrics: %w", err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(&kept)
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	s := &etcdScrape{values: map[string]float64{}, hists: map[string][]bucket{}}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				s.values[name] += m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				s.values[name] += m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				s.values[name] += m.GetUntyped().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				bs := s.hists[name]
+				for i, b := range h.GetBucket() {
+					if i < len(bs) {
+						bs[i].count += float64(b.GetCumulativeCount())
+					} else {
+						bs = append(bs, bucket{upperBound: b.GetUpperBound(), count: float64(b.GetCumulativeCount())})
+					}
+				}
+				// The +Inf bucket is implicit in the text format.
+				if n := len(h.GetBucket()); len(bs) == n {
+					bs = append(bs, bucket{upperBound: math.Inf(1)})
+				}
+				bs[len(bs)-1].count += float64(h.GetSampleCount())
+				s.hists[name] = bs
+			}
+		}
+	}
+	return s, nil
+}
+
+// histogramQuantile returns the q-quantile of cumulative buckets bs, interpolated
+// linearly within its bucket as Prometheus' histogram_quantile does (the
+// last finite bound when it falls in +Inf); 0 without observations.
+func histogramQuantile(q float64, bs []bucket) float64 {
+	if len(bs) == 0 || bs[len(bs)-1].count <= 0 {
+		return 0
+	}
+	rank := q * bs[len(bs)-1].count
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].count >= rank })
+	if math.IsInf(bs[i].upperBound, 1) {
+		if i == 0 {
+			return 0
+		}
+		return bs[i-1].upperBound
+	}
+	lower, below := 0.0, 0.0
+	if i > 0 {
+		lower, below = bs[i-1].upperBound, bs[i-1].count
+	}
+	if bs[i].count == below {
+		return bs[i].upperBound
+	}
+	return lower + (bs[i].upperBound-lower)*(rank-below)/(bs[i].count-below)
+}
+
+// scrapeEtcd GETs endpoint's /metrics with hc and parses it.
+func scrapeEtcd(ctx context.Context, hc *http.Client, endpoint string) (*etcdScrape, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s/metrics: %w", endpoint, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/metrics: %s", endpoint, resp.Status)
+	}
+	s, err := parseEtcdMetrics(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s/metrics: %w", endpoint, err)
+	}
+	s.at = time.Now()
+	return s, nil
+}
+
+// etcdPhaseAcc accumulates one phase of etcd's metrics.
+type etcdPhaseAcc struct {
+	report.EtcdMetricsPhase
+	deltas map[string]float64
+	hists  map[string][]bucket
+}
+
+// etcdSampler samples, every interval until stopped, the counting
+// proxy's writes per resource (report.EtcdWriteSeries) and, when it has
+// an endpoint, the member's /metrics (report.EtcdMetrics), each sample in
+// the phase current then. Both run on one goroutine; a failed scrape is
+// counted, and its increase goes to the next scrape's phase.
+type etcdSampler struct {
+	counter  EtcdCounter // nil: no write series
+	phase    func() string
+	epoch    time.Time
+	interval time.Duration
+	endpoint string
+	hc       *http.Client // nil: no metrics
+
+	mu         sync.Mutex
+	writes     report.EtcdWriteSeries
+	index      map[string]int
+	started    bool // the write baseline was taken
+	lastWrites map[string]int64
+	metrics    report.EtcdMetrics
+	last       *etcdScrape
+	phases     map[string]*etcdPhaseAcc
+	order      []string
+
+	cancel   context.CancelFunc // ends a scrape in flight
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// startEtcdSampler starts sampling; endpoint "" samples the proxy alone.
+// An https endpoint is reached with tlsCfg.
+func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() string, epoch time.Time, interval time.Duration,
+	endpoint string, tlsCfg *tls.Config) *etcdSampler {
+	s := &etcdSampler{counter: counter, phase: phase, epoch: epoch, interval: interval, endpoint: endpoint,
+		index: map[string]int{}, phases: map[string]*etcdPhaseAcc{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	s.writes.IntervalMs = report.Ms(interval)
+	s.metrics = report.EtcdMetrics{Endpoint: endpoint, IntervalMs: report.Ms(interval), Samples: []report.EtcdDBSample{}}
+	if endpoint != "" {
+		s.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	}
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.sample(ctx) // the baseline
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				s.sample(ctx)
+			}
+		}
+	}()
+	return s
+}
+
+// sample takes one sample of each; a scrape that fails because ctx
+// ended (halt) is not counted.
+func (s *etcdSampler) sample(ctx context.Context) {
+	var sc *etcdScrape
+	var err error
+	if s.hc != nil {
+		sc, err = scrapeEtcd(ctx, s.hc, s.endpoint)
+	}
+	phase := s.phase()
+	at := report.Ms(time.Since(s.epoch))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counter != nil {
+		s.sampleWritesLocked(at, phase)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// halted: a scrape given up is no failure
+	case err != nil:
+		s.metrics.Errors++
+		if s.metrics.Error == "" {
+			s.metrics.Error = err.Error()
+		}
+	case sc != nil:
+		s.noteScrapeLocked(sc, at, phase)
+	}
+}
+
+// sampleWritesLocked adds the writes since the last sample per resource.
+func (s *etcdSampler) sampleWritesLocked(at float64, phase string) {
+	totals := map[string]int64{}
+	for _, r := range s.counter.Requests() {
+		if report.EtcdVerb(r.Method, r.Kind) == report.EtcdWrite {
+			totals[r.Resource] += r.Requests
+		}
+	}
+	if !s.started {
+		// The baseline: the writes before sampling began are no sample.
+		s.started, s.lastWrites = true, totals
+		s.writes.Samples = []report.EtcdWriteSample{}
+		return
+	}
+	var w []int64
+	for res, n := range totals {
+		d := n - s.lastWrites[res]
+		if d <= 0 {
+			continue
+		}
+		i, ok := s.index[res]
+		if !ok {
+			i = len(s.writes.Resources)
+			s.index[res] = i
+			s.writes.Resources = append(s.writes.Resources, res)
+		}
+		if len(w) <= i {
+			w = append(w, make([]int64, i+1-len(w))...)
+		}
+		w[i] = d
+	}
+	s.lastWrites = totals
+	s.writes.Samples = append(s.writes.Samples, report.EtcdWriteSample{AtMs: at, Phase: phase, Writes: w})
+}
+
+// noteScrapeLocked records a scrape: the db sizes, and the increases
+// since the last one in phase.
+func (s *etcdSampler) noteScrapeLocked(sc *etcdScrape, at float64, phase string) {
+	s.metrics.Samples = append(s.metrics.Samples, report.EtcdDBSample{AtMs: at, Phase: phase,
+		DBSizeBytes: int64(sc.values[etcdDBSize]), DBSizeInUseBytes: int64(sc.values[etcdDBSizeInUse])})
+	prev := s.last
+	s.last = sc
+	if prev == nil {
+		return
+	}
+	acc := s.phases[phase]
+	if acc == nil {
+		acc = &etcdPhaseAcc{EtcdMetricsPhase: report.EtcdMetricsPhase{Phase: phase}, deltas: map[string]float64{}, hists: map[string][]bucket{}}
+		s.phases[phase] = acc
+		s.order = append(s.order, phase)
+	}
+	acc.DurationMs += report.Ms(sc.at.Sub(prev.at))
+	for _, name := range []string{etcdPuts, etcdDeletes, etcdRanges, etcdTxns, etcdProposals} {
+		acc.deltas[name] += max(sc.values[name]-prev.values[name], 0)
+	}
+	acc.Watchers = max(acc.Watchers, int64(sc.values[etcdWatchers]))
+	acc.SlowWatchers = max(acc.SlowWatchers, int64(sc.values[etcdSlowWatchers]))
+	for _, name := range []string{etcdBackendCommit, etcdWALFsync} {
+		cur, old := sc.hists[name], prev.hists[name]
+		if len(cur) != len(old) {
+			continue // a member restarted with other bounds: not comparable
+		}
+		sum := acc.hists[name]
+		if sum == nil {
+			sum = make([]bucket, len(cur))
+			for i := range cur {
+				sum[i].upperBound = cur[i].upperBound
+			}
+			acc.hists[name] = sum
+		}
+		for i := range cur {
+			sum[i].count += max(cur[i].count-old[i].count, 0)
+		}
+	}
+}
+
+// finish stops sampling after one last sample (none once ctx has ended)
+// and returns the series:
+// the write series' resources sorted byte-wise, and nil metrics when no
+// endpoint was read.
+func (s *etcdSampler) finish(ctx context.Context) (*report.EtcdWriteSeries, *report.EtcdMetrics) {
+	s.halt()
+	if ctx.Err() == nil { // an interrupted run ends without waiting for one more scrape
+		s.sample(ctx)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var writes *report.EtcdWriteSeries
+	if s.counter != nil {
+		w := s.writes
+		sorted := slices.Clone(w.Resources)
+		slices.Sort(sorted)
+		for j := range w.Samples {
+			old := w.Samples[j].Writes
+			nw := make([]int64, len(sorted))
+			for i, res := range sorted {
+				if k := s.index[res]; k < len(old) {
+					nw[i] = old[k]
+				}
+			}
+			for len(nw) > 0 && nw[len(nw)-1] == 0 {
+				nw = nw[:len(nw)-1]
+			}
+			w.Samples[j].Writes = nw
+		}
+		w.Resources = sorted
+		if w.Resources == nil {
+			w.Resources = []string{}
+		}
+		writes = &w
+	}
+	if s.hc == nil {
+		return writes, nil
+	}
+	m := s.metrics
+	m.Phases = []report.EtcdMetricsPhase{}
+	for _, name := range s.order {
+		acc := s.phases[name]
+		p := acc.EtcdMetricsPhase
+		p.Puts, p.Deletes, p.Ranges, p.Txns = int64(acc.deltas[etcdPuts]), int64(acc.deltas[etcdDeletes]), int64(acc.deltas[etcdRanges]), int64(acc.deltas[etcdTxns])
+		p.ProposalsCommitted = int64(acc.deltas[etcdProposals])
+		if bs := acc.hists[etcdBackendCommit]; len(bs) > 0 {
+			p.BackendCommits, p.BackendCommitP99Ms = int64(bs[len(bs)-1].count), histogramQuantile(0.99, bs)*1000
+		}
+		if bs := acc.hists[etcdWALFsync]; len(bs) > 0 {
+			p.WALFsyncs, p.WALFsyncP99Ms = int64(bs[len(bs)-1].count), histogramQuantile(0.99, bs)*1000
+		}
+		m.Phases = append(m.Phases, p)
+	}
+	return writes, &m
+}
+
+// halt stops sampling, ending a scrape in flight, and waits for the
+// sampler's goroutine to end.
+func (s *etcdSampler) halt() {
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		s.cancel()
+	})
+	<-s.done
+}

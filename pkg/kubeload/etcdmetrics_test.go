@@ -1,0 +1,190 @@
+package kubeload
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+func TestQuantile(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name    string
+		q       float64
+		buckets []bucket
+		want    float64
+	}{
+		{"none", 0.99, nil, 0},
+		{"no observations", 0.99, []bucket{{0.001, 0}, {inf, 0}}, 0},
+		{"all in the first bucket", 0.99, []bucket{{0.002, 100}, {0.004, 100}, {inf, 100}}, 0.002 * 0.99},
+		{"interpolated in the second", 0.5, []bucket{{0.001, 40}, {0.002, 80}, {inf, 80}}, 0.001 + 0.001*(40-40)/40},
+		{"p99 in the second", 0.99, []bucket{{0.001, 50}, {0.002, 100}, {inf, 100}}, 0.001 + 0.001*(99-50)/50.0},
+		{"in +Inf: the last finite bound", 0.99, []bucket{{0.001, 10}, {0.002, 20}, {inf, 100}}, 0.002},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := histogramQuantile(tt.q, tt.buckets); math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseEtcdMetricsMalformed checks that a broken exposition is an
+// error naming the parse, not a panic or zeros.
+func TestParseEtcdMetricsMalformed(t *testing.T) {
+	_, err := parseEtcdMetrics(strings.NewReader("# TYPE etcd_mvcc_put_total counter\netcd_mvcc_put_total{a=\"b\" 3\n"))
+	if err == nil || !strings.Contains(err.Error(), "parse metrics") {
+		t.Errorf("got %v, want a parse error", err)
+	}
+}
+
+// fakeCounter is an EtcdCounter whose rows a test sets.
+type fakeCounter struct {
+	mu   sync.Mutex
+	rows []report.EtcdRequests
+}
+
+func (f *fakeCounter) Reset()                          {}
+func (f *fakeCounter) SetPhase(string)                 {}
+func (f *fakeCounter) Phases() []report.EtcdPhase      { return nil }
+func (f *fakeCounter) set(rows ...report.EtcdRequests) { f.mu.Lock(); f.rows = rows; f.mu.Unlock() }
+func (f *fakeCounter) Requests() []report.EtcdRequests {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]report.EtcdRequests(nil), f.rows...)
+}
+
+// TestEtcdSampler samples a real embedded etcd's /metrics and a counter
+// while a test writes in two phases: the db size is sampled, etcd's puts
+// count in the phase they were made in, the backend commits have a p99,
+// and the writes per resource add up to the counter's.
+func TestEtcdSampler(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	cli := etcdtest.NewClient(t, srv)
+	ctx := context.Background()
+	var mu sync.Mutex
+	phase := "seed"
+	current := func() string { mu.Lock(); defer mu.Unlock(); return phase }
+	fc := &fakeCounter{}
+	const update = "if mod_revision=? then put else range"
+	fc.set(report.EtcdRequests{Phase: "before", Method: "Txn", Kind: update, Resource: "pods", Requests: 5}) // before sampling: no sample
+	s := startEtcdSampler(ctx, fc, current, time.Now(), 50*time.Millisecond, srv.Endpoints[0], nil)
+	defer s.halt()
+
+	put := func(n int) {
+		for i := range n {
+			if _, err := cli.Put(ctx, fmt.Sprintf("/registry/pods/ns/p%d", i), strings.Repeat("x", 1000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(200)
+	fc.set(report.EtcdRequests{Phase: "before", Method: "Txn", Kind: update, Resource: "pods", Requests: 205},
+		report.EtcdRequests{Phase: "seed", Method: "Range", Kind: "key", Resource: "pods", Requests: 50}) // a read: no write
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	phase = "steady"
+	mu.Unlock()
+	time.Sleep(120 * time.Millisecond) // a scrape in steady before its puts
+	put(100)
+	fc.set(report.EtcdRequests{Phase: "before", Method: "Txn", Kind: update, Resource: "pods", Requests: 205},
+		report.EtcdRequests{Phase: "steady", Method: "Txn", Kind: update, Resource: "leases.coordination.k8s.io", Requests: 7})
+	time.Sleep(500 * time.Millisecond)
+	writes, m := s.finish(ctx)
+
+	if m == nil || m.Error != "" || len(m.Samples) < 5 {
+		t.Fatalf("got metrics %+v, want 5 samples or more and no error", m)
+	}
+	last := m.Samples[len(m.Samples)-1]
+	if last.DBSizeBytes < 300*1000 || last.DBSizeInUseBytes <= 0 || last.DBSizeInUseBytes > last.DBSizeBytes {
+		t.Errorf("last sample %+v: want a db of at least 300 kB, some of it in use", last)
+	}
+	puts := map[string]int64{}
+	for _, p := range m.Phases {
+		puts[p.Phase] = p.Puts
+		if p.Phase == "steady" && (p.BackendCommits == 0 || p.BackendCommitP99Ms <= 0) {
+			t.Errorf("steady: %d backend commits, p99 %v ms; want some, with a p99", p.BackendCommits, p.BackendCommitP99Ms)
+		}
+	}
+	if puts["seed"] < 195 || puts["seed"] > 200 || puts["steady"] < 100 || puts["seed"]+puts["steady"] != 300 {
+		t.Errorf("etcd's puts by phase %v, want about 200 in seed, 100 in steady, 300 in all", puts)
+	}
+	if writes == nil || fmt.Sprint(writes.Resources) != "[leases.coordination.k8s.io pods]" {
+		t.Fatalf("write series %+v, want leases and pods", writes)
+	}
+	var sums [2]int64
+	for _, w := range writes.Samples {
+		for i, n := range w.Writes {
+			sums[i] += n
+		}
+	}
+	if sums != [2]int64{7, 200} {
+		t.Errorf("writes summed over the samples %v, want [7 200] (the 5 before sampling and the reads left out)", sums)
+	}
+}
+
+func TestSteadyCompactions(t *testing.T) {
+	const m = time.Minute
+	tests := []struct {
+		name               string
+		start, d, interval time.Duration
+		wantN              int
+		wantNeed           time.Duration
+	}{
+		{"short seeding, three intervals and a minute", 30 * time.Second, 16 * m, 5 * m, 2, 15*m - 30*time.Second},
+		{"short seeding, 11 minutes: one", 30 * time.Second, 11 * m, 5 * m, 1, 15*m - 30*time.Second},
+		{"long seeding, 11 minutes: two", 6 * m, 11 * m, 5 * m, 2, 9 * m},
+		{"seeding past the first compaction", 11 * m, 10 * m, 5 * m, 2, 9 * m},
+		{"on a compaction", 10 * m, 5 * m, 5 * m, 2, 5 * m},
+		{"compaction off", m, 16 * m, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, need := steadyCompactions(tt.start, tt.d, tt.interval)
+			if n != tt.wantN || need != tt.wantNeed {
+				t.Errorf("got %d compactions, %v needed; want %d, %v", n, need, tt.wantN, tt.wantNeed)
+			}
+		})
+	}
+}
+
+// TestEtcdSamplerHaltsAScrape stops a sampler whose scrape hangs: halt
+// must end it at once (an interrupted run exits within 2 s), and the
+// scrape it gives up is not a failed one.
+func TestEtcdSamplerHaltsAScrape(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			fmt.Fprintln(w, "# TYPE etcd_mvcc_db_total_size_in_bytes gauge\netcd_mvcc_db_total_size_in_bytes 4096")
+			return
+		}
+		<-r.Context().Done() // hangs until the scrape is given up
+	}))
+	defer srv.Close()
+	s := startEtcdSampler(t.Context(), nil, func() string { return "steady" }, time.Now(), 10*time.Millisecond, srv.URL, nil)
+	for calls.Load() < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	s.halt()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("halt took %v, want it to end the hung scrape at once", d)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	writes, m := s.finish(ctx)
+	if writes != nil || m == nil || len(m.Samples) != 1 || m.Samples[0].DBSizeBytes != 4096 || m.Errors != 0 {
+		t.Errorf("got writes %+v, metrics %+v; want no write series, the baseline's 4096 bytes and the scrape halt gave up not counted as failed", writes, m)
+	}
+}
