@@ -4,8 +4,10 @@
 // keeps beside it: per case the etcd traffic by resource during the churn
 // beside the rates ../shared/reference/cluster-traffic.md derives from
 // Kubernetes' source, the components' and lwbench's own CPU and memory,
-// the node Leases' renewals and Ready conditions, and each experiment's
-// defragmentation, restart and component exits.
+// the node Leases' renewals and Ready conditions, the periodic traffic
+// seen, each experiment's defragmentation, restart and component exits,
+// and per case two figures: etcd's writes per second by resource and its
+// db size over time.
 //
 // Each case is one lwbench process (-lwbench) with its own control plane
 // and embedded etcd; a case that fails is reported with its error and the
@@ -232,7 +234,7 @@ func render(o options, all []testCase) ([]byte, error) {
 	}
 	writeSummary(&b, ls)
 	for _, l := range ls {
-		writeCase(&b, l)
+		writeCase(&b, o.out, l)
 	}
 	return b.Bytes(), nil
 }
@@ -261,6 +263,7 @@ func writeSummary(b *bytes.Buffer, ls []loaded) {
 		fmt.Fprintf(b, "| %s | %d / %d | %.0f s | %s | %.1f (%.1f) | %.1f | %s | %s |\n", l.c.Name, c.Nodes, c.PodsRunning, c.SeedMs/1000,
 			oneLine(r.Verdict), leases, expectedLeaseWrites(c.Nodes), writes, mib(apiRSS), mib(r.Self.MaxRSSBytes))
 	}
+	fmt.Fprintf(b, "\nKWOK reports each node's status every 600-610 s (its node-heartbeat-with-lease stage's delay, in the stage files beside the kwok binary), a kubelet every 5 minutes ±50 %% (pkg/kubelet/apis/config/v1beta1/defaults.go NodeStatusReportFrequency): a KWOK cluster writes half the node status a real one does.\n")
 	fmt.Fprintf(b, "\nExpected lease writes: every node's Lease renewed every 10.2 s (KWOK as the kubelet: `NodeLeaseDurationSeconds` 40 s x 0.25, jitter 4 %%, k8s.io/kubernetes pkg/kubelet/kubelet.go and component-helpers/apimachinery/lease/controller.go), kube-controller-manager's and kube-scheduler's leader Leases every 2 s (component-base/config/v1alpha1 defaults RetryPeriod) and kube-apiserver's identity Lease every 10 s (pkg/controlplane/apiserver/server.go): nodes/10.2 + 1.1 per second (../shared/reference/cluster-traffic.md section 1).\n\n")
 }
 
@@ -302,8 +305,8 @@ func churnRates(r *report.RunResult) []report.EtcdResourceRates {
 	return rates
 }
 
-// writeCase writes one case's section.
-func writeCase(b *bytes.Buffer, l loaded) {
+// writeCase writes one case's section, its figures into dir.
+func writeCase(b *bytes.Buffer, dir string, l loaded) {
 	fmt.Fprintf(b, "## %s: %s\n\n", l.c.Name, l.c.Title)
 	if l.meta != nil {
 		fmt.Fprintf(b, "`%s` (commit %s, %s, %.0f s)\n\n", l.meta.Command, l.meta.Commit, l.meta.StartedAt.Format(time.RFC3339), l.meta.DurationMs/1000)
@@ -318,6 +321,13 @@ func writeCase(b *bytes.Buffer, l loaded) {
 		return
 	}
 	fmt.Fprintf(b, "%d KWOK nodes, %d of %d pods Running after %.0f s of seeding, churn %.0f pods/s. %s\n\n", c.Nodes, c.PodsRunning, c.Pods, c.SeedMs/1000, c.PodChurn, r.Verdict)
+	if files, err := writeFigures(dir, l.c.Name, r); err != nil {
+		fmt.Fprintf(b, "Figures: %v\n\n", err)
+	} else {
+		for _, f := range files {
+			fmt.Fprintf(b, "![%s](%s)\n\n", f, f)
+		}
+	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(b, "- warning: %s\n", w)
 	}
@@ -333,6 +343,20 @@ func writeCase(b *bytes.Buffer, l loaded) {
 		}
 		fmt.Fprintf(b, "| %s | %.2f | %.2f | %.1f | %.1f | %s | %s |\n", name, x.WritesPerSecond, x.ReadsPerSecond, x.KeysPerSecond, x.WatchEventsPerSecond,
 			kib(x.RequestBytesPerSecond), kib(x.ResponseBytesPerSecond))
+	}
+	if len(r.PeriodicTraffic) > 0 {
+		fmt.Fprintf(b, "\nPeriodic traffic seen (report.PeriodicTrafficOf, after the seeding):\n\n| source | seen | count | instances | interval s (expected) | upstream |\n|---|---|---|---|---|---|\n")
+		for _, p := range r.PeriodicTraffic {
+			expected := fmt.Sprintf("%.1f", p.ExpectedIntervalMs/1000)
+			if p.ExpectedMaxIntervalMs > 0 {
+				expected = fmt.Sprintf("%.1f-%.1f", p.ExpectedIntervalMs/1000, p.ExpectedMaxIntervalMs/1000)
+			}
+			observed := "-"
+			if p.ObservedIntervalMs > 0 {
+				observed = fmt.Sprintf("%.1f", p.ObservedIntervalMs/1000)
+			}
+			fmt.Fprintf(b, "| %s | %v | %d | %d | %s (%s) | %s |\n", p.Source, p.Seen, p.Count, p.Instances, observed, expected, oneLine(p.Upstream))
+		}
 	}
 	fmt.Fprintf(b, "\n| process | CPU s | peak RSS |\n|---|---|---|\n")
 	for _, u := range append(slices.Clone(r.APIServers), r.Components...) {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubestore/etcdkit/pkg/report"
 )
 
 func TestChurnPhase(t *testing.T) {
@@ -49,5 +51,32 @@ func TestRenderFailedCase(t *testing.T) {
 	}
 	if strings.Contains(s, "quick-defrag") {
 		t.Errorf("got\n%s\nwant no section of a case that never ran", s)
+	}
+}
+
+// TestWritesLines: the resources with the most writes get lines of their
+// own, most first, in writes per second of the interval; the rest are
+// summed as "other".
+func TestWritesLines(t *testing.T) {
+	s := &report.EtcdWriteSeries{IntervalMs: 2000, Resources: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}}
+	s.Samples = []report.EtcdWriteSample{
+		{AtMs: 2000, Writes: []int64{2, 4, 6, 8, 10, 12, 14, 16, 18}},
+		{AtMs: 4000, Writes: []int64{0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{AtMs: 6000, Writes: []int64{2, 1}}, // later resources had none yet
+	}
+	lines := writesLines(s)
+	var names []string
+	for _, l := range lines {
+		names = append(names, l.Name)
+	}
+	if got, want := strings.Join(names, ","), "i,h,g,f,e,d,c,other"; got != want {
+		t.Fatalf("got lines %s, want %s", got, want)
+	}
+	if got := lines[0].Points[0].Y; got != 9 {
+		t.Errorf("i at 2 s: got %v writes/s, want 9 (18 in 2 s)", got)
+	}
+	other := lines[len(lines)-1].Points
+	if other[0].Y != 3 || other[2].Y != 1.5 || other[2].X != 6 {
+		t.Errorf("other: got %v, want 3 writes/s at 2 s (a and b: 6 in 2 s) and 1.5 at 6 s", other)
 	}
 }
