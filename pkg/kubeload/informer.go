@@ -39,6 +39,21 @@ type Informer struct {
 type InformerSet struct {
 	// Informers are in ID order.
 	Informers []*Informer
+	// StartConcurrency bounds the informers syncing at once in Start, as
+	// watchload.Options.StartConcurrency bounds the model's watchers: an
+	// informer starts once fewer than this many started ones have not
+	// synced yet. 0 or negative: all start at once. With kube-apiserver's
+	// watch cache off every informer's initial LIST or WATCHLIST is a read
+	// of etcd pinned at one revision (a RangeStream of the resource's
+	// prefix, k8s.io/apiserver/pkg/storage/etcd3/watcher.go
+	// syncStreamRecursive; etcd server/etcdserver/v3_server.go rangeStream
+	// pins every chunk at the first's revision), which fails with "too
+	// old" once kube-apiserver's compactor passes that revision
+	// (k8s.io/apiserver/pkg/storage/etcd3/compact.go compacts to the
+	// revision seen one interval before). Hundreds of such reads at once
+	// share the stack's throughput, each outlives two compaction
+	// intervals, fails and starts again: none syncs.
+	StartConcurrency int
 
 	log       *requestLog
 	watchList *bool
@@ -108,26 +123,48 @@ func clientConfig(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// Start runs every informer until Stop, and waits until each has synced
-// (listed, or received its initial events) or timeout passes; it returns
-// an error naming the informers that have not.
+// Start runs every informer until Stop, at most StartConcurrency syncing
+// at once, and waits until each has synced (listed, or received its
+// initial events) or timeout passes; it returns an error naming the
+// informers that have not.
 func (s *InformerSet) Start(ctx context.Context, timeout time.Duration) error {
 	setWatchListClient(s.watchList)
 	defer gatesMu.Unlock() // every reflector exists once its informer synced, or Start gave up
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	for _, in := range s.Informers {
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
+	slots := len(s.Informers)
+	if s.StartConcurrency > 0 {
+		slots = s.StartConcurrency
+	}
+	sem := make(chan struct{}, slots)
+	synced := make([]bool, len(s.Informers))
+	var waits sync.WaitGroup
+	for i, in := range s.Informers {
+		select {
+		case sem <- struct{}{}:
+		case <-wctx.Done():
+		}
+		if wctx.Err() != nil {
+			break
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			in.inf.RunWithContext(rctx)
 		}()
+		waits.Add(1)
+		go func() {
+			defer waits.Done()
+			synced[i] = cache.WaitForCacheSync(wctx.Done(), in.inf.HasSynced)
+			<-sem
+		}()
 	}
-	wctx, wcancel := context.WithTimeout(ctx, timeout)
-	defer wcancel()
+	waits.Wait()
 	var unsynced []int
-	for _, in := range s.Informers {
-		if !cache.WaitForCacheSync(wctx.Done(), in.inf.HasSynced) {
+	for i, in := range s.Informers {
+		if !synced[i] {
 			unsynced = append(unsynced, in.ID)
 		}
 	}
