@@ -96,9 +96,27 @@ func NewInformerSet(conns *Connections, env *watchload.Env, prefix string, resou
 		lw := &listWatch{id: i, resource: res, prefix: prefix, client: cs.CoreV1().RESTClient(), log: s.log, env: env,
 			obs: env.NewObserver(i, keyPrefix)}
 		inf := cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
+		if err := inf.SetTransform(TrimManagedFields); err != nil {
+			return nil, fmt.Errorf("informer %d: %w", i, err)
+		}
 		s.Informers = append(s.Informers, &Informer{ID: i, Resource: res, lw: lw, inf: inf})
 	}
 	return s, nil
+}
+
+// TrimManagedFields is the transform of every informer of an InformerSet:
+// it drops an object's metadata.managedFields before the informer stores
+// it, as kube-controller-manager's shared informers do "for memory
+// efficiency" (k8s.io/kubernetes/cmd/kube-controller-manager/app/
+// controllermanager.go CreateControllerContext). The field managers'
+// records are most of a stored object's metadata (a pod written by five
+// managers carries five fieldsV1 sets); nothing lwbench checks reads
+// them. Objects without metadata are returned unchanged.
+func TrimManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // clientConfig is cfg for one client: protobuf, as Kubernetes' own
