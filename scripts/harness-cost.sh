@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
 
-args=(-sizes 30x1000,100x1000 -nodes 1000 -run-args "--sync-timeout 10m" -out results/harness-cost.md)
+args=(-sizes 30x1000,100x1000 -nodes 1000 -run-args "--start-concurrency 8 --sync-timeout 10m" -out results/harness-cost.md)
 case "${1:-}" in
   --quick) args=(-sizes 10x300 -nodes 100 -watchers 30 -objects 300 -run-args "--sync-timeout 10m" -out "${TMPDIR:-/tmp}/harness-cost-quick.md" -quick) ;;
   "") ;;
