@@ -147,7 +147,14 @@ func run(o options) error {
 	if err != nil {
 		r.Kubelet.Error = err.Error()
 	}
-	r.Run = lwbenchRun(o)
+	var runJSON []byte
+	r.Run, runJSON = lwbenchRun(o)
+	if len(runJSON) > 0 {
+		// The run's own result, for its verdict and the figures not copied here.
+		if err := os.WriteFile(strings.TrimSuffix(o.out, ".md")+"-run.json", runJSON, 0o644); err != nil {
+			return err
+		}
+	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -204,8 +211,9 @@ func benchMetrics(out, name string) map[string]float64 {
 	return m
 }
 
-// lwbenchRun runs the target's lwbench run and reads its self section.
-func lwbenchRun(o options) *RunCost {
+// lwbenchRun runs the target's lwbench run and reads its self section; it
+// also returns the run's JSON result (nil if it wrote none).
+func lwbenchRun(o options) (*RunCost, []byte) {
 	args := append([]string{"run", "--kube-apiserver", "1.37", "--watchers", strconv.Itoa(o.watchers), "--objects", strconv.Itoa(o.objects)}, o.runArgs...)
 	args = append(args, "-w", "json")
 	rc := &RunCost{Command: "lwbench " + strings.Join(args, " ")}
@@ -238,12 +246,15 @@ func lwbenchRun(o options) *RunCost {
 		// written: it synced and finished.
 		rc.OK = true
 		if err != nil {
-			rc.Error = fmt.Sprintf("exit %v (the run's verdict; see its result)", err)
+			rc.Error = fmt.Sprintf("exit %v (the run's verdict, in -run.json): %s", err, lastLines(stderr.String(), 1))
 		}
 	}
 	rc.MaxRSSBytes, rc.PeakHeapBytes = res.Self.MaxRSSBytes, res.Self.PeakHeapBytes
 	rc.CPUSeconds, rc.LoadAverageMax = res.Self.CPUSeconds, res.Self.LoadAverageMax
-	return rc
+	if jerr != nil {
+		return rc, nil
+	}
+	return rc, stdout.Bytes()
 }
 
 func lastLines(s string, n int) string {
