@@ -316,6 +316,7 @@ func (a *apiClients) StartInformers(ctx context.Context) (err error) {
 	if a.scope != nil {
 		a.set.SelectLabels(a.scope.selector)
 	}
+	a.set.StartConcurrency = lo.StartConcurrency
 	a.r.Logf("starting %d informers", lo.Watchers)
 	if err := a.set.Start(ctx, lo.SyncTimeout); err != nil {
 		return err

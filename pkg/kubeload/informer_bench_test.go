@@ -227,7 +227,9 @@ func benchObject(resource, ns, name string) (kruntime.Object, error) {
 // "pods,configmaps,events" as lwbench run's watchers), over
 // LWBENCH_BENCH_PODS pods (1,000; and a fifth as many configmaps and half
 // as many events when those are watched, as lwbench run seeds), first as
-// SharedIndexInformers with client-go's own ListWatch, then as lwbench's
+// SharedIndexInformers with client-go's own ListWatch (dropping
+// managedFields, as kube-controller-manager's do: TrimManagedFields), then
+// as lwbench's
 // InformerSet with the observers a run gives it (an Env whose history
 // recorder watches etcd). Each set syncs, then receives
 // LWBENCH_BENCH_WRITES updates (1,000; updates alone, so that both sets
@@ -384,6 +386,10 @@ func BenchmarkInformerMemory(b *testing.B) {
 				}
 				lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), r, "", fields.Everything())
 				infs[i] = cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
+				// As kube-controller-manager's informers do.
+				if err := infs[i].SetTransform(kubeload.TrimManagedFields); err != nil {
+					b.Fatal(err)
+				}
 			}
 			rctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{}, n)

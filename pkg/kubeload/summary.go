@@ -25,7 +25,7 @@ func scenario(lo watchload.Options, api report.APIServerTarget) report.Scenario 
 	sc.Connections, sc.Streams, sc.WriterConnections, sc.PageSize = 0, 0, 0, 0
 	sc.CompactionIntervalMs = api.EtcdCompactionIntervalMs
 	sc.PhysicalCompaction, sc.Defragment = false, false
-	sc.ConsistentListRatePerSecond, sc.ProgressRequestPeriod, sc.StartConcurrency = 0, 0, 0
+	sc.ConsistentListRatePerSecond, sc.ProgressRequestPeriod = 0, 0
 	sc.WatchList = nil   // the real informers' gate is apiServer.clientWatchList
 	sc.RangeStream = nil // kube-apiserver's gates are apiServer.featureGates
 	return sc

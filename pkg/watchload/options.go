@@ -112,7 +112,7 @@ type Options struct {
 	// revision.
 	ProgressRequestPeriod time.Duration
 	// SyncTimeout bounds the wait for watchers to list at the start and to
-	// reach the final revision at the end.
+	// reach the final revision at the end; 0 means 60 s.
 	SyncTimeout time.Duration
 	// WriteTimeout bounds one write.
 	WriteTimeout time.Duration
@@ -371,6 +371,9 @@ func (o Options) validate() field.ErrorList {
 	errs = append(errs, validateConnections(o.WriterConnections, field.NewPath("writerConnections"))...)
 	errs = append(errs, validateWriterConcurrency(o.WriterConcurrency, field.NewPath("writerConcurrency"))...)
 	errs = append(errs, fieldcheck.PositiveDuration(o.Duration, field.NewPath("duration"))...)
+	if o.SyncTimeout < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("syncTimeout"), o.SyncTimeout.String(), "must not be negative (0: 60s)"))
+	}
 	if rate := fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate")); len(rate) > 0 {
 		errs = append(errs, rate...)
 	} else if o.Duration > 0 {

@@ -138,6 +138,8 @@ func madeBy(file string) string {
 		return "`scripts/bench-vs-etcd.sh`"
 	case strings.HasPrefix(file, "faults"):
 		return "`scripts/faults.sh`"
+	case strings.HasPrefix(file, "harness-cost"):
+		return "`scripts/harness-cost.sh`: what lwbench's own client-go clients cost it, against bare client-go"
 	case strings.HasPrefix(file, "version-matrix"):
 		return "`scripts/version-matrix.sh`"
 	case strings.HasPrefix(file, "wal-vs-dump-logs"):

@@ -98,6 +98,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.load.EventTTL, "event-ttl", d.EventTTL, "lease TTL of events (kube-apiserver's --event-ttl)")
 	fs.Float64Var(&o.load.ConsistentListRate, "consistent-list-rate", d.ConsistentListRate, "consistent LISTs per second served by the watch caches (apiserver-cache), besides the informers' own")
 	fs.IntVar(&o.load.StartConcurrency, "start-concurrency", d.StartConcurrency, "watchers listing at once at the start; negative: all at once")
+	fs.DurationVar(&o.load.SyncTimeout, "sync-timeout", 0, "longest wait for the watchers to list (or receive their initial events) at the start, and to reach the final revision at the end (default 60s)")
 	fs.Uint64Var(&o.load.Seed, "seed", 1, "seed of the objects and the write plan")
 
 	fs.BoolVar(&o.allowMaintenance, "allow-maintenance", false, "with --endpoints: run the compactor, which compacts the whole cluster (its compact_rev_key is kept under --prefix), and defragment every member once, one at a time, the leader last (each blocks its member); --no-defrag or --compaction-interval -1 leaves one out")

@@ -30,6 +30,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"run rate beyond memory", []string{"run", "--write-rate", "1e7", "--duration", "1h"}, "lwbench: --write-rate: Invalid value: 1e+07: plans 3.6e+10 writes in a duration of 1h0m0s, more than 100000000\n"},
 		{"run explicit zero", []string{"run", "--namespaces", "0"}, "lwbench: --namespaces: Invalid value: 0: must be greater than 0\n"},
 		{"run zero duration", []string{"run", "--duration", "0s"}, `lwbench: --duration: Invalid value: "0s": must be greater than 0` + "\n"},
+		{"run negative sync timeout", []string{"run", "--sync-timeout", "-1s"}, `lwbench: --sync-timeout: Invalid value: "-1s": must not be negative (0: 60s)` + "\n"},
 		{"run event ttl", []string{"run", "--event-ttl", "0s"}, `lwbench: --event-ttl: Invalid value: "0s": must be greater than 0` + "\n"},
 		{"run several flags", []string{"run", "--conns", "0", "--writer-conns", "0"}, "lwbench: --conns: Invalid value: 0: must be greater than 0; --writer-conns: Invalid value: 0: must be greater than 0\n"},
 		{"run mix", []string{"run", "--create-percent", "50"}, `lwbench: --create-percent, --update-percent, --delete-percent: Invalid value: "50/70/10": create/update/delete percentages must be non-negative and sum to 100` + "\n"},

@@ -1,0 +1,377 @@
+// Command harnesscost measures what lwbench's own client-go clients cost
+// it against the targets of issue 21 item 6 ("a harness no heavier than
+// client-go"), for scripts/harness-cost.sh, and writes -out
+// (results/harness-cost.md) and the same figures as JSON beside it.
+//
+// It runs, one at a time, each with its exact command in the output:
+//
+//   - BenchmarkInformerMemory (pkg/kubeload, -test binary) at each size of
+//     -sizes (INFORMERSxPODS): lwbench's InformerSet against a bare
+//     client-go informer set doing the same through one real
+//     kube-apiserver; heap, RSS and CPU per informer, and their ratios
+//     (target: at most 1.2);
+//   - BenchmarkKubeletWatches with -nodes nodes: lwbench's kubelet-shaped
+//     watches' heap and RSS (target: under 1 GB);
+//   - `lwbench run --kube-apiserver 1.37 --watchers 300 --objects 3000`
+//     (-run-args adds flags): it must sync and finish, with lwbench's
+//     peak resident set (the result's self.maxRSSBytes) at most 2.5 GB.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The targets of issue 21 item 6.
+const (
+	maxRatio        = 1.2
+	maxRunRSSBytes  = 2.5e9
+	maxKubeletBytes = 1e9
+)
+
+type options struct {
+	lwbench, testBinary, testDir string
+	sizes                        []size
+	nodes, watchers, objects     int
+	runArgs                      []string
+	out, commit                  string
+	quick                        bool
+}
+
+// size is one BenchmarkInformerMemory case.
+type size struct{ Informers, Pods int }
+
+func main() {
+	var o options
+	flag.StringVar(&o.lwbench, "lwbench", "", "lwbench binary")
+	flag.StringVar(&o.testBinary, "test-binary", "", "pkg/kubeload's test binary (go test -c)")
+	flag.StringVar(&o.testDir, "test-dir", "pkg/kubeload", "directory the test binary runs in")
+	sizes := flag.String("sizes", "30x1000,100x1000", "BenchmarkInformerMemory sizes, INFORMERSxPODS, comma-separated")
+	flag.IntVar(&o.nodes, "nodes", 1000, "nodes of BenchmarkKubeletWatches")
+	flag.IntVar(&o.watchers, "watchers", 300, "--watchers of the lwbench run")
+	flag.IntVar(&o.objects, "objects", 3000, "--objects of the lwbench run")
+	runArgs := flag.String("run-args", "", "flags added to `lwbench run --kube-apiserver 1.37 --watchers W --objects O`, space-separated")
+	flag.StringVar(&o.out, "out", "results/harness-cost.md", "where to write the table (and the JSON, .json)")
+	flag.StringVar(&o.commit, "commit", "", "git commit measured")
+	flag.BoolVar(&o.quick, "quick", false, "label the output a quick run (not the targets' sizes)")
+	flag.Parse()
+	for _, s := range strings.Split(*sizes, ",") {
+		a, b, ok := strings.Cut(strings.TrimSpace(s), "x")
+		n, err1 := strconv.Atoi(a)
+		p, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || n <= 0 || p <= 0 {
+			log.Fatalf("harnesscost: -sizes %q: want INFORMERSxPODS, e.g. 30x1000", *sizes)
+		}
+		o.sizes = append(o.sizes, size{n, p})
+	}
+	o.runArgs = strings.Fields(*runArgs)
+	if o.lwbench == "" || o.testBinary == "" {
+		log.Fatal("harnesscost: -lwbench and -test-binary are required")
+	}
+	if err := run(o); err != nil {
+		log.Fatalf("harnesscost: %v", err)
+	}
+}
+
+// Result is what harnesscost writes as JSON.
+type Result struct {
+	Date     string         `json:"date"`
+	Commit   string         `json:"commit"`
+	Machine  string         `json:"machine"`
+	Go       string         `json:"go"`
+	Quick    bool           `json:"quick"`
+	Informer []InformerCost `json:"informers"`
+	Kubelet  *KubeletCost   `json:"kubeletWatches"`
+	Run      *RunCost       `json:"run"`
+	Watchers int            `json:"-"`
+	Objects  int            `json:"-"`
+}
+
+// InformerCost is one BenchmarkInformerMemory case: its metrics by the
+// unit the benchmark reports (e.g. "heap-ratio", "bare-heap-B/informer").
+type InformerCost struct {
+	Informers int                `json:"informers"`
+	Pods      int                `json:"pods"`
+	Command   string             `json:"command"`
+	Metrics   map[string]float64 `json:"metrics"`
+	Error     string             `json:"error,omitempty"`
+}
+
+// KubeletCost is BenchmarkKubeletWatches' metrics.
+type KubeletCost struct {
+	Nodes   int                `json:"nodes"`
+	Command string             `json:"command"`
+	Metrics map[string]float64 `json:"metrics"`
+	Error   string             `json:"error,omitempty"`
+}
+
+// RunCost is the lwbench run's outcome and its self section.
+type RunCost struct {
+	Command        string  `json:"command"`
+	OK             bool    `json:"ok"`
+	Error          string  `json:"error,omitempty"`
+	WallSeconds    float64 `json:"wallSeconds"`
+	MaxRSSBytes    int64   `json:"maxRSSBytes"`
+	PeakHeapBytes  int64   `json:"peakHeapBytes"`
+	CPUSeconds     float64 `json:"cpuSeconds"`
+	LoadAverageMax float64 `json:"loadAverageMax"`
+}
+
+func run(o options) error {
+	start := time.Now()
+	r := Result{Date: start.UTC().Format(time.RFC3339), Commit: o.commit, Machine: machine(), Go: runtime.Version(), Quick: o.quick, Watchers: o.watchers, Objects: o.objects}
+	for _, s := range o.sizes {
+		env := []string{fmt.Sprintf("LWBENCH_BENCH_INFORMERS=%d", s.Informers), fmt.Sprintf("LWBENCH_BENCH_PODS=%d", s.Pods)}
+		m, cmd, err := bench(o, "InformerMemory", env)
+		c := InformerCost{Informers: s.Informers, Pods: s.Pods, Command: cmd, Metrics: m}
+		if err != nil {
+			c.Error = err.Error()
+		}
+		r.Informer = append(r.Informer, c)
+	}
+	m, cmd, err := bench(o, "KubeletWatches", []string{fmt.Sprintf("LWBENCH_BENCH_NODES=%d", o.nodes)})
+	r.Kubelet = &KubeletCost{Nodes: o.nodes, Command: cmd, Metrics: m}
+	if err != nil {
+		r.Kubelet.Error = err.Error()
+	}
+	var runJSON []byte
+	r.Run, runJSON = lwbenchRun(o)
+	if len(runJSON) > 0 {
+		// The run's own result, for its verdict and the figures not copied here.
+		if err := os.WriteFile(strings.TrimSuffix(o.out, ".md")+"-run.json", runJSON, 0o644); err != nil {
+			return err
+		}
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(strings.TrimSuffix(o.out, ".md")+".json", append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(o.out, []byte(report(r, time.Since(start))), 0o644)
+}
+
+// bench runs one benchmark of the test binary with env added and returns
+// its metrics by unit, and the command as a person would type it.
+func bench(o options, name string, env []string) (map[string]float64, string, error) {
+	args := []string{"-test.run", "^$", "-test.bench", "^Benchmark" + name + "$", "-test.benchtime", "1x", "-test.timeout", "20m"}
+	typed := strings.Join(env, " ") + " go test ./pkg/kubeload -run '^$' -bench '^Benchmark" + name + "$' -benchtime 1x"
+	bin, err := filepath.Abs(o.testBinary)
+	if err != nil {
+		return nil, typed, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = o.testDir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	log.Printf("harnesscost: %s", typed)
+	runErr := cmd.Run()
+	m := benchMetrics(out.String(), "Benchmark"+name)
+	if runErr != nil || len(m) == 0 {
+		return m, typed, fmt.Errorf("%s: %v: %s", name, runErr, lastLines(out.String(), 3))
+	}
+	return m, typed, nil
+}
+
+// benchMetrics parses the result line of benchmark name: "BenchmarkX-2
+// 1 123 ns/op 4.5 unit ...".
+func benchMetrics(out, name string) map[string]float64 {
+	m := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || !strings.HasPrefix(f[0], name) {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				m[f[i+1]] = v
+			}
+		}
+	}
+	return m
+}
+
+// lwbenchRun runs the target's lwbench run and reads its self section; it
+// also returns the run's JSON result (nil if it wrote none).
+func lwbenchRun(o options) (*RunCost, []byte) {
+	args := append([]string{"run", "--kube-apiserver", "1.37", "--watchers", strconv.Itoa(o.watchers), "--objects", strconv.Itoa(o.objects)}, o.runArgs...)
+	args = append(args, "-w", "json")
+	rc := &RunCost{Command: "lwbench " + strings.Join(args, " ")}
+	log.Printf("harnesscost: %s", rc.Command)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.lwbench, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	rc.WallSeconds = time.Since(t0).Seconds()
+	var res struct {
+		Self struct {
+			MaxRSSBytes    int64   `json:"maxRSSBytes"`
+			PeakHeapBytes  int64   `json:"peakHeapBytes"`
+			CPUSeconds     float64 `json:"cpuSeconds"`
+			LoadAverageMax float64 `json:"loadAverageMax"`
+		} `json:"self"`
+	}
+	jerr := json.Unmarshal(stdout.Bytes(), &res)
+	var exit *exec.ExitError
+	switch {
+	case err != nil && !errors.As(err, &exit):
+		rc.Error = err.Error()
+	case jerr != nil:
+		rc.Error = fmt.Sprintf("exit %v; no result (%v): %s", err, jerr, lastLines(stderr.String(), 2))
+	default:
+		// lwbench exits 1 when the run's verdict fails, with its result
+		// written: it synced and finished.
+		rc.OK = true
+		if err != nil {
+			rc.Error = fmt.Sprintf("exit %v (the run's verdict, in -run.json): %s", err, lastLines(stderr.String(), 1))
+		}
+	}
+	rc.MaxRSSBytes, rc.PeakHeapBytes = res.Self.MaxRSSBytes, res.Self.PeakHeapBytes
+	rc.CPUSeconds, rc.LoadAverageMax = res.Self.CPUSeconds, res.Self.LoadAverageMax
+	if jerr != nil {
+		return rc, nil
+	}
+	return rc, stdout.Bytes()
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, " | ")
+}
+
+// machine describes the machine: CPU model, cores, memory, load average.
+func machine() string {
+	model, memory := "unknown", "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+					memory = fmt.Sprintf("%.1f GiB", kb/(1<<20))
+				}
+			}
+		}
+	}
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return fmt.Sprintf("%s, %d cores, %s memory; load average at the start: %s (the machine may be shared)", model, runtime.NumCPU(), memory, load)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+func mb(b float64) string { return fmt.Sprintf("%.1f MB", b/1e6) }
+
+func report(r Result, took time.Duration) string {
+	var b strings.Builder
+	title := "# What lwbench's own clients cost (issue 21 item 6)"
+	if r.Quick {
+		title += " (QUICK RUN: not the targets' sizes)"
+	}
+	fmt.Fprintf(&b, "%s\n\nGenerated by `scripts/harness-cost.sh` (scripts/harnesscost). Do not edit.\n\n", title)
+	fmt.Fprintf(&b, "- Date: %s (took %s)\n- Machine: %s\n- Versions: kube-apiserver 1.37.2, client-go 1.37.2, embedded etcd 3.7.3; %s; etcdkit commit %s\n\n",
+		r.Date, took.Round(time.Second), r.Machine, r.Go, r.Commit)
+	b.WriteString("## Verdict\n\n| target | measured | verdict |\n|---|---|---|\n")
+	if rc := r.Run; rc != nil {
+		ok := rc.OK && float64(rc.MaxRSSBytes) <= maxRunRSSBytes
+		m := fmt.Sprintf("peak RSS %s, peak heap %s, %.0f CPU s, %.0f s", mb(float64(rc.MaxRSSBytes)), mb(float64(rc.PeakHeapBytes)), rc.CPUSeconds, rc.WallSeconds)
+		if !rc.OK {
+			m = "did not finish: " + rc.Error
+		}
+		fmt.Fprintf(&b, "| lwbench run: %d informers x %d pods sync and finish, lwbench at most 2.5 GB | %s | %s |\n", r.Watchers, r.Objects, m, verdict(ok))
+	}
+	for _, c := range r.Informer {
+		for _, k := range []string{"heap-ratio", "rss-ratio", "cpu-ratio", "write-cpu-ratio"} {
+			v, have := c.Metrics[k]
+			m := fmt.Sprintf("%.2f", v)
+			if !have {
+				m = "not measured: " + c.Error
+			}
+			fmt.Fprintf(&b, "| %d informers x %d pods: lwbench's %s over client-go's at most %.1f | %s | %s |\n", c.Informers, c.Pods, strings.TrimSuffix(k, "-ratio"), maxRatio, m, verdict(have && v <= maxRatio))
+		}
+	}
+	if k := r.Kubelet; k != nil {
+		heap, rss := k.Metrics["heap-B"], k.Metrics["rss-B"]
+		ok := k.Error == "" && heap < maxKubeletBytes && rss < maxKubeletBytes
+		m := fmt.Sprintf("heap %s, RSS %s", mb(heap), mb(rss))
+		if k.Error != "" {
+			m = "not measured: " + k.Error
+		}
+		fmt.Fprintf(&b, "| kubelet watches of %d nodes under 1 GB | %s | %s |\n", k.Nodes, m, verdict(ok))
+	}
+	b.WriteString("\n## Per informer: lwbench against bare client-go (BenchmarkInformerMemory)\n\n")
+	b.WriteString("| informers x pods | set | heap once synced | heap after writes | RSS growth | sync peak heap | sync CPU (s) | write CPU (s) | objects held |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range r.Informer {
+		for _, set := range []string{"bare", "lwbench"} {
+			g := func(k string) float64 { return c.Metrics[set+"-"+k] }
+			fmt.Fprintf(&b, "| %dx%d | %s | %s | %s | %s | %s | %.4f | %.4f | %.0f |\n", c.Informers, c.Pods, set,
+				mb(g("heap-B/informer")), mb(g("heap-after-writes-B/informer")), mb(g("rss-B/informer")), mb(g("sync-peak-heap-B/informer")),
+				g("cpu-s/informer"), g("write-cpu-s/informer"), g("objects/informer"))
+		}
+	}
+	b.WriteString("\n## Kubelet watches (BenchmarkKubeletWatches)\n\n")
+	if k := r.Kubelet; k != nil {
+		fmt.Fprintf(&b, "| nodes | heap | RSS growth | peak heap | heap per node | RSS per node | CPU to start (s) |\n|--:|--:|--:|--:|--:|--:|--:|\n| %d | %s | %s | %s | %s | %s | %.1f |\n",
+			k.Nodes, mb(k.Metrics["heap-B"]), mb(k.Metrics["rss-B"]), mb(k.Metrics["peak-heap-B"]), mb(k.Metrics["heap-B/node"]), mb(k.Metrics["rss-B/node"]), k.Metrics["cpu-s"])
+	}
+	b.WriteString("\n## Commands\n\n```\n")
+	for _, c := range r.Informer {
+		b.WriteString(c.Command + "\n")
+	}
+	if r.Kubelet != nil {
+		b.WriteString(r.Kubelet.Command + "\n")
+	}
+	if r.Run != nil {
+		b.WriteString(r.Run.Command + "\n")
+	}
+	b.WriteString("```\n")
+	b.WriteString(`
+How to read it: BenchmarkInformerMemory (pkg/kubeload) syncs a bare set of client-go SharedIndexInformers (managedFields
+dropped, as kube-controller-manager's informers do), then lwbench's InformerSet (which stores only each object's metadata:
+StoreMetadata) with the observers a run gives it, through one kube-apiserver (watch cache on), each informer on a connection of its
+own; heap is the Go heap in use after a GC, RSS the resident set's growth, both per informer, from before the set started; CPU
+the process's user and system time. The embedded etcd and the benchmark's writers are in the same process, outside the deltas.
+The lwbench run reports its own peak RSS (self.maxRSSBytes, embedded etcd included). The machine is shared: CPU figures
+of one run are noisy.
+`)
+	return b.String()
+}
