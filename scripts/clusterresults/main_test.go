@@ -80,3 +80,21 @@ func TestWritesLines(t *testing.T) {
 		t.Errorf("other: got %v, want 3 writes/s at 2 s (a and b: 6 in 2 s) and 1.5 at 6 s", other)
 	}
 }
+
+// TestWritesLinesWindows: a long run's per-second samples are summed
+// into about 100 windows, each point still in writes per second.
+func TestWritesLinesWindows(t *testing.T) {
+	s := &report.EtcdWriteSeries{IntervalMs: 1000, Resources: []string{"leases"}}
+	for i := 1; i <= 300; i++ {
+		s.Samples = append(s.Samples, report.EtcdWriteSample{AtMs: float64(i * 1000), Writes: []int64{int64(2 + i%2)}})
+	}
+	pts := writesLines(s)[0].Points
+	if len(pts) != 100 {
+		t.Fatalf("got %d points, want 100 windows of 3 s", len(pts))
+	}
+	for _, p := range pts {
+		if p.Y < 2.3 || p.Y > 2.7 {
+			t.Fatalf("got %v writes/s at %v s, want 2.33-2.67 (2 and 3 writes a second in turn)", p.Y, p.X)
+		}
+	}
+}

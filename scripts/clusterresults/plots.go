@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,12 +66,14 @@ func writeFigures(dir, name string, r *report.RunResult) ([]string, error) {
 // writesFigure is the writes per second of the topResources resources
 // with the most writes, and the others summed (writesLines).
 func writesFigure(name string, s *report.EtcdWriteSeries) (plot.Figure, error) {
-	return plot.Lines(name+"-writes", fmt.Sprintf("%s: etcd writes per second by resource (counting proxy, every %.0f s)", name, s.IntervalMs/1000),
+	return plot.Lines(name+"-writes", fmt.Sprintf("%s: etcd writes per second by resource (counting proxy)", name),
 		"time since the run began (s)", "writes/s", writesLines(s))
 }
 
 // writesLines are writesFigure's lines: the topResources resources with
-// the most writes in all, most first, then "other", their sum.
+// the most writes in all, most first, then "other", their sum; each point
+// the writes per second of a window of whole sampling intervals ending at
+// its X, at most about 100 windows over the run.
 func writesLines(s *report.EtcdWriteSeries) []plot.Line {
 	totals := make([]int64, len(s.Resources))
 	for _, sm := range s.Samples {
@@ -89,24 +92,31 @@ func writesLines(s *report.EtcdWriteSeries) []plot.Line {
 		lines[k].Name = cmp.Or(s.Resources[i], "-")
 	}
 	lines[len(top)].Name = "other"
-	seconds := s.IntervalMs / 1000
+	// Sum the samples into at most about 100 windows of whole intervals,
+	// so that a 16-minute run reads as a trend, not per-second noise.
+	last := s.Samples[len(s.Samples)-1].AtMs
+	window := s.IntervalMs * max(1, math.Ceil(last/100/s.IntervalMs))
+	sums := make([]float64, len(lines))
+	end := window
+	flush := func() {
+		for k := range lines {
+			lines[k].Points = append(lines[k].Points, plotter.XY{X: end / 1000, Y: sums[k] / (window / 1000)})
+			sums[k] = 0
+		}
+	}
 	for _, sm := range s.Samples {
-		x := sm.AtMs / 1000
-		var other int64
+		for sm.AtMs > end+1e-9 {
+			flush()
+			end += window
+		}
 		for i, w := range sm.Writes {
 			if k := slices.Index(top, i); k >= 0 {
-				continue
+				sums[k] += float64(w)
+			} else {
+				sums[len(top)] += float64(w)
 			}
-			other += w
 		}
-		for k, i := range top {
-			var w int64
-			if i < len(sm.Writes) {
-				w = sm.Writes[i]
-			}
-			lines[k].Points = append(lines[k].Points, plotter.XY{X: x, Y: float64(w) / seconds})
-		}
-		lines[len(top)].Points = append(lines[len(top)].Points, plotter.XY{X: x, Y: float64(other) / seconds})
 	}
+	flush()
 	return lines
 }
