@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -168,24 +167,13 @@ func histogramQuantile(q float64, bs []bucket) float64 {
 
 // scrapeEtcd GETs endpoint's /metrics with hc and parses it.
 func scrapeEtcd(ctx context.Context, hc *http.Client, endpoint string) (*etcdScrape, error) {
-	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/metrics", nil)
+	var s *etcdScrape
+	err := getMetrics(ctx, hc, endpoint, func(r io.Reader) (err error) {
+		s, err = parseEtcdMetrics(r)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s/metrics: %w", endpoint, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/metrics: %s", endpoint, resp.Status)
-	}
-	s, err := parseEtcdMetrics(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s/metrics: %w", endpoint, err)
 	}
 	s.at = time.Now()
 	return s, nil

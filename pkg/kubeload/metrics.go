@@ -287,27 +287,41 @@ const scrapeTimeout = 10 * time.Second
 
 // scrape GETs one server's /metrics and parses it.
 func scrape(ctx context.Context, hc *http.Client, host string) (*metricSample, error) {
+	var s *metricSample
+	err := getMetrics(ctx, hc, host, func(r io.Reader) (err error) {
+		s, err = parseMetrics(r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.at = time.Now()
+	return s, nil
+}
+
+// getMetrics GETs host's /metrics with hc, at most scrapeTimeout, in the
+// Prometheus text format, and hands the body to parse; its error names
+// the URL.
+func getMetrics(ctx context.Context, hc *http.Client, host string, parse func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(host, "/")+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s/metrics: %w", host, err)
+		return fmt.Errorf("GET %s/metrics: %w", host, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/metrics: %s", host, resp.Status)
+		return fmt.Errorf("GET %s/metrics: %s", host, resp.Status)
 	}
-	s, err := parseMetrics(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s/metrics: %w", host, err)
+	if err := parse(resp.Body); err != nil {
+		return fmt.Errorf("%s/metrics: %w", host, err)
 	}
-	s.at = time.Now()
-	return s, nil
+	return nil
 }
 
 // procRSSBytes returns the resident set of process pid from
