@@ -150,7 +150,12 @@ var periodicSources = []periodicSource{
 				hasWord(r.Kind, "limit") && hasWord(r.Kind, "rev")
 		}},
 	{source: "DB-size polls", request: "Status", expected: 30 * time.Second,
-		upstream: "k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go startDBSizeMonitorPerEndpoint, storagebackend/config.go DefaultDBMetricPollInterval 30s",
+		// In 1.37 nothing polls on a timer: --etcd-db-metric-poll-interval
+		// (DefaultDBMetricPollInterval 30s) is parsed and unused, and each
+		// scrape of kube-apiserver's /metrics calls Status once per storage
+		// monitor. A run's own meter scrapes at every phase change, so the
+		// interval seen is the run's, not a cluster's (there: Prometheus').
+		upstream: "k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go monitorCollector (on each /metrics scrape) -> storagebackend/factory/etcd3.go Monitor: Status; --etcd-db-metric-poll-interval (30s) is unused in 1.37",
 		match:    func(r EtcdRequests) bool { return r.Method == "Status" }, instances: apiservers},
 	{source: "master-lease reconciler", request: "Txn masterleases/<ip>", expected: 10 * time.Second,
 		upstream: "pkg/controlplane/reconcilers/lease.go, pkg/controlplane/instance.go DefaultEndpointReconcilerInterval 10s",
