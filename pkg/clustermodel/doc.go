@@ -26,7 +26,7 @@
 //	identity Lease       one Txn every 10 s                          IdentityLeaseRenewInterval
 //	peer endpoint lease  a Range, a LeaseGrant of 15 s, a Txn        PeerLeaseRenewInterval
 //	                     every 10 s
-//	node status          KWOK's heartbeat: every 10-20 minutes       KWOKNodeStatusPeriod
+//	node status          KWOK's heartbeat: every 600-610 s           KWOKNodeStatusPeriod
 //	count polls          a Range per served resource and a progress  CountPollPeriod
 //	                     request every 1-2.2 minutes
 //	size estimator       the same every 1-1.5 minutes unless read    SizeEstimatorRefresh

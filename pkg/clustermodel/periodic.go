@@ -52,8 +52,10 @@ const (
 	peerLeaseTTL           = 15
 	// KWOKNodeStatusPeriod and its jitter are KWOK's node heartbeat with
 	// node Leases (kustomize/stage/node/heartbeat-with-lease: delay
-	// 600,000 ms, jitter 610,000 ms): a KWOK node's status is written
-	// every 10 to 20 minutes. A kubelet's is every 5 minutes, jitter
+	// 600,000 ms, jitter 610,000 ms; a jitter is the delay's upper bound,
+	// the delay plus a uniform draw below jitter-delay:
+	// sigs.k8s.io/kwok pkg/utils/lifecycle/lifecycle.go Delay): a KWOK
+	// node's status is written every 600 to 610 s. A kubelet's is every 5 minutes, jitter
 	// ±50 % (pkg/kubelet/apis/config/v1beta1/defaults.go
 	// NodeStatusReportFrequency; kubelet_node_status.go).
 	KWOKNodeStatusPeriod = 600 * time.Second
@@ -245,12 +247,17 @@ func (p *periodic) startNodeLeases(ctx context.Context) {
 	}
 }
 
+// nodeStatusDelay is KWOK's delay before a node's next status write for a
+// uniform draw u in [0, 1): KWOKNodeStatusPeriod plus u times the jitter's
+// excess over it.
+func nodeStatusDelay(u float64) time.Duration {
+	return KWOKNodeStatusPeriod + time.Duration(u*float64(kwokNodeStatusJitter-KWOKNodeStatusPeriod))
+}
+
 // startNodeStatus starts each node's status writes, KWOK's heartbeat
 // (KWOKNodeStatusPeriod), the node object of nodeSize bytes.
 func (p *periodic) startNodeStatus(ctx context.Context, nodeSize int) {
-	period := func() time.Duration {
-		return KWOKNodeStatusPeriod + time.Duration(p.rng()*float64(kwokNodeStatusJitter))
-	}
+	period := func() time.Duration { return nodeStatusDelay(p.rng()) }
 	for i := range p.nodes {
 		key := nodeKey(p.prefix, i)
 		p.every(ctx, period(), period, func(ctx context.Context) error {
