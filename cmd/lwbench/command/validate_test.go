@@ -68,6 +68,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{"run defrag-at with hold-back", []string{"run", "--nodes", "10", "--defrag-at", "10s", "--hold-back", "1"}, "lwbench: --hold-back cannot be used with --defrag-at or --restart: the run defragments or restarts at a fixed time instead of after a held informer's compaction\n"},
 		{"run events etcd watching events", []string{"run", "--nodes", "10", "--events-etcd", "--watch-resources", "pods,events"}, "lwbench: --watch-resources events cannot be used with --events-etcd: informers are checked against the main etcd's history, and events are then stored in the other\n"},
 		{"run experiment flag without nodes", []string{"run", "--defrag-at", "10s"}, "lwbench: --defrag-at needs --nodes\n"},
+		{"run experiment with the model", []string{"run", "--nodes", "10", "--cluster-model", "--restart", "kube-apiserver"}, "lwbench: --restart cannot be used with --cluster-model: it is an experiment on the real control plane\n"},
 		{"run empty endpoints", []string{"run", "--endpoints", ""}, "lwbench: --endpoints: Required value: give etcd client URLs, or leave --endpoints out for an embedded member\n"},
 		{"put empty endpoint", []string{"put", "--endpoints", "http://127.0.0.1:1,"}, `lwbench: --endpoints: Invalid value: "http://127.0.0.1:1,": endpoint 2 is empty` + "\n"},
 		{"put NaN rate", []string{"put", "--write-rate", "NaN"}, "lwbench: --write-rate: Invalid value: NaN: must be finite and positive\n"},
