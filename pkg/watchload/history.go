@@ -118,6 +118,10 @@ type Recorder struct {
 	started bool
 	// stopped is closed when Run returns.
 	stopped chan struct{}
+	// watching is closed once etcd has created the recorder's first
+	// watch: from then on no compaction can pass its start unseen.
+	watching     chan struct{}
+	watchingOnce sync.Once
 }
 
 // RevisionGap is a range of revisions the recorder's watch skipped.
@@ -129,7 +133,7 @@ type RevisionGap struct {
 // NewRecorder returns a recorder of the events under prefixes (each ending
 // in "/", none a prefix of another) watching on stream.
 func NewRecorder(stream *Stream, prefixes []string) *Recorder {
-	r := &Recorder{stream: stream, prefixes: prefixes, intern: map[string]string{}, stopped: make(chan struct{})}
+	r := &Recorder{stream: stream, prefixes: prefixes, intern: map[string]string{}, stopped: make(chan struct{}), watching: make(chan struct{})}
 	for range prefixes {
 		r.hist = append(r.hist, &history{})
 	}
@@ -154,6 +158,14 @@ func (r *Recorder) Scope() string {
 	}
 	return ""
 }
+
+// Watching is closed once etcd has created the recorder's first watch
+// (its created response): a compaction after that cannot remove a
+// revision the recorder has not read. Stopped is closed when Run returns.
+func (r *Recorder) Watching() <-chan struct{} { return r.watching }
+
+// Stopped is closed when Run has returned (Err says why, if it failed).
+func (r *Recorder) Stopped() <-chan struct{} { return r.stopped }
 
 // Watermark returns the revision up to which the history is complete.
 func (r *Recorder) Watermark() int64 { return r.watermark.Load() }
@@ -219,7 +231,7 @@ func (r *Recorder) Run(ctx context.Context, from int64) error {
 func (r *Recorder) watch(ctx context.Context, from int64) error {
 	wctx, cancel := context.WithCancel(r.stream.Context(ctx))
 	defer cancel()
-	key, opts := "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithRev(from), clientv3.WithProgressNotify()}
+	key, opts := "\x00", []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithRev(from), clientv3.WithProgressNotify(), clientv3.WithCreatedNotify()}
 	whole := true
 	if scope := r.Scope(); scope != "" {
 		key, opts[0], whole = scope, clientv3.WithPrefix(), false
@@ -231,6 +243,10 @@ func (r *Recorder) watch(ctx context.Context, from int64) error {
 		}
 		if err := resp.Err(); err != nil {
 			return err
+		}
+		if resp.Created {
+			r.watchingOnce.Do(func() { close(r.watching) })
+			continue
 		}
 		if resp.IsProgressNotify() {
 			if rev := resp.Header.Revision; rev > r.lastRev {

@@ -228,8 +228,10 @@ func (s *Session) Seed(ctx context.Context, wl *KubernetesWorkload, workers int)
 
 // StartRecorder starts the history recorder of prefixes (NewRecorder;
 // fallbackScope is its FallbackScope), on a connection of its own to every
-// member, the harness's (Harness), from revision from on. It runs until
-// Validate or Close.
+// member, the harness's (Harness), from revision from on, and returns once
+// etcd has created its watch (Recorder.Watching), or with the recorder's
+// error (from already compacted) or ctx's. It runs until Validate or
+// Close.
 func (s *Session) StartRecorder(ctx context.Context, prefixes []string, fallbackScope string, from int64) (*Recorder, error) {
 	return s.StartRecorderWithin(ctx, prefixes, nil, fallbackScope, from)
 }
@@ -253,7 +255,20 @@ func (s *Session) StartRecorderWithin(ctx context.Context, prefixes, within []st
 		defer s.recWG.Done()
 		s.rec.Run(rctx, from)
 	}()
-	return s.rec, nil
+	// Return once etcd holds the watch: a compaction right after the
+	// return (a test's, a fast compactor's) must not pass a recorder
+	// whose watch request is still on its way.
+	select {
+	case <-s.rec.Watching():
+		return s.rec, nil
+	case <-s.rec.Stopped():
+		if err := s.rec.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("history recorder stopped before its watch was created: %w", context.Cause(ctx))
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // NewEnv makes the Env the Session's parts share, from the Session's
