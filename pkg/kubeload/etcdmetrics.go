@@ -1,11 +1,9 @@
 package kubeload
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -15,8 +13,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -65,6 +61,31 @@ type etcdScrape struct {
 	hists  map[string][]bucket // by upper bound, +Inf last
 }
 
+// keepEtcdMetric reports whether a line of etcd's /metrics is of
+// etcdMetricNames (a histogram's _bucket, _sum and _count lines
+// included); comments other than HELP and TYPE are not.
+func keepEtcdMetric(line []byte) bool {
+	var name []byte
+	switch {
+	case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
+		name, _, _ = bytes.Cut(line[len("# HELP "):], []byte(" "))
+	case len(line) == 0 || line[0] == '#':
+		return false
+	default:
+		name = line
+		if i := bytes.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if n, ok := bytes.CutSuffix(name, []byte(suffix)); ok && slices.Contains(etcdMetricNames, string(n)) {
+				name = n
+				break
+			}
+		}
+	}
+	return slices.Contains(etcdMetricNames, string(name))
+}
+
 // parseEtcdMetrics reads the Prometheus text exposition format of an etcd
 // member's /metrics (github.com/prometheus/common/expfmt) and keeps
 // etcdMetricNames: counters and gauges summed over their series,
@@ -72,41 +93,9 @@ type etcdScrape struct {
 // series of one histogram share their bounds). Lines of other metrics are
 // skipped before parsing. It fails on malformed text.
 func parseEtcdMetrics(r io.Reader) (*etcdScrape, error) {
-	var kept bytes.Buffer
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var name []byte
-		switch {
-		case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
-			name, _, _ = bytes.Cut(line[len("# HELP "):], []byte(" "))
-		case len(line) == 0 || line[0] == '#':
-			continue
-		default:
-			name = line
-			if i := bytes.IndexAny(line, "{ "); i >= 0 {
-				name = line[:i]
-			}
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				if n, ok := bytes.CutSuffix(name, []byte(suffix)); ok && slices.Contains(etcdMetricNames, string(n)) {
-					name = n
-					break
-				}
-			}
-		}
-		if slices.Contains(etcdMetricNames, string(name)) {
-			kept.Write(line)
-			kept.WriteByte('\n')
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read metrics: %w", err)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(&kept)
+	families, err := parseKept(r, keepEtcdMetric)
 	if err != nil {
-		return nil, fmt.Errorf("parse metrics: %w", err)
+		return nil, err
 	}
 	s := &etcdScrape{values: map[string]float64{}, hists: map[string][]bucket{}}
 	for name, f := range families {

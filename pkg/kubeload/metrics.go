@@ -220,6 +220,31 @@ func wantedMetric(line []byte, specs map[string]metricSpec) bool {
 	return ok
 }
 
+// parseKept parses the lines of the Prometheus text format in r that keep
+// accepts (github.com/prometheus/common/expfmt), skipping the others
+// before parsing so that a large scrape costs little; lines are at most
+// 4 MiB. It fails on a longer line or malformed text.
+func parseKept(r io.Reader, keep func(line []byte) bool) (map[string]*dto.MetricFamily, error) {
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		if line := sc.Bytes(); keep(line) {
+			kept.Write(line)
+			kept.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read metrics: %w", err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(&kept)
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	return families, nil
+}
+
 // parseMetrics reads the Prometheus text exposition format (version
 // 0.0.4, what kube-apiserver's /metrics serves) and returns the series of
 // apiserverMetrics, their labels reduced to those kept and summed over the
@@ -232,22 +257,9 @@ func parseMetrics(r io.Reader) (*metricSample, error) {
 	for _, s := range apiserverMetrics {
 		specs[s.name] = s
 	}
-	var kept bytes.Buffer
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		if line := sc.Bytes(); wantedMetric(line, specs) {
-			kept.Write(line)
-			kept.WriteByte('\n')
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read metrics: %w", err)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(&kept)
+	families, err := parseKept(r, func(line []byte) bool { return wantedMetric(line, specs) })
 	if err != nil {
-		return nil, fmt.Errorf("parse metrics: %w", err)
+		return nil, err
 	}
 	s := &metricSample{values: map[string]float64{}, gauges: map[string]bool{}}
 	for name, f := range families {
