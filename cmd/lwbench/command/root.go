@@ -10,18 +10,29 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/heapprofile"
 )
 
 // NewRootCommand returns a fresh lwbench command tree.
 func NewRootCommand() *cobra.Command {
-	var cpuProfile string
+	var cpuProfile, heapProfile string
 	var profileFile *os.File
-	stopProfile := func() error {
+	var heap *heapprofile.Recorder
+	// stopProfile ends both profiles; ran says whether the command ran
+	// (a usage error leaves no heap profile).
+	stopProfile := func(ran bool) error {
+		var err error
+		if heap != nil {
+			if _, herr := heap.Stop(ran); herr != nil {
+				err = fmt.Errorf("--heap-profile %s: %w", heapProfile, herr)
+			}
+			heap = nil
+		}
 		if profileFile == nil {
-			return nil
+			return err
 		}
 		pprof.StopCPUProfile()
-		err := profileFile.Close()
+		err = errors.Join(err, profileFile.Close())
 		profileFile = nil
 		return err
 	}
@@ -38,25 +49,35 @@ every watch against etcd's guarantees.
 By default it starts its own etcd member in a temporary directory; use
 --endpoints to drive an existing cluster.`,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if heapProfile != "" {
+				r, err := heapprofile.Start(heapProfile)
+				if err != nil {
+					return cli.FlagErrorf("--heap-profile %s: %v", heapProfile, err)
+				}
+				heap = r
+			}
 			if cpuProfile == "" {
 				return nil
 			}
 			f, err := os.Create(cpuProfile)
 			if err != nil {
+				stopProfile(false)
 				return cli.FlagErrorf("--cpu-profile %s: %v", cpuProfile, err)
 			}
 			if err := pprof.StartCPUProfile(f); err != nil {
 				f.Close()
+				stopProfile(false)
 				return fmt.Errorf("--cpu-profile %s: %w", cpuProfile, err)
 			}
 			profileFile = f
 			return nil
 		},
 		PersistentPostRunE: func(cmd *cobra.Command, args []string) error {
-			return stopProfile()
+			return stopProfile(true)
 		},
 	}
 	root.PersistentFlags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of lwbench (and an embedded member) to this file")
+	root.PersistentFlags().StringVar(&heapProfile, "heap-profile", "", "write a heap profile of lwbench (and an embedded member) to this file as the live heap grows: rewritten each time it is 25% past the last profile's, so it shows what the run held near its peak (go tool pprof reads it)")
 	cli.PrepareRoot(root)
 	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
 	root.AddCommand(newExperimentCommands()...)
@@ -73,10 +94,12 @@ By default it starts its own etcd member in a temporary directory; use
 		}
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			err := run(cmd, args)
-			if err != nil && profileFile != nil {
-				stopProfile()
+			if err != nil && (profileFile != nil || heap != nil) {
+				cpu := profileFile != nil
 				var fe *cli.FlagError
-				if errors.As(err, &fe) {
+				usage := errors.As(err, &fe)
+				stopProfile(!usage)
+				if usage && cpu {
 					os.Remove(cpuProfile)
 				}
 			}

@@ -108,15 +108,38 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 }
 
 // TestCPUProfileRemovedOnUsageError: --cpu-profile creates its file
-// before the command checks its flags; a usage error removes it.
+// before the command checks its flags; a usage error removes it, and
+// --heap-profile writes none.
 func TestCPUProfileRemovedOnUsageError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cpu.prof")
+	dir := t.TempDir()
+	cpu, heap := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "heap.prof")
 	var errOut bytes.Buffer
-	if code := cli.Run(NewRootCommand(), []string{"run", "--cpu-profile", path, "--write-rate", "NaN"}, &errOut); code != cli.ExitUsage {
+	if code := cli.Run(NewRootCommand(), []string{"run", "--cpu-profile", cpu, "--heap-profile", heap, "--write-rate", "NaN"}, &errOut); code != cli.ExitUsage {
 		t.Fatalf("got exit %d (%s), want %d", code, errOut.String(), cli.ExitUsage)
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("got %s left behind (stat: %v), want it removed", path, err)
+	for _, path := range []string{cpu, heap} {
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("got %s left behind (stat: %v), want it removed", path, err)
+		}
+	}
+	// A --heap-profile that is not a file is a usage error naming it.
+	errOut.Reset()
+	if code := cli.Run(NewRootCommand(), []string{"version", "--heap-profile", dir}, &errOut); code != cli.ExitUsage || !strings.Contains(errOut.String(), "--heap-profile") {
+		t.Errorf("--heap-profile DIR: exit %d, %q; want a usage error naming the flag", code, errOut.String())
+	}
+}
+
+// TestHeapProfileWritten: a command that ran leaves a heap profile
+// (gzipped, as go tool pprof reads it), even when its heap stayed small.
+func TestHeapProfileWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.prof")
+	var out bytes.Buffer
+	if code := cli.Run(NewRootCommand(), []string{"version", "--heap-profile", path}, &out); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("%s: %d bytes (%v), want a gzipped profile", path, len(b), err)
 	}
 }
 
