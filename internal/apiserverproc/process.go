@@ -46,9 +46,23 @@ type run struct {
 	done chan struct{} // closed when the process has exited
 }
 
+// ChildAttr is how lwbench starts the servers it runs (kube-apiserver,
+// the control plane, KWOK, etcd members): in a process group of its own,
+// so that a ^C to the caller does not reach it first and the caller's
+// Stop decides the order, and killed (SIGKILL) when the caller dies
+// without stopping it (PR_SET_PDEATHSIG, prctl(2)): a caller killed by
+// SIGKILL, or by SIGPIPE when whoever read its output went away, leaves
+// no server holding ports, memory and CPU behind. Linux sends the signal
+// when the thread that started the child exits; Go ends a thread only
+// when a goroutine locked to it (runtime.LockOSThread) returns, which
+// nothing that starts these processes does.
+func ChildAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
 // StartProcess starts bin with args in dir and environment env, its
-// output appended to logPath, in a process group of its own so that a ^C
-// to the caller does not reach it first. Stop sends SIGTERM and, after
+// output appended to logPath, with ChildAttr (a process group of its own;
+// killed when the caller dies). Stop sends SIGTERM and, after
 // stopTimeout, SIGKILL.
 func StartProcess(name, bin string, args, env []string, dir, logPath string, stopTimeout time.Duration) (*Process, error) {
 	p := &Process{Name: name, LogPath: logPath, bin: bin, dir: dir, args: args, env: env, stop: stopTimeout}
@@ -70,7 +84,7 @@ func (p *Process) start() (*run, error) {
 	cmd.Env = p.env
 	cmd.Dir = p.dir
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ChildAttr()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)

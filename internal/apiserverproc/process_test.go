@@ -1,7 +1,14 @@
 package apiserverproc
 
 import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -58,5 +65,60 @@ func TestProcessSuperviseRestartStop(t *testing.T) {
 	}
 	if got := len(p.Exits()); got != n {
 		t.Fatalf("got %d exits after Stop, want %d", got, n)
+	}
+}
+
+// orphanParentEnv makes the test binary, run again by
+// TestProcessDiesWithItsCaller, a caller that starts a child and then
+// sleeps until it is killed.
+const orphanParentEnv = "ETCDKIT_TEST_ORPHAN_PARENT_DIR"
+
+// TestProcessDiesWithItsCaller: a caller killed with SIGKILL (no Stop,
+// no cleanup) takes the processes it started with it; before ChildAttr
+// set Pdeathsig, a killed lwbench left its control plane running.
+func TestProcessDiesWithItsCaller(t *testing.T) {
+	if dir := os.Getenv(orphanParentEnv); dir != "" {
+		p, err := StartProcess("sleeper", "/bin/sleep", []string{"120"}, nil, dir, filepath.Join(dir, "log"), time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(p.PID())
+		time.Sleep(2 * time.Minute)
+		os.Exit(0)
+	}
+	dir := t.TempDir()
+	parent := exec.Command(os.Args[0], "-test.run", "^TestProcessDiesWithItsCaller$")
+	parent.Env = append(os.Environ(), orphanParentEnv+"="+dir)
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil || pid <= 0 {
+		t.Fatalf("the caller printed %q (%v, %v), want its child's PID", line, err, perr)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL) // if the test fails: not left behind
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("child %d not running before its caller is killed: %v", pid, err)
+	}
+	parent.Process.Kill()
+	parent.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		// Gone from the process table once reaped: by init, as an
+		// orphan, which takes a moment; a zombie still answers Kill 0.
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d still running 10 s after its caller was killed", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -30,8 +30,9 @@ type Config struct {
 	// APIServer configures the kube-apiservers: the etcd to use
 	// (EtcdServers, required, and its TLS files), how many servers, and
 	// any kube-apiserver setting. Start sets BinDir, Dir and
-	// ServiceAccountAdmission, and an empty AuthorizationMode becomes
-	// Node,RBAC, as kubeadm runs it.
+	// ServiceAccountAdmission, an empty AuthorizationMode becomes
+	// Node,RBAC, as kubeadm runs it, and an empty ServiceClusterIPRange
+	// becomes ServiceClusterIPRange.
 	APIServer apiserverproc.Config
 	// KubeAPIQPS and KubeAPIBurst are kube-controller-manager's and
 	// kube-scheduler's client rate limits (--kube-api-qps,
@@ -99,6 +100,14 @@ type ControlPlane struct {
 	ports       map[string]int // each component's serving port, by name
 }
 
+// ServiceClusterIPRange is the control plane's --service-cluster-ip-range
+// unless Config.APIServer sets one: 65,534 ClusterIPs, outside PodCIDR's
+// default. ClusterLoader2's load test has a Service for half its
+// Deployments, 550 at 1,000 nodes, more than apiserverproc's default /24
+// holds (kube-apiserver refuses the 255th: "failed to allocate a
+// serviceIP ... range is full", pkg/registry/core/service/ipallocator).
+const ServiceClusterIPRange = "10.0.0.0/16"
+
 // Start starts, on free loopback ports, cfg.APIServer.Servers
 // kube-apiservers (apiserverproc.Start, which generates the PKI under
 // cfg.Dir/pki), then kube-controller-manager, kube-scheduler and KWOK, each
@@ -129,6 +138,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	api.BinDir, api.Dir, api.ServiceAccountAdmission = cfg.Binaries.KubeAPIServer, cfg.Dir, true
 	if api.AuthorizationMode == "" {
 		api.AuthorizationMode = "Node,RBAC"
+	}
+	if api.ServiceClusterIPRange == "" {
+		api.ServiceClusterIPRange = ServiceClusterIPRange
 	}
 	if api.StopTimeout == 0 {
 		api.StopTimeout = cfg.StopTimeout

@@ -103,6 +103,13 @@ func TestControlPlaneRunsKWOKNodesAndPods(t *testing.T) {
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
 		t.Errorf("default ServiceAccount of %s: %v", ns, err)
 	}
+	// The service range holds a cluster's Services (thousands, not a
+	// /24's 254): its last address is a valid ClusterIP.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "last-ip"}, Spec: corev1.ServiceSpec{ClusterIP: "10.0.255.254",
+		Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a Service at the last address of %s: %v", controlplane.ServiceClusterIPRange, err)
+	}
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		fail("list pods: %v", err)

@@ -230,8 +230,9 @@ func (m *Member) start() error {
 	cmd.Env = CleanEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so a ^C to the test does not reach it first
-	// and Stop decides the order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// and Stop decides the order; killed if lwbench dies without stopping
+	// it (the same attributes as apiserverproc.ChildAttr's).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start %s: %w", m.Name, err)

@@ -368,11 +368,13 @@ func (a *apiClients) Confirm(ctx context.Context, rev int64, timeout time.Durati
 }
 
 // Validate stops the informers, waits until the history covers the
-// confirmed revision and completes each informer's validation.
+// confirmed revision and every event they delivered (the store may have
+// moved on after Confirm) and completes each informer's validation.
 func (a *apiClients) Validate(ctx context.Context) {
 	a.set.Stop()
-	if err := a.rec.WaitFor(ctx, a.confirmed, 100*time.Millisecond); err != nil {
-		a.r.Logf("history recorder did not reach revision %d: %v", a.confirmed, err)
+	last := max(a.confirmed, a.set.LastRevisionOfAll())
+	if err := a.rec.WaitFor(ctx, last, 100*time.Millisecond); err != nil {
+		a.r.Logf("history recorder did not reach revision %d: %v", last, err)
 	}
 	for _, in := range a.set.Informers {
 		a.unverified += in.lw.obs.Finish()
@@ -500,88 +502,106 @@ func holdAcrossCompaction(ctx context.Context, s *watchload.Session, admin *clie
 }
 
 // confirm waits until every informer's cache equals etcd's state of its
-// resource at finalRev, polling, for at most timeout; it then reports the
-// differences of those that did not as cache violations and returns how
-// many did not, and the revision it confirmed.
+// resource at the revision the informer has reached, polling, for at
+// most timeout; it then reports the differences of those that did not as
+// cache violations and returns how many did not, and the highest
+// revision it confirmed a cache at (at least finalRev).
 //
-// A write whose request was cancelled when the writes stopped may still
-// commit at kube-apiserver after finalRev was read, and reach the
-// informers: while the caches have not all converged, confirm moves to
-// etcd's current revision once a second, so that it confirms the state
-// the store settled in.
+// The revision an informer has reached is the last one its watch
+// delivered (an event or a bookmark: listWatch.LastRevision), and at
+// least finalRev, the revision every write of the load was committed at:
+// an informer below finalRev whose resource did not change since matches
+// etcd at finalRev. A cache is read between two readings of that
+// revision, and only when both agree, so it holds no event past it. The
+// store may go on moving meanwhile, as a cluster's does while its
+// controllers settle after the churn, or when a write whose request was
+// cancelled as the writes stopped still commits: each cache is held
+// against etcd at its own revision, never at a head it has not reached or
+// has passed. etcd's state is read once per resource and revision per
+// poll (a keys-only Range at that revision).
 func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, prefix string, scope *sharedScope, finalRev int64, timeout time.Duration, logf func(string, ...any)) (int, int64) {
-	read := func(rev int64) (map[string]map[string]int64, error) {
-		states := map[string]map[string]int64{}
-		for _, in := range set.Informers {
-			if states[in.Resource] != nil {
-				continue
-			}
-			// On a shared cluster only the run's namespaces, which the
-			// informers' label selector covers exactly: every object the
-			// run writes there carries the label, and nothing else is
-			// there.
-			ps := []string{watchload.ResourcePrefix(prefix, in.Resource)}
-			if scope != nil {
-				ps = scope.within(ps[0])
-			}
-			m := map[string]int64{}
-			for _, p := range ps {
-				resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-				if err != nil {
-					return nil, fmt.Errorf("read %s at revision %d: %w", p, rev, err)
-				}
-				for _, kv := range resp.Kvs {
-					m[string(kv.Key)] = kv.ModRevision
-				}
-			}
-			states[in.Resource] = m
-		}
-		return states, nil
+	type at struct {
+		resource string
+		rev      int64
 	}
-	states, err := read(finalRev)
-	if err != nil {
-		logf("%v", err)
-		return len(set.Informers), finalRev
+	read := func(resource string, rev int64) (map[string]int64, error) {
+		// On a shared cluster only the run's namespaces, which the
+		// informers' label selector covers exactly: every object the
+		// run writes there carries the label, and nothing else is there.
+		ps := []string{watchload.ResourcePrefix(prefix, resource)}
+		if scope != nil {
+			ps = scope.within(ps[0])
+		}
+		m := map[string]int64{}
+		for _, p := range ps {
+			resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
+			if err != nil {
+				return nil, fmt.Errorf("read %s at revision %d: %w", p, rev, err)
+			}
+			for _, kv := range resp.Kvs {
+				m[string(kv.Key)] = kv.ModRevision
+			}
+		}
+		return m, nil
+	}
+	// snapshot returns informer id's cache and the revision it holds, ok
+	// false when an event arrived while the cache was read.
+	snapshot := func(id int) (map[string]int64, int64, bool) {
+		lw := set.Informers[id].lw
+		r := lw.LastRevision()
+		cache := set.Cache(id)
+		return cache, max(r, finalRev), lw.LastRevision() == r
 	}
 	deadline := time.Now().Add(timeout)
 	pending := map[int]bool{}
 	for _, in := range set.Informers {
 		pending[in.ID] = true
 	}
-	for polls := 1; len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil; polls++ {
+	confirmed := finalRev
+	var readErr error
+	for len(pending) > 0 && ctx.Err() == nil {
+		states := map[at]map[string]int64{}
 		for id := range pending {
-			if equalCache(set.Cache(id), states[set.Informers[id].Resource]) {
+			cache, rev, ok := snapshot(id)
+			if !ok {
+				continue
+			}
+			k := at{set.Informers[id].Resource, rev}
+			if states[k] == nil {
+				st, err := read(k.resource, k.rev)
+				if err != nil {
+					readErr = err
+					continue
+				}
+				states[k] = st
+			}
+			if equalCache(cache, states[k]) {
 				delete(pending, id)
+				confirmed = max(confirmed, rev)
 			}
 		}
-		if len(pending) == 0 {
+		if len(pending) == 0 || !time.Now().Before(deadline) {
 			break
 		}
 		_ = clockwait.SleepReal(ctx, 200*time.Millisecond)
-		if polls%5 != 0 {
-			continue
-		}
-		head, err := admin.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil || head.Header.Revision <= finalRev {
-			continue
-		}
-		if next, err := read(head.Header.Revision); err == nil {
-			// The store moved after finalRev: every informer is
-			// confirmed again, at the newer state.
-			states, finalRev = next, head.Header.Revision
-			for _, in := range set.Informers {
-				pending[in.ID] = true
-			}
-		}
+	}
+	if readErr != nil {
+		logf("%v", readErr)
 	}
 	for id := range pending {
 		in := set.Informers[id]
-		in.lw.obs.CompareCache(finalRev, set.Cache(id), states[in.Resource])
+		cache, rev, _ := snapshot(id)
+		st, err := read(in.Resource, rev)
+		if err != nil {
+			logf("informer %d: %v", id, err)
+			continue
+		}
+		in.lw.obs.CompareCache(rev, cache, st)
 	}
 	if len(pending) > 0 {
-		logf("%d informers did not reach etcd's state at revision %d within %v", len(pending), finalRev, timeout)
+		logf("%d informers did not reach etcd's state at their revision (at least %d) within %v", len(pending), finalRev, timeout)
 	}
-	return len(pending), finalRev
+	return len(pending), confirmed
 }
 
 func equalCache(a, b map[string]int64) bool {

@@ -250,6 +250,17 @@ func (s *InformerSet) Release(i int) { s.Informers[i].lw.Release() }
 // revision (the others are counted as unparsed where they arrived).
 func (s *InformerSet) LastRevision(i int) int64 { return s.Informers[i].lw.LastRevision() }
 
+// LastRevisionOfAll is the highest LastRevision of the set's informers
+// (0 if none delivered anything): once they have stopped, the revision
+// the history must reach to check every event they delivered.
+func (s *InformerSet) LastRevisionOfAll() int64 {
+	var r int64
+	for _, in := range s.Informers {
+		r = max(r, in.lw.LastRevision())
+	}
+	return r
+}
+
 // Cache returns informer i's cache as etcd keys (under prefix, as
 // NewInformerSet's) to mod_revision (the objects' resourceVersions).
 func (s *InformerSet) Cache(i int) map[string]int64 {

@@ -382,10 +382,10 @@ func (c *Case) Confirm(ctx context.Context, rev int64, timeout time.Duration) (u
 func (c *Case) Validate(ctx context.Context, unsynced int) (report.Validation, error) {
 	c.StopWrites()
 	c.set.Stop()
-	if c.final > 0 {
+	if last := max(c.final, c.set.LastRevisionOfAll()); c.final > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := c.l.rec.WaitFor(wctx, c.final, 100*time.Millisecond); err != nil {
-			c.l.logf("history recorder did not reach revision %d: %v", c.final, err)
+		if err := c.l.rec.WaitFor(wctx, last, 100*time.Millisecond); err != nil {
+			c.l.logf("history recorder did not reach revision %d: %v", last, err)
 		}
 		cancel()
 	}
