@@ -665,7 +665,8 @@ func (a *apiClients) periodicTraffic(res *report.RunResult) []report.PeriodicTra
 	}
 	return report.PeriodicTrafficOf(report.PeriodicInput{Requests: sc.ScopedRequests(), Phases: res.EtcdPhases,
 		Compactions: res.Compactions, Nodes: a.o.Cluster.Plan.Nodes, APIServers: max(a.st.APIServer.Servers, 1),
-		CompactionIntervalMs: a.st.APIServer.EtcdCompactionIntervalMs})
+		CompactionIntervalMs: a.st.APIServer.EtcdCompactionIntervalMs, APIServerVersion: a.st.APIServer.Version,
+		EndpointReconcilerNone: a.st.APIServer.Managed, KWOK: a.st.ControlPlane != nil})
 }
 
 func (p proxyCounter) Reset() {

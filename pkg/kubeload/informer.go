@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -119,23 +120,68 @@ func TrimManagedFields(obj any) (any, error) {
 }
 
 // StoreMetadata is the transform of every informer of an InformerSet: the
-// informer stores, in place of each object it decoded, a
-// metav1.PartialObjectMetadata of its name, namespace, UID,
-// resourceVersion, labels and deletionTimestamp, which is all lwbench
-// reads back (Cache, the checks). The requests, the bytes kube-apiserver
-// sends and client-go's decoding of every object are unchanged; only what
-// the 300 caches of one process hold is: a pod as lwbench writes it is
-// about 8.5 KB decoded even without managedFields, so 100 informers over
-// 3,000 pods would hold 2.5 GB of pods alone. Objects without metadata are
-// returned unchanged (client-go passes tombstones by).
+// informer stores, in place of each object it decoded, a StoredObject of
+// its name, namespace and resourceVersion, which is all lwbench reads back
+// (Cache, the checks). The requests, the bytes kube-apiserver sends and
+// client-go's decoding of every object are unchanged; only what the 300
+// caches of one process hold is: a pod as lwbench writes it is about
+// 8.5 KB decoded even without managedFields, so 100 informers over 3,000
+// pods would hold 2.5 GB of pods alone. A metav1.PartialObjectMetadata
+// with the labels, as it stored before, still came to about 820 bytes an
+// object in a heap profile of 300 informers (`lwbench --heap-profile`,
+// 2026-11-28): the ObjectMeta struct 322, the labels map and strings
+// it kept about 500; a StoredObject is 48 bytes and its three strings.
+// Objects without metadata are returned unchanged (client-go passes
+// tombstones by).
 func StoreMetadata(obj any) (any, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return obj, nil
 	}
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(),
-		ResourceVersion: m.GetResourceVersion(), Labels: m.GetLabels(), DeletionTimestamp: m.GetDeletionTimestamp()}}, nil
+	return &StoredObject{Name: m.GetName(), Namespace: m.GetNamespace(), ResourceVersion: m.GetResourceVersion()}, nil
 }
+
+// StoredObject is what an informer of an InformerSet stores of an object
+// (StoreMetadata): its identity and resourceVersion. It is a metav1.Object,
+// as client-go's stores key objects through meta.Accessor
+// (cache.DeletionHandlingMetaNamespaceKeyFunc); every other field reads as
+// unset and setting it does nothing.
+type StoredObject struct {
+	Name, Namespace, ResourceVersion string
+}
+
+var _ metav1.Object = (*StoredObject)(nil)
+
+func (o *StoredObject) GetNamespace() string                          { return o.Namespace }
+func (o *StoredObject) SetNamespace(ns string)                        { o.Namespace = ns }
+func (o *StoredObject) GetName() string                               { return o.Name }
+func (o *StoredObject) SetName(name string)                           { o.Name = name }
+func (o *StoredObject) GetResourceVersion() string                    { return o.ResourceVersion }
+func (o *StoredObject) SetResourceVersion(rv string)                  { o.ResourceVersion = rv }
+func (o *StoredObject) GetGenerateName() string                       { return "" }
+func (o *StoredObject) SetGenerateName(string)                        {}
+func (o *StoredObject) GetUID() types.UID                             { return "" }
+func (o *StoredObject) SetUID(types.UID)                              {}
+func (o *StoredObject) GetGeneration() int64                          { return 0 }
+func (o *StoredObject) SetGeneration(int64)                           {}
+func (o *StoredObject) GetSelfLink() string                           { return "" }
+func (o *StoredObject) SetSelfLink(string)                            {}
+func (o *StoredObject) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
+func (o *StoredObject) SetCreationTimestamp(metav1.Time)              {}
+func (o *StoredObject) GetDeletionTimestamp() *metav1.Time            { return nil }
+func (o *StoredObject) SetDeletionTimestamp(*metav1.Time)             {}
+func (o *StoredObject) GetDeletionGracePeriodSeconds() *int64         { return nil }
+func (o *StoredObject) SetDeletionGracePeriodSeconds(*int64)          {}
+func (o *StoredObject) GetLabels() map[string]string                  { return nil }
+func (o *StoredObject) SetLabels(map[string]string)                   {}
+func (o *StoredObject) GetAnnotations() map[string]string             { return nil }
+func (o *StoredObject) SetAnnotations(map[string]string)              {}
+func (o *StoredObject) GetFinalizers() []string                       { return nil }
+func (o *StoredObject) SetFinalizers([]string)                        {}
+func (o *StoredObject) GetOwnerReferences() []metav1.OwnerReference   { return nil }
+func (o *StoredObject) SetOwnerReferences([]metav1.OwnerReference)    {}
+func (o *StoredObject) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (o *StoredObject) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 
 // clientConfig is cfg for one client: protobuf, as Kubernetes' own
 // controllers talk to kube-apiserver, no client-side rate limit (the load

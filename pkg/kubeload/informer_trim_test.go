@@ -17,8 +17,8 @@ import (
 
 // TestInformersStoreMetadata lists one pod with two managedFields entries
 // through an InformerSet and checks its informer stores only the pod's
-// metadata, without them (StoreMetadata), and keeps what lwbench reads:
-// name, namespace and resourceVersion.
+// identity and resourceVersion (StoreMetadata: a StoredObject), which is
+// what lwbench reads.
 func TestInformersStoreMetadata(t *testing.T) {
 	const list = `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"p","namespace":"ns","resourceVersion":"5",` +
 		`"managedFields":[{"manager":"kubectl","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}},` +
@@ -53,12 +53,12 @@ func TestInformersStoreMetadata(t *testing.T) {
 	if len(objs) != 1 {
 		t.Fatalf("got %d objects stored, want 1", len(objs))
 	}
-	stored, ok := objs[0].(*metav1.PartialObjectMetadata)
+	stored, ok := objs[0].(*StoredObject)
 	if !ok {
-		t.Fatalf("got a %T stored, want *metav1.PartialObjectMetadata", objs[0])
+		t.Fatalf("got a %T stored, want *StoredObject", objs[0])
 	}
-	if n := len(stored.ManagedFields); n != 0 {
-		t.Errorf("got %d managedFields entries stored, want 0", n)
+	if want := (StoredObject{Name: "p", Namespace: "ns", ResourceVersion: "5"}); *stored != want {
+		t.Errorf("got %+v stored, want %+v", *stored, want)
 	}
 	if got, want := set.Cache(0), map[string]int64{"/registry/pods/ns/p": 5}; len(got) != 1 || got["/registry/pods/ns/p"] != 5 {
 		t.Errorf("got cache %v, want %v", got, want)

@@ -57,6 +57,26 @@ type PeriodicInput struct {
 	// CompactionIntervalMs is kube-apiserver's --etcd-compaction-interval
 	// (0: off).
 	CompactionIntervalMs float64
+	// APIServerVersion is kube-apiserver's version ("v1.37.2"; "": not
+	// known): from 1.37 on nothing polls etcd's db size on a timer.
+	APIServerVersion string
+	// EndpointReconcilerNone is true when the kube-apiservers run with
+	// --endpoint-reconciler-type none, as those lwbench starts do
+	// (internal/apiserverproc): no master lease is written.
+	EndpointReconcilerNone bool
+	// KWOK is true when the nodes are KWOK's, which report their status
+	// on KWOK's stage timer rather than the kubelet's.
+	KWOK bool
+}
+
+// apiserverMinor returns the minor version of a kube-apiserver version
+// such as "v1.37.2" (0 if it is not one).
+func apiserverMinor(v string) int {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &major, &minor); err != nil || major != 1 {
+		return 0
+	}
+	return minor
 }
 
 // Lease namespaces and names the periodic sources write.
@@ -270,6 +290,25 @@ func PeriodicTrafficOf(in PeriodicInput) []PeriodicTraffic {
 				}
 				t.ObservedIntervalMs = sum / float64(len(gaps))
 			}
+		}
+		switch {
+		case s.request == "Status" && apiserverMinor(in.APIServerVersion) >= 37:
+			t.ExpectedIntervalMs, t.ExpectedMaxIntervalMs = 0, 0
+			t.Note = "no timer from 1.37 on: kube-apiserver asks etcd's Status on each scrape of its own /metrics (--etcd-db-metric-poll-interval is parsed and unused), " +
+				"so the interval seen is the scrapes': lwbench's meter scrapes at each phase change, a cluster's Prometheus every 15-60 s"
+		case s.request == "Status" && in.APIServerVersion != "":
+			// 1.35 and 1.36: every --etcd-db-metric-poll-interval plus up
+			// to half again (storagebackend/factory/etcd3.go
+			// startDBSizeMonitorPerEndpoint, wait.JitterUntil 0.5).
+			t.ExpectedMaxIntervalMs = Ms(s.expected * 3 / 2)
+		case s.source == "master-lease reconciler" && in.EndpointReconcilerNone:
+			t.ExpectedIntervalMs = 0
+			t.Note = "off: lwbench runs kube-apiserver with --endpoint-reconciler-type none, since the lease reconciler refuses a loopback address as the " +
+				"kubernetes Service's endpoint (pkg/controlplane/reconcilers/lease.go ValidateIP, pkg/apis/core/validation ValidateEndpointIP); a real cluster's kube-apiservers write it"
+		case s.source == "node status updates" && in.KWOK:
+			t.Note = "KWOK writes each node's status every 600-610 s (the delay of its node-heartbeat-with-lease stage: sigs.k8s.io/kwok " +
+				"kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml), where a kubelet reports every 5 min " +
+				"plus up to half again or on a change: a KWOK cluster writes about half the node status a real one does"
 		}
 		if !t.Seen && t.Note == "" {
 			switch {

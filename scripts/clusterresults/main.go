@@ -346,16 +346,31 @@ func writeCase(b *bytes.Buffer, dir string, l loaded) {
 	}
 	if len(r.PeriodicTraffic) > 0 {
 		fmt.Fprintf(b, "\nPeriodic traffic seen (report.PeriodicTrafficOf, after the seeding):\n\n| source | seen | count | instances | interval s (expected) | upstream |\n|---|---|---|---|---|---|\n")
+		var notes []string
 		for _, p := range r.PeriodicTraffic {
 			expected := fmt.Sprintf("%.1f", p.ExpectedIntervalMs/1000)
 			if p.ExpectedMaxIntervalMs > 0 {
 				expected = fmt.Sprintf("%.1f-%.1f", p.ExpectedIntervalMs/1000, p.ExpectedMaxIntervalMs/1000)
 			}
+			if p.ExpectedIntervalMs <= 0 {
+				expected = "-"
+			}
 			observed := "-"
 			if p.ObservedIntervalMs > 0 {
 				observed = fmt.Sprintf("%.1f", p.ObservedIntervalMs/1000)
 			}
-			fmt.Fprintf(b, "| %s | %v | %d | %d | %s (%s) | %s |\n", p.Source, p.Seen, p.Count, p.Instances, observed, expected, oneLine(p.Upstream))
+			seen := fmt.Sprint(p.Seen)
+			if p.Note != "" {
+				notes = append(notes, p.Note)
+				seen += fmt.Sprintf(" (note %d)", len(notes))
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %d | %s (%s) | %s |\n", p.Source, seen, p.Count, p.Instances, observed, expected, oneLine(p.Upstream))
+		}
+		for i, n := range notes {
+			fmt.Fprintf(b, "\n%d. %s", i+1, n)
+		}
+		if len(notes) > 0 {
+			b.WriteString("\n")
 		}
 	}
 	fmt.Fprintf(b, "\n| process | CPU s | peak RSS |\n|---|---|---|\n")

@@ -366,7 +366,7 @@ func report(r Result, took time.Duration) string {
 	b.WriteString("```\n")
 	b.WriteString(`
 How to read it: BenchmarkInformerMemory (pkg/kubeload) syncs a bare set of client-go SharedIndexInformers (managedFields
-dropped, as kube-controller-manager's informers do), then lwbench's InformerSet (which stores only each object's metadata:
+dropped, as kube-controller-manager's informers do), then lwbench's InformerSet (which stores only each object's name, namespace and resourceVersion:
 StoreMetadata) with the observers a run gives it, through one kube-apiserver (watch cache on), each informer on a connection of its
 own; heap is the Go heap in use after a GC, RSS the resident set's growth, both per informer, from before the set started; CPU
 the process's user and system time. The embedded etcd and the benchmark's writers are in the same process, outside the deltas.
