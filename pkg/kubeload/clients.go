@@ -153,6 +153,9 @@ type apiClients struct {
 	st Stack
 	o  Options
 	r  *watchload.Script
+	// metricsSkipped says why etcd's /metrics was not read, if it was not
+	// for a reason a reader should know (a warning of the result).
+	metricsSkipped string
 
 	ph          *phases
 	plan        *watchload.KubernetesWorkload
@@ -396,6 +399,9 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 	res.Compactions = <-a.compactions
 	if a.sampler != nil {
 		res.EtcdWrites, res.EtcdMetrics = a.sampler.finish(ctx)
+	}
+	if a.metricsSkipped != "" {
+		res.Warnings = append(res.Warnings, a.metricsSkipped)
 	}
 	if a.ph.meter != nil {
 		res.APIServers, res.APIServerMetrics = a.ph.meter.finish(ctx)
@@ -648,6 +654,16 @@ func (a *apiClients) startSampler(ctx context.Context) {
 		if h := st.Etcd.Harness; h != nil && len(h.Endpoints) > 0 {
 			endpoint = h.Endpoints[0]
 		}
+	}
+	if endpoint != "" && st.Etcd.Embedded && len(st.EventsEtcd) > 0 {
+		// Both members run in this process and serve one Prometheus
+		// registry: etcd's db size gauges read package state that the
+		// last backend opened sets (go.etcd.io/etcd/server/v3 storage/
+		// mvcc/kvstore.go reportDbTotalSizeInBytes), the events etcd's,
+		// and its counters add both members up.
+		endpoint = ""
+		a.metricsSkipped = "etcd's /metrics not read (no db size over time, no etcd counters by phase): with --events-etcd both embedded members " +
+			"serve this process's one Prometheus registry, whose db size is the member opened last (go.etcd.io/etcd/server/v3 storage/mvcc/kvstore.go) and whose counters add both up"
 	}
 	if endpoint == "" && st.Counter == nil {
 		return

@@ -36,7 +36,8 @@ func BusyWarnings(s SelfStats) []string {
 // to its end, every fault was recovered from and what lwbench wrote on a
 // cluster it does not own was deleted; "FAIL: ..." naming what failed
 // otherwise.
-// With r.Warnings it adds that the latencies are not to be trusted.
+// When the machine was busy (BusyWarnings of r.Self) it adds that the
+// latencies are not to be trusted; r's other warnings do not.
 func RunVerdict(r *RunResult) string {
 	var failed []string
 	if r.Interrupted {
@@ -61,7 +62,7 @@ func RunVerdict(r *RunResult) string {
 		}
 	}
 	busy := ""
-	if len(r.Warnings) > 0 {
+	if len(BusyWarnings(r.Self)) > 0 {
 		busy = "; latencies distorted by a busy machine (see the warnings)"
 	}
 	if len(failed) > 0 {
