@@ -65,22 +65,14 @@ type etcdScrape struct {
 // etcdMetricNames (a histogram's _bucket, _sum and _count lines
 // included); comments other than HELP and TYPE are not.
 func keepEtcdMetric(line []byte) bool {
-	var name []byte
-	switch {
-	case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
-		name, _, _ = bytes.Cut(line[len("# HELP "):], []byte(" "))
-	case len(line) == 0 || line[0] == '#':
+	name, sample, ok := metricLineName(line)
+	if !ok {
 		return false
-	default:
-		name = line
-		if i := bytes.IndexAny(line, "{ "); i >= 0 {
-			name = line[:i]
-		}
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if n, ok := bytes.CutSuffix(name, []byte(suffix)); ok && slices.Contains(etcdMetricNames, string(n)) {
-				name = n
-				break
-			}
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if n, ok := bytes.CutSuffix(name, []byte(suffix)); ok && sample && slices.Contains(etcdMetricNames, string(n)) {
+			name = n
+			break
 		}
 	}
 	return slices.Contains(etcdMetricNames, string(name))

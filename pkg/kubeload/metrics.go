@@ -195,28 +195,38 @@ func splitSeriesKey(k string) (string, map[string]string) {
 	return parts[0], labels
 }
 
+// metricLineName returns the metric a line of the text exposition format
+// names, in a sample (sample true: its name up to the labels or value,
+// which for a histogram carries a _bucket, _sum or _count suffix) or in a
+// HELP or TYPE comment; ok is false for other comments and empty lines.
+func metricLineName(line []byte) (name []byte, sample, ok bool) {
+	switch {
+	case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
+		name, _, _ = bytes.Cut(line[len("# HELP "):], []byte(" "))
+		return name, false, true
+	case len(line) == 0 || line[0] == '#':
+		return nil, false, false
+	}
+	if i := bytes.IndexAny(line, "{ "); i >= 0 {
+		return line[:i], true, true
+	}
+	return line, true, true
+}
+
 // wantedMetric reports whether a line of the text exposition format names
 // (in a sample, or in a HELP or TYPE comment) a metric of
 // apiserverMetrics; a histogram's buckets are not wanted.
 func wantedMetric(line []byte, specs map[string]metricSpec) bool {
-	var name []byte
-	switch {
-	case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
-		name, _, _ = bytes.Cut(line[len("# HELP "):], []byte(" "))
-	case len(line) == 0 || line[0] == '#':
+	name, sample, ok := metricLineName(line)
+	if !ok {
 		return false
-	default:
-		name = line
-		if i := bytes.IndexAny(line, "{ "); i >= 0 {
-			name = line[:i]
-		}
-		if n, ok := bytes.CutSuffix(name, []byte("_sum")); ok {
-			name = n
-		} else if n, ok := bytes.CutSuffix(name, []byte("_count")); ok {
-			name = n
-		}
 	}
-	_, ok := specs[string(name)]
+	if n, ok := bytes.CutSuffix(name, []byte("_sum")); ok && sample {
+		name = n
+	} else if n, ok := bytes.CutSuffix(name, []byte("_count")); ok && sample {
+		name = n
+	}
+	_, ok = specs[string(name)]
 	return ok
 }
 
