@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -442,6 +443,7 @@ func (a *apiClients) Stop() {
 	}
 	if a.sampler != nil {
 		a.sampler.halt()
+		a.sampler.release()
 	}
 	if a.kubelets != nil {
 		a.kubelets.Stop()
@@ -655,20 +657,62 @@ func (a *apiClients) startSampler(ctx context.Context) {
 			endpoint = h.Endpoints[0]
 		}
 	}
+	var status etcdStatusFunc
+	closeStatus := func() {}
 	if endpoint != "" && st.Etcd.Embedded && len(st.EventsEtcd) > 0 {
 		// Both members run in this process and serve one Prometheus
 		// registry: etcd's db size gauges read package state that the
 		// last backend opened sets (go.etcd.io/etcd/server/v3 storage/
 		// mvcc/kvstore.go reportDbTotalSizeInBytes), the events etcd's,
-		// and its counters add both members up.
-		endpoint = ""
-		a.metricsSkipped = "etcd's /metrics not read (no db size over time, no etcd counters by phase): with --events-etcd both embedded members " +
-			"serve this process's one Prometheus registry, whose db size is the member opened last (go.etcd.io/etcd/server/v3 storage/mvcc/kvstore.go) and whose counters add both up"
+		// and its counters add both members up. The main member's
+		// sizes come from its Status instead.
+		status, closeStatus = a.statusOf(endpoint)
+		a.metricsSkipped = "etcd's counters by phase not read: with --events-etcd both embedded members serve this process's one Prometheus registry, " +
+			"whose db size is the member opened last (go.etcd.io/etcd/server/v3 storage/mvcc/kvstore.go) and whose counters add both up; " +
+			"the main member's db size over time comes from its Maintenance Status"
 	}
 	if endpoint == "" && st.Counter == nil {
 		return
 	}
-	a.sampler = startEtcdSampler(ctx, st.Counter, a.ph.current, a.r.Session.Epoch(), etcdSampleEvery, endpoint, st.EtcdTLS)
+	a.sampler = startEtcdSampler(ctx, st.Counter, a.ph.current, a.r.Session.Epoch(), etcdSampleEvery, endpoint, st.EtcdTLS, status)
+	a.sampler.release = closeStatus
+}
+
+// statusOf returns an etcdStatusFunc that asks the member at endpoint
+// for its Status on a connection of the harness's (watchload.Target's
+// Harness, or its own dialer), dialled at the first call, each call
+// bounded by etcdSampleEvery, and the func that closes that connection
+// (once; later calls do nothing).
+func (a *apiClients) statusOf(endpoint string) (etcdStatusFunc, func()) {
+	dial := a.st.Etcd.Dial
+	if h := a.st.Etcd.Harness; h != nil {
+		dial = h.Dial
+	}
+	var cli *clientv3.Client
+	status := func(ctx context.Context) (*etcdScrape, error) {
+		if cli == nil {
+			c, err := dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			cli = c
+		}
+		sctx, cancel := context.WithTimeout(ctx, etcdSampleEvery)
+		defer cancel()
+		st, err := cli.Status(sctx, endpoint)
+		if err != nil {
+			return nil, err
+		}
+		return &etcdScrape{at: time.Now(), values: map[string]float64{etcdDBSize: float64(st.DbSize), etcdDBSizeInUse: float64(st.DbSizeInUse)}}, nil
+	}
+	var once sync.Once
+	return status, func() {
+		once.Do(func() {
+			if cli != nil {
+				cli.Close()
+			}
+		})
+	}
 }
 
 // periodicTraffic finds a cluster's periodic etcd traffic in the

@@ -1,6 +1,7 @@
 package kubeload_test
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -180,10 +181,14 @@ func TestClusterExperiments(t *testing.T) {
 		t.Errorf("got events etcd %v in the result, want the second etcd's URL", c.EventsEtcd)
 	}
 	// Both etcds run in the test process and share its Prometheus
-	// registry: their /metrics cannot tell them apart, and the run says
-	// so rather than plot the events etcd's db size as the main one's.
-	if res.EtcdMetrics != nil || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "both embedded members") }) {
-		t.Errorf("got etcd metrics %v and warnings %q, want none read and a warning saying why", res.EtcdMetrics != nil, res.Warnings)
+	// registry: their /metrics cannot tell them apart, and the run reads
+	// the main member's db size with Status instead, and says so.
+	m := res.EtcdMetrics
+	if m == nil || m.Source != report.EtcdMetricsFromStatus || m.Errors != 0 || len(m.Samples) == 0 || len(m.Phases) != 0 ||
+		!slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "both embedded members") }) {
+		t.Errorf("got etcd metrics %+v and warnings %q, want the db sizes from Status, no phases, and a warning saying why", m, res.Warnings)
+	} else if peak := slices.MaxFunc(m.Samples, func(a, b report.EtcdDBSample) int { return cmp.Compare(a.DBSizeBytes, b.DBSizeBytes) }); peak.DBSizeBytes < filler {
+		t.Errorf("the main etcd's db size peaked at %d bytes, want its %d bytes of filler", peak.DBSizeBytes, filler)
 	}
 	for _, e := range c.Exits {
 		t.Logf("%s exited at %.1f s (%s) and was started again", e.Component, e.AtMs/1000, e.Status)

@@ -178,7 +178,11 @@ type etcdSampler struct {
 	epoch    time.Time
 	interval time.Duration
 	endpoint string
-	hc       *http.Client // nil: no metrics
+	hc       *http.Client   // nil: no /metrics
+	status   etcdStatusFunc // with hc nil: the db sizes alone; nil: none
+	// release frees what status holds; finish calls it, and whoever
+	// halts the sampler without finish calls it after halt.
+	release func()
 
 	mu         sync.Mutex
 	writes     report.EtcdWriteSeries
@@ -196,16 +200,27 @@ type etcdSampler struct {
 	stopOnce sync.Once
 }
 
+// etcdStatusFunc reads one member's db size and size in use with the
+// Maintenance API's Status (etcdserverpb.StatusResponse DbSize,
+// DbSizeInUse), returned as a scrape holding etcdDBSize and
+// etcdDBSizeInUse alone.
+type etcdStatusFunc func(ctx context.Context) (*etcdScrape, error)
+
 // startEtcdSampler starts sampling; endpoint "" samples the proxy alone.
-// An https endpoint is reached with tlsCfg.
+// An https endpoint is reached with tlsCfg. With status set, the member's
+// db sizes are read with it instead of its /metrics, and the result has
+// no phases (report.EtcdMetrics.Source "status").
 func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() string, epoch time.Time, interval time.Duration,
-	endpoint string, tlsCfg *tls.Config) *etcdSampler {
-	s := &etcdSampler{counter: counter, phase: phase, epoch: epoch, interval: interval, endpoint: endpoint,
+	endpoint string, tlsCfg *tls.Config, status etcdStatusFunc) *etcdSampler {
+	s := &etcdSampler{counter: counter, phase: phase, epoch: epoch, interval: interval, endpoint: endpoint, release: func() {},
 		index: map[string]int{}, phases: map[string]*etcdPhaseAcc{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.writes.IntervalMs = report.Ms(interval)
 	s.metrics = report.EtcdMetrics{Endpoint: endpoint, IntervalMs: report.Ms(interval), Samples: []report.EtcdDBSample{}}
-	if endpoint != "" {
+	switch {
+	case endpoint != "" && status != nil:
+		s.status, s.metrics.Source = status, report.EtcdMetricsFromStatus
+	case endpoint != "":
 		s.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -231,8 +246,11 @@ func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() str
 func (s *etcdSampler) sample(ctx context.Context) {
 	var sc *etcdScrape
 	var err error
-	if s.hc != nil {
+	switch {
+	case s.hc != nil:
 		sc, err = scrapeEtcd(ctx, s.hc, s.endpoint)
+	case s.status != nil:
+		sc, err = s.status(ctx)
 	}
 	phase := s.phase()
 	at := report.Ms(time.Since(s.epoch))
@@ -296,7 +314,7 @@ func (s *etcdSampler) noteScrapeLocked(sc *etcdScrape, at float64, phase string)
 		DBSizeBytes: int64(sc.values[etcdDBSize]), DBSizeInUseBytes: int64(sc.values[etcdDBSizeInUse])})
 	prev := s.last
 	s.last = sc
-	if prev == nil {
+	if prev == nil || s.status != nil {
 		return
 	}
 	acc := s.phases[phase]
@@ -339,6 +357,7 @@ func (s *etcdSampler) finish(ctx context.Context) (*report.EtcdWriteSeries, *rep
 	if ctx.Err() == nil { // an interrupted run ends without waiting for one more scrape
 		s.sample(ctx)
 	}
+	s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var writes *report.EtcdWriteSeries
@@ -365,7 +384,7 @@ func (s *etcdSampler) finish(ctx context.Context) (*report.EtcdWriteSeries, *rep
 		}
 		writes = &w
 	}
-	if s.hc == nil {
+	if s.hc == nil && s.status == nil {
 		return writes, nil
 	}
 	m := s.metrics

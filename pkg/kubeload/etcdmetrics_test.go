@@ -12,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 func TestQuantile(t *testing.T) {
@@ -79,7 +83,7 @@ func TestEtcdSampler(t *testing.T) {
 	fc := &fakeCounter{}
 	const update = "if mod_revision=? then put else range"
 	fc.set(report.EtcdRequests{Phase: "before", Method: "Txn", Kind: update, Resource: "pods", Requests: 5}) // before sampling: no sample
-	s := startEtcdSampler(ctx, fc, current, time.Now(), 50*time.Millisecond, srv.Endpoints[0], nil)
+	s := startEtcdSampler(ctx, fc, current, time.Now(), 50*time.Millisecond, srv.Endpoints[0], nil, nil)
 	defer s.halt()
 
 	put := func(n int) {
@@ -134,6 +138,49 @@ func TestEtcdSampler(t *testing.T) {
 	}
 }
 
+// TestEtcdSamplerStatus samples the db size of one of two embedded
+// members of this process, the one opened first, as a run with
+// --events-etcd does: its /metrics shows the other member's db size
+// (the premise: etcd's db size gauge is package state set by the last
+// backend opened), its Status its own, which the sampler reports, with
+// no phases.
+func TestEtcdSamplerStatus(t *testing.T) {
+	main := etcdtest.RunEtcd(t)
+	cli := etcdtest.NewClient(t, main)
+	ctx := t.Context()
+	for i := range 2000 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/registry/pods/ns/p%d", i), strings.Repeat("x", 2000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	etcdtest.RunEtcd(t) // opened last: the events' member
+
+	a := &apiClients{st: Stack{Etcd: watchload.Target{Endpoints: main.Endpoints,
+		Dial: func(ctx context.Context) (*clientv3.Client, error) {
+			return clientv3.New(clientv3.Config{Endpoints: main.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), Context: ctx})
+		}}}}
+	status, closeStatus := a.statusOf(main.Endpoints[0])
+	s := startEtcdSampler(ctx, nil, func() string { return "steady" }, time.Now(), 20*time.Millisecond, main.Endpoints[0], nil, status)
+	s.release = closeStatus
+	time.Sleep(100 * time.Millisecond)
+	_, m := s.finish(ctx)
+	if m == nil || m.Source != report.EtcdMetricsFromStatus || m.Errors != 0 || len(m.Samples) < 3 || len(m.Phases) != 0 {
+		t.Fatalf("got metrics %+v, want 3 samples or more from Status, no phases, no error", m)
+	}
+	if last := m.Samples[len(m.Samples)-1]; last.DBSizeBytes < 4_000_000 || last.DBSizeInUseBytes <= 0 || last.DBSizeInUseBytes > last.DBSizeBytes {
+		t.Errorf("last sample %+v: want the main member's db of at least 4 MB, some of it in use", last)
+	}
+
+	// The premise: the same member's /metrics gives the other one's size.
+	sc, err := scrapeEtcd(ctx, http.DefaultClient, main.Endpoints[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.values[etcdDBSize]; got >= 4_000_000 {
+		t.Errorf("the main member's /metrics says a db of %.0f bytes: its own; reading Status for it may no longer be needed", got)
+	}
+}
+
 func TestSteadyCompactions(t *testing.T) {
 	const m = time.Minute
 	tests := []struct {
@@ -172,7 +219,7 @@ func TestEtcdSamplerHaltsAScrape(t *testing.T) {
 		<-r.Context().Done() // hangs until the scrape is given up
 	}))
 	defer srv.Close()
-	s := startEtcdSampler(t.Context(), nil, func() string { return "steady" }, time.Now(), 10*time.Millisecond, srv.URL, nil)
+	s := startEtcdSampler(t.Context(), nil, func() string { return "steady" }, time.Now(), 10*time.Millisecond, srv.URL, nil, nil)
 	for calls.Load() < 2 {
 		time.Sleep(5 * time.Millisecond)
 	}

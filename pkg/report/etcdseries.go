@@ -4,7 +4,12 @@ package report
 // kube-apiserver: the first member's, scraped every IntervalMs.
 type EtcdMetrics struct {
 	// Endpoint is the member's client URL whose /metrics was read.
-	Endpoint   string  `json:"endpoint"`
+	Endpoint string `json:"endpoint"`
+	// Source is "" when the samples come from the member's /metrics, and
+	// EtcdMetricsFromStatus when /metrics could not be read for this
+	// member alone and its db sizes came from the Maintenance API's
+	// Status instead; Phases is then empty.
+	Source     string  `json:"source,omitempty"`
 	IntervalMs float64 `json:"intervalMs"` // between scrapes
 	// Samples are the database's sizes at each scrape, in time order.
 	Samples []EtcdDBSample `json:"samples"`
@@ -16,6 +21,11 @@ type EtcdMetrics struct {
 	Errors int    `json:"errors,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
+
+// EtcdMetricsFromStatus is EtcdMetrics.Source when the db sizes were
+// read with the Maintenance API's Status (DbSize, DbSizeInUse: etcd
+// api/etcdserverpb/rpc.proto StatusResponse), not from /metrics.
+const EtcdMetricsFromStatus = "status"
 
 // EtcdDBSample is one scrape's database sizes
 // (etcd_mvcc_db_total_size_in_bytes, etcd_mvcc_db_total_size_in_use_in_bytes:

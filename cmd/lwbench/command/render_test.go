@@ -235,6 +235,17 @@ func TestClusterRunResultGolden(t *testing.T) {
 	judged(r)
 	golden(t, "cluster-run.table", renderRun(t, output.FormatTable, r))
 	golden(t, "cluster-run.json", render(t, output.FormatJSON, output.Table{}, r))
+
+	// With events in a second embedded etcd the sizes come from Status:
+	// no table of etcd's counters, the sizes in a line of their own.
+	m := *r.EtcdMetrics
+	m.Source, m.Phases = report.EtcdMetricsFromStatus, []report.EtcdMetricsPhase{}
+	r.EtcdMetrics = &m
+	text := strings.Join(strings.Fields(string(renderRun(t, output.FormatTable, r))), " ") // unwrapped
+	want := "etcd's db size from Maintenance Status (http://127.0.0.1:2379, every 1.0 s): db size (in use) over 3 samples: first 20 MiB (12 MiB), peak 24 MiB (18 MiB) at 25.0 s in steady"
+	if strings.Contains(text, "etcd phase (its /metrics)") || !strings.Contains(text, want) {
+		t.Errorf("sizes from Status rendered as:\n%s\nwant no /metrics table and %q", text, want)
+	}
 }
 
 // renderRun renders r as `lwbench run` prints it on stdout in format f:

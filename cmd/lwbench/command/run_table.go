@@ -325,9 +325,12 @@ func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, n
 		tables = append(tables, makePeriodicTable(r.PeriodicTraffic, notes))
 		intro = append(intro, periodicNote(r.PeriodicTraffic))
 	}
-	if r.EtcdMetrics != nil && len(r.EtcdMetrics.Phases) > 0 {
-		tables = append(tables, makeEtcdMetricsTable(r.EtcdMetrics))
-		intro = append(intro, etcdMetricsNote(r.EtcdMetrics))
+	switch m := r.EtcdMetrics; {
+	case m != nil && len(m.Phases) > 0:
+		tables = append(tables, makeEtcdMetricsTable(m))
+		intro = append(intro, etcdMetricsNote(m))
+	case m != nil && len(m.Samples) > 0:
+		intro = append(intro, etcdDBSizeNote(m)) // the db sizes alone (from Status): no table
 	}
 	return writeTail(out, errOut, f, tables, intro, notes, r.Warnings, r.Verdict)
 }

@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/report"
@@ -77,12 +78,28 @@ func makeEtcdMetricsTable(m *report.EtcdMetrics) output.Table {
 }
 
 // etcdMetricsNote explains the table of makeEtcdMetricsTable and sums up
-// the db size samples: the first, the largest and the last.
+// the db size samples (etcdDBSizeNote).
 func etcdMetricsNote(m *report.EtcdMetrics) string {
 	s := "etcd's /metrics (" + m.Endpoint + ", every " + intervalText(m.IntervalMs) + "): puts, deletes, ranges, txns are etcd_mvcc_*_total " +
 		"(a Txn's own puts and ranges count too; txns only those of several operations), proposals etcd_server_proposals_committed_total, watchers the most " +
 		"etcd_debugging_mvcc_watcher_total (slow_watcher_total) in the phase, commit and fsync p99 ms of etcd_disk_backend_commit_duration_seconds " +
 		"and etcd_disk_wal_fsync_duration_seconds"
+	if n := dbSizeSummary(m); n != "" {
+		s += "; " + n
+	}
+	return s
+}
+
+// etcdDBSizeNote sums up the db size samples of a member whose sizes
+// alone were read (report.EtcdMetricsFromStatus).
+func etcdDBSizeNote(m *report.EtcdMetrics) string {
+	return "etcd's db size from Maintenance Status (" + m.Endpoint + ", every " + intervalText(m.IntervalMs) + "): " + dbSizeSummary(m)
+}
+
+// dbSizeSummary gives the first, the largest and the last of m's db
+// size samples, and the failed reads; "" without either.
+func dbSizeSummary(m *report.EtcdMetrics) string {
+	var parts []string
 	if n := len(m.Samples); n > 0 {
 		peak := m.Samples[0]
 		for _, x := range m.Samples {
@@ -91,12 +108,12 @@ func etcdMetricsNote(m *report.EtcdMetrics) string {
 			}
 		}
 		first, last := m.Samples[0], m.Samples[n-1]
-		s += fmt.Sprintf("; db size (in use) over %d samples: first %s (%s), peak %s (%s) at %.1f s in %s, last %s (%s)", n,
+		parts = append(parts, fmt.Sprintf("db size (in use) over %d samples: first %s (%s), peak %s (%s) at %.1f s in %s, last %s (%s)", n,
 			sizeText(first.DBSizeBytes), sizeText(first.DBSizeInUseBytes), sizeText(peak.DBSizeBytes), sizeText(peak.DBSizeInUseBytes),
-			peak.AtMs/1000, peak.Phase, sizeText(last.DBSizeBytes), sizeText(last.DBSizeInUseBytes))
+			peak.AtMs/1000, peak.Phase, sizeText(last.DBSizeBytes), sizeText(last.DBSizeInUseBytes)))
 	}
 	if m.Errors > 0 {
-		s += fmt.Sprintf("; %d scrapes failed, the first: %s", m.Errors, m.Error)
+		parts = append(parts, fmt.Sprintf("%d reads failed, the first: %s", m.Errors, m.Error))
 	}
-	return s
+	return strings.Join(parts, "; ")
 }
