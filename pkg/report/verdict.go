@@ -31,6 +31,32 @@ func BusyWarnings(s SelfStats) []string {
 	return w
 }
 
+// ScheduleSlipFactor is how much longer than scheduled the writes may
+// take (WriteStats.DurationMs over Scenario.DurationMs) before
+// ScheduleWarnings says the target could not keep the rate.
+const ScheduleSlipFactor = 1.5
+
+// ScheduleWarnings returns a warning when r's writes took more than
+// ScheduleSlipFactor times their scheduled length (and 2 s more): the
+// target (etcd, or the apiservers in front of it) could not keep the
+// write rate, so each write's latency, timed from its scheduled start,
+// includes the backlog, and, with compaction during the writes, watches
+// that fell as far behind could meet compacted revisions and relist.
+// None otherwise, or without writes.
+func ScheduleWarnings(r *RunResult) []string {
+	planned, took := r.Scenario.DurationMs, r.Writes.DurationMs
+	if r.Writes.Planned == 0 || planned <= 0 || took <= planned*ScheduleSlipFactor || took-planned < 2000 {
+		return nil
+	}
+	w := fmt.Sprintf("the target could not keep the write rate: the writes scheduled over %.1f s took %.1f s (%.1f/s of %.1f/s scheduled), "+
+		"so write latencies (timed from each write's scheduled start) include that backlog",
+		planned/1000, took/1000, r.Writes.ThroughputPerSecond, r.Scenario.WriteRatePerSecond)
+	if c := r.Scenario.CompactionIntervalMs; c > 0 && c < took {
+		w += fmt.Sprintf("; with compaction every %.1f s, watches that fell as far behind could meet compacted revisions and relist", c/1000)
+	}
+	return []string{w}
+}
+
 // RunVerdict is r's one-line verdict, through either client set: "PASS:
 // ..." when every watch guarantee held and nothing was lost, the run ran
 // to its end, every fault was recovered from and what lwbench wrote on a

@@ -83,3 +83,41 @@ func TestBusyWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleWarnings: writes that took more than 1.5 times their
+// schedule (and 2 s more) warn, naming the compaction interval when it
+// is shorter than the writes took; on time, a short slip, or no writes
+// do not.
+func TestScheduleWarnings(t *testing.T) {
+	for _, tt := range []struct {
+		name                         string
+		plannedMs, tookMs, compactMs float64
+		writes                       int64
+		want                         []string
+	}{
+		{name: "on time", plannedMs: 20000, tookMs: 20400, compactMs: 6667, writes: 4000},
+		{name: "a short run's slip under 2 s", plannedMs: 1000, tookMs: 2900, writes: 100},
+		{name: "no writes", plannedMs: 20000, tookMs: 65000},
+		{name: "saturated, compaction within", plannedMs: 20000, tookMs: 65000, compactMs: 6667, writes: 4000,
+			want: []string{"the writes scheduled over 20.0 s took 65.0 s (61.5/s of 200.0/s scheduled)", "with compaction every 6.7 s, watches"}},
+		{name: "saturated, compaction off", plannedMs: 20000, tookMs: 31000, compactMs: -1, writes: 4000,
+			want: []string{"took 31.0 s"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &RunResult{Scenario: Scenario{DurationMs: tt.plannedMs, WriteRatePerSecond: 200, CompactionIntervalMs: tt.compactMs},
+				Writes: WriteStats{Planned: tt.writes, Completed: tt.writes, DurationMs: tt.tookMs, ThroughputPerSecond: float64(tt.writes) / tt.tookMs * 1000}}
+			got := ScheduleWarnings(r)
+			if len(got) != min(len(tt.want), 1) {
+				t.Fatalf("got %q, want a warning with %q", got, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("got %q, want it to contain %q", got[0], w)
+				}
+			}
+			if tt.compactMs <= 0 && len(got) > 0 && strings.Contains(got[0], "compaction") {
+				t.Errorf("got %q, want no compaction named with compaction off", got[0])
+			}
+		})
+	}
+}

@@ -233,7 +233,8 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	res.Self = s.SelfStats(ctx)
-	res.Warnings = append(res.Warnings, report.BusyWarnings(res.Self)...) // after the client set's own (Collect)
+	res.Warnings = append(res.Warnings, report.ScheduleWarnings(res)...) // after the client set's own (Collect)
+	res.Warnings = append(res.Warnings, report.BusyWarnings(res.Self)...)
 	res.Verdict = report.RunVerdict(res)
 	if interrupted != nil {
 		return res, fmt.Errorf("run stopped after %s of writes: the result holds what was measured until then: %w", time.Duration(interruptedAfter).Round(time.Millisecond), interrupted)
