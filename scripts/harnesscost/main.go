@@ -14,7 +14,10 @@
 //     watches' heap and RSS (target: under 1 GB);
 //   - `lwbench run --kube-apiserver 1.37 --watchers 300 --objects 3000`
 //     (-run-args adds flags): it must sync and finish, with lwbench's
-//     peak resident set (the result's self.maxRSSBytes) at most 2.5 GB.
+//     peak resident set (the result's self.maxRSSBytes) at most 2.5 GB;
+//     then the same run two other ways (runVariants), to tell the
+//     harness's memory from the embedded etcd's and a saturated stack's
+//     relists from the harness's own cost.
 package main
 
 import (
@@ -95,9 +98,12 @@ type Result struct {
 	Quick    bool           `json:"quick"`
 	Informer []InformerCost `json:"informers"`
 	Kubelet  *KubeletCost   `json:"kubeletWatches"`
-	Run      *RunCost       `json:"run"`
-	Watchers int            `json:"-"`
-	Objects  int            `json:"-"`
+	// Run is the target's run; Variants the same run other ways
+	// (runVariants), in that order.
+	Run      *RunCost   `json:"run"`
+	Variants []*RunCost `json:"variants,omitempty"`
+	Watchers int        `json:"-"`
+	Objects  int        `json:"-"`
 }
 
 // InformerCost is one BenchmarkInformerMemory case: its metrics by the
@@ -118,8 +124,35 @@ type KubeletCost struct {
 	Error   string             `json:"error,omitempty"`
 }
 
-// RunCost is the lwbench run's outcome and its self section.
+// runVariant is a way to run the target's lwbench run: flags added to
+// it, and what they tell apart.
+type runVariant struct {
+	Name, Slug, Why string
+	Args            []string
+}
+
+// runVariants are the target's run measured other ways: with etcd in a
+// process of its own (--cluster-size 1), lwbench's resident set is the
+// harness's alone (with the embedded member it includes etcd's, and the
+// RangeStream chunks it holds for kube-apiserver); with kube-apiserver's
+// own 5-minute compaction interval (k8s.io/apiserver pkg/server/options/
+// etcd.go DefaultCompactInterval) instead of lwbench's default of a third
+// of --duration, the informers' watches do not meet compacted revisions
+// when a saturated stack delays them.
+var runVariants = []runVariant{
+	{Name: "etcd in a process of its own", Slug: "etcd-process", Args: []string{"--cluster-size", "1"},
+		Why: "lwbench's peak RSS without the embedded etcd's"},
+	{Name: "kube-apiserver's 5-minute compaction", Slug: "compaction-5m", Args: []string{"--compaction-interval", "5m"},
+		Why: "no compaction passes the informers' watches during the run"},
+}
+
+// RunCost is the lwbench run's outcome, its self section, and what its
+// result says of the stack: relists, the writes' schedule, warnings and
+// verdict.
 type RunCost struct {
+	// Variant names the way it was run (runVariant.Name); "" for the
+	// target's own command.
+	Variant        string  `json:"variant,omitempty"`
 	Command        string  `json:"command"`
 	OK             bool    `json:"ok"`
 	Error          string  `json:"error,omitempty"`
@@ -128,6 +161,14 @@ type RunCost struct {
 	PeakHeapBytes  int64   `json:"peakHeapBytes"`
 	CPUSeconds     float64 `json:"cpuSeconds"`
 	LoadAverageMax float64 `json:"loadAverageMax"`
+	// Relists counts the run's informer relists; WritesScheduledMs and
+	// WritesTookMs are its writes' scheduled length and how long they
+	// took (result.scenario.durationMs, result.writes.durationMs).
+	Relists           int      `json:"relists"`
+	WritesScheduledMs float64  `json:"writesScheduledMs"`
+	WritesTookMs      float64  `json:"writesTookMs"`
+	Warnings          []string `json:"warnings,omitempty"`
+	Verdict           string   `json:"verdict,omitempty"`
 }
 
 func run(o options) error {
@@ -147,12 +188,23 @@ func run(o options) error {
 	if err != nil {
 		r.Kubelet.Error = err.Error()
 	}
-	var runJSON []byte
-	r.Run, runJSON = lwbenchRun(o)
-	if len(runJSON) > 0 {
-		// The run's own result, for its verdict and the figures not copied here.
-		if err := os.WriteFile(strings.TrimSuffix(o.out, ".md")+"-run.json", runJSON, 0o644); err != nil {
-			return err
+	for i, v := range append([]runVariant{{}}, runVariants...) {
+		rc, runJSON := lwbenchRun(o, v.Args)
+		rc.Variant = v.Name
+		if len(runJSON) > 0 {
+			// The run's own result, for the figures not copied here.
+			name := strings.TrimSuffix(o.out, ".md") + "-run.json"
+			if v.Slug != "" {
+				name = strings.TrimSuffix(o.out, ".md") + "-run-" + v.Slug + ".json"
+			}
+			if err := os.WriteFile(name, runJSON, 0o644); err != nil {
+				return err
+			}
+		}
+		if i == 0 {
+			r.Run = rc
+		} else {
+			r.Variants = append(r.Variants, rc)
 		}
 	}
 	js, err := json.MarshalIndent(r, "", "  ")
@@ -211,11 +263,12 @@ func benchMetrics(out, name string) map[string]float64 {
 	return m
 }
 
-// lwbenchRun runs the target's lwbench run and reads its self section; it
-// also returns the run's JSON result (nil if it wrote none).
-func lwbenchRun(o options) (*RunCost, []byte) {
+// lwbenchRun runs the target's lwbench run with extra flags added and
+// reads its result; it also returns the run's JSON result (nil if it
+// wrote none).
+func lwbenchRun(o options, extra []string) (*RunCost, []byte) {
 	args := append([]string{"run", "--kube-apiserver", "1.37", "--watchers", strconv.Itoa(o.watchers), "--objects", strconv.Itoa(o.objects)}, o.runArgs...)
-	args = append(args, "-w", "json")
+	args = append(append(args, extra...), "-w", "json")
 	rc := &RunCost{Command: "lwbench " + strings.Join(args, " ")}
 	log.Printf("harnesscost: %s", rc.Command)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -233,6 +286,15 @@ func lwbenchRun(o options) (*RunCost, []byte) {
 			CPUSeconds     float64 `json:"cpuSeconds"`
 			LoadAverageMax float64 `json:"loadAverageMax"`
 		} `json:"self"`
+		Relists  []json.RawMessage `json:"relists"`
+		Scenario struct {
+			DurationMs float64 `json:"durationMs"`
+		} `json:"scenario"`
+		Writes struct {
+			DurationMs float64 `json:"durationMs"`
+		} `json:"writes"`
+		Warnings []string `json:"warnings"`
+		Verdict  string   `json:"verdict"`
 	}
 	jerr := json.Unmarshal(stdout.Bytes(), &res)
 	var exit *exec.ExitError
@@ -251,10 +313,49 @@ func lwbenchRun(o options) (*RunCost, []byte) {
 	}
 	rc.MaxRSSBytes, rc.PeakHeapBytes = res.Self.MaxRSSBytes, res.Self.PeakHeapBytes
 	rc.CPUSeconds, rc.LoadAverageMax = res.Self.CPUSeconds, res.Self.LoadAverageMax
+	rc.Relists, rc.WritesScheduledMs, rc.WritesTookMs = len(res.Relists), res.Scenario.DurationMs, res.Writes.DurationMs
+	rc.Warnings, rc.Verdict = res.Warnings, res.Verdict
 	if jerr != nil {
 		return rc, nil
 	}
 	return rc, stdout.Bytes()
+}
+
+// writeRuns writes the table of the target's run and its variants, and
+// each one's warnings and verdict.
+func writeRuns(b *strings.Builder, runs []*RunCost) {
+	b.WriteString("\n## The lwbench run, three ways\n\n")
+	b.WriteString("| run | lwbench peak RSS | peak heap | CPU s | wall s | relists | writes took (scheduled) | verdict |\n|---|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, rc := range runs {
+		name := "the target's command"
+		if rc.Variant != "" {
+			name = rc.Variant
+		}
+		if !rc.OK {
+			fmt.Fprintf(b, "| %s | did not finish: %s | | | | | | |\n", name, strings.ReplaceAll(rc.Error, "|", "/"))
+			continue
+		}
+		v, _, _ := strings.Cut(rc.Verdict, ":")
+		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.0f | %d | %.1f s (%.1f s) | %s |\n", name, mb(float64(rc.MaxRSSBytes)), mb(float64(rc.PeakHeapBytes)),
+			rc.CPUSeconds, rc.WallSeconds, rc.Relists, rc.WritesTookMs/1000, rc.WritesScheduledMs/1000, v)
+	}
+	b.WriteString("\n")
+	for _, rc := range runs {
+		if rc.Variant != "" {
+			for _, v := range runVariants {
+				if v.Name == rc.Variant {
+					fmt.Fprintf(b, "- %s (`%s`: %s)", rc.Variant, strings.Join(v.Args, " "), v.Why)
+				}
+			}
+		} else {
+			b.WriteString("- the target's command")
+		}
+		fmt.Fprintf(b, ": %s", rc.Verdict)
+		for _, w := range rc.Warnings {
+			b.WriteString("; warning: " + w)
+		}
+		b.WriteString("\n")
+	}
 }
 
 func lastLines(s string, n int) string {
@@ -338,6 +439,9 @@ func report(r Result, took time.Duration) string {
 		}
 		fmt.Fprintf(&b, "| kubelet watches of %d nodes under 1 GB | %s | %s |\n", k.Nodes, m, verdict(ok))
 	}
+	if r.Run != nil {
+		writeRuns(&b, append([]*RunCost{r.Run}, r.Variants...))
+	}
 	b.WriteString("\n## Per informer: lwbench against bare client-go (BenchmarkInformerMemory)\n\n")
 	b.WriteString("| informers x pods | set | heap once synced | heap after writes | RSS growth | sync peak heap | sync CPU (s) | write CPU (s) | objects held |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range r.Informer {
@@ -363,6 +467,9 @@ func report(r Result, took time.Duration) string {
 	if r.Run != nil {
 		b.WriteString(r.Run.Command + "\n")
 	}
+	for _, v := range r.Variants {
+		b.WriteString(v.Command + "\n")
+	}
 	b.WriteString("```\n")
 	b.WriteString(`
 How to read it: BenchmarkInformerMemory (pkg/kubeload) syncs a bare set of client-go SharedIndexInformers (managedFields
@@ -370,8 +477,10 @@ dropped, as kube-controller-manager's informers do), then lwbench's InformerSet 
 StoreMetadata) with the observers a run gives it, through one kube-apiserver (watch cache on), each informer on a connection of its
 own; heap is the Go heap in use after a GC, RSS the resident set's growth, both per informer, from before the set started; CPU
 the process's user and system time. The embedded etcd and the benchmark's writers are in the same process, outside the deltas.
-The lwbench run reports its own peak RSS (self.maxRSSBytes, embedded etcd included). The machine is shared: CPU figures
-of one run are noisy.
+The lwbench run reports its own peak RSS (self.maxRSSBytes), embedded etcd included unless etcd runs in a process of its
+own (--cluster-size 1); relists are the informers' (result.relists); "writes took" is result.writes.durationMs beside
+the scheduled --duration: a run whose writes took much longer than scheduled was run on a stack that could not keep
+the rate. The machine is shared: CPU figures of one run are noisy.
 `)
 	return b.String()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +27,28 @@ PASS
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWriteRuns: the runs' table holds each run's figures, the variants'
+// flags and why, and a run that did not finish says so.
+func TestWriteRuns(t *testing.T) {
+	var b strings.Builder
+	writeRuns(&b, []*RunCost{
+		{OK: true, MaxRSSBytes: 5.4e9, PeakHeapBytes: 5.1e9, CPUSeconds: 519, WallSeconds: 1091, Relists: 112, WritesScheduledMs: 20000, WritesTookMs: 65000,
+			Verdict: "PASS: every watch guarantee held", Warnings: []string{"the target could not keep the write rate"}},
+		{Variant: runVariants[0].Name, OK: true, MaxRSSBytes: 1.2e9, Verdict: "FAIL: 2 unsynced informers"},
+		{Variant: runVariants[1].Name, Error: "exit signal: killed"},
+	})
+	for _, want := range []string{
+		"| the target's command | 5400.0 MB | 5100.0 MB | 519 | 1091 | 112 | 65.0 s (20.0 s) | PASS |",
+		"| etcd in a process of its own | 1200.0 MB |",
+		"| kube-apiserver's 5-minute compaction | did not finish: exit signal: killed |",
+		"- the target's command: PASS: every watch guarantee held; warning: the target could not keep the write rate",
+		"- etcd in a process of its own (`--cluster-size 1`: lwbench's peak RSS without the embedded etcd's): FAIL: 2 unsynced informers",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("got:\n%s\nwant a line with %q", b.String(), want)
+		}
 	}
 }
