@@ -119,14 +119,16 @@ func created(what string, err error) error {
 }
 
 // WaitRunning waits until want pods of the load (label group=load) are
-// Running, counting them with a paginated LIST every second, for at most
-// timeout; it returns how many were Running when it stopped, and an error
-// if that is fewer than want.
-func WaitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout time.Duration, logf func(string, ...any)) (int, error) {
-	deadline := time.Now().Add(timeout)
-	running := 0
+// Running, counting them with a paginated LIST every RunningPollInterval
+// of want; it gives up when stall passes without one more pod Running
+// (so a slow control plane that keeps making progress is waited for, and
+// one that stopped is not). It returns how many were Running when it
+// stopped, and an error if that is fewer than want.
+func WaitRunning(ctx context.Context, cs kubernetes.Interface, want int, stall time.Duration, logf func(string, ...any)) (int, error) {
+	every := RunningPollInterval(want)
+	best, bestAt := -1, time.Now()
 	for {
-		running = 0
+		running := 0
 		opts := metav1.ListOptions{LabelSelector: "group=load", Limit: 5000}
 		for {
 			l, err := cs.CoreV1().Pods("").List(ctx, opts)
@@ -145,14 +147,25 @@ func WaitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout
 		if running >= want {
 			return running, nil
 		}
-		if time.Now().After(deadline) {
-			return running, fmt.Errorf("%d of %d pods Running after %v", running, want, timeout)
+		if running > best {
+			best, bestAt = running, time.Now()
+		} else if time.Since(bestAt) >= stall {
+			return running, fmt.Errorf("%d of %d pods Running, none more for %v", running, want, stall)
 		}
 		if logf != nil {
 			logf("%d of %d pods Running", running, want)
 		}
-		if !clockwait.SleepReal(ctx, time.Second) {
+		if !clockwait.SleepReal(ctx, every) {
 			return running, ctx.Err()
 		}
 	}
+}
+
+// RunningPollInterval is how often WaitRunning counts want pods: a
+// second per 1,000 pods, at least one. Each count LISTs every pod of the
+// load (4 KiB each by default): at 11,500 pods once a second that is
+// about 46 MB a second that kube-apiserver encodes on the cores the
+// control plane needs to run the pods.
+func RunningPollInterval(want int) time.Duration {
+	return max(time.Second, time.Duration(want)*time.Second/1000)
 }

@@ -32,7 +32,8 @@ type ClusterOptions struct {
 	// seeded; CL2's CL2_LOAD_TEST_THROUGHPUT is 10.
 	PodChurn float64
 	// RunningTimeout bounds the wait for every pod to be Running after
-	// the seeding (10 minutes if 0).
+	// the seeding: the run fails once this long passes without one more
+	// pod Running (clusterload.WaitRunning; 5 minutes if 0).
 	RunningTimeout time.Duration
 	// KubeletWatches is how many nodes, from the first, get the watches
 	// their kubelets would open (StartKubeletWatches), beside the run's
@@ -82,7 +83,7 @@ func (a *apiClients) seedCluster(ctx context.Context) error {
 	want := c.Plan.Pods() + c.Plan.Nodes // the DaemonSet's one per node
 	timeout := c.RunningTimeout
 	if timeout <= 0 {
-		timeout = 10 * time.Minute
+		timeout = 5 * time.Minute
 	}
 	running, err := clusterload.WaitRunning(ctx, clients[0], want, timeout, r.Logf)
 	cs := r.Result.Cluster
