@@ -20,7 +20,8 @@ const topResources = 7
 
 // writeFigures draws NAME-writes.png (etcd's writes per second by
 // resource over the run, from the counting proxy) and NAME-db-size.png
-// (etcd's db size and size in use over the run, from etcd's /metrics)
+// (etcd's db size and size in use over the run, from etcd's /metrics or
+// the main member's Status)
 // into dir, and returns the files written, for the README to link.
 func writeFigures(dir, name string, r *report.RunResult) ([]string, error) {
 	var figs []plot.Figure
@@ -37,7 +38,14 @@ func writeFigures(dir, name string, r *report.RunResult) ([]string, error) {
 			size = append(size, plotter.XY{X: s.AtMs / 1000, Y: float64(s.DBSizeBytes) / (1 << 20)})
 			inUse = append(inUse, plotter.XY{X: s.AtMs / 1000, Y: float64(s.DBSizeInUseBytes) / (1 << 20)})
 		}
-		f, err := plot.Lines(name+"-db-size", name+": etcd db size over time (etcd_mvcc_db_total_size_in_bytes, _in_use_)", "time since the run began (s)", "MiB",
+		title := name + ": etcd db size over time (etcd_mvcc_db_total_size_in_bytes, _in_use_)"
+		if m.Source == report.EtcdMetricsFromStatus {
+			title = name + ": main etcd's db size over time (Maintenance Status DbSize, DbSizeInUse)"
+		}
+		if m.Errors > 0 {
+			title += fmt.Sprintf("; %d reads failed, drawn across", m.Errors)
+		}
+		f, err := plot.Lines(name+"-db-size", title, "time since the run began (s)", "MiB",
 			[]plot.Line{{Name: "file", Points: size}, {Name: "in use", Points: inUse, Dashed: true}})
 		if err != nil {
 			return nil, err
