@@ -306,22 +306,38 @@ func (c *cluster) scaleUp(ctx context.Context, d *deployment) error {
 }
 
 // addPod is the current ReplicaSet scaled to n by the deployment
-// controller (sync.go scaleReplicaSet: an update and a ScalingReplicaSet
-// event) and one pod started (startPod), with the status writes it
-// causes; in a rollout the Deployment's status is written once, when the
-// pod is ready.
+// controller (scaleRS) and one pod started under it (startOne).
 func (c *cluster) addPod(ctx context.Context, d *deployment, n int, rollout bool) error {
-	d.rs.Spec.Replicas = ptr32(n)
-	if err := c.updateRS(ctx, d.rs); err != nil {
+	if err := c.scaleRS(ctx, d, d.rs, n-1, n, rollout); err != nil {
 		return err
+	}
+	return c.startOne(ctx, d, rollout)
+}
+
+// scaleRS is rs scaled from to to by the deployment controller
+// (sync.go scaleReplicaSet: an update of its spec and a ScalingReplicaSet
+// event "Scaled up|down replica set NAME from FROM to TO"), and the
+// Deployment's status written unless in a rollout.
+func (c *cluster) scaleRS(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, from, to int, rollout bool) error {
+	rs.Spec.Replicas = ptr32(to)
+	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	dir := "up"
+	if to < from {
+		dir = "down"
 	}
 	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
-		fmt.Sprintf("Scaled up replica set %s from %d to %d", d.rs.Name, n-1, n)); err != nil {
+		fmt.Sprintf("Scaled %s replica set %s from %d to %d", dir, rs.Name, from, to)); err != nil {
 		return err
 	}
-	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
-		return err
-	}
+	return c.deploymentStatus(ctx, d, !rollout)
+}
+
+// startOne is one pod started under the current ReplicaSet (startPod),
+// with the status writes it causes; in a rollout the Deployment's status
+// is written once, when the pod is ready.
+func (c *cluster) startOne(ctx context.Context, d *deployment, rollout bool) error {
 	p, err := c.startPod(ctx, d.rs.Spec.Template, d.plan.Namespace, "ReplicaSet", d.rs.Name, "", sourceReplicaSet)
 	if err != nil {
 		return err
@@ -369,20 +385,20 @@ func (c *cluster) scaleDown(ctx context.Context, d *deployment) error {
 	return c.removePod(ctx, d, d.rs, n, false)
 }
 
-// removePod is rs scaled to n by the deployment controller and its
-// oldest pod stopped (terminate, remove), with the endpoint controllers'
-// writes as the pod terminates and goes and the status writes they cause;
-// in a rollout the Deployment's status is written once, when the pod is
-// gone.
+// removePod is rs scaled to n by the deployment controller (scaleRS)
+// and its oldest pod stopped (stopOne).
 func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, n int, rollout bool) error {
-	rs.Spec.Replicas = ptr32(n)
-	if err := c.updateRS(ctx, rs); err != nil {
+	if err := c.scaleRS(ctx, d, rs, n+1, n, rollout); err != nil {
 		return err
 	}
-	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
-		fmt.Sprintf("Scaled down replica set %s from %d to %d", rs.Name, n+1, n)); err != nil {
-		return err
-	}
+	return c.stopOne(ctx, d, rs, n, rollout)
+}
+
+// stopOne is the oldest of d.pods, of rs, stopped (terminate, remove),
+// rs left with n pods, with the endpoint controllers' writes as the pod
+// terminates and goes and the status writes they cause; in a rollout the
+// Deployment's status is written once, when the pod is gone.
+func (c *cluster) stopOne(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, n int, rollout bool) error {
 	p := d.pods[0]
 	d.pods = d.pods[1:]
 	if err := c.deploymentStatus(ctx, d, !rollout); err != nil {
@@ -416,12 +432,12 @@ func (c *cluster) removePod(ctx context.Context, d *deployment, rs *appsv1.Repli
 }
 
 // rollout is a Deployment's pod template changed (the churn's PATCH):
-// the deployment controller creates a new ReplicaSet (sync.go
-// getNewReplicaSet; the Deployment's status follows) and replaces the
-// pods one at a time, each step a pod started under the new ReplicaSet
-// (addPod) and one stopped under the old one (removePod). The real
-// controller steps by maxSurge and maxUnavailable (25 % of 5: 2 and 1,
-// rolling.go), so it scales in fewer, larger steps.
+// the deployment controller creates a new ReplicaSet at the size of the
+// rollout's first step (sync.go getNewReplicaSet, NewRSNewReplicas: one
+// ScalingReplicaSet event "from 0 to N"; the Deployment's status
+// follows) and moves the pods over in rolloutSteps, each step one scale
+// of a ReplicaSet (scaleRS) and its pods started (startOne) or stopped
+// (stopOne).
 func (c *cluster) rollout(ctx context.Context, d *deployment) error {
 	d.obj.Generation++
 	if d.obj.Spec.Template.Annotations == nil {
@@ -432,26 +448,101 @@ func (c *cluster) rollout(ctx context.Context, d *deployment) error {
 		return err
 	}
 	old, oldPods := d.rs, d.pods
+	steps := rolloutSteps(len(oldPods))
+	if len(steps) == 0 {
+		return nil
+	}
 	d.rsRev++
-	d.rs, d.pods = replicaSet(d.obj, d.rsRev, 0), nil
+	d.rs, d.pods = replicaSet(d.obj, d.rsRev, steps[0].To), nil
 	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", d.rs.Namespace, d.rs.Name), d.rs, false); err != nil {
+		return err
+	}
+	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
+		fmt.Sprintf("Scaled up replica set %s from 0 to %d", d.rs.Name, steps[0].To)); err != nil {
 		return err
 	}
 	if err := c.deploymentStatus(ctx, d, true); err != nil {
 		return err
 	}
-	for i := range oldPods {
-		if err := c.addPod(ctx, d, i+1, true); err != nil {
+	for i, st := range steps {
+		if st.New {
+			if i > 0 {
+				if err := c.scaleRS(ctx, d, d.rs, st.From, st.To, true); err != nil {
+					return err
+				}
+			}
+			for range st.To - st.From {
+				if err := c.startOne(ctx, d, true); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := c.scaleRS(ctx, d, old, st.From, st.To, true); err != nil {
 			return err
 		}
 		keep := d.pods
-		d.pods = oldPods[i:]
-		if err := c.removePod(ctx, d, old, len(oldPods)-i-1, true); err != nil {
-			return err
+		for n := st.From - 1; n >= st.To; n-- {
+			d.pods = oldPods
+			if err := c.stopOne(ctx, d, old, n, true); err != nil {
+				return err
+			}
+			oldPods = d.pods
 		}
 		d.pods = keep
 	}
 	return nil
+}
+
+// rolloutStep is one scale of a rollout: the new ReplicaSet (New) or
+// the old one, from From to To replicas.
+type rolloutStep struct {
+	New      bool
+	From, To int
+}
+
+// rolloutSteps are the scales the deployment controller makes to roll r
+// replicas from an old ReplicaSet to a new one with the default
+// RollingUpdate strategy, maxSurge and maxUnavailable 25 % (surge
+// rounded up, unavailable down, at least one of them 1:
+// pkg/controller/deployment/util/deployment_util.go ResolveFenceposts),
+// one per sync (rolling.go rolloutRolling: the new ReplicaSet scaled up
+// when the surge allows, reconcileNewReplicaSet and NewRSNewReplicas,
+// else the old one scaled down to the available pods above
+// r - maxUnavailable, reconcileOldReplicaSets and
+// scaleDownOldReplicaSetsForRollingUpdate, the new ReplicaSet's
+// not-yet-available pods held against it). The sync after a scale-up
+// runs before the new pods are available (the ReplicaSet's status change
+// triggers it); they are available at the sync after that (KWOK makes a
+// pod Running within a second). For 5 replicas: new 0-2, old 5-4, new
+// 2-3, old 4-2, new 3-5, old 2-1, old 1-0.
+func rolloutSteps(r int) []rolloutStep {
+	if r <= 0 {
+		return nil
+	}
+	surge, unavailable := (r+3)/4, r/4
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+	var steps []rolloutStep
+	old, nw, unready := r, 0, 0
+	for i := 0; (old > 0 || nw < r) && i < 4*r+4; i++ { // each sync moves a pod, or makes the new ones available
+		total := old + nw
+		if up := min(r+surge-total, r-nw); up > 0 && unready == 0 {
+			steps = append(steps, rolloutStep{New: true, From: nw, To: nw + up})
+			nw, unready = nw+up, up
+			continue
+		}
+		minAvailable := r - unavailable
+		down := min(old, total-unready-minAvailable)
+		unready = 0
+		if down <= 0 {
+			continue // the new pods became available: the next sync scales up
+		}
+		steps = append(steps, rolloutStep{From: old, To: old - down})
+		old -= down
+	}
+	return steps
 }
 
 // seedDeployment creates a Deployment's objects as the seeding's API
