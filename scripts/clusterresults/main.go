@@ -241,10 +241,10 @@ func render(o options, all []testCase) ([]byte, error) {
 
 // writeSummary is one line per case: what fit on this machine.
 func writeSummary(b *bytes.Buffer, ls []loaded) {
-	fmt.Fprintf(b, "| case | nodes / pods | seeding | verdict | lease writes/s at etcd (expected) | etcd writes/s | kube-apiserver peak RSS | lwbench + etcd peak RSS |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| case | nodes / pods | seeding | verdict | fits (node Leases) | lease writes/s at etcd (expected) | etcd writes/s | kube-apiserver peak RSS | lwbench + etcd peak RSS |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range ls {
 		if l.res == nil || l.res.Cluster == nil {
-			fmt.Fprintf(b, "| %s | - | - | failed: %s | - | - | - | - |\n", l.c.Name, oneLine(errText(l)))
+			fmt.Fprintf(b, "| %s | - | - | failed: %s | - | - | - | - | - |\n", l.c.Name, oneLine(errText(l)))
 			continue
 		}
 		r, c := l.res, l.res.Cluster
@@ -260,11 +260,26 @@ func writeSummary(b *bytes.Buffer, ls []loaded) {
 		for _, u := range r.APIServers {
 			apiRSS = max(apiRSS, u.PeakResidentMemoryBytes)
 		}
-		fmt.Fprintf(b, "| %s | %d / %d | %.0f s | %s | %.1f (%.1f) | %.1f | %s | %s |\n", l.c.Name, c.Nodes, c.PodsRunning, c.SeedMs/1000,
-			oneLine(r.Verdict), leases, expectedLeaseWrites(c.Nodes), writes, mib(apiRSS), mib(r.Self.MaxRSSBytes))
+		fmt.Fprintf(b, "| %s | %d / %d | %.0f s | %s | %s | %.1f (%.1f) | %.1f | %s | %s |\n", l.c.Name, c.Nodes, c.PodsRunning, c.SeedMs/1000,
+			oneLine(r.Verdict), fits(c.NodeHealth), leases, expectedLeaseWrites(c.Nodes), writes, mib(apiRSS), mib(r.Self.MaxRSSBytes))
 	}
-	fmt.Fprintf(b, "\nKWOK reports each node's status every 600-610 s (its node-heartbeat-with-lease stage's delay, in the stage files beside the kwok binary), a kubelet every 5 minutes ±50 %% (pkg/kubelet/apis/config/v1beta1/defaults.go NodeStatusReportFrequency): a KWOK cluster writes half the node status a real one does.\n")
+	fmt.Fprintf(b, "\nFits: yes when every node's Lease was renewed within its 40 s duration throughout (kube-controller-manager's node lifecycle controller marks a node NotReady 50 s after its last renewal: --node-monitor-grace-period, k8s.io/kubernetes pkg/controller/nodelifecycle/config/v1alpha1/defaults.go); late: some went past 40 s, none NotReady; no: nodes marked NotReady. KWOK renews the Leases with 4 workers (sigs.k8s.io/kwok NodeLeaseParallelism), each renewal a round trip through kube-apiserver.\n")
+	fmt.Fprintf(b, "\nKWOK reports each node's status every 600-610 s (its node-heartbeat-with-lease stage's delay, in the stage files beside the kwok binary), a kubelet every 5 minutes ±50 %% (pkg/kubelet/apis/config/v1beta1/defaults.go NodeStatusReportFrequency): a KWOK cluster writes half the node status a real one does when KWOK keeps up (one per node every 605 s at 100 nodes here); with a backlog it writes more (the node status updates row of each case), not yet explained by a run.\n")
 	fmt.Fprintf(b, "\nExpected lease writes: every node's Lease renewed every 10.2 s (KWOK as the kubelet: `NodeLeaseDurationSeconds` 40 s x 0.25, jitter 4 %%, k8s.io/kubernetes pkg/kubelet/kubelet.go and component-helpers/apimachinery/lease/controller.go), kube-controller-manager's and kube-scheduler's leader Leases every 2 s (component-base/config/v1alpha1 defaults RetryPeriod) and kube-apiserver's identity Lease every 10 s (pkg/controlplane/apiserver/server.go): nodes/10.2 + 1.1 per second (../shared/reference/cluster-traffic.md section 1).\n\n")
+}
+
+// fits says whether the machine held a cluster's nodes (writeSummary's
+// "fits" column): every Lease renewed in time, late, or nodes NotReady.
+func fits(h *report.NodeHealth) string {
+	switch {
+	case h == nil:
+		return "-"
+	case h.NotReady > 0:
+		return fmt.Sprintf("no: %d of %d nodes NotReady, Lease p99 %.0f s", h.NotReady, h.Nodes, h.IntervalP99Ms/1000)
+	case h.LeaseExpired > 0:
+		return fmt.Sprintf("late: %d nodes past 40 s, Lease p99 %.0f s, none NotReady", h.LeaseExpired, h.IntervalP99Ms/1000)
+	}
+	return fmt.Sprintf("yes: Lease p99 %.1f s", h.IntervalP99Ms/1000)
 }
 
 // expectedLeaseWrites is writeSummary's expectation, per second.

@@ -98,3 +98,19 @@ func TestWritesLinesWindows(t *testing.T) {
 		}
 	}
 }
+
+func TestFits(t *testing.T) {
+	for _, tt := range []struct {
+		h    *report.NodeHealth
+		want string
+	}{
+		{nil, "-"},
+		{&report.NodeHealth{Nodes: 100, IntervalP99Ms: 10700}, "yes: Lease p99 10.7 s"},
+		{&report.NodeHealth{Nodes: 1000, IntervalP99Ms: 50000, LeaseExpired: 1000}, "late: 1000 nodes past 40 s, Lease p99 50 s, none NotReady"},
+		{&report.NodeHealth{Nodes: 5000, IntervalP99Ms: 256700, LeaseExpired: 5000, NotReady: 4142}, "no: 4142 of 5000 nodes NotReady, Lease p99 257 s"},
+	} {
+		if got := fits(tt.h); got != tt.want {
+			t.Errorf("fits(%+v) = %q, want %q", tt.h, got, tt.want)
+		}
+	}
+}
