@@ -241,6 +241,20 @@ func (c *cluster) updateRS(ctx context.Context, rs *appsv1.ReplicaSet) error {
 	return err
 }
 
+// observeRS is the replicaset controller's status write after rs was
+// created or its spec changed: observedGeneration catches up before the
+// pods it creates or deletes reach its cache, so the counts come in
+// writes of their own (k8s.io/kubernetes pkg/controller/replicaset/
+// replica_set.go syncReplicaSet: the status is calculated from the pods
+// listed before manageReplicas; replica_set_utils.go
+// updateReplicaSetStatus writes when observedGeneration differs from the
+// generation, which each spec change raises).
+func (c *cluster) observeRS(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	rs.Generation++
+	rs.Status.ObservedGeneration = rs.Generation
+	return c.updateRS(ctx, rs)
+}
+
 // updateDeployment writes the Deployment (spec or status).
 func (c *cluster) updateDeployment(ctx context.Context, d *deployment) error {
 	_, err := c.st.update(ctx, key(c.prefix, "apps", "deployments", d.obj.Namespace, d.obj.Name), d.obj, false, false)
@@ -321,6 +335,9 @@ func (c *cluster) addPod(ctx context.Context, d *deployment, n int, rollout bool
 func (c *cluster) scaleRS(ctx context.Context, d *deployment, rs *appsv1.ReplicaSet, from, to int, rollout bool) error {
 	rs.Spec.Replicas = ptr32(to)
 	if err := c.updateRS(ctx, rs); err != nil {
+		return err
+	}
+	if err := c.observeRS(ctx, rs); err != nil {
 		return err
 	}
 	dir := "up"
@@ -457,6 +474,9 @@ func (c *cluster) rollout(ctx context.Context, d *deployment) error {
 	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", d.rs.Namespace, d.rs.Name), d.rs, false); err != nil {
 		return err
 	}
+	if err := c.observeRS(ctx, d.rs); err != nil {
+		return err
+	}
 	if err := c.event(ctx, sourceDeployment, ref("Deployment", d.plan.Namespace, d.plan.Name), "ScalingReplicaSet",
 		fmt.Sprintf("Scaled up replica set %s from 0 to %d", d.rs.Name, steps[0].To)); err != nil {
 		return err
@@ -584,6 +604,9 @@ func (c *cluster) seedDeployment(ctx context.Context, d *deployment, wait func()
 	n := d.plan.Replicas
 	d.rs = replicaSet(d.obj, 0, n)
 	if _, err := c.st.create(ctx, key(c.prefix, "apps", "replicasets", ns, d.rs.Name), d.rs, false); err != nil {
+		return err
+	}
+	if err := c.observeRS(ctx, d.rs); err != nil {
 		return err
 	}
 	if err := c.event(ctx, sourceDeployment, ref("Deployment", ns, name), "ScalingReplicaSet",

@@ -299,10 +299,11 @@ func clusterNote(r *report.ConformanceRow, pods podsCreated) string {
 	case r.Resource == "events" && (r.Kind == "key limit" || r.Method == "Txn"):
 		m, re, _, _ := pods.perPod(r)
 		return fmt.Sprintf("per pod created, model %.2f, real %.2f; ", m, re) +
-			"not explained: both sides' events go through client-go's EventCorrelator per component (k8s.io/client-go/tools/record/events_cache.go: " +
+			"both sides' events go through client-go's EventCorrelator per component (k8s.io/client-go/tools/record/events_cache.go: " +
 			"after 10 similar events of one object in 10 minutes an aggregate event, whose repeats are patches, each a read and a Txn, events having no watch cache; " +
-			"a spam filter per object), yet the model patches more and creates fewer; its rollouts also step one pod at a time where the deployment controller " +
-			"steps by maxSurge and maxUnavailable (pkg/controller/deployment/rolling.go), so its ScalingReplicaSet events differ in number and message"
+			"a spam filter per object); the model's rollouts step as the deployment controller's with every new pod available by the sync after its scale-up " +
+			"(pkg/controller/deployment/rolling.go; clustermodel rolloutSteps), the real controller's steps follow when it sees them available, " +
+			"so the ScalingReplicaSet events per rollout, and which Deployments reach aggregation, differ by timing (a model stepping one pod at a time made 1.38x the real patches)"
 	case r.Resource == "pods" && r.Kind == "if mod_revision=? then delete else range":
 		m, re, _, _ := pods.perPod(r)
 		return fmt.Sprintf("per pod created, model %.2f, real %.2f; ", m, re) +
