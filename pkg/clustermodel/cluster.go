@@ -502,14 +502,13 @@ func (c *cluster) rollout(ctx context.Context, d *deployment) error {
 			return err
 		}
 		keep := d.pods
+		d.pods = oldPods // stopOne stops the oldest of d.pods
 		for n := st.From - 1; n >= st.To; n-- {
-			d.pods = oldPods
 			if err := c.stopOne(ctx, d, old, n, true); err != nil {
 				return err
 			}
-			oldPods = d.pods
 		}
-		d.pods = keep
+		oldPods, d.pods = d.pods, keep
 	}
 	return nil
 }
