@@ -184,9 +184,16 @@ func TestClusterExperiments(t *testing.T) {
 	// registry: their /metrics cannot tell them apart, and the run reads
 	// the main member's db size with Status instead, and says so.
 	m := res.EtcdMetrics
-	if m == nil || m.Source != report.EtcdMetricsFromStatus || m.Errors != 0 || len(m.Samples) == 0 || len(m.Phases) != 0 ||
+	if m == nil || m.Source != report.EtcdMetricsFromStatus || len(m.FailedAtMs) != m.Errors || len(m.Samples) == 0 || len(m.Phases) != 0 ||
 		!slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "both embedded members") }) {
 		t.Errorf("got etcd metrics %+v and warnings %q, want the db sizes from Status, no phases, and a warning saying why", m, res.Warnings)
+	} else if d := res.Defrag; d != nil && slices.ContainsFunc(m.FailedAtMs, func(at float64) bool {
+		// Status waits while the defragmentation holds the backend's
+		// read lock: a read issued within one interval before it, or
+		// during it, may time out; no other read may fail.
+		return at < d.AtMs-m.IntervalMs || at > d.AtMs+d.DurationMs+m.IntervalMs
+	}) {
+		t.Errorf("Status reads failed at %v ms (%s), want failures only within the defragmentation (%.0f ms for %.0f ms)", m.FailedAtMs, m.Error, d.AtMs, d.DurationMs)
 	} else if peak := slices.MaxFunc(m.Samples, func(a, b report.EtcdDBSample) int { return cmp.Compare(a.DBSizeBytes, b.DBSizeBytes) }); peak.DBSizeBytes < filler {
 		t.Errorf("the main etcd's db size peaked at %d bytes, want its %d bytes of filler", peak.DBSizeBytes, filler)
 	}

@@ -246,6 +246,7 @@ func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() str
 func (s *etcdSampler) sample(ctx context.Context) {
 	var sc *etcdScrape
 	var err error
+	issued := report.Ms(time.Since(s.epoch))
 	switch {
 	case s.hc != nil:
 		sc, err = scrapeEtcd(ctx, s.hc, s.endpoint)
@@ -264,6 +265,7 @@ func (s *etcdSampler) sample(ctx context.Context) {
 		// halted: a scrape given up is no failure
 	case err != nil:
 		s.metrics.Errors++
+		s.metrics.FailedAtMs = append(s.metrics.FailedAtMs, issued)
 		if s.metrics.Error == "" {
 			s.metrics.Error = err.Error()
 		}

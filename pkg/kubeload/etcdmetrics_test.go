@@ -2,10 +2,12 @@ package kubeload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,6 +171,26 @@ func TestEtcdSamplerStatus(t *testing.T) {
 	}
 	if last := m.Samples[len(m.Samples)-1]; last.DBSizeBytes < 4_000_000 || last.DBSizeInUseBytes <= 0 || last.DBSizeInUseBytes > last.DBSizeBytes {
 		t.Errorf("last sample %+v: want the main member's db of at least 4 MB, some of it in use", last)
+	}
+
+	// A read that fails is counted with the time it was issued.
+	var calls atomic.Int32
+	epoch := time.Now()
+	status, closeStatus = a.statusOf(main.Endpoints[0])
+	failing := func(ctx context.Context) (*etcdScrape, error) {
+		if calls.Add(1)%2 == 0 {
+			return nil, errors.New("context deadline exceeded")
+		}
+		return status(ctx)
+	}
+	s = startEtcdSampler(ctx, nil, func() string { return "defrag" }, epoch, 20*time.Millisecond, main.Endpoints[0], nil, failing)
+	s.release = closeStatus
+	time.Sleep(100 * time.Millisecond)
+	_, m = s.finish(ctx)
+	elapsed := report.Ms(time.Since(epoch))
+	if m.Errors == 0 || len(m.FailedAtMs) != m.Errors || len(m.Samples) == 0 || m.Error != "context deadline exceeded" ||
+		!slices.IsSorted(m.FailedAtMs) || m.FailedAtMs[0] < 0 || m.FailedAtMs[len(m.FailedAtMs)-1] > elapsed {
+		t.Errorf("got metrics %+v, want every other read failed, each with its time within the %.0f ms run", m, elapsed)
 	}
 
 	// The premise: the same member's /metrics gives the other one's size.

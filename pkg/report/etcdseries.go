@@ -20,6 +20,15 @@ type EtcdMetrics struct {
 	// Errors counts the scrapes that failed; Error is the first failure.
 	Errors int    `json:"errors,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// FailedAtMs are when each failed scrape was issued, ms since the
+	// run's epoch, in time order (one per Errors); each took at most
+	// IntervalMs. A defragmentation blocks the member's Status while it
+	// runs: defrag holds the backend's read transaction lock
+	// (go.etcd.io/etcd/server/v3 storage/backend/backend.go), which
+	// Status waits for to read the storage version (etcdserver/api/v3rpc/
+	// maintenance.go Status, etcdserver/server.go StorageVersion), so
+	// reads issued during it, or within one interval before, fail.
+	FailedAtMs []float64 `json:"failedAtMs,omitempty"`
 }
 
 // EtcdMetricsFromStatus is EtcdMetrics.Source when the db sizes were

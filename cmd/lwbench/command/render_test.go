@@ -240,9 +240,11 @@ func TestClusterRunResultGolden(t *testing.T) {
 	// no table of etcd's counters, the sizes in a line of their own.
 	m := *r.EtcdMetrics
 	m.Source, m.Phases = report.EtcdMetricsFromStatus, []report.EtcdMetricsPhase{}
+	m.Errors, m.Error, m.FailedAtMs = 2, "context deadline exceeded", []float64{31000, 32000}
 	r.EtcdMetrics = &m
 	text := strings.Join(strings.Fields(string(renderRun(t, output.FormatTable, r))), " ") // unwrapped
-	want := "etcd's db size from Maintenance Status (http://127.0.0.1:2379, every 1.0 s): db size (in use) over 3 samples: first 20 MiB (12 MiB), peak 24 MiB (18 MiB) at 25.0 s in steady"
+	want := "etcd's db size from Maintenance Status (http://127.0.0.1:2379, every 1.0 s): db size (in use) over 3 samples: first 20 MiB (12 MiB), peak 24 MiB (18 MiB) at 25.0 s in steady, " +
+		"last 10 MiB (9 MiB); 2 reads failed (issued from 31.0 s to 32.0 s), the first: context deadline exceeded"
 	if strings.Contains(text, "etcd phase (its /metrics)") || !strings.Contains(text, want) {
 		t.Errorf("sizes from Status rendered as:\n%s\nwant no /metrics table and %q", text, want)
 	}

@@ -113,7 +113,11 @@ func dbSizeSummary(m *report.EtcdMetrics) string {
 			peak.AtMs/1000, peak.Phase, sizeText(last.DBSizeBytes), sizeText(last.DBSizeInUseBytes)))
 	}
 	if m.Errors > 0 {
-		parts = append(parts, fmt.Sprintf("%d reads failed, the first: %s", m.Errors, m.Error))
+		when := ""
+		if n := len(m.FailedAtMs); n > 0 {
+			when = fmt.Sprintf(" (issued from %.1f s to %.1f s)", m.FailedAtMs[0]/1000, m.FailedAtMs[n-1]/1000)
+		}
+		parts = append(parts, fmt.Sprintf("%d reads failed%s, the first: %s", m.Errors, when, m.Error))
 	}
 	return strings.Join(parts, "; ")
 }
