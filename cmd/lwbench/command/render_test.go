@@ -244,7 +244,7 @@ func TestClusterRunResultGolden(t *testing.T) {
 	r.EtcdMetrics = &m
 	text := strings.Join(strings.Fields(string(renderRun(t, output.FormatTable, r))), " ") // unwrapped
 	want := "etcd's db size from Maintenance Status (http://127.0.0.1:2379, every 1.0 s): db size (in use) over 3 samples: first 20 MiB (12 MiB), peak 24 MiB (18 MiB) at 25.0 s in steady, " +
-		"last 10 MiB (9 MiB); 2 reads failed (issued from 31.0 s to 32.0 s), the first: context deadline exceeded"
+		"last 10 MiB (9.0 MiB); 2 reads failed (issued from 31.0 s to 32.0 s), the first: context deadline exceeded"
 	if strings.Contains(text, "etcd phase (its /metrics)") || !strings.Contains(text, want) {
 		t.Errorf("sizes from Status rendered as:\n%s\nwant no /metrics table and %q", text, want)
 	}
