@@ -21,8 +21,10 @@ type EtcdMetrics struct {
 	Errors int    `json:"errors,omitempty"`
 	Error  string `json:"error,omitempty"`
 	// FailedAtMs are when each failed scrape was issued, ms since the
-	// run's epoch, in time order (one per Errors); each took at most
-	// IntervalMs. A defragmentation blocks the member's Status while it
+	// run's epoch, in time order (one per Errors). A Status read
+	// (Source EtcdMetricsFromStatus) gives up after IntervalMs, a
+	// /metrics scrape after 10 s. A defragmentation blocks the member's
+	// Status while it
 	// runs: defrag holds the backend's read transaction lock
 	// (go.etcd.io/etcd/server/v3 storage/backend/backend.go), which
 	// Status waits for to read the storage version (etcdserver/api/v3rpc/
