@@ -273,6 +273,19 @@ func note(r *report.ConformanceRow) string {
 // the model and by the real control plane.
 type podsCreated struct{ model, real int64 }
 
+// text says how many pods each side created in the window: the real
+// control plane fell behind the churn when it created fewer than the
+// model (which answers every op of the churn's plan at once) by more than
+// 2 % and at least 2 pods; a smaller difference, either way, is where the
+// window's edges cut the churn's ops.
+func (p podsCreated) text() string {
+	if d := p.model - p.real; d >= 2 && d*50 > p.model {
+		return fmt.Sprintf("the real control plane fell behind the churn: it created %d pods in the window, the model %d (every op of the churn's plan, answered at once)",
+			p.real, p.model)
+	}
+	return fmt.Sprintf("the real control plane created %d pods in the window, the model %d: the window's edges cut the churn's ops apart", p.real, p.model)
+}
+
 // perPod returns a row's counts per pod created, both sides, and whether
 // they are within 10 % of each other; ok is false without pods.
 func (p podsCreated) perPod(r *report.ConformanceRow) (model, real float64, within, ok bool) {
@@ -338,8 +351,7 @@ func clusterNote(r *report.ConformanceRow, pods podsCreated) string {
 	if !ok || pods.model == pods.real {
 		return ""
 	}
-	note := fmt.Sprintf("the real control plane fell behind the churn: it created %d pods in the window, the model %d (every op of the churn's plan, answered at once); "+
-		"per pod created, model %.2f, real %.2f", pods.real, pods.model, m, re)
+	note := pods.text() + fmt.Sprintf("; per pod created, model %.2f, real %.2f", m, re)
 	switch {
 	case within:
 		return note + ": within 10 %"
