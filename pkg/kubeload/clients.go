@@ -413,6 +413,12 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 	res.Scenario.Defragment = res.Defrag != nil
 	res.Validation = watchload.ValidationOf(a.env, unsynced, a.unverified, 0)
 	summarize(res, a.set, a.r.Session.Epoch())
+	if api := a.st.APIServer; !api.WatchCache {
+		interval := time.Duration(api.EtcdCompactionIntervalMs * float64(time.Millisecond))
+		if w := watchListExpiriesOf(a.set.Requests()).warning(interval); w != "" {
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
 	res.Intervals = a.env.Collect(&res.Writes, &res.Delivery)
 	if a.st.Counter != nil {
 		res.Etcd = a.st.Counter.Requests()
