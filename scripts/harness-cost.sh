@@ -6,10 +6,11 @@
 # (lwbench's informers per informer against a bare client-go set, 30 and 100
 # informers over 1,000 pods), BenchmarkKubeletWatches (1,000 nodes), and
 # `lwbench run --kube-apiserver 1.37 --watchers 300 --objects 3000`, then
-# the same run with etcd in a process of its own (--cluster-size 1) and
-# with kube-apiserver's 5-minute compaction (harnesscost's runVariants).
+# the same run with etcd in a process of its own (--cluster-size 1), with
+# kube-apiserver's 5-minute compaction and with client-go's WatchListClient
+# off (harnesscost's runVariants).
 # It uses the kube-apiserver 1.37.2 cached in ~/.cache/etcdkit (built by
-# scripts/build-kube-apiserver.sh on first use) and takes 30-60 minutes on
+# scripts/build-kube-apiserver.sh on first use) and takes 40-80 minutes on
 # 2 idle cores (each 300 x 3,000 run 10-18 minutes).
 #
 # --quick runs small sizes (10 informers, 100 nodes, 30 watchers over 300

@@ -15,7 +15,7 @@
 //   - `lwbench run --kube-apiserver 1.37 --watchers 300 --objects 3000`
 //     (-run-args adds flags): it must sync and finish, with lwbench's
 //     peak resident set (the result's self.maxRSSBytes) at most 2.5 GB;
-//     then the same run two other ways (runVariants), to tell the
+//     then the same run three other ways (runVariants), to tell the
 //     harness's memory from the embedded etcd's and a saturated stack's
 //     relists from the harness's own cost.
 package main
@@ -138,12 +138,19 @@ type runVariant struct {
 // own 5-minute compaction interval (k8s.io/apiserver pkg/server/options/
 // etcd.go DefaultCompactInterval) instead of lwbench's default of a third
 // of --duration, the informers' watches do not meet compacted revisions
-// when a saturated stack delays them.
+// when a saturated stack delays them; with client-go's WatchListClient
+// gate off the informers LIST then WATCH, and a 410 sends the reflector
+// through its backoff (k8s.io/client-go tools/cache/reflector.go
+// ListAndWatchWithContext under BackoffUntil) where a WATCHLIST's 410 is
+// retried at once (watchList), which keeps a saturated stack saturated
+// (kubeload's watch-list expiry warning).
 var runVariants = []runVariant{
 	{Name: "etcd in a process of its own", Slug: "etcd-process", Args: []string{"--cluster-size", "1"},
 		Why: "lwbench's peak RSS without the embedded etcd's"},
 	{Name: "kube-apiserver's 5-minute compaction", Slug: "compaction-5m", Args: []string{"--compaction-interval", "5m"},
 		Why: "no compaction passes the informers' watches during the run"},
+	{Name: "client-go's WatchListClient off", Slug: "watchlist-off", Args: []string{"--client-feature-gates", "WatchListClient=false"},
+		Why: "the informers LIST then WATCH: a 410 waits for the reflector's backoff"},
 }
 
 // RunCost is the lwbench run's outcome, its self section, and what its
