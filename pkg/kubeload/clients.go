@@ -531,14 +531,18 @@ func holdAcrossCompaction(ctx context.Context, s *watchload.Session, admin *clie
 // controllers settle after the churn, or when a write whose request was
 // cancelled as the writes stopped still commits: each cache is held
 // against etcd at its own revision, never at a head it has not reached or
-// has passed. etcd's state is read once per resource and revision per
-// poll (a keys-only Range at that revision).
+// has passed, unless a compaction passed that revision (kube-apiserver
+// compacts every interval, and an informer whose resource stopped
+// changing stays at its last event's revision: without the watch cache
+// no bookmark moves it): then against the latest state, which a cache
+// equal to it holds. etcd's state is read once per resource and revision
+// per poll (a keys-only Range at that revision).
 func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, prefix string, scope *sharedScope, finalRev int64, timeout time.Duration, logf func(string, ...any)) (int, int64) {
 	type at struct {
 		resource string
 		rev      int64
 	}
-	read := func(resource string, rev int64) (map[string]int64, error) {
+	read := func(resource string, rev int64) (map[string]int64, int64, error) {
 		// On a shared cluster only the run's namespaces, which the
 		// informers' label selector covers exactly: every object the
 		// run writes there carries the label, and nothing else is there.
@@ -546,17 +550,7 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 		if scope != nil {
 			ps = scope.within(ps[0])
 		}
-		m := map[string]int64{}
-		for _, p := range ps {
-			resp, err := admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-			if err != nil {
-				return nil, fmt.Errorf("read %s at revision %d: %w", p, rev, err)
-			}
-			for _, kv := range resp.Kvs {
-				m[string(kv.Key)] = kv.ModRevision
-			}
-		}
-		return m, nil
+		return stateAt(ctx, admin, ps, rev)
 	}
 	// snapshot returns informer id's cache and the revision it holds, ok
 	// false when an event arrived while the cache was read.
@@ -574,24 +568,30 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 	confirmed := finalRev
 	var readErr error
 	for len(pending) > 0 && ctx.Err() == nil {
-		states := map[at]map[string]int64{}
+		type state struct {
+			keys map[string]int64
+			rev  int64 // read at
+		}
+		states := map[at]state{}
 		for id := range pending {
 			cache, rev, ok := snapshot(id)
 			if !ok {
 				continue
 			}
 			k := at{set.Informers[id].Resource, rev}
-			if states[k] == nil {
-				st, err := read(k.resource, k.rev)
+			st, ok := states[k]
+			if !ok {
+				keys, readRev, err := read(k.resource, k.rev)
 				if err != nil {
 					readErr = err
 					continue
 				}
+				st = state{keys, readRev}
 				states[k] = st
 			}
-			if equalCache(cache, states[k]) {
+			if equalCache(cache, st.keys) {
 				delete(pending, id)
-				confirmed = max(confirmed, rev)
+				confirmed = max(confirmed, st.rev)
 			}
 		}
 		if len(pending) == 0 || !time.Now().Before(deadline) {
@@ -605,17 +605,56 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 	for id := range pending {
 		in := set.Informers[id]
 		cache, rev, _ := snapshot(id)
-		st, err := read(in.Resource, rev)
+		st, readRev, err := read(in.Resource, rev)
 		if err != nil {
 			logf("informer %d: %v", id, err)
 			continue
 		}
-		in.lw.obs.CompareCache(rev, cache, st)
+		in.lw.obs.CompareCache(readRev, cache, st)
 	}
 	if len(pending) > 0 {
 		logf("%d informers did not reach etcd's state at their revision (at least %d) within %v", len(pending), finalRev, timeout)
 	}
 	return len(pending), confirmed
+}
+
+// stateAt reads the keys under prefixes and their mod_revisions at rev,
+// keys only, and returns the revision read at: rev, or, when a compaction
+// passed rev (rpctypes.ErrCompacted), the latest revision, read at
+// instead (every prefix at the same one). Its errors are the reads'.
+func stateAt(ctx context.Context, admin *clientv3.Client, prefixes []string, rev int64) (map[string]int64, int64, error) {
+	m, err := stateAtRev(ctx, admin, prefixes, &rev)
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		rev = 0
+		m, err = stateAtRev(ctx, admin, prefixes, &rev)
+	}
+	return m, rev, err
+}
+
+// stateAtRev reads the state at *rev; a zero *rev reads the latest and
+// sets *rev to its revision.
+func stateAtRev(ctx context.Context, admin *clientv3.Client, prefixes []string, rev *int64) (map[string]int64, error) {
+	m := map[string]int64{}
+	for _, p := range prefixes {
+		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly()}
+		if *rev > 0 {
+			opts = append(opts, clientv3.WithRev(*rev))
+		}
+		resp, err := admin.Get(ctx, p, opts...)
+		if err != nil {
+			if *rev == 0 {
+				return nil, fmt.Errorf("read %s: %w", p, err)
+			}
+			return nil, fmt.Errorf("read %s at revision %d: %w", p, *rev, err)
+		}
+		if *rev == 0 {
+			*rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			m[string(kv.Key)] = kv.ModRevision
+		}
+	}
+	return m, nil
 }
 
 func equalCache(a, b map[string]int64) bool {
