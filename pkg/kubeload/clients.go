@@ -415,9 +415,7 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 	summarize(res, a.set, a.r.Session.Epoch())
 	if api := a.st.APIServer; !api.WatchCache {
 		interval := time.Duration(api.EtcdCompactionIntervalMs * float64(time.Millisecond))
-		if w := watchListExpiriesOf(a.set.Requests()).warning(interval); w != "" {
-			res.Warnings = append(res.Warnings, w)
-		}
+		res.Warnings = append(res.Warnings, watchListExpiriesOf(a.set.Requests()).warnings(interval)...)
 	}
 	res.Intervals = a.env.Collect(&res.Writes, &res.Delivery)
 	if a.st.Counter != nil {
