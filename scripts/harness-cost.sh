@@ -7,8 +7,9 @@
 # informers over 1,000 pods), BenchmarkKubeletWatches (1,000 nodes), and
 # `lwbench run --kube-apiserver 1.37 --watchers 300 --objects 3000`, then
 # the same run with etcd in a process of its own (--cluster-size 1), with
-# kube-apiserver's 5-minute compaction and with client-go's WatchListClient
-# off (harnesscost's runVariants).
+# kube-apiserver's 5-minute compaction, with client-go's WatchListClient off
+# and with a 2 GiB soft memory limit (GOMEMLIMIT) (harnesscost's
+# runVariants).
 # It uses the kube-apiserver 1.37.2 cached in ~/.cache/etcdkit (built by
 # scripts/build-kube-apiserver.sh on first use) and takes 40-80 minutes on
 # 2 idle cores (each 300 x 3,000 run 10-18 minutes).
@@ -19,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
+unset GOMEMLIMIT GOGC # the target's run measures Go's defaults; a variant sets its own
 
 args=(-sizes 30x1000,100x1000 -nodes 1000 -run-args "--start-concurrency 8 --sync-timeout 10m" -out results/harness-cost.md)
 case "${1:-}" in
