@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubestore/etcdkit/pkg/report"
+)
+
+// TestRender: a case's rows are counted within 10 %, outside with a note
+// and outside without; a failed case shows its log's end; a case never run
+// is left out.
+func TestRender(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := cases(false)
+	write(all[0].Name+".meta.json", runMeta{Case: all[0].Name, Command: "lwbench conformance --nodes 100 -w json", Commit: "abc1234", DurationMs: 600000})
+	write(all[0].Name+".json", report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion,
+		EtcdVersion: "3.7.3", APIServerVersion: "v1.37.2", Cases: []report.ConformanceCase{{Name: "cluster of 100 nodes", Rows: []report.ConformanceRow{
+			{Resource: "pods", Method: "Txn", Kind: "put", Model: 100, Real: 98, Ratio: 100.0 / 98, Within10: true},
+			{Resource: "events", Method: "Txn", Kind: "patch", Model: 145, Real: 100, Ratio: 1.45, Note: "event | correlator\nnote"},
+			{Resource: "nodes", Method: "Range", Kind: "key", Model: 3, Real: 0},
+		}}}})
+	write(all[1].Name+".meta.json", runMeta{Case: all[1].Name, Command: "lwbench conformance --nodes 1000 -w json", ExitCode: 1, LogTail: "Error: the control plane did not start"})
+	var b bytes.Buffer
+	render(&b, dir, append(all, testCase{Name: "never", Title: "not run"}))
+	out := b.String()
+	for _, want := range []string{
+		"| nodes-100 | 3.7.3 / v1.37.2 | 3 | 1 | 1 | 1 | 600 s |",
+		"| events | Txn | patch | 145 | 100 | 1.45 | no | event / correlator note |",
+		"| nodes | Range | key | 3 | 0 | - | no |  |",
+		"cluster of 100 nodes: 1 of 3 rows within 10 %, 1 outside with a note, 1 without.",
+		"| nodes-1000 | failed: no result (exit 1): Error: the control plane did not start |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("README lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "never") {
+		t.Errorf("a case never run is in the README:\n%s", out)
+	}
+}
