@@ -251,7 +251,20 @@ func render(b *bytes.Buffer, dir string, all []testCase) {
 			n := countRows(c.Rows)
 			fmt.Fprintf(b, "%s: %d of %d rows within 10 %%, %d outside with a note, %d without.\n\n", c.Name, n.within, len(c.Rows), n.noted, n.unexplained)
 			b.WriteString("| resource | method | kind | model | real | ratio | within 10 % | note |\n|---|---|---|--:|--:|--:|---|---|\n")
+			var notes []string // each note once, numbered from 1 below the table
 			for _, r := range c.Rows {
+				note := ""
+				if r.Note != "" {
+					i := slices.Index(notes, r.Note)
+					if i < 0 {
+						notes, i = append(notes, r.Note), len(notes)
+					}
+					note = fmt.Sprintf("[%d]", i+1)
+				}
+				resource := r.Resource
+				if resource == "" {
+					resource = "-" // no resource's keys: leases granted, progress requests, streams
+				}
 				ratio := "-"
 				if r.Real > 0 {
 					ratio = fmt.Sprintf("%.2f", r.Ratio)
@@ -260,9 +273,12 @@ func render(b *bytes.Buffer, dir string, all []testCase) {
 				if r.Within10 {
 					within = "yes"
 				}
-				fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s |\n", r.Resource, r.Method, r.Kind, r.Model, r.Real, ratio, within, oneLine(r.Note))
+				fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s |\n", resource, r.Method, r.Kind, r.Model, r.Real, ratio, within, note)
 			}
 			b.WriteString("\n")
+			for i, n := range notes {
+				fmt.Fprintf(b, "[%d] %s\n\n", i+1, oneLine(n))
+			}
 		}
 	}
 }

@@ -32,21 +32,27 @@ func TestRender(t *testing.T) {
 			{Resource: "pods", Method: "Txn", Kind: "put", Model: 100, Real: 98, Ratio: 100.0 / 98, Within10: true},
 			{Resource: "events", Method: "Txn", Kind: "patch", Model: 145, Real: 100, Ratio: 1.45, Note: "event | correlator\nnote"},
 			{Resource: "nodes", Method: "Range", Kind: "key", Model: 3, Real: 0},
+			{Method: "Watch", Kind: "progress", Model: 2, Real: 1, Ratio: 2, Note: "event | correlator\nnote"},
 		}}}})
 	write(all[1].Name+".meta.json", runMeta{Case: all[1].Name, Command: "lwbench conformance --nodes 1000 -w json", ExitCode: 1, LogTail: "Error: the control plane did not start"})
 	var b bytes.Buffer
 	render(&b, dir, append(all, testCase{Name: "never", Title: "not run"}))
 	out := b.String()
 	for _, want := range []string{
-		"| nodes-100 | 3.7.3 / v1.37.2 | 3 | 1 | 1 | 1 | 600 s |",
-		"| events | Txn | patch | 145 | 100 | 1.45 | no | event / correlator note |",
+		"| nodes-100 | 3.7.3 / v1.37.2 | 4 | 1 | 2 | 1 | 600 s |",
+		"| events | Txn | patch | 145 | 100 | 1.45 | no | [1] |",
+		"[1] event / correlator note",
 		"| nodes | Range | key | 3 | 0 | - | no |  |",
-		"cluster of 100 nodes: 1 of 3 rows within 10 %, 1 outside with a note, 1 without.",
+		"| - | Watch | progress | 2 | 1 | 2.00 | no | [1] |",
+		"cluster of 100 nodes: 1 of 4 rows within 10 %, 2 outside with a note, 1 without.",
 		"| nodes-1000 | failed: no result (exit 1): Error: the control plane did not start |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("README lacks %q:\n%s", want, out)
 		}
+	}
+	if n := strings.Count(out, "event / correlator note"); n != 1 {
+		t.Errorf("a note shared by two rows is written %d times, want once below the table:\n%s", n, out)
 	}
 	if strings.Contains(out, "never") {
 		t.Errorf("a case never run is in the README:\n%s", out)
