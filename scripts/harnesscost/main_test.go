@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -50,5 +52,35 @@ func TestWriteRuns(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("got:\n%s\nwant a line with %q", b.String(), want)
 		}
+	}
+}
+
+// TestRerender rewrites the table from a JSON written before Watchers,
+// Objects and TookSeconds were kept: the flags' sizes stand in, the took
+// clause is left out rather than made up.
+func TestRerender(t *testing.T) {
+	dir := t.TempDir()
+	old := `{"date":"2026-12-06T21:16:10Z","commit":"d4a422c","machine":"AMD EPYC, 2 cores","go":"go1.26.8","quick":false,"informers":[],"kubeletWatches":null,` +
+		`"run":{"command":"lwbench run --kube-apiserver 1.37 --watchers 300 --objects 3000 -w json","ok":true,"maxRSSBytes":3191431168,"verdict":"PASS: nothing lost"},` +
+		`"variants":[{"variant":"a 2 GiB soft memory limit","ok":true,"maxRSSBytes":2225600000,"verdict":"FAIL: 80 unsynced watchers"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "cost.json"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := rerender(options{out: filepath.Join(dir, "cost.md"), watchers: 300, objects: 3000}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cost.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	for _, want := range []string{"- Date: 2026-12-06T21:16:10Z\n", "etcdkit commit d4a422c", "| lwbench run: 300 informers x 3000 pods sync and finish, lwbench at most 2.5 GB | peak RSS 3191.4 MB",
+		"## The lwbench run: the target's command and its variants", "| a 2 GiB soft memory limit | 2225.6 MB |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("rendered table lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "(took ") {
+		t.Errorf("a took clause made up:\n%s", md)
 	}
 }
