@@ -16,12 +16,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -30,6 +28,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/scripts/internal/casefile"
 )
 
 // testCase is one lwbench conformance.
@@ -104,77 +103,26 @@ func run(o options) error {
 	return os.WriteFile(filepath.Join(o.out, "README.md"), b.Bytes(), 0o644)
 }
 
-// runMeta is what the script records of a case beside lwbench's result.
-type runMeta struct {
-	Case       string    `json:"case"`
-	Command    string    `json:"command"`
-	Commit     string    `json:"commit"`
-	StartedAt  time.Time `json:"startedAt"`
-	DurationMs float64   `json:"durationMs"`
-	ExitCode   int       `json:"exitCode"`
-	LogTail    string    `json:"logTail,omitempty"` // the end of stderr when the run failed
-}
-
 // runCase runs one case, writing NAME.json and NAME.meta.json; a failure
 // is recorded in the meta file, not returned.
 func runCase(o options, c testCase) {
-	args := append(append([]string{"conformance"}, c.Args...), "-w", "json")
-	log.Printf("%s: lwbench %s", c.Name, strings.Join(args, " "))
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(o.lwbench, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	for _, kv := range os.Environ() { // etcd reads ETCD_* as flags
-		if !strings.HasPrefix(kv, "ETCD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	start := time.Now()
-	err := cmd.Run()
-	meta := runMeta{Case: c.Name, Command: "lwbench " + strings.Join(args, " "), Commit: o.commit, StartedAt: start.UTC(),
-		DurationMs: float64(time.Since(start).Milliseconds()), ExitCode: cmd.ProcessState.ExitCode()}
-	if err != nil {
-		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-		meta.LogTail = strings.Join(lines[max(0, len(lines)-15):], "\n")
-		log.Printf("%s: %v\n%s", c.Name, err, meta.LogTail)
-	}
-	if stdout.Len() > 0 {
-		if werr := os.WriteFile(filepath.Join(o.out, c.Name+".json"), stdout.Bytes(), 0o644); werr != nil {
-			log.Printf("%s: %v", c.Name, werr)
-		}
-	}
-	b, _ := json.MarshalIndent(meta, "", "  ")
-	if werr := os.WriteFile(filepath.Join(o.out, c.Name+".meta.json"), append(b, '\n'), 0o644); werr != nil {
-		log.Printf("%s: %v", c.Name, werr)
-	}
-	log.Printf("%s: done in %v (exit %d)", c.Name, time.Since(start).Round(time.Second), meta.ExitCode)
+	casefile.Run(o.lwbench, o.out, c.Name, o.commit, append([]string{"conformance"}, c.Args...))
 }
 
 // loaded is one case's files: meta nil when it never ran; err when its
 // files cannot be read or it wrote no result.
 type loaded struct {
 	c    testCase
-	meta *runMeta
+	meta *casefile.Meta
 	res  *report.Conformance
 	err  error
 }
 
 func load(dir string, c testCase) (l loaded) {
 	l.c = c
-	b, err := os.ReadFile(filepath.Join(dir, c.Name+".meta.json"))
-	if os.IsNotExist(err) {
-		return l
-	}
-	l.meta = &runMeta{}
-	if err == nil {
-		err = json.Unmarshal(b, l.meta)
-	}
-	if err != nil {
-		l.err = err
-		return l
-	}
-	b, err = os.ReadFile(filepath.Join(dir, c.Name+".json"))
-	if err != nil {
-		l.err = fmt.Errorf("no result (exit %d): %s", l.meta.ExitCode, l.meta.LogTail)
+	var b []byte
+	l.meta, b, l.err = casefile.Load(dir, c.Name)
+	if l.err != nil || l.meta == nil {
 		return l
 	}
 	_, doc, err := report.Decode(b)

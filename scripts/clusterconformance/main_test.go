@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/scripts/internal/casefile"
 )
 
 // TestRender: a case's rows are counted within 10 %, outside with a note
@@ -26,7 +27,7 @@ func TestRender(t *testing.T) {
 		}
 	}
 	all := cases(false)
-	write(all[0].Name+".meta.json", runMeta{Case: all[0].Name, Command: "lwbench conformance --nodes 100 -w json", Commit: "abc1234", DurationMs: 600000})
+	write(all[0].Name+".meta.json", casefile.Meta{Case: all[0].Name, Command: "lwbench conformance --nodes 100 -w json", Commit: "abc1234", DurationMs: 600000})
 	write(all[0].Name+".json", report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion,
 		EtcdVersion: "3.7.3", APIServerVersion: "v1.37.2", Cases: []report.ConformanceCase{{Name: "cluster of 100 nodes", Rows: []report.ConformanceRow{
 			{Resource: "pods", Method: "Txn", Kind: "put", Model: 100, Real: 98, Ratio: 100.0 / 98, Within10: true},
@@ -34,7 +35,7 @@ func TestRender(t *testing.T) {
 			{Resource: "nodes", Method: "Range", Kind: "key", Model: 3, Real: 0},
 			{Method: "Watch", Kind: "progress", Model: 2, Real: 1, Ratio: 2, Note: "event | correlator\nnote"},
 		}}}})
-	write(all[1].Name+".meta.json", runMeta{Case: all[1].Name, Command: "lwbench conformance --nodes 1000 -w json", ExitCode: 1, LogTail: "Error: the control plane did not start"})
+	write(all[1].Name+".meta.json", casefile.Meta{Case: all[1].Name, Command: "lwbench conformance --nodes 1000 -w json", ExitCode: 1, LogTail: "Error: the control plane did not start"})
 	var b bytes.Buffer
 	render(&b, dir, append(all, testCase{Name: "never", Title: "not run"}))
 	out := b.String()

@@ -18,12 +18,10 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/scripts/internal/casefile"
 )
 
 // testCase is one lwbench run.
@@ -118,86 +117,25 @@ func run(o options) error {
 	return os.WriteFile(filepath.Join(o.out, "README.md"), md, 0o644)
 }
 
-// runMeta is what the script records of a case beside lwbench's result.
-type runMeta struct {
-	Case       string    `json:"case"`
-	Command    string    `json:"command"`
-	Commit     string    `json:"commit"`
-	StartedAt  time.Time `json:"startedAt"`
-	DurationMs float64   `json:"durationMs"`
-	ExitCode   int       `json:"exitCode"`
-	LogTail    string    `json:"logTail,omitempty"` // the end of stderr when the run failed
-}
-
 // runCase runs one case, writing NAME.json (lwbench's result) and
 // NAME.meta.json.
 func runCase(o options, c testCase) {
-	args := append([]string{"run"}, c.Args...)
-	args = append(args, "-w", "json")
-	log.Printf("%s: lwbench %s", c.Name, strings.Join(args, " "))
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(o.lwbench, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = cleanEnv()
-	start := time.Now()
-	err := cmd.Run()
-	meta := runMeta{Case: c.Name, Command: "lwbench " + strings.Join(args, " "), Commit: o.commit, StartedAt: start.UTC(),
-		DurationMs: float64(time.Since(start).Milliseconds()), ExitCode: cmd.ProcessState.ExitCode()}
-	if err != nil {
-		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-		meta.LogTail = strings.Join(lines[max(0, len(lines)-15):], "\n")
-		log.Printf("%s: %v\n%s", c.Name, err, meta.LogTail)
-	}
-	if stdout.Len() > 0 {
-		if werr := os.WriteFile(filepath.Join(o.out, c.Name+".json"), stdout.Bytes(), 0o644); werr != nil {
-			log.Printf("%s: %v", c.Name, werr)
-		}
-	}
-	b, _ := json.MarshalIndent(meta, "", "  ")
-	if werr := os.WriteFile(filepath.Join(o.out, c.Name+".meta.json"), append(b, '\n'), 0o644); werr != nil {
-		log.Printf("%s: %v", c.Name, werr)
-	}
-	log.Printf("%s: done in %v (exit %d)", c.Name, time.Since(start).Round(time.Second), meta.ExitCode)
-}
-
-// cleanEnv is the environment without ETCD_* variables, which etcd
-// would read as flags.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	casefile.Run(o.lwbench, o.out, c.Name, o.commit, append([]string{"run"}, c.Args...))
 }
 
 // loaded is one case's files.
 type loaded struct {
 	c    testCase
-	meta *runMeta
+	meta *casefile.Meta
 	res  *report.RunResult
 	err  error
 }
 
 func load(dir string, c testCase) (l loaded) {
 	l.c = c
-	b, err := os.ReadFile(filepath.Join(dir, c.Name+".meta.json"))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return l
-		}
-		l.err = err
-		return l
-	}
-	l.meta = &runMeta{}
-	if err := json.Unmarshal(b, l.meta); err != nil {
-		l.err = err
-		return l
-	}
-	b, err = os.ReadFile(filepath.Join(dir, c.Name+".json"))
-	if err != nil {
-		l.err = fmt.Errorf("no result (exit %d): %s", l.meta.ExitCode, l.meta.LogTail)
+	var b []byte
+	l.meta, b, l.err = casefile.Load(dir, c.Name)
+	if l.err != nil || l.meta == nil {
 		return l
 	}
 	_, doc, err := report.Decode(b)
