@@ -132,7 +132,7 @@ func (c *clients) Seed(ctx context.Context) error {
 	if err := c.pe.startLeases(c.bg, apiserverID); err != nil {
 		return err
 	}
-	c.pe.startReads(c.bg)
+	c.pe.startReads(c.bg, c.env)
 	limit := flowcontrol.NewTokenBucketRateLimiter(float32(o.QPS), max(1, int(o.QPS)))
 	defer limit.Stop()
 	wait := func() error { return limit.Wait(ctx) }

@@ -19,6 +19,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // The periods of a cluster's steady traffic, each from the upstream code
@@ -137,8 +138,11 @@ type periodic struct {
 
 	wg       sync.WaitGroup
 	watching atomic.Int64 // cacher watch events received
-	failures atomic.Int64
-	lastErr  atomic.Value
+	// cacheRevs is the revision each cached resource's cache has reached,
+	// by prefix (startWatches); read-only once made.
+	cacheRevs map[string]*atomic.Int64
+	failures  atomic.Int64
+	lastErr   atomic.Value
 }
 
 // sleep waits d or until ctx ends, and reports whether d passed.
@@ -276,7 +280,7 @@ func (p *periodic) startNodeStatus(ctx context.Context, nodeSize int) {
 // until the watch cache has caught up, which asks etcd for a progress
 // notification (keysReader); and the consistency checks of the cached
 // ones.
-func (p *periodic) startReads(ctx context.Context) {
+func (p *periodic) startReads(ctx context.Context, env *watchload.Env) {
 	for _, r := range servedResources {
 		kr := &keysReader{p: p, key: r.prefixKey(p.prefix), cached: r.cached}
 		p.every(ctx, jittered(CountPollPeriod, countPollJitter, p.rng),
@@ -288,7 +292,7 @@ func (p *periodic) startReads(ctx context.Context) {
 			func() time.Duration { return jittered(SizeEstimatorRefresh, sizeEstimatorJitter, p.rng) }, kr.refresh)
 		p.every(ctx, jittered(ConsistencyCheckPeriod, consistencyCheckJitter, p.rng),
 			func() time.Duration { return jittered(ConsistencyCheckPeriod, consistencyCheckJitter, p.rng) },
-			func(ctx context.Context) error { return p.check(ctx, kr.key+"/") })
+			func(ctx context.Context) error { return p.check(ctx, env, kr.key+"/") })
 	}
 }
 
@@ -351,29 +355,23 @@ func (k *keysReader) readKeys(ctx context.Context) error {
 	return k.p.st.kv.RequestProgress(ctx)
 }
 
-// check lists prefix at etcd's current revision (the cache's, which is
-// current in the model) in pages of consistencyCheckPerPage, as the
-// consistency checker does.
-func (p *periodic) check(ctx context.Context, prefix string) error {
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	key, rev := prefix, int64(0)
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(consistencyCheckPerPage)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := p.st.kv.Get(ctx, key, opts...)
-		if err != nil {
-			return fmt.Errorf("consistency check of %s: %w", prefix, err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return nil
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+// check is the watch cache consistency checker's read of etcd: every key
+// under prefix at the revision the cache has reached, in pages of
+// consistencyCheckPerPage (checker.go calculateStoreDigest lists the
+// cache, then etcd at the cache's resourceVersion, match Exact), each page
+// one RangeStream pinned to that revision while env's EtcdRangeStream gate
+// is on (1.37) and etcd serves it, else one Range (etcd3/store.go GetList,
+// shouldStream). Before the cache's watch has answered, the revision is
+// etcd's latest.
+func (p *periodic) check(ctx context.Context, env *watchload.Env, prefix string) error {
+	var rev int64
+	if r := p.cacheRevs[prefix]; r != nil {
+		rev = r.Load()
 	}
+	if _, _, err := env.ListExact(ctx, p.st.kv, prefix, rev, consistencyCheckPerPage); err != nil {
+		return fmt.Errorf("consistency check of %s: %w", prefix, err)
+	}
+	return nil
 }
 
 // startWatches opens the cacher's one watch per cached resource from
@@ -381,22 +379,35 @@ func (p *periodic) check(ctx context.Context, prefix string) error {
 // k8s.io/apiserver/pkg/storage/etcd3/watcher.go asks), and one of
 // compact_rev_key (etcd3/compact.go), on c's one watch stream (ctx
 // carries no metadata, as the progress requests' contexts, so that they
-// reach that stream), and drains them until ctx ends.
+// reach that stream), and drains them until ctx ends. The revision each
+// cached resource's cache has reached, its last event's mod_revision or
+// its last progress notification's revision (cacher/watch_cache.go), goes
+// to p.cacheRevs. Call it once, before startReads.
 func (p *periodic) startWatches(ctx context.Context, c *clientv3.Client, from int64) {
-	watch := func(key string, opts ...clientv3.OpOption) {
+	watch := func(key string, rev *atomic.Int64, opts ...clientv3.OpOption) {
 		wch := c.Watch(ctx, key, append(opts, clientv3.WithRev(from))...)
 		p.wg.Go(func() {
 			for resp := range wch {
 				p.watching.Add(int64(len(resp.Events)))
+				switch {
+				case rev == nil:
+				case len(resp.Events) > 0:
+					rev.Store(resp.Events[len(resp.Events)-1].Kv.ModRevision)
+				case resp.IsProgressNotify():
+					rev.Store(resp.Header.Revision)
+				}
 			}
 		})
 	}
+	p.cacheRevs = map[string]*atomic.Int64{}
 	for _, r := range servedResources {
 		if r.cached {
-			watch(r.prefixKey(p.prefix)+"/", clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+			prefix := r.prefixKey(p.prefix) + "/"
+			p.cacheRevs[prefix] = new(atomic.Int64)
+			watch(prefix, p.cacheRevs[prefix], clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 		}
 	}
-	watch(keyspace.CompactRevKey)
+	watch(keyspace.CompactRevKey, nil)
 }
 
 // wait waits until every timer and watch has ended (ctx ended).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -113,3 +114,65 @@ func TestSyncInitialEvents(t *testing.T) {
 }
 
 func revisionString(rev int64) string { return strconv.FormatInt(rev, 10) }
+
+// countingClient counts the reads a Client sends etcd.
+type countingClient struct {
+	Client
+	streams, ranges atomic.Int32
+}
+
+func (c *countingClient) GetStream(ctx context.Context, key string, opts ...clientv3.OpOption) (clientv3.GetStreamChan, error) {
+	c.streams.Add(1)
+	return c.Client.GetStream(ctx, key, opts...)
+}
+
+func (c *countingClient) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	c.ranges.Add(1)
+	return c.Client.Get(ctx, key, opts...)
+}
+
+// TestListExact reads a prefix at an older revision in pages, as the
+// watch cache's consistency checker reads etcd: with the EtcdRangeStream
+// gate on, one RangeStream per page; off, or from an etcd without
+// RangeStream, one Range per page (after one refused stream). Every page
+// reads the revision asked for, not the keys written after it; a
+// compacted revision is etcd's ErrCompacted.
+func TestListExact(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	prefix := "/registry/leases/"
+	first := putKeys(t, c, prefix, 0, 7)
+	latest := putKeys(t, c, prefix, 7, 10)
+	tests := []struct {
+		name        string
+		gate        bool
+		client      Client
+		rev         int64
+		wantKeys    int
+		wantPages   int
+		wantStreams int32
+		wantRanges  int32
+	}{
+		{"gate on, etcd 3.7", true, c, first, 7, 3, 3, 0},
+		{"gate off", false, c, first, 7, 3, 0, 3},
+		{"gate on, etcd without RangeStream", true, &etcd36Client{Client: c}, first, 7, 3, 1, 3},
+		{"latest revision", true, c, 0, 10, 4, 4, 0},
+	}
+	for _, tt := range tests {
+		env := NewEnv(time.Now(), 16, 1, nil)
+		env.setRangeStream(tt.gate)
+		cc := &countingClient{Client: tt.client}
+		keys, pages, err := env.ListExact(t.Context(), cc, prefix, tt.rev, 3)
+		if err != nil || keys != tt.wantKeys || pages != tt.wantPages || cc.streams.Load() != tt.wantStreams || cc.ranges.Load() != tt.wantRanges {
+			t.Errorf("%s: got %d keys in %d pages, %d streams, %d ranges, err %v; want %d keys in %d pages, %d streams, %d ranges",
+				tt.name, keys, pages, cc.streams.Load(), cc.ranges.Load(), err, tt.wantKeys, tt.wantPages, tt.wantStreams, tt.wantRanges)
+		}
+	}
+	if _, err := c.Compact(t.Context(), latest); err != nil {
+		t.Fatal(err)
+	}
+	env := NewEnv(time.Now(), 16, 1, nil)
+	if _, _, err := env.ListExact(t.Context(), c, prefix, first, 3); !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Errorf("list at compacted revision %d: got %v, want %v", first, err, rpctypes.ErrCompacted)
+	}
+}

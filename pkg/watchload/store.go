@@ -3,6 +3,7 @@ package watchload
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -90,7 +91,8 @@ type listPage struct {
 // select nothing, so a page is never refilled with doubled limits as a
 // filtered one is (pagedChunks).
 type store struct {
-	// stream is the watch stream whose metadata every request carries.
+	// stream is the watch stream whose metadata every request carries;
+	// nil: none.
 	stream *Stream
 	// client is the connection the requests go through.
 	client Client
@@ -124,7 +126,9 @@ func (s *store) getList(ctx context.Context, opts listOptions) (listPage, error)
 	if withRev > 0 {
 		rangeOpts = append(rangeOpts, clientv3.WithRev(withRev))
 	}
-	ctx = s.stream.Context(ctx)
+	if s.stream != nil {
+		ctx = s.stream.Context(ctx)
+	}
 	var headerRev int64
 	var more bool
 	if s.streams.supported() {
@@ -163,6 +167,34 @@ func (s *store) getList(ctx context.Context, opts listOptions) (listPage, error)
 		page.next = &continueToken{key: string(page.kvs[len(page.kvs)-1].Key) + "\x00", revision: withRev}
 	}
 	return page, nil
+}
+
+// ListExact reads every key under prefix (ending in "/") at revision rev
+// through c as kube-apiserver's etcd3 store serves a recursive LIST with
+// resourceVersion rev, resourceVersionMatch Exact and limit, page after
+// page: the watch cache's consistency checker's read of etcd
+// (k8s.io/apiserver/pkg/storage/cacher/consistency/checker.go
+// calculateStoreDigest, pages of 10,000). Each page is one RangeStream
+// pinned to rev with the limit while the Env's EtcdRangeStream gate is on
+// and etcd serves it, else one Range (store.getList); every page after
+// the first starts at the last key + "\x00", at rev. rev 0 reads the
+// first page at etcd's latest revision and the rest at that one. It
+// returns the keys read and the pages. Errors are etcd's (ErrCompacted,
+// ErrFutureRev) or the client's.
+func (e *Env) ListExact(ctx context.Context, c Client, prefix string, rev, limit int64) (keys, pages int, err error) {
+	s := &store{client: c, prefix: prefix, streams: e.rangeStream}
+	opts := listOptions{resourceVersion: strconv.FormatInt(rev, 10), limit: limit}
+	for {
+		page, err := s.getList(ctx, opts)
+		if err != nil {
+			return keys, pages, err
+		}
+		keys, pages = keys+len(page.kvs), pages+1
+		if page.next == nil {
+			return keys, pages, nil
+		}
+		opts = listOptions{limit: limit, continueFrom: page.next}
+	}
 }
 
 // validateListOptions returns the revision a page reads at (0: the
