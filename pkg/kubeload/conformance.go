@@ -154,6 +154,14 @@ func compare(model, real []report.EtcdRequests, byResource bool) []report.Confor
 	if row := rows[key{"pods", "Txn", "if mod_revision=0 then put"}]; byResource && row != nil {
 		pods = podsCreated{model: row.Model, real: row.Real}
 	}
+	// The watch cache's consistency checks, every cached resource's.
+	var checks checksSeen
+	for k, row := range rows {
+		if byResource && k.method == "RangeStream" && k.kind == consistencyCheckKind {
+			checks.model += row.Model
+			checks.real += row.Real
+		}
+	}
 	out := make([]report.ConformanceRow, 0, len(rows))
 	for _, r := range rows {
 		if r.Real > 0 {
@@ -169,7 +177,7 @@ func compare(model, real []report.EtcdRequests, byResource bool) []report.Confor
 		r.Within10 = d*10 <= r.Real
 		if !r.Within10 {
 			if byResource {
-				r.Note = clusterNote(r, pods)
+				r.Note = clusterNote(r, pods, checks)
 			} else {
 				r.Note = note(r)
 			}
@@ -269,6 +277,17 @@ func note(r *report.ConformanceRow) string {
 	return ""
 }
 
+// consistencyCheckKind is the counting proxy's kind of the watch cache
+// consistency checker's read of etcd through kube-apiserver 1.37: a
+// RangeStream of the resource's prefix with the page limit, pinned to the
+// cache's revision (k8s.io/apiserver/pkg/storage/cacher/consistency/
+// checker.go calculateStoreDigest, etcd3/store.go streamChunks).
+const consistencyCheckKind = "prefix limit rev"
+
+// checksSeen are the consistency checks (consistencyCheckKind) of every
+// cached resource in the compared phases, both sides.
+type checksSeen struct{ model, real int64 }
+
 // podsCreated are a cluster's pods created in the compared phases, by
 // the model and by the real control plane.
 type podsCreated struct{ model, real int64 }
@@ -303,8 +322,13 @@ var podResources = map[string]bool{"pods": true, "replicasets.apps": true, "depl
 // clusterNote says what is known of a cluster's row outside 10 %
 // (CompareByResource): the differences between the model of a cluster
 // (pkg/clustermodel) and the real control plane, each with its source.
-func clusterNote(r *report.ConformanceRow, pods podsCreated) string {
+func clusterNote(r *report.ConformanceRow, pods podsCreated, checks checksSeen) string {
 	switch {
+	case r.Method == "RangeStream" && r.Kind == consistencyCheckKind && r.Model <= 1 && r.Real <= 1:
+		return fmt.Sprintf("timers: the watch cache's consistency checker reads each cached resource every 5 to 7.5 minutes, the first after as long again "+
+			"from its cache's start (k8s.io/apiserver/pkg/storage/cacher/consistency/checker.go Run: wait.Jitter(CheckPeriod 5m, 0.5), sliding); "+
+			"the first checks come 5 to 7.5 minutes after each side's kube-apiserver start, from which the compared window begins at a different distance on each side, "+
+			"so one check or none falls in the window, by resource and side; over every cached resource, model %d, real %d", checks.model, checks.real)
 	case r.Resource == "events" && (r.Method == "RangeStream" || r.Method == "Range") && r.Kind == "prefix":
 		return "the run's informers of events (not cached): kube-apiserver 1.37 lists them with RangeStream (EtcdRangeStream: k8s.io/apiserver/pkg/storage/etcd3/store.go), the model's stand-in with a Range"
 	case r.Method == "Watch" && r.Kind == "stream":

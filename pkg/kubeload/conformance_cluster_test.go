@@ -67,3 +67,37 @@ func TestCompareByResourceNotesKWOKLeases(t *testing.T) {
 		t.Fatalf("got %+v, want one row outside 10 %% whose note names KWOK's NodeLeaseParallelism 4", rows)
 	}
 }
+
+// TestCompareByResourceNotesConsistencyChecks notes a resource whose
+// consistency check (a RangeStream pinned to the cache's revision) fell
+// in the window on one side only, with the checks of every resource on
+// each side; a resource with two checks on a side gets no such note.
+func TestCompareByResourceNotesConsistencyChecks(t *testing.T) {
+	const check = "prefix limit rev"
+	model := []report.EtcdRequests{
+		{Phase: "steady", Method: "RangeStream", Kind: check, Resource: "configmaps", Requests: 1},
+		{Phase: "steady", Method: "RangeStream", Kind: check, Resource: "secrets", Requests: 1},
+		{Phase: "steady", Method: "RangeStream", Kind: check, Resource: "pods", Requests: 2},
+	}
+	real := []report.EtcdRequests{
+		{Phase: "steady", Method: "RangeStream", Kind: check, Resource: "nodes", Requests: 1},
+		{Phase: "steady", Method: "RangeStream", Kind: check, Resource: "secrets", Requests: 1},
+	}
+	for _, r := range kubeload.CompareByResource(model, real) {
+		noted := strings.Contains(r.Note, "consistency checker") && strings.Contains(r.Note, "model 4, real 2")
+		switch r.Resource {
+		case "configmaps", "nodes":
+			if r.Within10 || !noted {
+				t.Errorf("%s: within %v, note %q; want outside 10 %% with the checks' note and totals (model 4, real 2)", r.Resource, r.Within10, r.Note)
+			}
+		case "secrets":
+			if !r.Within10 || r.Note != "" {
+				t.Errorf("secrets: within %v, note %q; want within 10 %%, no note", r.Within10, r.Note)
+			}
+		case "pods":
+			if noted {
+				t.Errorf("pods: two checks on one side, none on the other, got the one-or-none note %q", r.Note)
+			}
+		}
+	}
+}
