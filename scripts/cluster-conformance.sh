@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cluster-conformance.sh [--quick] [--only CASE,...]: the etcd-direct model
+# cluster-conformance.sh [--quick | --render] [--only CASE,...]: the etcd-direct model
 # of a cluster held against the real control plane, written to
 # results/cluster-conformance/ (scripts/clusterconformance runs the cases
 # and writes README.md from their JSON results).
@@ -14,23 +14,26 @@
 #
 # --quick runs one 10-node case into ${TMPDIR:-/tmp}/cluster-conformance-quick,
 # never results/: a check that the script works, not the published figures.
+# --render runs nothing: it rewrites results/cluster-conformance/README.md
+# from the results there, their rows compared again by the current code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
 
-out=results/cluster-conformance args=()
+out=results/cluster-conformance args=() render=
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) out=${TMPDIR:-/tmp}/cluster-conformance-quick args+=(-quick) ;;
     --only) args+=(-only "$2"); shift ;;
-    *) echo "usage: scripts/cluster-conformance.sh [--quick] [--only CASE,...]" >&2; exit 2 ;;
+    --render) args+=(-render) render=1 ;;
+    *) echo "usage: scripts/cluster-conformance.sh [--quick | --render] [--only CASE,...]" >&2; exit 2 ;;
   esac
   shift
 done
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/lwbench" ./cmd/lwbench
+[ -n "$render" ] || go build -o "$bin/lwbench" ./cmd/lwbench
 mkdir -p "$out"
 go run ./scripts/clusterconformance -lwbench "$bin/lwbench" -out "$out" \
   -commit "$(git rev-parse --short HEAD)$(git diff --quiet || echo -dirty)" "${args[@]}"

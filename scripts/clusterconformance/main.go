@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/machine"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/scripts/internal/casefile"
 )
@@ -99,7 +100,7 @@ func run(o options) error {
 		}
 	}
 	var b bytes.Buffer
-	render(&b, o.out, all)
+	render(&b, o.out, o.commit, all)
 	return os.WriteFile(filepath.Join(o.out, "README.md"), b.Bytes(), 0o644)
 }
 
@@ -135,6 +136,13 @@ func load(dir string, c testCase) (l loaded) {
 		l.err = fmt.Errorf("%s.json is a %T without cases, not a conformance result", c.Name, doc)
 		return l
 	}
+	// The rows are derived from the raw counts: compare them again, so
+	// that the notes are the comparison's at the rendering commit.
+	for i := range r.Cases {
+		if c := &r.Cases[i]; len(c.Model) > 0 || len(c.Real) > 0 {
+			c.Rows = kubeload.CompareByResource(c.Model, c.Real)
+		}
+	}
 	l.res = r
 	return l
 }
@@ -158,7 +166,7 @@ func countRows(rows []report.ConformanceRow) (n counts) {
 }
 
 // render writes the README from every case's files in dir.
-func render(b *bytes.Buffer, dir string, all []testCase) {
+func render(b *bytes.Buffer, dir, commit string, all []testCase) {
 	mem, _ := machine.MemTotalBytes()
 	fmt.Fprintf(b, "# The cluster model against the real control plane\n\n")
 	fmt.Fprintf(b, "Written by `scripts/cluster-conformance.sh` (scripts/clusterconformance) on %s: %s, %d CPUs, %.0f GiB, kernel %s, %s. Do not edit.\n\n",
@@ -166,8 +174,9 @@ func render(b *bytes.Buffer, dir string, all []testCase) {
 	b.WriteString("Each case is one `lwbench conformance --nodes N`: the etcd-direct model of a cluster (pkg/clustermodel) and the real control plane " +
 		"(kube-apiserver, kube-controller-manager, kube-scheduler, KWOK nodes), each on a fresh embedded etcd behind the counting proxy, run the same plan; " +
 		"etcd's requests after the seeding (the drain, each side's own wait for its informers, apart) are compared by resource, method and kind. " +
-		"A row is within 10 % when its counts are; a row outside says what is known of the difference, with its upstream source (kubeload.Compare). " +
-		"Its JSON result is beside this file, its command and commit in `NAME.meta.json`.\n\n")
+		"A row is within 10 % when its counts are; a row outside says what is known of the difference, with its upstream source (kubeload.CompareByResource). " +
+		"Its JSON result is beside this file, its command and commit in `NAME.meta.json`; ")
+	fmt.Fprintf(b, "the rows below are compared from each result's raw counts by the code at commit %s, which wrote this file.\n\n", commit)
 	var ls []loaded
 	for _, c := range all {
 		if l := load(dir, c); l.meta != nil {
