@@ -195,6 +195,26 @@ func (p *Proxy) Close() {
 	}
 }
 
+// upstreamStreamWindow and upstreamConnWindow are the HTTP/2 flow-control
+// windows the proxy gives etcd on its upstream connections, in bytes:
+// fixed, which turns off gRPC's window growth from its bandwidth-delay
+// estimate (google.golang.org/grpc dialoptions.go StaticWindowSize;
+// internal/transport http2_client.go newHTTP2Client, bdpEst, up to 16 MiB
+// a stream). A stream's window
+// is what etcd may send before the proxy reads it, so it bounds what
+// the proxy buffers for a stream whose client reads slowly: without the
+// bound, a kube-apiserver streaming 100 watch-lists' state from etcd
+// (RangeStream chunks of about --max-request-bytes, 1.5 MiB, each) left
+// 281 MB in the proxy's receive buffers (a heap profile of issue 21's
+// 300-informer run). Messages larger than the window still pass: gRPC
+// widens a stream's window for the message it is reading
+// (http2_client.go adjustWindow). The connection's window is returned as
+// data arrives, not as it is read, so it stalls no stream.
+const (
+	upstreamStreamWindow = 1 << 20
+	upstreamConnWindow   = 16 << 20
+)
+
 // downstream is one client connection to the proxy and its own upstream
 // connection.
 type downstream struct {
@@ -207,6 +227,8 @@ func (d *downstream) conn(p *Proxy) (*grpc.ClientConn, error) {
 	d.once.Do(func() {
 		d.cc, d.err = grpc.NewClient(p.target,
 			grpc.WithTransportCredentials(p.creds),
+			grpc.WithStaticStreamWindowSize(upstreamStreamWindow),
+			grpc.WithStaticConnWindowSize(upstreamConnWindow),
 			grpc.WithDefaultCallOptions(
 				grpc.ForceCodecV2(rawCodec{}),
 				grpc.MaxCallRecvMsgSize(math.MaxInt32),
