@@ -404,6 +404,7 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 		}
 	}
 	var key []byte
+	var written *writeSignal
 	for {
 		var f frame
 		if err := cs.RecvMsg(&f); err != nil {
@@ -436,11 +437,72 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 				p.counter.add(appendKey(key[:0], method, kindNoRequest), d)
 			}
 		}
+		large := f.data.Len() >= writtenBeforeNextBytes
+		if large {
+			if written == nil {
+				written = newWriteSignal()
+			}
+			f.data = append(f.data, written.sentinel())
+		}
 		err := ss.SendMsg(&f)
 		f.free()
 		if err != nil {
 			return err
 		}
+		if large {
+			select {
+			case <-written.done:
+			case <-ss.Context().Done():
+				return ss.Context().Err()
+			}
+		}
+	}
+}
+
+// writtenBeforeNextBytes is the size from which forwardResponses waits
+// until a response is written to the client before it reads the next
+// from etcd. gRPC's SendMsg returns once the message is queued and the
+// stream's write quota (64 KiB) has room again; without the wait the
+// proxy holds the queued message, the next one whole and the start of a
+// third for each stream whose client reads slowly (a kube-apiserver
+// reading 100 watch-lists' RangeStream chunks of about 1.5 MiB each at
+// its informers' pace), with it one and the start of the next
+// (upstreamStreamWindow). Smaller responses (watch events, unary
+// answers) are forwarded without waiting.
+const writtenBeforeNextBytes = 256 << 10
+
+// writeSignal tells when gRPC has written a forwarded response: its
+// sentinel, an empty buffer appended to the response's, is freed with
+// them once loopy has written the message or its stream ended
+// (google.golang.org/grpc internal/transport controlbuf.go processData,
+// reader.Close), and gRPC then puts the sentinel's bytes back in its pool,
+// the writeSignal, which signals done. One per stream, one message at a
+// time.
+type writeSignal struct {
+	buf  []byte
+	done chan struct{}
+}
+
+// newWriteSignal returns a writeSignal whose sentinel's capacity is above
+// gRPC's pooling threshold (mem.NewBuffer does not pool a smaller one).
+func newWriteSignal() *writeSignal {
+	return &writeSignal{buf: make([]byte, 0, 4<<10), done: make(chan struct{}, 1)}
+}
+
+// sentinel returns a new empty buffer whose release signals done.
+func (w *writeSignal) sentinel() mem.Buffer { return mem.NewBuffer(&w.buf, w) }
+
+// Get is never called: gRPC gets no buffer from a sentinel's pool.
+func (w *writeSignal) Get(length int) *[]byte {
+	b := make([]byte, length)
+	return &b
+}
+
+// Put signals that the sentinel's message was written (or dropped).
+func (w *writeSignal) Put(*[]byte) {
+	select {
+	case w.done <- struct{}{}:
+	default:
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
@@ -360,5 +364,70 @@ func TestCountsPerResource(t *testing.T) {
 	times := p.Counter().PhaseTimes()
 	if len(times) != 2 || times[1].Phase != "steady" || times[1].Duration <= 0 || times[0].Duration < 0 {
 		t.Errorf("phase times %+v, want start then steady, lasting", times)
+	}
+}
+
+// TestSlowReaderHoldsOneResponse streams a range of large values through
+// the proxy to a client that reads the first response and then stops:
+// the proxy reads the second from etcd and waits until it is written to
+// the client before it reads a third, so it holds one large response for
+// a stalled reader, not two (forwardResponses, writtenBeforeNextBytes).
+// Once the client reads again, the whole range arrives.
+func TestSlowReaderHoldsOneResponse(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	up := etcdtest.NewClient(t, srv)
+	value := string(make([]byte, 400<<10))
+	const keys = 40
+	for i := range keys {
+		if _, err := up.Put(t.Context(), fmt.Sprintf("/registry/configmaps/ns/c%02d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startProxy(t, etcdproxy.Config{Upstream: srv.Endpoints[0], Prefixes: []string{"/registry"}})
+	// A fixed 64 KiB window: a client whose window had grown would take
+	// in a whole response it does not read.
+	conn, err := grpc.NewClient(strings.TrimPrefix(p.URL(), "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(64<<20),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	stream, err := pb.NewKVClient(conn).RangeStream(t.Context(),
+		&pb.RangeRequest{Key: []byte("/registry/configmaps/"), RangeEnd: []byte("/registry/configmaps0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := len(first.RangeResponse.Kvs)
+	received := func() int64 {
+		var n int64
+		for _, r := range p.Counter().Counts() {
+			if r.Method == "RangeStream" {
+				n += r.Responses
+			}
+		}
+		return n
+	}
+	waitFor(t, func() bool { return received() >= 2 })
+	time.Sleep(500 * time.Millisecond) // time enough to read a third, were it not held back
+	if n := received(); n != 2 {
+		t.Errorf("with the client stalled after the first response the proxy read %d responses from etcd, want 2", n)
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		got += len(resp.RangeResponse.Kvs)
+	}
+	if got != keys {
+		t.Errorf("got %d keys through the proxy, want %d", got, keys)
 	}
 }
