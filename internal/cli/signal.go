@@ -6,6 +6,8 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // NotifyInterrupts is the context Run runs a command under: the first
@@ -49,12 +51,36 @@ var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 // it stops listening once its context has ended, and the second SIGINT
 // is then lost (it neither shortens what the command does to hand back
 // its result, nor kills it).
+//
+// A broken standard output or error (a pipe whose reader has exited, as
+// `lwbench run | head` leaves it) ends the first context too, as SIGPIPE:
+// Go would otherwise end the process at the first write to it
+// (os/signal: "Go programs that are not calling Notify for SIGPIPE"),
+// before the command has stopped what it started and removed its
+// temporary directories. Only the first context: the writes that fail
+// after it do not cut that cleanup short. A SIGPIPE of a network
+// connection (delivered too once notified, whatever the descriptor) ends
+// nothing: the signal counts only when fd 1 or 2 polls as broken.
 func notifyInterrupts() (_ context.Context, stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, interruptSignals...)
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
 	first, interruptFirst, cancelFirst := WithInterrupt(context.Background())
 	second, interruptSecond, cancelSecond := WithInterrupt(context.Background())
 	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-pipes:
+				if outputBroken() {
+					interruptFirst(s)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
 	go func() {
 		for _, interrupt := range []func(os.Signal){interruptFirst, interruptSecond} {
 			select {
@@ -69,6 +95,7 @@ func notifyInterrupts() (_ context.Context, stop func()) {
 	return WithSecondInterrupt(first, second), func() {
 		close(done)
 		signal.Stop(sigs)
+		signal.Stop(pipes)
 		cancelFirst()
 		cancelSecond()
 	}
@@ -93,4 +120,20 @@ func SecondInterrupt(ctx context.Context) context.Context {
 		return c
 	}
 	return nil
+}
+
+// outputBroken reports whether standard output or error is a pipe or
+// socket whose reader has gone: poll(2) sets POLLERR on such a pipe's
+// write end, POLLERR or POLLHUP on such a socket.
+func outputBroken() bool {
+	fds := []unix.PollFd{{Fd: 1}, {Fd: 2}}
+	if _, err := unix.Poll(fds, 0); err != nil {
+		return false
+	}
+	for _, f := range fds {
+		if f.Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			return true
+		}
+	}
+	return false
 }
