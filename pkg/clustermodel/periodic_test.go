@@ -7,10 +7,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
-	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -36,17 +32,7 @@ func TestNodeStatusDelay(t *testing.T) {
 // (k8s.io/apiserver/pkg/storage/cacher/consistency/checker.go,
 // etcd3/store.go shouldStream).
 func TestConsistencyCheck(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0], Prefixes: []string{"/registry"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{p.URL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	p, c := etcdtest.Proxy(t, etcdtest.RunEtcd(t), "/registry")
 	st, err := newStore(c, time.Hour)
 	if err != nil {
 		t.Fatal(err)

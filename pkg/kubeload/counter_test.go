@@ -4,10 +4,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
-	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 )
@@ -15,17 +11,7 @@ import (
 // TestCounterOfResources: a run's etcd counts carry each request's
 // resource, and its phases their durations.
 func TestCounterOfResources(t *testing.T) {
-	srv := etcdtest.RunEtcd(t)
-	p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0], Prefixes: []string{"/custom"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{p.URL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p, c := etcdtest.Proxy(t, etcdtest.RunEtcd(t), "/custom")
 	counter := kubeload.CounterOf(p.Counter())
 	counter.Reset()
 	counter.SetPhase("steady")

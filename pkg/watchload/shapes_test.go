@@ -235,17 +235,7 @@ func TestModelWriteShapes(t *testing.T) {
 		{name: "pod delete, cache stale", cache: "seed", resources: pods, mix: deletes, ops: 1,
 			want: []counts{{read: 2, update: 3, del: 2}}, wantSteps: 2},
 	}
-	srv := etcdtest.RunEtcd(t)
-	p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{p.URL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	p, c := etcdtest.Proxy(t, etcdtest.RunEtcd(t))
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wl, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
