@@ -16,7 +16,6 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/embedetcd"
 	"github.com/kubestore/etcdkit/internal/etcdproc"
-	"github.com/kubestore/etcdkit/internal/etcdproxy"
 )
 
 // Options adjust the member RunEtcd starts; the zero value is fine.
@@ -86,19 +85,6 @@ func ClientAt(t testing.TB, endpoint string) *clientv3.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// Proxy starts the counting proxy in front of srv, counting the
-// resources under prefixes (etcdproxy.Config.Prefixes), stopped when the
-// test ends, and returns it with a client of it.
-func Proxy(t testing.TB, srv *embedetcd.Server, prefixes ...string) (*etcdproxy.Proxy, *clientv3.Client) {
-	t.Helper()
-	p, err := etcdproxy.Start(t.Context(), etcdproxy.Config{Upstream: srv.Endpoints[0], Prefixes: prefixes})
-	if err != nil {
-		t.Fatalf("etcd proxy: %v", err)
-	}
-	t.Cleanup(p.Close)
-	return p, ClientAt(t, p.URL())
 }
 
 // CreateDB runs an embedded member, lets fill write to it, stops the member

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/internal/proxytest"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -32,7 +33,7 @@ func TestNodeStatusDelay(t *testing.T) {
 // (k8s.io/apiserver/pkg/storage/cacher/consistency/checker.go,
 // etcd3/store.go shouldStream).
 func TestConsistencyCheck(t *testing.T) {
-	p, c := etcdtest.Proxy(t, etcdtest.RunEtcd(t), "/registry")
+	p, c := proxytest.Start(t, etcdtest.RunEtcd(t), "/registry")
 	st, err := newStore(c, time.Hour)
 	if err != nil {
 		t.Fatal(err)

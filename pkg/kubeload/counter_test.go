@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/internal/proxytest"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 )
 
 // TestCounterOfResources: a run's etcd counts carry each request's
 // resource, and its phases their durations.
 func TestCounterOfResources(t *testing.T) {
-	p, c := etcdtest.Proxy(t, etcdtest.RunEtcd(t), "/custom")
+	p, c := proxytest.Start(t, etcdtest.RunEtcd(t), "/custom")
 	counter := kubeload.CounterOf(p.Counter())
 	counter.Reset()
 	counter.SetPhase("steady")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/internal/proxytest"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -235,7 +236,7 @@ func TestModelWriteShapes(t *testing.T) {
 		{name: "pod delete, cache stale", cache: "seed", resources: pods, mix: deletes, ops: 1,
 			want: []counts{{read: 2, update: 3, del: 2}}, wantSteps: 2},
 	}
-	p, c := etcdtest.Proxy(t, etcdtest.RunEtcd(t))
+	p, c := proxytest.Start(t, etcdtest.RunEtcd(t))
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wl, err := watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
