@@ -176,6 +176,9 @@ func render(b *bytes.Buffer, dir, commit string, all []testCase) {
 		"etcd's requests after the seeding (the drain, each side's own wait for its informers, apart) are compared by resource, method and kind. " +
 		"A row is within 10 % when its counts are; a row outside says what is known of the difference, with its upstream source (kubeload.CompareByResource). " +
 		"Its JSON result is beside this file, its command and commit in `NAME.meta.json`; ")
+	if commit == "" {
+		commit = "(not given: -commit)"
+	}
 	fmt.Fprintf(b, "the rows below are compared from each result's raw counts by the code at commit %s, which wrote this file.\n\n", commit)
 	var ls []loaded
 	for _, c := range all {
