@@ -121,6 +121,29 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// WaitClusterVersion waits until the member has applied the cluster
+// version, at most timeout or until ctx ends. The leader proposes it after
+// its first commit in a term, a raft entry of its own that can come after
+// the first client writes (go.etcd.io/etcd/server/v3 etcdserver/server.go
+// monitorClusterVersions); a member stopped before applying it leaves a db
+// whose consistent index is one lower. Errors: the timeout's, or ctx's.
+func (s *Server) WaitClusterVersion(ctx context.Context, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.etcd.Server.ClusterVersion() == nil {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return fmt.Errorf("embedded etcd in %s: no cluster version after %v", s.Dir, timeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // DBPath returns the path of the member's bbolt database file.
 func (s *Server) DBPath() string { return filepath.Join(s.Dir, "member", "snap", "db") }
 

@@ -97,6 +97,11 @@ func CreateDB(t testing.TB, fill func(ctx context.Context, c *clientv3.Client), 
 	c := NewClient(t, srv)
 	fill(t.Context(), c)
 	c.Close()
+	// The cluster version's raft entry counts in the consistent index:
+	// the db must hold it whatever the machine's load.
+	if err := srv.WaitClusterVersion(t.Context(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	srv.Close()
 	data, err := os.ReadFile(srv.DBPath())
 	if err != nil {
