@@ -532,6 +532,7 @@ func appendWatchRequestKind(dst []byte, w *pb.WatchRequest) []byte {
 const (
 	rangeResponseKvs             = 2 // RangeResponse.kvs
 	rangeStreamResponseRange     = 1 // RangeStreamResponse.range_response
+	txnResponseSucceeded         = 2 // TxnResponse.succeeded
 	watchResponseWatchID         = 2
 	watchResponseCreated         = 3
 	watchResponseCanceled        = 4
@@ -561,6 +562,34 @@ func countField(b []byte, num protowire.Number) int64 {
 		b = b[l:]
 	}
 	return n
+}
+
+// txnSucceeded returns a TxnResponse's succeeded field (false when
+// absent, as proto3 encodes false); ok is false if b is not a valid
+// message.
+func txnSucceeded(b []byte) (succeeded, ok bool) {
+	for len(b) > 0 {
+		f, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return false, false
+		}
+		b = b[l:]
+		if f == txnResponseSucceeded && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return false, false
+			}
+			succeeded = v != 0
+			b = b[n:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(f, typ, b)
+		if l < 0 {
+			return false, false
+		}
+		b = b[l:]
+	}
+	return succeeded, true
 }
 
 // rangeStreamKeys returns the number of keys in a RangeStreamResponse.

@@ -132,6 +132,24 @@ func TestResponseKeys(t *testing.T) {
 	}
 }
 
+func TestTxnSucceeded(t *testing.T) {
+	get := &pb.ResponseOp{Response: &pb.ResponseOp_ResponseRange{ResponseRange: &pb.RangeResponse{Count: 1}}}
+	for _, tt := range []struct {
+		name          string
+		b             []byte
+		succeeded, ok bool
+	}{
+		{"succeeded", mustMarshal(t, &pb.TxnResponse{Header: &pb.ResponseHeader{Revision: 7}, Succeeded: true}), true, true},
+		{"else branch", mustMarshal(t, &pb.TxnResponse{Header: &pb.ResponseHeader{Revision: 7}, Responses: []*pb.ResponseOp{get}}), false, true},
+		{"empty", nil, false, true},
+		{"truncated", []byte{0x10}, false, false},
+	} {
+		if s, ok := txnSucceeded(tt.b); s != tt.succeeded || ok != tt.ok {
+			t.Errorf("%s: got %v %v, want %v %v", tt.name, s, ok, tt.succeeded, tt.ok)
+		}
+	}
+}
+
 func TestCounterPhasesAndReset(t *testing.T) {
 	c := NewCounter()
 	key := func(method, kind string) []byte { return appendKey(nil, method, kind) }

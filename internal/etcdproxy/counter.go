@@ -72,6 +72,14 @@ type Row struct {
 	// ended with a gRPC status other than OK, including a client's own
 	// cancellation; the code and message reach the client unchanged.
 	Errors int64 `json:"errors"`
+	// FailedCompares is the number of Txn responses whose compares did
+	// not hold (TxnResponse.succeeded false: etcd ran the Else branch and
+	// wrote nothing); 0 for other methods. kube-apiserver's writes compare
+	// the object's mod_revision with the one it started from, so a failed
+	// compare is a write from a stale object, which it retries from the
+	// Else branch's read (k8s.io/apiserver/pkg/storage/etcd3/store.go
+	// GuaranteedUpdate, conditionalDelete).
+	FailedCompares int64 `json:"failedCompares,omitempty"`
 }
 
 // Counts is a snapshot of a Counter: one Row per phase, method, kind,
@@ -366,12 +374,12 @@ func resourceName(path string) string {
 
 // delta is what one message adds to a row.
 type delta struct {
-	requests, requestBytes, responses, responseBytes, items, errors int64
+	requests, requestBytes, responses, responseBytes, items, errors, failedCompares int64
 }
 
 // rowDelta is what row r counted, as one delta.
 func rowDelta(r Row) delta {
-	return delta{r.Requests, r.RequestBytes, r.Responses, r.ResponseBytes, r.Items, r.Errors}
+	return delta{r.Requests, r.RequestBytes, r.Responses, r.ResponseBytes, r.Items, r.Errors, r.FailedCompares}
 }
 
 func (d delta) apply(r *Row) {
@@ -381,4 +389,5 @@ func (d delta) apply(r *Row) {
 	r.ResponseBytes += d.responseBytes
 	r.Items += d.items
 	r.Errors += d.errors
+	r.FailedCompares += d.failedCompares
 }

@@ -430,6 +430,12 @@ func (p *Proxy) forwardResponses(ss grpc.ServerStream, cs grpc.ClientStream, met
 				b, buf := bytesOf(f.data)
 				d.items = rangeStreamKeys(b)
 				freeBuffer(buf)
+			case "Txn":
+				b, buf := bytesOf(f.data)
+				if succeeded, ok := txnSucceeded(b); ok && !succeeded {
+					d.failedCompares = 1
+				}
+				freeBuffer(buf)
 			}
 			if req := lastReq.Load(); req != nil {
 				key = p.counter.addTo(req, bidi, key, d)

@@ -141,6 +141,13 @@ func TestCountsPerKindAndPhase(t *testing.T) {
 	if err != nil || !update.Succeeded {
 		t.Fatalf("update txn: %v %v", update, err)
 	}
+	// A write from a stale object: its compare fails, etcd answers with
+	// the Else branch's read.
+	stale, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", create.Header.Revision)).
+		Then(clientv3.OpPut(key, "v3")).Else(clientv3.OpGet(key)).Commit()
+	if err != nil || stale.Succeeded {
+		t.Fatalf("stale update txn: %v %v, want a failed compare", stale, err)
+	}
 	lease, err := c.Grant(ctx, 60)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +227,7 @@ func TestCountsPerKindAndPhase(t *testing.T) {
 		{"seed", "Range", "key"}:                                   {2, 2, 2, 0},
 		{"seed", "Range", "prefix rev serializable"}:               {1, 1, 2, 0},
 		{"steady", "Txn", "if mod_revision=0 then put"}:            {1, 1, 0, 0},
-		{"steady", "Txn", "if mod_revision=? then put else range"}: {1, 1, 0, 0},
+		{"steady", "Txn", "if mod_revision=? then put else range"}: {2, 2, 0, 0},
 		{"steady", "LeaseGrant", "grant ttl=60s"}:                  {1, 1, 0, 0},
 		// clientv3's KeepAliveOnce (client/v3/lease.go keepAliveOnce)
 		// half-closes its stream and then cancels it: etcd ends the
@@ -245,6 +252,16 @@ func TestCountsPerKindAndPhase(t *testing.T) {
 		{"compacted", "Watch", "created"}:                        {0, 1, 0, 0},
 		{"compacted", "Watch", "compacted"}:                      {0, 1, 0, 0},
 	})
+	// Only the stale update's compare failed.
+	for _, r := range p.Counts() {
+		want := int64(0)
+		if r.Phase == "steady" && r.Method == "Txn" && r.Kind == "if mod_revision=? then put else range" {
+			want = 1
+		}
+		if r.FailedCompares != want {
+			t.Errorf("%s %s %q: %d failed compares, want %d", r.Phase, r.Method, r.Kind, r.FailedCompares, want)
+		}
+	}
 	if got, want := p.Counts().Phases(), []string{"seed", "steady", "compacted"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("phases with rows %v, want %v", got, want)
 	}

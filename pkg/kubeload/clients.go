@@ -240,7 +240,7 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 		res.Cluster.EventsEtcd = st.EventsEtcd
 		// The cluster's objects and churn replace the run's own.
 		res.Scenario.Objects, res.Scenario.ConfigMaps, res.Scenario.Events = 0, 0, 0
-		res.Scenario.WriteRatePerSecond = a.o.Cluster.PodChurn / clusterload.PodsPerOp
+		res.Scenario.WriteRatePerSecond = a.o.Cluster.PodChurn / a.o.Cluster.Plan.PodsPerOp()
 	}
 	var err error
 	a.plan, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
@@ -805,7 +805,7 @@ func etcdRequests(rows etcdproxy.Counts) []report.EtcdRequests {
 	for i, r := range rows {
 		out[i] = report.EtcdRequests{Phase: r.Phase, Method: r.Method, Kind: r.Kind, Resource: r.Resource, Namespace: r.Namespace,
 			Name: r.Name, PrefixKey: r.PrefixKey, Requests: r.Requests, RequestBytes: r.RequestBytes, Responses: r.Responses,
-			ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors}
+			ResponseBytes: r.ResponseBytes, Items: r.Items, Errors: r.Errors, FailedCompares: r.FailedCompares}
 	}
 	return out
 }

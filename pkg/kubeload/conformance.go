@@ -140,9 +140,11 @@ func compare(model, real []report.EtcdRequests, byResource bool) []report.Confor
 			if isModel {
 				row.Model += n
 				row.ModelBytes += r.RequestBytes + r.ResponseBytes
+				row.ModelFailedCompares += r.FailedCompares
 			} else {
 				row.Real += n
 				row.RealBytes += r.RequestBytes + r.ResponseBytes
+				row.RealFailedCompares += r.FailedCompares
 			}
 		}
 	}
@@ -162,6 +164,22 @@ func compare(model, real []report.EtcdRequests, byResource bool) []report.Confor
 			checks.real += row.Real
 		}
 	}
+	// Each resource's writes, both sides: the load's Txns and those whose
+	// compare failed, which made no watch event.
+	writes := map[string]*resourceWrites{}
+	for k, row := range rows {
+		if byResource && PlanWrite(k.method, k.kind) {
+			w := writes[k.resource]
+			if w == nil {
+				w = &resourceWrites{}
+				writes[k.resource] = w
+			}
+			w.model += row.Model
+			w.real += row.Real
+			w.modelFailed += row.ModelFailedCompares
+			w.realFailed += row.RealFailedCompares
+		}
+	}
 	out := make([]report.ConformanceRow, 0, len(rows))
 	for _, r := range rows {
 		if r.Real > 0 {
@@ -177,7 +195,7 @@ func compare(model, real []report.EtcdRequests, byResource bool) []report.Confor
 		r.Within10 = d*10 <= r.Real
 		if !r.Within10 {
 			if byResource {
-				r.Note = clusterNote(r, pods, checks)
+				r.Note = clusterNote(r, pods, checks, writes[r.Resource])
 			} else {
 				r.Note = note(r)
 			}
@@ -288,6 +306,23 @@ const consistencyCheckKind = "prefix limit rev"
 // cached resource in the compared phases, both sides.
 type checksSeen struct{ model, real int64 }
 
+// resourceWrites are one resource's write Txns (PlanWrite) in the
+// compared phases, both sides, and how many of them failed their compare.
+type resourceWrites struct{ model, real, modelFailed, realFailed int64 }
+
+// text says how many of each side's Txns wrote, when a compare failed on
+// either side; "" when none did (or failures were not counted: results
+// written before the proxy counted them).
+func (w *resourceWrites) text() string {
+	if w == nil || w.modelFailed == 0 && w.realFailed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Txns that wrote (each one watch event): model %d of %d, real %d of %d; "+
+		"the others failed their compare, a write from a stale object that kube-apiserver retries from the Else branch's read "+
+		"(k8s.io/apiserver/pkg/storage/etcd3/store.go GuaranteedUpdate, conditionalDelete)",
+		w.model-w.modelFailed, w.model, w.real-w.realFailed, w.real)
+}
+
 // podsCreated are a cluster's pods created in the compared phases, by
 // the model and by the real control plane.
 type podsCreated struct{ model, real int64 }
@@ -321,8 +356,30 @@ var podResources = map[string]bool{"pods": true, "replicasets.apps": true, "depl
 
 // clusterNote says what is known of a cluster's row outside 10 %
 // (CompareByResource): the differences between the model of a cluster
-// (pkg/clustermodel) and the real control plane, each with its source.
-func clusterNote(r *report.ConformanceRow, pods podsCreated, checks checksSeen) string {
+// (pkg/clustermodel) and the real control plane, each with its source
+// (clusterCause), led, for a row of writes or watch events, by how many
+// Txns wrote on each side when a compare failed on either (writes: the
+// row's resource's). A row without a known cause gets no note.
+func clusterNote(r *report.ConformanceRow, pods podsCreated, checks checksSeen, writes *resourceWrites) string {
+	note := clusterCause(r, pods, checks)
+	if note == "" {
+		return ""
+	}
+	// What wrote: a Txn row's own, the resource's for its watch events.
+	if PlanWrite(r.Method, r.Kind) {
+		writes = &resourceWrites{r.Model, r.Real, r.ModelFailedCompares, r.RealFailedCompares}
+	} else if r.Method != "Watch" || r.Kind != "events" {
+		return note
+	}
+	if w := writes.text(); w != "" {
+		return w + "; " + note
+	}
+	return note
+}
+
+// clusterCause is clusterNote's cause of a row, without the failed
+// compares.
+func clusterCause(r *report.ConformanceRow, pods podsCreated, checks checksSeen) string {
 	switch {
 	case r.Method == "RangeStream" && r.Kind == consistencyCheckKind && r.Model <= 1 && r.Real <= 1:
 		return fmt.Sprintf("timers: the watch cache's consistency checker reads each cached resource every 5 to 7.5 minutes, the first after as long again "+

@@ -160,6 +160,7 @@ func EtcdByKind(reqs []EtcdRequests) []EtcdRequests {
 		o.ResponseBytes += r.ResponseBytes
 		o.Items += r.Items
 		o.Errors += r.Errors
+		o.FailedCompares += r.FailedCompares
 	}
 	return out
 }

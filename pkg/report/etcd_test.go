@@ -69,11 +69,14 @@ func TestEtcdByKind(t *testing.T) {
 		{Phase: "steady", Method: "Range", Kind: "key", Resource: "pods", Requests: 1, Responses: 1, Items: 1, RequestBytes: 30, ResponseBytes: 4000, Errors: 1},
 		{Phase: "steady", Method: "Range", Kind: "prefix", Resource: "pods", Requests: 1},
 		{Phase: "stop", Method: "Range", Kind: "key", Resource: "pods", Requests: 2},
+		{Phase: "stop", Method: "Txn", Kind: "if mod_revision=? then put else range", Resource: "pods", Requests: 2, FailedCompares: 1},
+		{Phase: "stop", Method: "Txn", Kind: "if mod_revision=? then put else range", Resource: "configmaps", Requests: 3, FailedCompares: 2},
 	}
 	want := []EtcdRequests{
 		{Phase: "steady", Method: "Range", Kind: "key", Requests: 4, Responses: 4, Items: 4, RequestBytes: 120, ResponseBytes: 4900, Errors: 1},
 		{Phase: "steady", Method: "Range", Kind: "prefix", Requests: 1},
 		{Phase: "stop", Method: "Range", Kind: "key", Requests: 2},
+		{Phase: "stop", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 5, FailedCompares: 3},
 	}
 	if got := EtcdByKind(reqs); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %+v\nwant %+v", got, want)

@@ -156,6 +156,11 @@ type EtcdRequests struct {
 	// Errors are the calls that ended with a gRPC status other than OK
 	// (cancellations by the apiserver included).
 	Errors int64 `json:"errors"`
+	// FailedCompares are the Txn responses whose compares did not hold
+	// (internal/etcdproxy Row.FailedCompares): writes from a stale
+	// object, which wrote nothing and made no watch event. Absent in
+	// results written before lwbench counted them.
+	FailedCompares int64 `json:"failedCompares,omitempty"`
 }
 
 // EtcdPhase is how long the counting proxy counted into one phase of
@@ -241,6 +246,11 @@ type ConformanceRow struct {
 	// ModelBytes and RealBytes are the bytes both ways.
 	ModelBytes int64 `json:"modelBytes"`
 	RealBytes  int64 `json:"realBytes"`
+	// ModelFailedCompares and RealFailedCompares are, of a Txn row's
+	// requests, those whose compares did not hold (EtcdRequests.
+	// FailedCompares): writes from a stale object that wrote nothing.
+	ModelFailedCompares int64 `json:"modelFailedCompares,omitempty"`
+	RealFailedCompares  int64 `json:"realFailedCompares,omitempty"`
 	// Ratio is Model / Real (0 when Real is 0).
 	Ratio float64 `json:"ratio"`
 	// BytesRatio is ModelBytes / RealBytes (0 when RealBytes is 0).

@@ -210,7 +210,8 @@ func render(b *bytes.Buffer, dir, commit string, all []testCase) {
 		for _, c := range l.res.Cases {
 			n := countRows(c.Rows)
 			fmt.Fprintf(b, "%s: %d of %d rows within 10 %%, %d outside with a note, %d without.\n\n", c.Name, n.within, len(c.Rows), n.noted, n.unexplained)
-			b.WriteString("| resource | method | kind | model | real | ratio | within 10 % | note |\n|---|---|---|--:|--:|--:|---|---|\n")
+			b.WriteString("Failed compares are a Txn row's requests whose compares did not hold (a write from a stale object, retried by kube-apiserver): they wrote nothing and made no watch event.\n\n")
+			b.WriteString("| resource | method | kind | model | real | ratio | failed compares, model / real | within 10 % | note |\n|---|---|---|--:|--:|--:|--:|---|---|\n")
 			var notes []string // each note once, numbered from 1 below the table
 			for _, r := range c.Rows {
 				note := ""
@@ -233,7 +234,11 @@ func render(b *bytes.Buffer, dir, commit string, all []testCase) {
 				if r.Within10 {
 					within = "yes"
 				}
-				fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s |\n", resource, r.Method, r.Kind, r.Model, r.Real, ratio, within, note)
+				failed := ""
+				if r.ModelFailedCompares > 0 || r.RealFailedCompares > 0 {
+					failed = fmt.Sprintf("%d / %d", r.ModelFailedCompares, r.RealFailedCompares)
+				}
+				fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s |\n", resource, r.Method, r.Kind, r.Model, r.Real, ratio, failed, within, note)
 			}
 			b.WriteString("\n")
 			for i, n := range notes {

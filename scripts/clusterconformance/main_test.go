@@ -31,7 +31,7 @@ func TestRender(t *testing.T) {
 	write(all[0].Name+".json", report.Conformance{Kind: report.KindConformance, SchemaVersion: report.ConformanceSchemaVersion,
 		EtcdVersion: "3.7.3", APIServerVersion: "v1.37.2", Cases: []report.ConformanceCase{{Name: "cluster of 100 nodes", Rows: []report.ConformanceRow{
 			{Resource: "pods", Method: "Txn", Kind: "put", Model: 100, Real: 98, Ratio: 100.0 / 98, Within10: true},
-			{Resource: "events", Method: "Txn", Kind: "patch", Model: 145, Real: 100, Ratio: 1.45, Note: "event | correlator\nnote"},
+			{Resource: "events", Method: "Txn", Kind: "patch", Model: 145, Real: 100, ModelFailedCompares: 5, RealFailedCompares: 7, Ratio: 1.45, Note: "event | correlator\nnote"},
 			{Resource: "nodes", Method: "Range", Kind: "key", Model: 3, Real: 0},
 			{Method: "Watch", Kind: "progress", Model: 2, Real: 1, Ratio: 2, Note: "event | correlator\nnote"},
 		}}}})
@@ -41,10 +41,10 @@ func TestRender(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"| nodes-100 | 3.7.3 / v1.37.2 | 4 | 1 | 2 | 1 | 600 s |",
-		"| events | Txn | patch | 145 | 100 | 1.45 | no | [1] |",
+		"| events | Txn | patch | 145 | 100 | 1.45 | 5 / 7 | no | [1] |",
 		"[1] event / correlator note",
-		"| nodes | Range | key | 3 | 0 | - | no |  |",
-		"| - | Watch | progress | 2 | 1 | 2.00 | no | [1] |",
+		"| nodes | Range | key | 3 | 0 | - |  | no |  |",
+		"| - | Watch | progress | 2 | 1 | 2.00 |  | no | [1] |",
 		"cluster of 100 nodes: 1 of 4 rows within 10 %, 2 outside with a note, 1 without.",
 		"| nodes-1000 | failed: no result (exit 1): Error: the control plane did not start |",
 		"compared from each result's raw counts by the code at commit def5678",
