@@ -28,20 +28,25 @@ const (
 	RolloutAnnotation = "lwbench.kubestore.io/rollout"
 )
 
-// The churn's mix, in percent of ops: CL2's load test scales every
-// Deployment to within [0.5, 1.5] of its size and rolls objects over;
-// here each op changes one or a few pods, so that pods churn at a steady
-// rate rather than in bursts.
-const (
-	scaleUpPercent   = 40
-	scaleDownPercent = 40
-	rolloutPercent   = 20
-)
+// DefaultRolloutPercent is the churn's default share of rollouts, in
+// percent of ops, the rest scaling up and down by one pod, half each:
+// CL2's load test scales every Deployment to within [0.5, 1.5] of its
+// size and rolls objects over; here each op changes one or a few pods,
+// so that pods churn at a steady rate rather than in bursts.
+const DefaultRolloutPercent = 20
 
-// PodsPerOp is how many pods the average churn op creates (and as many
-// it deletes): a rate of ops/s is PodsPerOp times as many pods/s, CL2's
-// throughput (CL2_LOAD_TEST_THROUGHPUT, 10 pods/s by default).
-const PodsPerOp = float64(scaleUpPercent+rolloutPercent*SmallReplicas) / 100
+// PodsPerOp is how many pods the average churn op of p creates (and as
+// many it deletes): a rate of ops/s is PodsPerOp times as many pods/s,
+// CL2's throughput (CL2_LOAD_TEST_THROUGHPUT, 10 pods/s by default). A
+// rollout replaces a small Deployment's SmallReplicas pods, a scale-up
+// creates one: 1.4 at DefaultRolloutPercent, 0.5 without rollouts.
+func (p *Plan) PodsPerOp() float64 {
+	return (float64(p.scaleUpPercent()) + float64(p.RolloutPercent*SmallReplicas)) / 100
+}
+
+// scaleUpPercent is the share of ops that scale up by one, in percent;
+// the rest scale down.
+func (p *Plan) scaleUpPercent() int { return (100 - p.RolloutPercent) / 2 }
 
 // Churn is a Plan's churn as a watchload.Workload: ops on its Deployments
 // through the API (a patch of spec.replicas or of the pod template),
@@ -86,9 +91,9 @@ func (c *Churn) Next(i int64) watchload.Op {
 	kind := ChurnScaleUp
 	r := c.rng.IntN(100)
 	switch {
-	case r < rolloutPercent && len(c.small) > 0:
+	case r < c.plan.RolloutPercent && len(c.small) > 0:
 		kind = ChurnRollout
-	case r < rolloutPercent+scaleDownPercent:
+	case r < 100-c.plan.scaleUpPercent():
 		kind = ChurnScaleDown
 	}
 	var d int

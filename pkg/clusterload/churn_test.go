@@ -1,6 +1,8 @@
 package clusterload
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -12,10 +14,34 @@ import (
 // planned size, rolling out only small Deployments, and each
 // Deployment's ops on one worker.
 func TestChurnPlan(t *testing.T) {
-	p, err := NewPlan(Options{Nodes: 100})
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		rolloutPercent      int
+		wantRollout, wantUp int
+		wantPodsPerOp       float64
+	}{
+		{0, DefaultRolloutPercent, 40, 1.4},
+		{-1, 0, 50, 0.5},
+		{60, 60, 20, 3.2},
+	} {
+		t.Run(fmt.Sprint(tt.rolloutPercent), func(t *testing.T) {
+			p, err := NewPlan(Options{Nodes: 100, RolloutPercent: tt.rolloutPercent})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.PodsPerOp(); math.Abs(got-tt.wantPodsPerOp) > 1e-9 {
+				t.Errorf("pods per op %v, want %v", got, tt.wantPodsPerOp)
+			}
+			checkChurn(t, p, map[any]int{ChurnScaleUp: tt.wantUp, ChurnScaleDown: 100 - tt.wantUp - tt.wantRollout, ChurnRollout: tt.wantRollout})
+		})
 	}
+	if _, err := NewPlan(Options{Nodes: 100, RolloutPercent: 101}); err == nil {
+		t.Error("rollout percent 101: no error")
+	}
+}
+
+// checkChurn holds p's churn to the checks of TestChurnPlan, with the
+// kinds of op in shares (percent) of want.
+func checkChurn(t *testing.T, p *Plan, want map[any]int) {
 	clients := []kubernetes.Interface{fake.NewClientset(), fake.NewClientset(), fake.NewClientset()}
 	a, err := NewChurn(p, clients, 7)
 	if err != nil {
@@ -59,7 +85,7 @@ func TestChurnPlan(t *testing.T) {
 			t.Fatalf("op %d: %s at %d replicas, planned %d", i, op.Name, r, planned)
 		}
 	}
-	for kind, want := range map[any]int{ChurnScaleUp: scaleUpPercent, ChurnScaleDown: scaleDownPercent, ChurnRollout: rolloutPercent} {
+	for kind, want := range want {
 		if got := kinds[kind] * 100 / n; got < want-3 || got > want+3 {
 			t.Errorf("kind %v: %d %% of ops, want about %d %%", kind, got, want)
 		}

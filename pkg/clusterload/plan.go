@@ -48,6 +48,10 @@ type Options struct {
 	// NamespacePrefix names the namespaces, followed by their number
 	// from 0 ("" means "load-").
 	NamespacePrefix string
+	// RolloutPercent is the churn's share of ops that roll a small
+	// Deployment out, in percent (DefaultRolloutPercent if 0; negative:
+	// none, the churn only scales by one pod); at most 100.
+	RolloutPercent int
 }
 
 // Deployment is one Deployment of a Plan, with its Service (half of them
@@ -70,6 +74,10 @@ type Plan struct {
 	Deployments []Deployment
 	// DaemonSetNamespace holds the DaemonSet "daemon".
 	DaemonSetNamespace string
+	// RolloutPercent is the churn's share of rollouts, 0 to 100
+	// (Options.RolloutPercent resolved); the other ops scale a Deployment
+	// up or down by one, half each.
+	RolloutPercent int
 }
 
 // NewPlan plans the load of o as CL2's load test does per namespace: with
@@ -88,6 +96,15 @@ func NewPlan(o Options) (*Plan, error) {
 	if o.PodsPerNode < 0 || o.NodesPerNamespace < 0 {
 		return nil, fmt.Errorf("pods per node %d, nodes per namespace %d: want 0 (the default) or more", o.PodsPerNode, o.NodesPerNamespace)
 	}
+	if o.RolloutPercent > 100 {
+		return nil, fmt.Errorf("rollout percent %d: want at most 100", o.RolloutPercent)
+	}
+	switch {
+	case o.RolloutPercent == 0:
+		o.RolloutPercent = DefaultRolloutPercent
+	case o.RolloutPercent < 0:
+		o.RolloutPercent = 0
+	}
 	if o.PodsPerNode == 0 {
 		o.PodsPerNode = DefaultPodsPerNode
 	}
@@ -99,7 +116,7 @@ func NewPlan(o Options) (*Plan, error) {
 	}
 	namespaces := max(1, o.Nodes/o.NodesPerNamespace)
 	podsPerNamespace := min(o.Nodes, o.NodesPerNamespace) * o.PodsPerNode
-	p := &Plan{Nodes: o.Nodes}
+	p := &Plan{Nodes: o.Nodes, RolloutPercent: o.RolloutPercent}
 	for i := range namespaces {
 		ns := fmt.Sprintf("%s%d", o.NamespacePrefix, i)
 		p.Namespaces = append(p.Namespaces, ns)

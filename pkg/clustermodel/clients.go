@@ -101,10 +101,10 @@ func (c *clients) Begin(ctx context.Context, r *watchload.Script) error {
 	}
 	res.Scenario = watchload.ScenarioOf(lo)
 	res.Scenario.Objects, res.Scenario.ConfigMaps, res.Scenario.Events = 0, 0, 0
-	res.Scenario.WriteRatePerSecond = o.PodChurn / clusterload.PodsPerOp
+	res.Scenario.WriteRatePerSecond = o.PodChurn / o.Plan.PodsPerOp()
 	p := o.Plan
 	res.Cluster = &report.ClusterScenario{Nodes: p.Nodes, Namespaces: len(p.Namespaces), Deployments: len(p.Deployments),
-		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: o.PodSize, NodeSize: o.NodeSize, PodChurn: o.PodChurn}
+		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: o.PodSize, NodeSize: o.NodeSize, PodChurn: o.PodChurn, RolloutPercent: &p.RolloutPercent}
 	if v, err := s.EtcdVersion(ctx); err == nil {
 		res.Target.EtcdVersion = v
 	}
@@ -235,7 +235,7 @@ func (c *clients) StartInformers(ctx context.Context) error {
 // run's Duration.
 func (c *clients) StartWrites(ctx context.Context) (*watchload.Writing, error) {
 	lo := c.r.Options
-	rate := c.o.PodChurn / clusterload.PodsPerOp
+	rate := c.o.PodChurn / c.o.Plan.PodsPerOp()
 	c.r.Logf("model: churning %.0f pods/s (%.1f deployment writes/s) for %v", c.o.PodChurn, rate, lo.Duration)
 	return c.r.Session.Write(ctx, c.churn, watchload.WriterOptions{Rate: rate, Total: int64(rate * lo.Duration.Seconds()),
 		Workers: max(1, lo.WriterConcurrency), Timeout: time.Minute}, watchload.PhaseSteady)

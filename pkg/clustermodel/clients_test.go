@@ -119,7 +119,7 @@ func TestModelTraffic(t *testing.T) {
 	if got, want := count(true, "nodes", "Txn", create), int64(nodes); got != want {
 		t.Errorf("seeding: got %d node creates, want %d", got, want)
 	}
-	ops := int64(churn / clusterload.PodsPerOp * duration.Seconds())
+	ops := int64(churn / plan.PodsPerOp() * duration.Seconds())
 	created, deleted := expectedChurn(t, plan, workers, seed, ops)
 	if created == 0 || deleted == 0 {
 		t.Fatalf("the churn's %d ops create %d and delete %d pods; want some of each", ops, created, deleted)

@@ -123,15 +123,15 @@ func (a *apiClients) startKubeletWatches(ctx context.Context) error {
 func clusterScenario(c *ClusterOptions) *report.ClusterScenario {
 	p := c.Plan
 	return &report.ClusterScenario{Nodes: p.Nodes, Namespaces: len(p.Namespaces), Deployments: len(p.Deployments),
-		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: c.PodSize, NodeSize: c.NodeSize, PodChurn: c.PodChurn,
+		Services: p.Services(), Pods: p.Pods() + p.Nodes, PodSize: c.PodSize, NodeSize: c.NodeSize, PodChurn: c.PodChurn, RolloutPercent: &p.RolloutPercent,
 		KubeletWatchNodes: min(c.KubeletWatches, p.Nodes), FillerBytes: c.FillerBytes, DefragAtMs: report.Ms(c.DefragAt)}
 }
 
 // startChurn starts the churn's writers at PodChurn pods per second
-// (clusterload.PodsPerOp pods per op) for the run's Duration.
+// (the plan's PodsPerOp pods per op) for the run's Duration.
 func (a *apiClients) startChurn(ctx context.Context) (*watchload.Writing, error) {
 	lo, c := a.r.Options, a.o.Cluster
-	rate := c.PodChurn / clusterload.PodsPerOp
+	rate := c.PodChurn / c.Plan.PodsPerOp()
 	var err error
 	if a.health, err = a.startNodeHealth(ctx, watchload.PhaseSteady); err != nil {
 		return nil, fmt.Errorf("node health: %w", err)

@@ -180,6 +180,10 @@ type ClusterScenario struct {
 	// PodChurn is the pods created (and as many deleted) per second
 	// after the seeding.
 	PodChurn float64 `json:"podChurnPerSecond"`
+	// RolloutPercent is the churn's share of ops that roll a small
+	// Deployment out, in percent (clusterload.Plan.RolloutPercent); nil
+	// in results written before it could be set, which used 20.
+	RolloutPercent *int `json:"rolloutPercent,omitempty"`
 	// PodsRunning were Running when the seeding ended, SeedMs after it
 	// began (the objects' creates and the control plane's work).
 	PodsRunning int     `json:"podsRunning"`

@@ -37,6 +37,7 @@ type clusterOptions struct {
 	podSize        string
 	nodeSize       string
 	podChurn       float64
+	rolloutPercent int
 	createQPS      float64
 	kubeletWatches int
 	dbSize         string
@@ -65,6 +66,7 @@ func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.podSize, "pod-size", "4Ki", "with --nodes: each pod's size in etcd (protobuf), padded by an annotation: ClusterLoader2's pods are about 4 KiB, real clusters' 10-20 KiB")
 	fs.StringVar(&o.nodeSize, "node-size", "12Ki", "with --nodes: each Node's size in etcd, padded by status.images as kubelets report them (real nodes: 10-30 KiB)")
 	fs.Float64Var(&o.podChurn, "pod-churn", 10, "with --nodes: pods created (and as many deleted) per second once seeded, by scaling Deployments and rolling small ones out (ClusterLoader2's CL2_LOAD_TEST_THROUGHPUT)")
+	fs.IntVar(&o.rolloutPercent, "rollout-percent", clusterload.DefaultRolloutPercent, "with --nodes: the churn's share of ops that roll a small Deployment out (its 5 pods replaced in steps of 1-2), in percent; the rest scale a Deployment up or down by one pod; 0: no rollouts")
 	fs.Float64Var(&o.createQPS, "create-qps", 0, "with --nodes: creates per second while seeding (default ClusterLoader2's: 10 up to 500 nodes, else 100)")
 	fs.IntVar(&o.kubeletWatches, "kubelet-watches", 10, "with --nodes: how many nodes also get the watches their kubelets would open (pods on the node, its Node, Services, each mounted ConfigMap and Secret); 0 none")
 	fs.StringVar(&o.dbSize, "db-size", "0", "with --nodes: grow etcd's db by this much live data (keys under "+kubeload.FillerPrefix+", outside the prefix: no watch cache or informer holds them) after the seeding, e.g. 2Gi, so that a defragmentation copies a db of the size operators report stalls with; etcd then runs with --quota-backend-bytes 8Gi; needs an etcd lwbench starts")
@@ -87,7 +89,7 @@ func (o *clusterOptions) enabled() bool {
 // watch cache on unless --watch-cache says otherwise).
 func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watchload.Options, target *targetOptions) error {
 	if !o.enabled() {
-		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd", "cluster-model"} {
+		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "rollout-percent", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd", "cluster-model"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --nodes", name)
 			}
@@ -103,6 +105,8 @@ func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watc
 		return cli.FlagErrorf("--pods-per-node: Invalid value: %d: must be at least 1", o.podsPerNode)
 	case o.podChurn <= 0:
 		return cli.FlagErrorf("--pod-churn: Invalid value: %v: must be above 0", o.podChurn)
+	case o.rolloutPercent < 0 || o.rolloutPercent > 100:
+		return cli.FlagErrorf("--rollout-percent: Invalid value: %d: must be 0 to 100", o.rolloutPercent)
 	case o.createQPS < 0:
 		return cli.FlagErrorf("--create-qps: Invalid value: %v: must be 0 (ClusterLoader2's) or more", o.createQPS)
 	case o.kubeletWatches < 0:
@@ -231,9 +235,19 @@ func byteSize(flag, s string, limit int64) (int, error) {
 // cluster (--cluster-model) rather than a control plane.
 func (o *clusterOptions) modelled() bool { return o.enabled() && o.model }
 
+// planOptions are the flags' clusterload.Options (--rollout-percent 0:
+// none, which the Options spell negative).
+func (o *clusterOptions) planOptions() clusterload.Options {
+	rollouts := o.rolloutPercent
+	if rollouts == 0 {
+		rollouts = -1
+	}
+	return clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode, RolloutPercent: rollouts}
+}
+
 // clusterModel is the run's clustermodel.Options, counting with counter.
 func (o *clusterOptions) clusterModel(counter clustermodel.Counter) (clustermodel.Options, error) {
-	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode})
+	plan, err := clusterload.NewPlan(o.planOptions())
 	if err != nil {
 		return clustermodel.Options{}, fmt.Errorf("--nodes: %w", err)
 	}
@@ -242,7 +256,7 @@ func (o *clusterOptions) clusterModel(counter clustermodel.Counter) (clustermode
 
 // clusterLoad is the run's kubeload.ClusterOptions.
 func (o *clusterOptions) clusterLoad() (*kubeload.ClusterOptions, error) {
-	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode})
+	plan, err := clusterload.NewPlan(o.planOptions())
 	if err != nil {
 		return nil, fmt.Errorf("--nodes: %w", err)
 	}

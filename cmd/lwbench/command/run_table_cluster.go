@@ -16,7 +16,7 @@ func clusterRows(c *report.ClusterScenario, writeRate float64) [][]string {
 		{"cluster: KWOK nodes / namespaces", fmt.Sprintf("%d / %d", c.Nodes, c.Namespaces)},
 		{"cluster: deployments / services / pods", fmt.Sprintf("%d / %d / %d planned", c.Deployments, c.Services, c.Pods)},
 		{"cluster seeding", fmt.Sprintf("%d pods Running after %.1f s", c.PodsRunning, c.SeedMs/1000)},
-		{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s)", c.PodChurn, writeRate)},
+		{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s%s)", c.PodChurn, writeRate, rolloutText(c.RolloutPercent))},
 		{"kubelet watches: nodes / objects", fmt.Sprintf("%d / %d", c.KubeletWatchNodes, c.KubeletWatchObjects)},
 	}
 	if len(c.EventsEtcd) > 0 {
@@ -69,4 +69,13 @@ func makeNodeHealthTable(h *report.NodeHealth) output.Table {
 		t.Rows = append(t.Rows, []string{p.Phase, fmt.Sprint(p.Renewals), fmt.Sprintf("%.1f", p.IntervalP50Ms/1000), fmt.Sprintf("%.1f", p.IntervalP99Ms/1000), fmt.Sprintf("%.1f", p.IntervalMaxMs/1000)})
 	}
 	return t
+}
+
+// rolloutText is the churn's share of rollouts, as the pod churn row's
+// end: "" when not recorded (results from before it could be set).
+func rolloutText(percent *int) string {
+	if percent == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %d %% of them rollouts", *percent)
 }
