@@ -5,11 +5,12 @@
 # and writes README.md from their JSON results).
 #
 # Each case is one `lwbench conformance --nodes N` (100 and 1,000 nodes,
-# 4 pods/s of churn for 5 minutes a side): the model and a real
+# 4 pods/s of churn for 5 minutes a side; 1,000 nodes again with a churn
+# that never rolls out, --rollout-percent 0): the model and a real
 # kube-apiserver, kube-controller-manager, kube-scheduler and KWOK (built
 # from the Go module proxy into ~/.cache/etcdkit by scripts/build-kube.sh
 # and build-kwok.sh on first use), each on a fresh embedded etcd behind
-# the counting proxy. About 40 minutes on 2 idle cores; a busy machine
+# the counting proxy. About an hour on 2 idle cores; a busy machine
 # makes the control plane fall behind its plan (the notes say so).
 #
 # --quick runs one 10-node case into ${TMPDIR:-/tmp}/cluster-conformance-quick,

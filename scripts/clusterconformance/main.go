@@ -52,6 +52,10 @@ func cases(quick bool) []testCase {
 	return []testCase{
 		{"nodes-100", "100 nodes, 5 pods per node, 4 pods/s", []string{"--nodes", "100", "--pods-per-node", "5", "--pod-churn", "4", "--duration", "5m"}},
 		{"nodes-1000", "1,000 nodes, 3 pods per node, 4 pods/s", []string{"--nodes", "1000", "--pods-per-node", "3", "--pod-churn", "4", "--duration", "5m"}},
+		// The churn without rollouts: every op changes one pod, so no
+		// controller sees two pods of one owner change at once.
+		{"nodes-1000-scale-only", "1,000 nodes, 3 pods per node, 4 pods/s, no rollouts (every op scales a Deployment by one pod)",
+			[]string{"--nodes", "1000", "--pods-per-node", "3", "--pod-churn", "4", "--rollout-percent", "0", "--duration", "5m"}},
 	}
 }
 
