@@ -305,17 +305,19 @@ func conformanceReal(ctx context.Context, o *runOptions, bin string, s kubeload.
 }
 
 // makeConformanceTable has one row per case, method and kind: the model's
-// and the real stack's counts, their ratio, whether within 10 % (judged
-// on the counts; "plan" for the writes, which agree by construction:
-// kubeload.PlanWrite), their bytes both ways, the bytes' ratio, and the
-// note. A ratio is "-" when the real stack sent none.
+// and the real stack's counts, their ratio, the Txns of each whose
+// compares failed, whether within 10 % (judged on the counts; "plan" for
+// the writes, which agree by construction: kubeload.PlanWrite), their
+// bytes both ways, the bytes' ratio, and the note. A ratio is "-" when
+// the real stack sent none.
 func makeConformanceTable(r *report.Conformance) output.Table {
-	t := output.Table{Header: []string{"case", "method", "kind", "model", "real", "ratio", "within 10%", "model bytes", "real bytes", "bytes ratio", "note"},
-		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
+	t := output.Table{Header: []string{"case", "method", "kind", "model", "real", "ratio", "model failed compares", "real failed compares", "within 10%", "model bytes", "real bytes", "bytes ratio", "note"},
+		Numeric: []bool{3: true, 4: true, 5: true, 6: true, 7: true, 9: true, 10: true, 11: true}}
 	for _, c := range r.Cases {
 		for _, row := range c.Rows {
 			t.Rows = append(t.Rows, []string{conformanceCase(c), row.Method, conformanceKind(row),
-				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), conformanceWithin(row),
+				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real),
+				fmt.Sprint(row.ModelFailedCompares), fmt.Sprint(row.RealFailedCompares), conformanceWithin(row),
 				fmt.Sprint(row.ModelBytes), fmt.Sprint(row.RealBytes), conformanceRatio(row.BytesRatio, row.RealBytes), row.Note})
 		}
 	}
@@ -325,7 +327,8 @@ func makeConformanceTable(r *report.Conformance) output.Table {
 // conformancePlanNote explains the judgement "plan" of the writes' rows.
 const conformancePlanNote = "plan: the writes (Txn, the compactor's apart) agree by construction: the model and the real stack perform one write plan, " +
 	"the same creates, updates and deletes of the same objects in the same order; their counts differ only by retries. " +
-	"The model is judged on the reads (Range, RangeStream) and the watches (Watch)."
+	"The model is judged on the reads (Range, RangeStream) and the watches (Watch). " +
+	"failed m/r (failed compares): each side's Txns whose compares did not hold, a write from a stale object that kube-apiserver retries from the Else branch's read; they wrote nothing and made no watch event."
 
 // conformanceWithin is a row's judgement: "plan" for the writes
 // (kubeload.PlanWrite), else whether its counts are within 10 %.
@@ -358,8 +361,8 @@ func conformanceVerdict(c report.ConformanceCase) string {
 // own when counts and bytes together are wider than maxTableWidth; markdown
 // and CSV keep makeConformanceTable's wide table.
 func conformanceLayout(r *report.Conformance) layout {
-	text := output.Table{Header: []string{"#", "method", "kind", "model", "real", "ratio", "±10%", "model bytes", "real bytes", "bytes ratio"},
-		Numeric: []bool{3: true, 4: true, 5: true, 7: true, 8: true, 9: true}}
+	text := output.Table{Header: []string{"#", "method", "kind", "model", "real", "ratio", "failed m/r", "±10%", "model bytes", "real bytes", "bytes ratio"},
+		Numeric: []bool{3: true, 4: true, 5: true, 6: true, 8: true, 9: true, 10: true}}
 	var caseNotes, notes, verdicts []string
 	noteNum := map[string]int{}
 	for i, c := range r.Cases {
@@ -377,8 +380,12 @@ func conformanceLayout(r *report.Conformance) layout {
 				}
 				within += fmt.Sprintf(" [%d]", n)
 			}
+			failed := ""
+			if row.ModelFailedCompares > 0 || row.RealFailedCompares > 0 {
+				failed = fmt.Sprintf("%d/%d", row.ModelFailedCompares, row.RealFailedCompares)
+			}
 			text.Rows = append(text.Rows, []string{fmt.Sprint(i + 1), row.Method, conformanceKind(row),
-				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), within,
+				fmt.Sprint(row.Model), fmt.Sprint(row.Real), conformanceRatio(row.Ratio, row.Real), failed, within,
 				humanize.IBytes(uint64(max(row.ModelBytes, 0))), humanize.IBytes(uint64(max(row.RealBytes, 0))),
 				conformanceRatio(row.BytesRatio, row.RealBytes)})
 		}
@@ -386,7 +393,7 @@ func conformanceLayout(r *report.Conformance) layout {
 	// The verdicts are in the text's case lines, the markdown's notes.
 	return layout{
 		wide:      makeConformanceTable(r),
-		text:      splitTable(text, 3, maxTableWidth, 7),
+		text:      splitTable(text, 3, maxTableWidth, 8),
 		notes:     append([]string{conformancePlanNote}, notes...),
 		textNotes: caseNotes,
 		wideNotes: verdicts,

@@ -13,7 +13,7 @@ import (
 )
 
 // TestConformanceTableGolden renders a conformance result as a table
-// (within maxTableWidth: cases numbered, notes below) and as markdown: each row with the counts, their ratio and the within-10 %
+// (within maxTableWidth: cases numbered, notes below) and as markdown: each row with the counts, their ratio, the Txns whose compares failed and the within-10 %
 // judgement ("plan" for the writes, which agree by construction), then the
 // bytes both ways and their ratio ("-" for a row the real stack did not
 // send), then the note; each case with how many of its reads and watches
@@ -28,7 +28,7 @@ func TestConformanceTableGolden(t *testing.T) {
 	real := []report.EtcdRequests{
 		{Phase: "sync", Method: "Range", Kind: "prefix limit", Requests: 11, RequestBytes: 560, Responses: 11, ResponseBytes: 1_210_000},
 		{Phase: "released after compaction 2", Method: "Range", Kind: "prefix", Requests: 10, RequestBytes: 400, Responses: 10, ResponseBytes: 600},
-		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 3969, RequestBytes: 2_100_000, Responses: 3969, ResponseBytes: 160_000},
+		{Phase: "steady", Method: "Txn", Kind: "if mod_revision=? then put else range", Requests: 3969, RequestBytes: 2_100_000, Responses: 3969, ResponseBytes: 160_000, FailedCompares: 6},
 		{Phase: "steady", Method: "Watch", Kind: "events", Responses: 25984, ResponseBytes: 9_500_000},
 		{Phase: "released after compaction 2", Method: "Status", Kind: "call", Requests: 1, Responses: 1, ResponseBytes: 78},
 	}
