@@ -103,28 +103,34 @@ func TestCompareByResourceNotesConsistencyChecks(t *testing.T) {
 }
 
 // TestCompareByResourceNotesFailedCompares leads a noted row of writes
-// with how many of its Txns wrote on each side once a compare failed;
-// a row without a known cause stays without a note, failed compares or
-// not.
+// or watch events with how many Txns wrote on each side once a compare
+// failed (the ReplicaSets' events: the resource's Txns), and notes the
+// controllers' merged writes in rollouts; a row without a known cause
+// stays without a note, failed compares or not.
 func TestCompareByResourceNotesFailedCompares(t *testing.T) {
 	const create, update, del = "if mod_revision=0 then put", "if mod_revision=? then put else range", "if mod_revision=? then delete else range"
 	model := []report.EtcdRequests{
+		{Phase: "steady", Method: "Txn", Kind: update, Resource: "configmaps", Requests: 100},
 		{Phase: "steady", Method: "Txn", Kind: create, Resource: "pods", Requests: 100},
 		{Phase: "steady", Method: "Txn", Kind: del, Resource: "pods", Requests: 200, FailedCompares: 100},
 		{Phase: "steady", Method: "Txn", Kind: update, Resource: "replicasets.apps", Requests: 800},
 		{Phase: "steady", Method: "Watch", Kind: "events", Resource: "replicasets.apps", Responses: 800},
 	}
 	real := []report.EtcdRequests{
+		{Phase: "steady", Method: "Txn", Kind: update, Resource: "configmaps", Requests: 130, FailedCompares: 30},
 		{Phase: "steady", Method: "Txn", Kind: create, Resource: "pods", Requests: 100},
 		{Phase: "steady", Method: "Txn", Kind: del, Resource: "pods", Requests: 260, FailedCompares: 160},
 		{Phase: "steady", Method: "Txn", Kind: update, Resource: "replicasets.apps", Requests: 780, FailedCompares: 60},
 		{Phase: "steady", Method: "Watch", Kind: "events", Resource: "replicasets.apps", Responses: 720},
 	}
 	rows := kubeload.CompareByResource(model, real)
-	if len(rows) != 4 {
-		t.Fatalf("got %d rows %+v, want 4", len(rows), rows)
+	if len(rows) != 5 {
+		t.Fatalf("got %d rows %+v, want 5", len(rows), rows)
 	}
-	del1, rsTxn, rsEvents := rows[1], rows[2], rows[3]
+	cm, del1, rsTxn, rsEvents := rows[0], rows[2], rows[3], rows[4]
+	if cm.Resource != "configmaps" || cm.Within10 || cm.RealFailedCompares != 30 || cm.Note != "" {
+		t.Errorf("configmaps row %+v: want outside 10 %% with 30 real failed compares and no note (no known cause)", cm)
+	}
 	if del1.Kind != del || del1.ModelFailedCompares != 100 || del1.RealFailedCompares != 160 ||
 		!strings.HasPrefix(del1.Note, "Txns that wrote (each one watch event): model 100 of 200, real 100 of 260;") || !strings.Contains(del1.Note, "KWOK's DELETE") {
 		t.Errorf("pods delete row %+v: want its failed compares counted and its note led by the Txns that wrote", del1)
@@ -132,7 +138,8 @@ func TestCompareByResourceNotesFailedCompares(t *testing.T) {
 	if rsTxn.RealFailedCompares != 60 || !rsTxn.Within10 || rsTxn.Note != "" {
 		t.Errorf("replicasets Txn row %+v: want 60 real failed compares, within 10 %%, no note", rsTxn)
 	}
-	if rsEvents.Method != "Watch" || rsEvents.Within10 || rsEvents.Note != "" {
-		t.Errorf("replicasets events row %+v: want outside 10 %% without a note (no known cause)", rsEvents)
+	if rsEvents.Method != "Watch" || rsEvents.Within10 ||
+		!strings.HasPrefix(rsEvents.Note, "Txns that wrote (each one watch event): model 800 of 800, real 720 of 780;") || !strings.Contains(rsEvents.Note, "--rollout-percent 0") {
+		t.Errorf("replicasets events row %+v: want outside 10 %%, noted with the resource's Txns that wrote and the rollouts' merged writes", rsEvents)
 	}
 }
