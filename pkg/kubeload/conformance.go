@@ -456,11 +456,11 @@ var rolloutMerged = map[string]bool{"replicasets.apps": true, "endpoints": true,
 // ReplicaSet statuses, Endpoints and EndpointSlices than the model when
 // the churn rolls out, as measured by the case whose churn never does
 // (scripts/clusterconformance nodes-1000-scale-only).
-const rolloutMergeNote = "real: in a rollout the deployment controller starts or stops two pods of one Deployment at a time " +
-	"(maxSurge and maxUnavailable 25 % of 5 replicas: pkg/controller/deployment/rolling.go; clustermodel rolloutSteps), and the replicaset, endpoints and " +
+const rolloutMergeNote = "real: in a rollout the deployment controller starts or stops up to two pods of one Deployment at a time " +
+	"(of 5 replicas, maxSurge 25 % rounds up to 2, maxUnavailable down to 1: pkg/controller/deployment/rolling.go; clustermodel rolloutSteps), and the replicaset, endpoints and " +
 	"endpointslice controllers sync a key once for the changes that arrive while it waits in their workqueue (k8s.io/client-go/util/workqueue queue.go Add: " +
 	"a key already queued is not queued again), writing the object once per sync and not at all when it is unchanged " +
-	"(pkg/controller/replicaset/replica_set.go syncReplicaSet, updateReplicaSetStatus; pkg/controller/endpoint/endpoints_controller.go syncService; " +
+	"(pkg/controller/replicaset/replica_set.go syncReplicaSet, replica_set_utils.go updateReplicaSetStatus; pkg/controller/endpoint/endpoints_controller.go syncService; " +
 	"k8s.io/endpointslice reconciler.go), so two pods' changes often make one write; the model writes each pod's. " +
 	"Measured: with --rollout-percent 0 (every churn op changes one pod) these rows agree within 1 % at 1,000 nodes " +
 	"(results/cluster-conformance, case nodes-1000-scale-only)"
