@@ -17,7 +17,10 @@
 //     peak resident set (the result's self.maxRSSBytes) at most 2.5 GB;
 //     then the same run four other ways (runVariants), to tell the
 //     harness's memory from the embedded etcd's and a saturated stack's
-//     relists from the harness's own cost.
+//     relists from the harness's own cost;
+//   - BenchmarkBareInformerRun: the run's load with bare client-go
+//     informers in place of lwbench's, to tell what the stack does to
+//     any client from what lwbench adds.
 package main
 
 import (
@@ -71,9 +74,14 @@ func main() {
 	flag.StringVar(&o.commit, "commit", "", "git commit measured")
 	flag.BoolVar(&o.quick, "quick", false, "label the output a quick run (not the targets' sizes)")
 	render := flag.Bool("render", false, "only rewrite -out from its JSON (-out with .json), running nothing")
+	bareOnly := flag.Bool("bare-only", false, "only run BenchmarkBareInformerRun, into the JSON beside -out (which must exist), and rewrite -out")
 	flag.Parse()
-	if *render {
-		if err := rerender(o); err != nil {
+	o.runArgs = strings.Fields(*runArgs)
+	if *render || *bareOnly {
+		if *bareOnly && o.testBinary == "" {
+			log.Fatal("harnesscost: -bare-only needs -test-binary")
+		}
+		if err := rerender(o, *bareOnly); err != nil {
 			log.Fatalf("harnesscost: %v", err)
 		}
 		return
@@ -87,7 +95,6 @@ func main() {
 		}
 		o.sizes = append(o.sizes, size{n, p})
 	}
-	o.runArgs = strings.Fields(*runArgs)
 	if o.lwbench == "" || o.testBinary == "" {
 		log.Fatal("harnesscost: -lwbench and -test-binary are required")
 	}
@@ -109,6 +116,9 @@ type Result struct {
 	// (runVariants), in that order.
 	Run      *RunCost   `json:"run"`
 	Variants []*RunCost `json:"variants,omitempty"`
+	// BareRun is BenchmarkBareInformerRun's metrics (absent before
+	// 2026-12-07).
+	BareRun *BareRunCost `json:"bareRun,omitempty"`
 	// Watchers and Objects are the run's --watchers and --objects (absent
 	// from results written before 2026-12-06: -render takes the flags').
 	Watchers int `json:"watchers,omitempty"`
@@ -133,6 +143,19 @@ type KubeletCost struct {
 	Command string             `json:"command"`
 	Metrics map[string]float64 `json:"metrics"`
 	Error   string             `json:"error,omitempty"`
+}
+
+// BareRunCost is BenchmarkBareInformerRun's metrics by unit
+// ("synced-informers", "caught-up-informers", "pod-rangestreams",
+// "writes-s", "sync-s", "cpu-s", "peak-rss-B").
+type BareRunCost struct {
+	Command string             `json:"command"`
+	Metrics map[string]float64 `json:"metrics"`
+	Error   string             `json:"error,omitempty"`
+	// Date and Commit are set when it was measured apart from the rest
+	// (-bare-only), which the Result's Date and Commit then do not cover.
+	Date   string `json:"date,omitempty"`
+	Commit string `json:"commit,omitempty"`
 }
 
 // runVariant is a way to run the target's lwbench run: flags added to
@@ -201,14 +224,14 @@ func run(o options) error {
 	r := Result{Date: start.UTC().Format(time.RFC3339), Commit: o.commit, Machine: machine(), Go: runtime.Version(), Quick: o.quick, Watchers: o.watchers, Objects: o.objects}
 	for _, s := range o.sizes {
 		env := []string{fmt.Sprintf("LWBENCH_BENCH_INFORMERS=%d", s.Informers), fmt.Sprintf("LWBENCH_BENCH_PODS=%d", s.Pods)}
-		m, cmd, err := bench(o, "InformerMemory", env)
+		m, cmd, err := bench(o, "InformerMemory", env, 20*time.Minute)
 		c := InformerCost{Informers: s.Informers, Pods: s.Pods, Command: cmd, Metrics: m}
 		if err != nil {
 			c.Error = err.Error()
 		}
 		r.Informer = append(r.Informer, c)
 	}
-	m, cmd, err := bench(o, "KubeletWatches", []string{fmt.Sprintf("LWBENCH_BENCH_NODES=%d", o.nodes)})
+	m, cmd, err := bench(o, "KubeletWatches", []string{fmt.Sprintf("LWBENCH_BENCH_NODES=%d", o.nodes)}, 20*time.Minute)
 	r.Kubelet = &KubeletCost{Nodes: o.nodes, Command: cmd, Metrics: m}
 	if err != nil {
 		r.Kubelet.Error = err.Error()
@@ -232,6 +255,7 @@ func run(o options) error {
 			r.Variants = append(r.Variants, rc)
 		}
 	}
+	r.BareRun = bareRun(o)
 	r.TookSeconds = time.Since(start).Seconds()
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -243,8 +267,25 @@ func run(o options) error {
 	return os.WriteFile(o.out, []byte(report(r)), 0o644)
 }
 
-// rerender rewrites o.out from the JSON an earlier run wrote beside it.
-func rerender(o options) error {
+// bareRun runs BenchmarkBareInformerRun at the run's size, with its
+// --start-concurrency.
+func bareRun(o options) *BareRunCost {
+	env := []string{fmt.Sprintf("LWBENCH_BENCH_INFORMERS=%d", o.watchers), fmt.Sprintf("LWBENCH_BENCH_PODS=%d", o.objects)}
+	if c := flagValue(o.runArgs, "--start-concurrency"); c != "" {
+		env = append(env, "LWBENCH_BENCH_START_CONCURRENCY="+c)
+	}
+	m, cmd, err := bench(o, "BareInformerRun", env, 30*time.Minute)
+	c := &BareRunCost{Command: cmd, Metrics: m}
+	if err != nil {
+		c.Error = err.Error()
+	}
+	return c
+}
+
+// rerender rewrites o.out from the JSON an earlier run wrote beside it;
+// with bare, it first measures the bare run again into that JSON, dated
+// and with o.commit, as the Result's own date and commit do not cover it.
+func rerender(o options, bare bool) error {
 	b, err := os.ReadFile(strings.TrimSuffix(o.out, ".md") + ".json")
 	if err != nil {
 		return err
@@ -256,14 +297,42 @@ func rerender(o options) error {
 	if r.Watchers == 0 {
 		r.Watchers, r.Objects = o.watchers, o.objects
 	}
+	if bare {
+		date := time.Now().UTC().Format(time.RFC3339)
+		o.watchers, o.objects = r.Watchers, r.Objects
+		r.BareRun = bareRun(o)
+		r.BareRun.Date, r.BareRun.Commit = date, o.commit
+		js, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(strings.TrimSuffix(o.out, ".md")+".json", append(js, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
 	return os.WriteFile(o.out, []byte(report(r)), 0o644)
 }
 
-// bench runs one benchmark of the test binary with env added and returns
-// its metrics by unit, and the command as a person would type it.
-func bench(o options, name string, env []string) (map[string]float64, string, error) {
-	args := []string{"-test.run", "^$", "-test.bench", "^Benchmark" + name + "$", "-test.benchtime", "1x", "-test.timeout", "20m"}
-	typed := strings.Join(env, " ") + " go test ./pkg/kubeload -run '^$' -bench '^Benchmark" + name + "$' -benchtime 1x"
+// flagValue returns the value following flag name in args ("" when
+// absent).
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// bench runs one benchmark of the test binary with env added, within
+// timeout, and returns its metrics by unit, and the command as a person
+// would type it.
+func bench(o options, name string, env []string, timeout time.Duration) (map[string]float64, string, error) {
+	args := []string{"-test.run", "^$", "-test.bench", "^Benchmark" + name + "$", "-test.benchtime", "1x", "-test.timeout", timeout.String()}
+	typed := strings.Join(env, " ") + " go test ./pkg/kubeload -run '^$' -bench '^Benchmark" + name + "$' -benchtime 1x -timeout " + timeout.String()
 	bin, err := filepath.Abs(o.testBinary)
 	if err != nil {
 		return nil, typed, err
@@ -364,9 +433,10 @@ func lwbenchRun(o options, extra, env []string) (*RunCost, []byte) {
 	return rc, stdout.Bytes()
 }
 
-// writeRuns writes the table of the target's run and its variants, and
-// each one's warnings and verdict.
-func writeRuns(b *strings.Builder, runs []*RunCost) {
+// writeRuns writes the table of the target's run, its variants and the
+// bare client-go run of the same load (if measured), and each one's
+// warnings and verdict.
+func writeRuns(b *strings.Builder, runs []*RunCost, bare *BareRunCost, watchers int) {
 	b.WriteString("\n## The lwbench run: the target's command and its variants\n\n")
 	b.WriteString("| run | lwbench peak RSS | peak heap | CPU s | wall s | relists | writes took (scheduled) | verdict |\n|---|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, rc := range runs {
@@ -381,6 +451,16 @@ func writeRuns(b *strings.Builder, runs []*RunCost) {
 		v, _, _ := strings.Cut(rc.Verdict, ":")
 		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.0f | %d | %.1f s (%.1f s) | %s |\n", name, mb(float64(rc.MaxRSSBytes)), mb(float64(rc.PeakHeapBytes)),
 			rc.CPUSeconds, rc.WallSeconds, rc.Relists, rc.WritesTookMs/1000, rc.WritesScheduledMs/1000, v)
+	}
+	if bare != nil {
+		m := bare.Metrics
+		switch {
+		case len(m) == 0:
+			fmt.Fprintf(b, "| %s | not measured: %s | | | | | | |\n", bareRunName, strings.ReplaceAll(bare.Error, "|", "/"))
+		default:
+			fmt.Fprintf(b, "| %s | %s | - | %.0f | %.0f | - | %.1f s (%.1f s) | %s |\n", bareRunName, mb(m["peak-rss-B"]), m["cpu-s"],
+				m["sync-s"]+m["writes-s"], m["writes-s"], runs[0].WritesScheduledMs/1000, bareVerdict(m, watchers))
+		}
 	}
 	b.WriteString("\n")
 	for _, rc := range runs {
@@ -399,6 +479,32 @@ func writeRuns(b *strings.Builder, runs []*RunCost) {
 		}
 		b.WriteString("\n")
 	}
+	if bare != nil && len(bare.Metrics) > 0 {
+		m := bare.Metrics
+		when := ""
+		if bare.Date != "" {
+			when = fmt.Sprintf(", measured apart from the runs above on %s at commit %s", bare.Date, bare.Commit)
+		}
+		fmt.Fprintf(b, "- %s (BenchmarkBareInformerRun%s: client-go SharedIndexInformers in place of lwbench's, managedFields dropped, "+
+			"in one process with the embedded etcd and the counting proxy as lwbench run has them; peak RSS is that process's; "+
+			"wall s is the sync and the writes): %.0f of %d synced in %.0f s, %.0f caught up with a marker written after the writes; "+
+			"kube-apiserver streamed the pods' state from etcd %.0f times for %d pod informers (one each when no watch-list expires)\n",
+			bareRunName, when, m["synced-informers"], watchers, m["sync-s"], m["caught-up-informers"], m["pod-rangestreams"], (watchers+2)/3)
+	}
+}
+
+// bareRunName names BenchmarkBareInformerRun's row.
+const bareRunName = "bare client-go informers, the same load"
+
+// bareVerdict says how many of the bare run's informers synced and
+// caught up with the writes: PASS only when all did.
+func bareVerdict(m map[string]float64, watchers int) string {
+	synced, caught := int(m["synced-informers"]), int(m["caught-up-informers"])
+	v := "PASS"
+	if synced < watchers || caught < watchers {
+		v = "FAIL"
+	}
+	return fmt.Sprintf("%s: %d of %d synced, %d caught up", v, synced, watchers, caught)
 }
 
 func lastLines(s string, n int) string {
@@ -487,7 +593,7 @@ func report(r Result) string {
 		fmt.Fprintf(&b, "| kubelet watches of %d nodes under 1 GB | %s | %s |\n", k.Nodes, m, verdict(ok))
 	}
 	if r.Run != nil {
-		writeRuns(&b, append([]*RunCost{r.Run}, r.Variants...))
+		writeRuns(&b, append([]*RunCost{r.Run}, r.Variants...), r.BareRun, r.Watchers)
 	}
 	b.WriteString("\n## Per informer: lwbench against bare client-go (BenchmarkInformerMemory)\n\n")
 	b.WriteString("| informers x pods | set | heap once synced | heap after writes | RSS growth | sync peak heap | sync CPU (s) | write CPU (s) | objects held |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
@@ -516,6 +622,9 @@ func report(r Result) string {
 	}
 	for _, v := range r.Variants {
 		b.WriteString(v.Command + "\n")
+	}
+	if r.BareRun != nil {
+		b.WriteString(r.BareRun.Command + "\n")
 	}
 	b.WriteString("```\n")
 	b.WriteString(`

@@ -8,6 +8,15 @@ import (
 	"testing"
 )
 
+func TestFlagValue(t *testing.T) {
+	args := []string{"--sync-timeout", "10m", "--start-concurrency", "8", "--x=3"}
+	for name, want := range map[string]string{"--start-concurrency": "8", "--x": "3", "--missing": ""} {
+		if got := flagValue(args, name); got != want {
+			t.Errorf("%s: got %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestBenchMetrics(t *testing.T) {
 	out := `goos: linux
 BenchmarkKubeletWatches-2   	       1	2595421986 ns/op	         0.7908 cpu-s	  29317336 heap-B	       100.0 nodes
@@ -41,13 +50,16 @@ func TestWriteRuns(t *testing.T) {
 			Verdict: "PASS: every watch guarantee held", Warnings: []string{"the target could not keep the write rate"}},
 		{Variant: runVariants[0].Name, OK: true, MaxRSSBytes: 1.2e9, Verdict: "FAIL: 2 unsynced informers"},
 		{Variant: runVariants[1].Name, Error: "exit signal: killed"},
-	})
+	}, &BareRunCost{Metrics: map[string]float64{"synced-informers": 300, "caught-up-informers": 200, "sync-s": 100, "writes-s": 60,
+		"cpu-s": 500, "peak-rss-B": 3e9, "pod-rangestreams": 900}}, 300)
 	for _, want := range []string{
 		"| the target's command | 5400.0 MB | 5100.0 MB | 519 | 1091 | 112 | 65.0 s (20.0 s) | PASS |",
 		"| etcd in a process of its own | 1200.0 MB |",
 		"| kube-apiserver's 5-minute compaction | did not finish: exit signal: killed |",
 		"- the target's command: PASS: every watch guarantee held; warning: the target could not keep the write rate",
 		"- etcd in a process of its own (`--cluster-size 1`: lwbench's peak RSS without the embedded etcd's): FAIL: 2 unsynced informers",
+		"| bare client-go informers, the same load | 3000.0 MB | - | 500 | 160 | - | 60.0 s (20.0 s) | FAIL: 300 of 300 synced, 200 caught up |",
+		"300 of 300 synced in 100 s, 200 caught up with a marker written after the writes; kube-apiserver streamed the pods' state from etcd 900 times for 100 pod informers",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("got:\n%s\nwant a line with %q", b.String(), want)
@@ -66,7 +78,7 @@ func TestRerender(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cost.json"), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := rerender(options{out: filepath.Join(dir, "cost.md"), watchers: 300, objects: 3000}); err != nil {
+	if err := rerender(options{out: filepath.Join(dir, "cost.md"), watchers: 300, objects: 3000}, false); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "cost.md"))
