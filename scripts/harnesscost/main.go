@@ -490,6 +490,10 @@ func writeRuns(b *strings.Builder, runs []*RunCost, bare *BareRunCost, watchers 
 			"wall s is the sync and the writes): %.0f of %d synced in %.0f s, %.0f caught up with a marker written after the writes; "+
 			"kube-apiserver streamed the pods' state from etcd %.0f times for %d pod informers (one each when no watch-list expires)\n",
 			bareRunName, when, m["synced-informers"], watchers, m["sync-s"], m["caught-up-informers"], m["pod-rangestreams"], (watchers+2)/3)
+		if rc := runs[0]; rc.OK && m["peak-rss-B"] > 0 {
+			fmt.Fprintf(b, "  - the target's command above (lwbench's informers, the same load and stack) peaked at %s, %.2f of the bare set's %s\n",
+				mb(float64(rc.MaxRSSBytes)), float64(rc.MaxRSSBytes)/m["peak-rss-B"], mb(m["peak-rss-B"]))
+		}
 	}
 }
 
