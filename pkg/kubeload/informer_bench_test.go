@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
@@ -218,6 +219,68 @@ func benchObject(resource, ns, name string) (kruntime.Object, error) {
 	return nil, fmt.Errorf("resource %q: informers watch pods, configmaps or events", resource)
 }
 
+// seedWorkload plans kopts' objects and creates them through st's API,
+// returning the plan and its writers' workload.
+func seedWorkload(tb testing.TB, st kubeload.Stack, kopts watchload.KubernetesWorkloadOptions) (*watchload.KubernetesWorkload, *kubeload.APIWorkload) {
+	plan, err := watchload.NewKubernetesWorkload(kopts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wl, err := kubeload.NewAPIWorkload(st.Connections, plan, kopts.Workers, kopts.Seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := wl.Seed(tb.Context(), kopts.Workers); err != nil {
+		tb.Fatal(err)
+	}
+	return plan, wl
+}
+
+// bareInformers returns client-go SharedIndexInformers of resources (one
+// each, in order) through st, each on a clientset of its own, dropping
+// managedFields as kube-controller-manager's informers do; not started.
+func bareInformers(tb testing.TB, st kubeload.Stack, resources []string) []cache.SharedIndexInformer {
+	infs := make([]cache.SharedIndexInformer, len(resources))
+	for i, r := range resources {
+		cs, err := st.Connections.NewClientset()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		obj, err := benchObject(r, "", "")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), r, "", fields.Everything())
+		infs[i] = cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
+		if err := infs[i].SetTransform(kubeload.TrimManagedFields); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return infs
+}
+
+// writeMarkers creates one object named name in namespace ns of each of
+// resources through cs and returns their resourceVersions by resource.
+func writeMarkers(tb testing.TB, cs kubernetes.Interface, resources []string, ns, name string) map[string]int64 {
+	markers := map[string]int64{}
+	for _, r := range resources {
+		obj, err := benchObject(r, ns, name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		got, err := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource(r).Body(obj).Do(tb.Context()).Get()
+		if err != nil {
+			tb.Fatalf("marker %s: %v", r, err)
+		}
+		m, err := meta.Accessor(got)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		markers[r], _ = strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	}
+	return markers
+}
+
 // BenchmarkInformerMemory holds lwbench's informers against a bare
 // client-go informer set doing the same (issue 21 item 6): through one
 // real kube-apiserver (watch cache on; LWBENCH_BENCH_WATCH_CACHE=off
@@ -290,17 +353,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 	}
 	st := stack(b, apiserverproc.Config{DisableWatchCache: cacheOff})
 	ctx := b.Context()
-	plan, err := watchload.NewKubernetesWorkload(kopts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	wl, err := kubeload.NewAPIWorkload(st.Connections, plan, kopts.Workers, kopts.Seed)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := wl.Seed(ctx, kopts.Workers); err != nil {
-		b.Fatal(err)
-	}
+	plan, wl := seedWorkload(b, st, kopts)
 	sess := watchload.NewSession(st.Etcd, time.Now(), b.Logf)
 	b.Cleanup(sess.Close)
 	admin, err := sess.DialAdmin(ctx)
@@ -338,23 +391,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 			b.Logf("%d of %d writes failed", ws.Errors, writes)
 		}
 		phase++
-		markers := map[string]int64{}
-		for _, r := range watched {
-			obj, err := benchObject(r, ns, fmt.Sprintf("bench-marker-%d", phase))
-			if err != nil {
-				b.Fatal(err)
-			}
-			out := marker.CoreV1().RESTClient().Post().Namespace(ns).Resource(r).Body(obj).Do(ctx)
-			got, err := out.Get()
-			if err != nil {
-				b.Fatalf("marker %s: %v", r, err)
-			}
-			m, err := meta.Accessor(got)
-			if err != nil {
-				b.Fatal(err)
-			}
-			markers[r], _ = strconv.ParseInt(m.GetResourceVersion(), 10, 64)
-		}
+		markers := writeMarkers(b, marker, watched, ns, fmt.Sprintf("bench-marker-%d", phase))
 		if set != nil {
 			deadline := time.Now().Add(2 * time.Minute)
 			for i, r := range resources {
@@ -374,23 +411,7 @@ func BenchmarkInformerMemory(b *testing.B) {
 	const syncTimeout = 5 * time.Minute
 	for b.Loop() {
 		bare := measureInformers(b, "bare", n, writePhase, func() *benchSet {
-			infs := make([]cache.SharedIndexInformer, n)
-			for i, r := range resources {
-				cs, err := st.Connections.NewClientset()
-				if err != nil {
-					b.Fatal(err)
-				}
-				obj, err := benchObject(r, "", "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), r, "", fields.Everything())
-				infs[i] = cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
-				// As kube-controller-manager's informers do.
-				if err := infs[i].SetTransform(kubeload.TrimManagedFields); err != nil {
-					b.Fatal(err)
-				}
-			}
+			infs := bareInformers(b, st, resources)
 			rctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{}, n)
 			for _, inf := range infs {

@@ -10,12 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
-	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -74,17 +71,7 @@ func BenchmarkBareInformerRun(b *testing.B) {
 
 	st := stack(b, apiserverproc.Config{DisableWatchCache: true, EtcdCompactionInterval: compaction})
 	ctx := b.Context()
-	plan, err := watchload.NewKubernetesWorkload(kopts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	wl, err := kubeload.NewAPIWorkload(st.Connections, plan, kopts.Workers, kopts.Seed)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := wl.Seed(ctx, kopts.Workers); err != nil {
-		b.Fatal(err)
-	}
+	plan, wl := seedWorkload(b, st, kopts)
 	sess := watchload.NewSession(st.Etcd, time.Now(), b.Logf)
 	b.Cleanup(sess.Close)
 	env := sess.NewEnv(1<<20, kopts.Workers)
@@ -97,22 +84,7 @@ func BenchmarkBareInformerRun(b *testing.B) {
 	for b.Loop() {
 		cpu0 := cpuSeconds(b)
 		t0 := time.Now()
-		infs := make([]cache.SharedIndexInformer, n)
-		for i, r := range resources {
-			cs, err := st.Connections.NewClientset()
-			if err != nil {
-				b.Fatal(err)
-			}
-			obj, err := benchObject(r, "", "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), r, "", fields.Everything())
-			infs[i] = cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
-			if err := infs[i].SetTransform(kubeload.TrimManagedFields); err != nil {
-				b.Fatal(err)
-			}
-		}
+		infs := bareInformers(b, st, resources)
 		rctx, cancel := context.WithCancel(ctx)
 		var running sync.WaitGroup
 		// Each informer starts when a slot is free and frees it once
@@ -153,22 +125,7 @@ func BenchmarkBareInformerRun(b *testing.B) {
 		if ws.Errors > 0 {
 			b.Logf("%d of %d writes failed", ws.Errors, writes)
 		}
-		markers := map[string]int64{}
-		for _, r := range lo.WatchResources {
-			obj, err := benchObject(r, plan.Namespaces()[0], "bench-marker")
-			if err != nil {
-				b.Fatal(err)
-			}
-			got, err := marker.CoreV1().RESTClient().Post().Namespace(plan.Namespaces()[0]).Resource(r).Body(obj).Do(ctx).Get()
-			if err != nil {
-				b.Fatalf("marker %s: %v", r, err)
-			}
-			m, err := meta.Accessor(got)
-			if err != nil {
-				b.Fatal(err)
-			}
-			markers[r], _ = strconv.ParseInt(m.GetResourceVersion(), 10, 64)
-		}
+		markers := writeMarkers(b, marker, lo.WatchResources, plan.Namespaces()[0], "bench-marker")
 		caughtUp := 0
 		deadline := time.Now().Add(catchUpTimeout)
 		for i, r := range resources {
