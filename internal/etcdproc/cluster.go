@@ -306,8 +306,75 @@ func (m *Member) Restart() error {
 }
 
 // Pause stops the process with SIGSTOP: it holds its connections open but
-// answers nothing, like a member stuck on a disk or in a long GC.
-func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
+// answers nothing, like a member stuck on a disk or in a long GC. It
+// returns once every thread of the process is stopped, since kill(2)
+// returns before the signal takes effect and a thread still running may
+// answer one more request; an error when they are not all stopped within
+// pauseWait.
+func (m *Member) Pause() error {
+	if err := m.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	pid := m.PID()
+	if pid == 0 {
+		return fmt.Errorf("member %s exited while being paused", m.Name)
+	}
+	if err := waitStopped(pid, pauseWait); err != nil {
+		return fmt.Errorf("pause %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// waitStopped polls every millisecond until every thread of process pid
+// is stopped; an error after wait, or when /proc cannot be read.
+func waitStopped(pid int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		stopped, err := threadsStopped(pid)
+		if err != nil {
+			return err
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("threads still running %v after SIGSTOP", wait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pauseWait bounds how long Pause waits for the threads to stop.
+const pauseWait = 5 * time.Second
+
+// threadsStopped reports whether every thread of process pid is in the
+// stopped state ('T' in the third field of /proc/<pid>/task/<tid>/stat,
+// proc(5)). A thread that exits meanwhile counts as stopped.
+func threadsStopped(pid int) (bool, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, tid := range tids {
+		b, err := os.ReadFile(filepath.Join(dir, tid.Name(), "stat"))
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		// "tid (comm) S ...": comm may hold ')' itself, so the last one ends it.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) {
+			return false, fmt.Errorf("unexpected %s: %q", filepath.Join(dir, tid.Name(), "stat"), b)
+		}
+		if b[i+2] != 'T' {
+			return false, nil
+		}
+	}
+	return true, nil
+}
 
 // Resume continues a paused member with SIGCONT.
 func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
