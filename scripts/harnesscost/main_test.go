@@ -97,3 +97,28 @@ func TestRerender(t *testing.T) {
 		t.Errorf("a took clause made up:\n%s", md)
 	}
 }
+
+// TestVerdictRows: the target's row fails a run that finished under 2.5 GB
+// with informers unsynced, and the harness-alone rows judge its memory and
+// its sync apart.
+func TestVerdictRows(t *testing.T) {
+	md := report(Result{Watchers: 300, Objects: 3000,
+		Run: &RunCost{OK: true, MaxRSSBytes: 2.0e9, PeakHeapBytes: 1.8e9, Verdict: "FAIL: 100 unsynced watchers; latencies distorted"},
+		Variants: []*RunCost{{Variant: runVariants[0].Name, OK: true, MaxRSSBytes: 2.1e9, PeakHeapBytes: 1.9e9, Verdict: "FAIL: 159 unsynced watchers; more"}}})
+	for _, want := range []string{
+		"| lwbench run: 300 informers x 3000 pods sync and finish, lwbench at most 2.5 GB | peak RSS 2000.0 MB, peak heap 1800.0 MB, 0 CPU s, 0 s; FAIL: 100 unsynced watchers | FAIL |",
+		"| the harness alone (etcd in a process of its own): lwbench at most 2.5 GB | peak RSS 2100.0 MB, peak heap 1900.0 MB | pass |",
+		"| the harness alone (etcd in a process of its own): 300 informers x 3000 pods sync and finish | FAIL: 159 unsynced watchers | FAIL |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	md = report(Result{Watchers: 300, Objects: 3000, Run: &RunCost{OK: true, MaxRSSBytes: 2.4e9, Verdict: "PASS: nothing lost"}})
+	if !strings.Contains(md, "| lwbench run: 300 informers x 3000 pods sync and finish, lwbench at most 2.5 GB | peak RSS 2400.0 MB, peak heap 0.0 MB, 0 CPU s, 0 s | pass |") {
+		t.Errorf("a passing run under 2.5 GB not passed:\n%s", md)
+	}
+	if strings.Contains(md, "the harness alone") {
+		t.Errorf("harness-alone rows without the variant:\n%s", md)
+	}
+}
