@@ -281,7 +281,7 @@ func (p *Probe) Result() ProbeResult {
 	}
 	for i, dst := range []*ProbeStats{&res.Writes, &res.Reads} {
 		k := p.ops[i]
-		*dst = ProbeStats{Count: k.count, Errors: k.errors, Timeouts: k.timeouts, Latency: latencyOf(k.hist)}
+		*dst = ProbeStats{Count: k.count, Errors: k.errors, Timeouts: k.timeouts, Latency: report.LatencyOf(k.hist)}
 	}
 	end := p.endLocked()
 	scheduled, successes := p.offsetsLocked(0, end+time.Nanosecond)
@@ -452,15 +452,6 @@ func longestStall(scheduled, successes []time.Duration, end time.Duration) (time
 		}
 	}
 	return longest, at
-}
-
-func latencyOf(h *hdrhistogram.Histogram) report.Latency {
-	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return report.Latency{
-		Count: h.TotalCount(), P50Ms: ms(h.ValueAtQuantile(50)), P90Ms: ms(h.ValueAtQuantile(90)),
-		P99Ms: ms(h.ValueAtQuantile(99)), P999Ms: ms(h.ValueAtQuantile(99.9)), MaxMs: ms(h.Max()),
-		MeanMs: h.Mean() / 1000,
-	}
 }
 
 // String summarises the result on one line.

@@ -304,6 +304,12 @@ type Latency struct {
 	P999Ms float64 `json:"p999Ms"` // 99.9th percentile, ms
 	MaxMs  float64 `json:"maxMs"`  // largest sample, ms
 	MeanMs float64 `json:"meanMs"` // mean, ms
+	// HDR holds the histogram itself, in microseconds, when the run was
+	// asked to keep it (a worker's result): HdrHistogram's V2 compressed
+	// encoding in base64 (hdrhistogram-go Encode,
+	// V2CompressedEncodingCookieBase), so results merge exactly
+	// (MergeLatencies); empty otherwise.
+	HDR string `json:"hdr,omitempty"`
 }
 
 // WriteStats counts the writers' operations. Latency runs from each

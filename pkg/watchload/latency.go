@@ -34,21 +34,11 @@ func (h histogram) record(d time.Duration) {
 
 func (h histogram) count() int64 { return h.h.TotalCount() }
 
-func (h histogram) summary() report.Latency {
-	ms := func(us int64) float64 { return float64(us) / 1000 }
-	if h.h.TotalCount() == 0 {
-		return report.Latency{}
-	}
-	return report.Latency{
-		Count:  h.h.TotalCount(),
-		P50Ms:  ms(h.h.ValueAtQuantile(50)),
-		P90Ms:  ms(h.h.ValueAtQuantile(90)),
-		P99Ms:  ms(h.h.ValueAtQuantile(99)),
-		P999Ms: ms(h.h.ValueAtQuantile(99.9)),
-		MaxMs:  ms(h.h.Max()),
-		MeanMs: h.h.Mean() / 1000,
-	}
-}
+func (h histogram) summary() report.Latency { return report.LatencyOf(h.h) }
+
+// summaryWithHDR is summary with the histogram kept (report.Latency.HDR),
+// for results that are merged later.
+func (h histogram) summaryWithHDR() (report.Latency, error) { return report.LatencyWithHDR(h.h) }
 
 // commitLog is a ring of the writers' completed writes indexed by
 // revision: slot rev mod len holds the write's send and response times.
