@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // KV is what writers need from one etcd connection; *clientv3.Client
@@ -201,6 +202,12 @@ type KubernetesWorkloadOptions struct {
 	// the watch cache's object: see UseWatchCache. Events are never
 	// cached either way (registry.go).
 	NoWatchCache bool
+	// Shard is this worker's part of a load divided among workers: it
+	// seeds and writes only the objects of the namespaces it owns
+	// (shard.Shard.Range over Namespaces), while planning every op of the
+	// undivided load, so shards that share Seed write it exactly once
+	// between them (ShardedWorkload). The zero value is the whole load.
+	Shard shard.Shard
 }
 
 // KubernetesWorkload writes pods, configmaps and events encoded with
@@ -313,6 +320,15 @@ func NewKubernetesWorkload(o KubernetesWorkloadOptions) (*KubernetesWorkload, er
 	if o.NamespacePrefix == "" {
 		o.NamespacePrefix = "ns-"
 	}
+	if o.Shard == (shard.Shard{}) {
+		o.Shard = shard.Whole
+	}
+	if err := o.Shard.Validate(); err != nil {
+		return nil, fmt.Errorf("kubernetes workload: %w", err)
+	}
+	if o.Shard.Count > o.Namespaces {
+		return nil, fmt.Errorf("kubernetes workload: %d shards need at least as many namespaces, have %d", o.Shard.Count, o.Namespaces)
+	}
 	codec, err := keyspace.NewCodec()
 	if err != nil {
 		return nil, err
@@ -360,13 +376,40 @@ func (w *KubernetesWorkload) shard(key string) int {
 // kvs (round robin) and returns how many of each resource it created. It
 // fails, wrapping ErrObjectExists, if a key already exists: the prefix
 // holds an earlier run's objects.
+//
+// With a Shard other than the whole load it creates only the objects of
+// the namespaces the shard owns, and counts those; the others are planned
+// all the same, as the shards that own them create them.
 func (w *KubernetesWorkload) Seed(ctx context.Context, kvs []KV, concurrency int) (map[string]int, error) {
-	objs := w.planSeed()
+	var objs []seedObject
+	for _, o := range w.planSeed() {
+		if w.ownsNamespace(o.obj.ns) {
+			objs = append(objs, o)
+		}
+	}
 	counts := map[string]int{}
 	for _, o := range objs {
 		counts[o.resource]++
 	}
 	return counts, w.create(ctx, kvs, concurrency, objs)
+}
+
+// Owns reports whether op is this shard's: its namespace is one the
+// shard owns (ShardedWorkload). Every op is the whole load's.
+func (w *KubernetesWorkload) Owns(op Op) bool { return w.ownsNamespace(op.Namespace) }
+
+// ownsNamespace reports whether namespace ns (NamespacePrefix and its
+// number) is among the shard's; a namespace not of the workload's naming
+// belongs to shard 0, so nothing is left unwritten.
+func (w *KubernetesWorkload) ownsNamespace(ns string) bool {
+	if w.o.Shard.Count <= 1 {
+		return true
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(ns, w.o.NamespacePrefix))
+	if err != nil || !strings.HasPrefix(ns, w.o.NamespacePrefix) || i < 0 || i >= w.o.Namespaces {
+		return w.o.Shard.Index == 0
+	}
+	return w.o.Shard.Owns(i, w.o.Namespaces)
 }
 
 // planSeed lists the seeded objects, pods then configmaps then events, and

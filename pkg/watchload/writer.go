@@ -81,6 +81,17 @@ func NewWriters(env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writers, err
 	return w, nil
 }
 
+// ShardedWorkload is a Workload whose plan every shard of a divided load
+// shares (pkg/shard): each shard plans every op, in the same order and at
+// the same due time, and performs those Owns says are its own, so the
+// shards together write exactly what one undivided run writes. Writers
+// neither send nor count an op the workload does not own; WriteStats.
+// Planned counts the owned ones.
+type ShardedWorkload interface {
+	Workload
+	Owns(op Op) bool
+}
+
 // CommitObserver is implemented by a Workload whose op may commit more
 // than one revision (a pod's graceful deletion: two updates, then the
 // delete). NewWriters calls ObserveCommits with a function Do calls for
@@ -143,15 +154,24 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 		watchdog(ctx, guards, w.o.Timeout, workersDone)
 	}()
 	interval := float64(time.Second) / w.o.Rate
-	var i int64
+	owns := func(Op) bool { return true }
+	sw, sharded := w.wl.(ShardedWorkload)
+	if sharded {
+		owns = sw.Owns
+	}
+	var i, planned, handedOps int64
 	for i = 0; i < w.o.Total; i++ {
+		op := w.wl.Next(i)
+		if !owns(op) {
+			continue
+		}
+		planned++
 		due := start + int64(float64(i)*interval)
 		if d := due - w.env.timing.now(); d > 0 {
 			if !clockwait.SleepReal(ctx, time.Duration(d)) {
 				break
 			}
 		}
-		op := w.wl.Next(i)
 		op.Scheduled = time.Duration(due)
 		q := shared
 		if op.Shard >= 0 {
@@ -166,8 +186,21 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 		if !handed {
 			break
 		}
+		handedOps++
 	}
-	w.unsent.Add(w.o.Total - i) // never handed to a worker
+	switch {
+	case !sharded:
+		planned = w.o.Total
+	case i < w.o.Total:
+		// Cancelled: the rest of the plan still counts what was this
+		// shard's.
+		for j := i + 1; j < w.o.Total; j++ {
+			if owns(w.wl.Next(j)) {
+				planned++
+			}
+		}
+	}
+	w.unsent.Add(planned - handedOps) // never handed to a worker
 	close(shared)
 	for _, q := range queues {
 		close(q)
@@ -177,7 +210,7 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 	<-watchdogDone
 
 	st := report.WriteStats{
-		Planned: w.o.Total, Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load(),
+		Planned: planned, Sent: w.sent.Load(), Completed: w.done.Load(), Errors: w.errs.Load(),
 		Timeouts: w.timeouts.Load(), Unsent: w.unsent.Load(), Conflicts: w.conflicts.Load(),
 		Creates: w.byKind[OpCreate].Load(), Updates: w.byKind[OpUpdate].Load(),
 		Deletes: w.byKind[OpDelete].Load(), Puts: w.byKind[OpPut].Load(),
