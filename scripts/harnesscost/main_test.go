@@ -103,7 +103,7 @@ func TestRerender(t *testing.T) {
 // its sync apart.
 func TestVerdictRows(t *testing.T) {
 	md := report(Result{Watchers: 300, Objects: 3000,
-		Run: &RunCost{OK: true, MaxRSSBytes: 2.0e9, PeakHeapBytes: 1.8e9, Verdict: "FAIL: 100 unsynced watchers; latencies distorted"},
+		Run:      &RunCost{OK: true, MaxRSSBytes: 2.0e9, PeakHeapBytes: 1.8e9, Verdict: "FAIL: 100 unsynced watchers; latencies distorted"},
 		Variants: []*RunCost{{Variant: runVariants[0].Name, OK: true, MaxRSSBytes: 2.1e9, PeakHeapBytes: 1.9e9, Verdict: "FAIL: 159 unsynced watchers; more"}}})
 	for _, want := range []string{
 		"| lwbench run: 300 informers x 3000 pods sync and finish, lwbench at most 2.5 GB | peak RSS 2000.0 MB, peak heap 1800.0 MB, 0 CPU s, 0 s; FAIL: 100 unsynced watchers | FAIL |",
