@@ -36,10 +36,6 @@ func (h histogram) count() int64 { return h.h.TotalCount() }
 
 func (h histogram) summary() report.Latency { return report.LatencyOf(h.h) }
 
-// summaryWithHDR is summary with the histogram kept (report.Latency.HDR),
-// for results that are merged later.
-func (h histogram) summaryWithHDR() (report.Latency, error) { return report.LatencyWithHDR(h.h) }
-
 // commitLog is a ring of the writers' completed writes indexed by
 // revision: slot rev mod len holds the write's send and response times.
 // Writers publish after the response; watchers look an event's revision
