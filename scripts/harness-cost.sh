@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# harness-cost.sh [--quick | --render | --bare-only]: what lwbench's own client-go clients cost it,
+# harness-cost.sh [--quick | --render | --bare-only | --informers-only]: what lwbench's own client-go clients cost it,
 # against issue 21 item 6's targets, written to results/harness-cost.md
 # and .json, the run's own result in harness-cost-run.json
 # (scripts/harnesscost does the measuring): BenchmarkInformerMemory
@@ -20,7 +20,9 @@
 # that the script works, not the published figures. --render rewrites
 # results/harness-cost.md from results/harness-cost.json, running nothing.
 # --bare-only runs only BenchmarkBareInformerRun into results/harness-cost.json
-# (its own date and commit beside it) and rewrites the table.
+# (its own date and commit beside it) and rewrites the table;
+# --informers-only likewise BenchmarkInformerMemory (three runs a size, the
+# medians).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || true)
@@ -30,9 +32,10 @@ args=(-sizes 30x1000,100x1000 -nodes 1000 -run-args "--start-concurrency 8 --syn
 case "${1:-}" in
   --render) exec go run ./scripts/harnesscost -render -out results/harness-cost.md ;;
   --bare-only) args=(-bare-only -run-args "--start-concurrency 8" -out results/harness-cost.md) ;;
+  --informers-only) args=(-informers-only -sizes 30x1000,100x1000 -out results/harness-cost.md) ;;
   --quick) args=(-sizes 10x300 -nodes 100 -watchers 30 -objects 300 -run-args "--sync-timeout 10m" -out "${TMPDIR:-/tmp}/harness-cost-quick.md" -quick) ;;
   "") ;;
-  *) echo "usage: scripts/harness-cost.sh [--quick | --render | --bare-only]" >&2; exit 2 ;;
+  *) echo "usage: scripts/harness-cost.sh [--quick | --render | --bare-only | --informers-only]" >&2; exit 2 ;;
 esac
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT

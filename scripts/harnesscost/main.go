@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,17 +76,9 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "label the output a quick run (not the targets' sizes)")
 	render := flag.Bool("render", false, "only rewrite -out from its JSON (-out with .json), running nothing")
 	bareOnly := flag.Bool("bare-only", false, "only run BenchmarkBareInformerRun, into the JSON beside -out (which must exist), and rewrite -out")
+	informersOnly := flag.Bool("informers-only", false, "only run BenchmarkInformerMemory at -sizes, into the JSON beside -out (which must exist), and rewrite -out")
 	flag.Parse()
 	o.runArgs = strings.Fields(*runArgs)
-	if *render || *bareOnly {
-		if *bareOnly && o.testBinary == "" {
-			log.Fatal("harnesscost: -bare-only needs -test-binary")
-		}
-		if err := rerender(o, *bareOnly); err != nil {
-			log.Fatalf("harnesscost: %v", err)
-		}
-		return
-	}
 	for _, s := range strings.Split(*sizes, ",") {
 		a, b, ok := strings.Cut(strings.TrimSpace(s), "x")
 		n, err1 := strconv.Atoi(a)
@@ -94,6 +87,15 @@ func main() {
 			log.Fatalf("harnesscost: -sizes %q: want INFORMERSxPODS, e.g. 30x1000", *sizes)
 		}
 		o.sizes = append(o.sizes, size{n, p})
+	}
+	if *render || *bareOnly || *informersOnly {
+		if (*bareOnly || *informersOnly) && o.testBinary == "" {
+			log.Fatal("harnesscost: -bare-only and -informers-only need -test-binary")
+		}
+		if err := rerender(o, *bareOnly, *informersOnly); err != nil {
+			log.Fatalf("harnesscost: %v", err)
+		}
+		return
 	}
 	if o.lwbench == "" || o.testBinary == "" {
 		log.Fatal("harnesscost: -lwbench and -test-binary are required")
@@ -135,6 +137,11 @@ type InformerCost struct {
 	Command   string             `json:"command"`
 	Metrics   map[string]float64 `json:"metrics"`
 	Error     string             `json:"error,omitempty"`
+	// Date and Commit are set when it was measured apart from the rest
+	// (-informers-only), which the Result's Date and Commit then do not
+	// cover.
+	Date   string `json:"date,omitempty"`
+	Commit string `json:"commit,omitempty"`
 }
 
 // KubeletCost is BenchmarkKubeletWatches' metrics.
@@ -227,16 +234,8 @@ func (rc *RunCost) passed() bool { return rc.OK && strings.HasPrefix(rc.Verdict,
 func run(o options) error {
 	start := time.Now()
 	r := Result{Date: start.UTC().Format(time.RFC3339), Commit: o.commit, Machine: machine(), Go: runtime.Version(), Quick: o.quick, Watchers: o.watchers, Objects: o.objects}
-	for _, s := range o.sizes {
-		env := []string{fmt.Sprintf("LWBENCH_BENCH_INFORMERS=%d", s.Informers), fmt.Sprintf("LWBENCH_BENCH_PODS=%d", s.Pods)}
-		m, cmd, err := bench(o, "InformerMemory", env, 20*time.Minute)
-		c := InformerCost{Informers: s.Informers, Pods: s.Pods, Command: cmd, Metrics: m}
-		if err != nil {
-			c.Error = err.Error()
-		}
-		r.Informer = append(r.Informer, c)
-	}
-	m, cmd, err := bench(o, "KubeletWatches", []string{fmt.Sprintf("LWBENCH_BENCH_NODES=%d", o.nodes)}, 20*time.Minute)
+	r.Informer = informerCosts(o)
+	m, cmd, err := bench(o, "KubeletWatches", []string{fmt.Sprintf("LWBENCH_BENCH_NODES=%d", o.nodes)}, 1, 20*time.Minute)
 	r.Kubelet = &KubeletCost{Nodes: o.nodes, Command: cmd, Metrics: m}
 	if err != nil {
 		r.Kubelet.Error = err.Error()
@@ -279,7 +278,7 @@ func bareRun(o options) *BareRunCost {
 	if c := flagValue(o.runArgs, "--start-concurrency"); c != "" {
 		env = append(env, "LWBENCH_BENCH_START_CONCURRENCY="+c)
 	}
-	m, cmd, err := bench(o, "BareInformerRun", env, 30*time.Minute)
+	m, cmd, err := bench(o, "BareInformerRun", env, 1, 30*time.Minute)
 	c := &BareRunCost{Command: cmd, Metrics: m}
 	if err != nil {
 		c.Error = err.Error()
@@ -287,10 +286,30 @@ func bareRun(o options) *BareRunCost {
 	return c
 }
 
+// informerRuns is how many times BenchmarkInformerMemory runs per size;
+// its metrics are the runs' medians (bench).
+const informerRuns = 3
+
+// informerCosts runs BenchmarkInformerMemory at each of o.sizes.
+func informerCosts(o options) []InformerCost {
+	var out []InformerCost
+	for _, s := range o.sizes {
+		env := []string{fmt.Sprintf("LWBENCH_BENCH_INFORMERS=%d", s.Informers), fmt.Sprintf("LWBENCH_BENCH_PODS=%d", s.Pods)}
+		m, cmd, err := bench(o, "InformerMemory", env, informerRuns, 30*time.Minute)
+		c := InformerCost{Informers: s.Informers, Pods: s.Pods, Command: cmd, Metrics: m}
+		if err != nil {
+			c.Error = err.Error()
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // rerender rewrites o.out from the JSON an earlier run wrote beside it;
-// with bare, it first measures the bare run again into that JSON, dated
-// and with o.commit, as the Result's own date and commit do not cover it.
-func rerender(o options, bare bool) error {
+// with bare, it first measures the bare run again into that JSON, with
+// informers BenchmarkInformerMemory at o.sizes, each dated and with
+// o.commit, as the Result's own date and commit do not cover them.
+func rerender(o options, bare, informers bool) error {
 	b, err := os.ReadFile(strings.TrimSuffix(o.out, ".md") + ".json")
 	if err != nil {
 		return err
@@ -302,11 +321,19 @@ func rerender(o options, bare bool) error {
 	if r.Watchers == 0 {
 		r.Watchers, r.Objects = o.watchers, o.objects
 	}
+	date := time.Now().UTC().Format(time.RFC3339)
 	if bare {
-		date := time.Now().UTC().Format(time.RFC3339)
 		o.watchers, o.objects = r.Watchers, r.Objects
 		r.BareRun = bareRun(o)
 		r.BareRun.Date, r.BareRun.Commit = date, o.commit
+	}
+	if informers {
+		r.Informer = informerCosts(o)
+		for i := range r.Informer {
+			r.Informer[i].Date, r.Informer[i].Commit = date, o.commit
+		}
+	}
+	if bare || informers {
 		js, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
 			return err
@@ -335,9 +362,17 @@ func flagValue(args []string, name string) string {
 // bench runs one benchmark of the test binary with env added, within
 // timeout, and returns its metrics by unit, and the command as a person
 // would type it.
-func bench(o options, name string, env []string, timeout time.Duration) (map[string]float64, string, error) {
-	args := []string{"-test.run", "^$", "-test.bench", "^Benchmark" + name + "$", "-test.benchtime", "1x", "-test.timeout", timeout.String()}
-	typed := strings.Join(env, " ") + " go test ./pkg/kubeload -run '^$' -bench '^Benchmark" + name + "$' -benchtime 1x -timeout " + timeout.String()
+//
+// With count above 1 the benchmark runs that many times and each metric is
+// the median of its runs' (a ratio is the median of the runs' ratios, each
+// measured within one run): one disturbed run cannot decide a verdict.
+func bench(o options, name string, env []string, count int, timeout time.Duration) (map[string]float64, string, error) {
+	args := []string{"-test.run", "^$", "-test.bench", "^Benchmark" + name + "$", "-test.benchtime", "1x", "-test.count", strconv.Itoa(count), "-test.timeout", timeout.String()}
+	typed := strings.Join(env, " ") + " go test ./pkg/kubeload -run '^$' -bench '^Benchmark" + name + "$' -benchtime 1x"
+	if count > 1 {
+		typed += " -count " + strconv.Itoa(count)
+	}
+	typed += " -timeout " + timeout.String()
 	bin, err := filepath.Abs(o.testBinary)
 	if err != nil {
 		return nil, typed, err
@@ -356,10 +391,11 @@ func bench(o options, name string, env []string, timeout time.Duration) (map[str
 	return m, typed, nil
 }
 
-// benchMetrics parses the result line of benchmark name: "BenchmarkX-2
-// 1 123 ns/op 4.5 unit ...".
+// benchMetrics parses the result lines of benchmark name: "BenchmarkX-2
+// 1 123 ns/op 4.5 unit ...", one per run; each unit's value is the median
+// of its runs' (the lower middle one of an even count).
 func benchMetrics(out, name string) map[string]float64 {
-	m := map[string]float64{}
+	runs := map[string][]float64{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -372,9 +408,14 @@ func benchMetrics(out, name string) map[string]float64 {
 		}
 		for i := 2; i+1 < len(f); i += 2 {
 			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
-				m[f[i+1]] = v
+				runs[f[i+1]] = append(runs[f[i+1]], v)
 			}
 		}
+	}
+	m := map[string]float64{}
+	for unit, vs := range runs {
+		slices.Sort(vs)
+		m[unit] = vs[(len(vs)-1)/2]
 	}
 	return m
 }
@@ -631,6 +672,9 @@ func report(r Result) string {
 		writeRuns(&b, append([]*RunCost{r.Run}, r.Variants...), r.BareRun, r.Watchers)
 	}
 	b.WriteString("\n## Per informer: lwbench against bare client-go (BenchmarkInformerMemory)\n\n")
+	if len(r.Informer) > 0 && r.Informer[0].Date != "" {
+		fmt.Fprintf(&b, "Measured apart from the runs above, on %s at commit %s (`scripts/harness-cost.sh --informers-only`).\n\n", r.Informer[0].Date, r.Informer[0].Commit)
+	}
 	b.WriteString("| informers x pods | set | heap once synced | heap after writes | RSS growth | sync peak heap | sync CPU (s) | write CPU (s) | objects held |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range r.Informer {
 		for _, set := range []string{"bare", "lwbench"} {
@@ -663,7 +707,7 @@ func report(r Result) string {
 	}
 	b.WriteString("```\n")
 	b.WriteString(`
-How to read it: BenchmarkInformerMemory (pkg/kubeload) syncs a bare set of client-go SharedIndexInformers (managedFields
+How to read it: BenchmarkInformerMemory (pkg/kubeload; each figure the median of its runs, -count) syncs a bare set of client-go SharedIndexInformers (managedFields
 dropped, as kube-controller-manager's informers do), then lwbench's InformerSet (which stores only each object's name, namespace and resourceVersion:
 StoreMetadata) with the observers a run gives it, through one kube-apiserver (watch cache on), each informer on a connection of its
 own; heap is the Go heap in use after a GC, RSS the resident set's growth, both per informer, from before the set started; CPU
