@@ -1,9 +1,11 @@
 package watchload
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,5 +115,46 @@ func TestShardOptionsValidated(t *testing.T) {
 		if _, err := NewKubernetesWorkload(KubernetesWorkloadOptions{Namespaces: 5, Workers: 1, Shard: s}); err == nil {
 			t.Errorf("shard %v over 5 namespaces: no error", s)
 		}
+	}
+}
+
+// nextCounting counts the ops planned.
+type nextCounting struct {
+	*KubernetesWorkload
+	n atomic.Int64
+}
+
+func (w *nextCounting) Next(i int64) Op { w.n.Add(1); return w.KubernetesWorkload.Next(i) }
+
+// TestShardCancelDoesNotWalkThePlan: a shard's writers cancelled early
+// stop planning where they stopped, whatever the schedule's length (the
+// experiments schedule ten minutes of writes and stop each case early;
+// walking the rest of the plan cost them seconds of CPU and moved the
+// planner), and count as unsent only owned ops they reached.
+func TestShardCancelDoesNotWalkThePlan(t *testing.T) {
+	c := etcdtest.NewClient(t, etcdtest.RunEtcd(t))
+	kw, err := NewKubernetesWorkload(KubernetesWorkloadOptions{Prefix: "/cancel-shard", Namespaces: 4, Pods: 8,
+		Mix: DefaultMix, ResourceMix: ResourceMix{PodsPercent: 100}, Workers: 1, Seed: 3, Shard: shard.Shard{Index: 1, Count: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kw.Seed(t.Context(), []KV{c}, 2); err != nil {
+		t.Fatal(err)
+	}
+	wl := &nextCounting{KubernetesWorkload: kw}
+	env := NewEnv(time.Now(), 1024, 1, nil)
+	const total = 1_000_000
+	w, err := NewWriters(env, []KV{c}, wl, WriterOptions{Rate: 500, Total: total, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	st := w.Run(ctx)
+	if n := wl.n.Load(); n > 10_000 {
+		t.Errorf("planned %d ops of %d after a 300 ms run at 500/s: the rest of the plan was walked", n, total)
+	}
+	if st.Sent == 0 || st.Sent+st.Unsent != st.Planned || st.Planned >= total/2 {
+		t.Errorf("stats %+v: want sent + unsent = planned, planned the owned ops reached", st)
 	}
 }

@@ -394,6 +394,10 @@ func (w *KubernetesWorkload) Seed(ctx context.Context, kvs []KV, concurrency int
 	return counts, w.create(ctx, kvs, concurrency, objs)
 }
 
+// Shard returns the part of the load this workload writes
+// (KubernetesWorkloadOptions.Shard; shard.Whole by default).
+func (w *KubernetesWorkload) Shard() shard.Shard { return w.o.Shard }
+
 // Owns reports whether op is this shard's: its namespace is one the
 // shard owns (ShardedWorkload). Every op is the whole load's.
 func (w *KubernetesWorkload) Owns(op Op) bool { return w.ownsNamespace(op.Namespace) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // WriterOptions shape an open-loop write load.
@@ -84,11 +85,15 @@ func NewWriters(env *Env, kvs []KV, wl Workload, o WriterOptions) (*Writers, err
 // ShardedWorkload is a Workload whose plan every shard of a divided load
 // shares (pkg/shard): each shard plans every op, in the same order and at
 // the same due time, and performs those Owns says are its own, so the
-// shards together write exactly what one undivided run writes. Writers
-// neither send nor count an op the workload does not own; WriteStats.
-// Planned counts the owned ones.
+// shards together write exactly what one undivided run writes. When Shard
+// divides the load (Count above 1) Writers neither send nor count an op
+// the workload does not own: WriteStats.Planned counts the owned ops the
+// dispatcher reached, so a run cancelled before its schedule's end counts
+// only those (the rest of the plan is not walked: Next moves the
+// planner's state, and a long schedule would cost its whole length).
 type ShardedWorkload interface {
 	Workload
+	Shard() shard.Shard
 	Owns(op Op) bool
 }
 
@@ -156,6 +161,7 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 	interval := float64(time.Second) / w.o.Rate
 	owns := func(Op) bool { return true }
 	sw, sharded := w.wl.(ShardedWorkload)
+	sharded = sharded && sw.Shard().Count > 1
 	if sharded {
 		owns = sw.Owns
 	}
@@ -188,17 +194,8 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 		}
 		handedOps++
 	}
-	switch {
-	case !sharded:
+	if !sharded {
 		planned = w.o.Total
-	case i < w.o.Total:
-		// Cancelled: the rest of the plan still counts what was this
-		// shard's.
-		for j := i + 1; j < w.o.Total; j++ {
-			if owns(w.wl.Next(j)) {
-				planned++
-			}
-		}
 	}
 	w.unsent.Add(planned - handedOps) // never handed to a worker
 	close(shared)
