@@ -17,15 +17,16 @@ import (
 func collectTimings(env *Env, writes *report.WriteStats, d *report.DeliveryStats) []report.Interval {
 	tm := env.timing
 	tm.mu.Lock()
-	writes.Latency = tm.writes.summary()
+	keep := tm.keepHDR
+	writes.Latency = tm.writes.summaryKept(keep)
 	if d != nil {
-		d.FromResponse, d.FromSend = tm.fromResponse.summary(), tm.fromSend.summary()
+		d.FromResponse, d.FromSend = tm.fromResponse.summaryKept(keep), tm.fromSend.summaryKept(keep)
 		d.DeliveredBeforeResponse = tm.beforeResponse
 		d.TimedEvents, d.UntimedEvents = tm.timed, tm.untimed
 		d.HeldBack = nil
 		if h := tm.held; h != nil {
 			d.HeldBack = &report.HeldBackDelivery{Watchers: h.watchers, Events: h.events, TimedEvents: h.timed,
-				FromResponse: h.fromResponse.summary(), FromSend: h.fromSend.summary()}
+				FromResponse: h.fromResponse.summaryKept(keep), FromSend: h.fromSend.summaryKept(keep)}
 		}
 	}
 	tm.mu.Unlock()
@@ -112,7 +113,7 @@ func (s *Session) collect(ctx context.Context, res *report.RunResult, o Options,
 			}
 		}
 	}
-	res.InitialLists.Latency = initial.summary()
+	res.InitialLists.Latency = initial.summaryKept(tm.keepHDR)
 	res.Delivery.EventsPerSecond = tm.eventsPerSecond(res.Delivery.Events)
 	if res.Relists == nil {
 		res.Relists = []report.Relist{}

@@ -62,3 +62,9 @@ func (e *Env) WriteLatency() report.Latency {
 	defer e.timing.mu.Unlock()
 	return e.timing.writes.summary()
 }
+
+// KeepHistograms keeps the totals' histograms in the result (their HDR
+// encoding, report.Latency.HDR), so that the results of a divided load's
+// workers merge exactly (report.MergeRuns). Call it before the result is
+// collected.
+func (e *Env) KeepHistograms() { e.timing.keepHDR = true }

@@ -36,6 +36,21 @@ func (h histogram) count() int64 { return h.h.TotalCount() }
 
 func (h histogram) summary() report.Latency { return report.LatencyOf(h.h) }
 
+// summaryKept is summary with the histogram itself kept in the result
+// (report.LatencyWithHDR) when keep is set: a worker's totals, which
+// report.MergeRuns merges bucket by bucket. An encoding that fails
+// leaves the HDR out, which the merge then refuses (report.ErrNoHDR).
+func (h histogram) summaryKept(keep bool) report.Latency {
+	if !keep {
+		return h.summary()
+	}
+	l, err := report.LatencyWithHDR(h.h)
+	if err != nil {
+		return h.summary()
+	}
+	return l
+}
+
 // commitLog is a ring of the writers' completed writes indexed by
 // revision: slot rev mod len holds the write's send and response times.
 // Writers publish after the response; watchers look an event's revision
@@ -127,6 +142,9 @@ type timing struct {
 	// origin is the offset from the epoch at which interval 0 starts.
 	origin atomic.Int64
 	width  time.Duration
+	// keepHDR keeps the totals' histograms in the result
+	// (Env.KeepHistograms).
+	keepHDR bool
 
 	mu           sync.Mutex
 	fromResponse histogram // watchers not held back

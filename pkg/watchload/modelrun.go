@@ -73,7 +73,7 @@ func (m *modelClients) Begin(ctx context.Context, r *Script) (err error) {
 	wo := KubernetesWorkloadOptions{
 		Prefix: o.Prefix, Namespaces: o.Namespaces, Pods: o.Objects, ConfigMaps: o.ConfigMaps, Events: o.Events,
 		Mix: o.Mix, ResourceMix: o.ResourceMix, EventTTL: o.EventTTL, Workers: o.WriterConcurrency, Seed: o.Seed,
-		NoWatchCache: o.Profile != ProfileAPIServerCache,
+		NoWatchCache: o.Profile != ProfileAPIServerCache, Shard: o.Shard,
 	}
 	if o.ReusePrefix {
 		wo.NamespacePrefix = fmt.Sprintf("lwbench-%08x-ns-", rand.Uint32())
@@ -98,6 +98,9 @@ func (m *modelClients) startWatching(ctx context.Context, from int64) (err error
 	}
 	m.env = s.NewEnv(m.total+1024, o.WriterConcurrency)
 	m.env.setRangeStream(o.rangeStream())
+	if o.Shard.Count > 1 {
+		m.env.KeepHistograms() // the workers' results merge (report.MergeRuns)
+	}
 	if o.PinConnections {
 		m.env.timing.setMembers(len(s.t.Endpoints))
 	}
@@ -124,7 +127,7 @@ func (m *modelClients) startWatching(ctx context.Context, from int64) (err error
 // they reach etcd.
 func (m *modelClients) Seed(ctx context.Context) error {
 	o, s := m.r.Options, m.r.Session
-	if o.Profile == ProfileInformer {
+	if o.Profile == ProfileInformer && o.Shard.Index == 0 {
 		var octx context.Context
 		octx, m.stopOwn = context.WithCancel(ctx)
 		m.own = startOwnInformer(octx, o.Prefix, m.writerTopo.Streams[0], o.Clock, o.rangeStream())
@@ -159,18 +162,27 @@ func (m *modelClients) Seed(ctx context.Context) error {
 // cache, or, for a resource it does not cache, from etcd.
 func (m *modelClients) StartInformers(ctx context.Context) (err error) {
 	o, s := m.r.Options, m.r.Session
+	// A worker of a divided load starts its block of the informers, each
+	// with its ID and resource in the whole load.
+	first, last := o.Shard.Range(o.Watchers)
+	n := last - first
+	of := ""
+	if o.Shard.Count > 1 {
+		of = fmt.Sprintf(" (informers %d to %d of %d: shard %s)", first, last-1, o.Watchers, o.Shard)
+	}
 	if o.Profile == ProfileAPIServerCache {
-		m.r.Logf("starting %d informers of %s, served by the watch caches of %d resources (events are not cached)",
-			o.Watchers, strings.Join(o.WatchResources, ", "), len(m.caches))
+		m.r.Logf("starting %d informers of %s, served by the watch caches of %d resources (events are not cached)%s",
+			n, strings.Join(o.WatchResources, ", "), len(m.caches), of)
 	} else {
 		loading := fmt.Sprintf("LIST pages of %d", o.PageSize)
 		if o.informerWatchList() {
 			loading = "WatchList: WATCH with sendInitialEvents"
 		}
-		m.r.Logf("starting %d %s watchers of %s on %d streams over %d connections%s (%s, WATCH with prevKV)",
-			o.Watchers, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, m.pinned, loading)
+		m.r.Logf("starting %d %s watchers of %s on %d streams over %d connections%s (%s, WATCH with prevKV)%s",
+			n, o.Profile, strings.Join(o.WatchResources, ", "), o.Streams, o.Connections, m.pinned, loading, of)
 	}
-	m.refls, err = s.StartWatchers(ctx, o.Watchers, func(i int, stream *Stream) ReflectorOptions {
+	m.refls, err = s.StartWatchers(ctx, n, func(i int, stream *Stream) ReflectorOptions {
+		i += first
 		resource := o.WatchResources[i%len(o.WatchResources)]
 		ro := ReflectorOptions{ID: i, Profile: o.Profile, Resource: resource, Prefix: ResourcePrefix(o.Prefix, resource),
 			Stream: stream, PageSize: o.PageSize, WatchList: o.informerWatchList(), Clock: o.Clock, Hooks: o.Hooks}
@@ -191,7 +203,10 @@ func (m *modelClients) StartInformers(ctx context.Context) (err error) {
 	if o.Profile == ProfileAPIServerCache {
 		m.wl.UseWatchCache(cacheRevisions(m.caches))
 	}
-	m.chores = runChores(s.watchers.Context(), o, m.watchTopo, m.caches, m.r.Logf)
+	if o.Shard.Index == 0 {
+		// One kube-apiserver's periodic reads, however many workers.
+		m.chores = runChores(s.watchers.Context(), o, m.watchTopo, m.caches, m.r.Logf)
+	}
 	return nil
 }
 
@@ -237,6 +252,10 @@ func (m *modelClients) Maintain(ctx context.Context, w *Writing) {
 			r.Release()
 		}
 	}()
+	if o.Shard.Index != 0 {
+		// Shard 0 alone compacts, holds back, defragments and faults.
+		return
+	}
 	var wg sync.WaitGroup
 	if o.Profile == ProfileAPIServerCache && o.ConsistentListRate > 0 {
 		m.cr = newConsistentReader(m.env, s.wcs)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // Options shape one run. The zero value of a field means its default, set
@@ -182,6 +183,28 @@ type Options struct {
 	// BeforeCleanup, if set, runs after the measurements and before the
 	// cleanup, only when the run succeeded (e.g. to save a snapshot).
 	BeforeCleanup func(ctx context.Context) error
+	// Shard is this worker's part of a load divided among workers
+	// (lwbench worker): the seeding and writes of its block of namespaces
+	// (KubernetesWorkloadOptions.Shard), its block of the informers
+	// (shard.Shard.Range over Watchers; each keeps its ID and resource in
+	// the whole load, so the shards' informers together are the undivided
+	// run's), and, on shard 0 alone, what one process of the load must do
+	// alone: kube-apiserver's own informer and periodic reads, the
+	// compactor, the informers held back across a compaction, the
+	// defragmentation, the faults and the consistent reads. Every worker
+	// plans the whole load from the same options, so the shards agree
+	// without talking. The zero value is the whole load (shard.Whole).
+	Shard shard.Shard
+	// Barrier is where the workers of a divided load meet; required when
+	// Shard divides the load. Run waits there after counting the
+	// prefix's keys (BarrierBegin), after seeding (BarrierSeeded), after
+	// its informers synced (BarrierSynced: every worker starts its writes
+	// BarrierLead after the latest arrival, so their schedules line up),
+	// after the writes (BarrierWritten: then the final revision is read,
+	// which every worker's writes precede) and before the cleanup
+	// (BarrierDone). A worker whose run fails aborts the barrier, so the
+	// others stop instead of waiting.
+	Barrier Barrier
 	// PinConnections dials connection i of the watchers and of the
 	// writers to endpoint i mod len(Endpoints) alone (Target.DialEndpoint),
 	// so that latency is also reported per member. Such connections do
@@ -204,6 +227,9 @@ type Options struct {
 func (o Options) Defaults() Options {
 	if o.Profile == "" {
 		o.Profile = ProfileInformer
+	}
+	if o.Shard == (shard.Shard{}) {
+		o.Shard = shard.Whole
 	}
 	if o.Prefix == "" {
 		o.Prefix = keyspace.DefaultPrefix
@@ -389,8 +415,65 @@ func (o Options) validate() field.ErrorList {
 	errs = append(errs, fieldcheck.OptionalRate(o.ProbeRate, field.NewPath("probeRate"))...)
 	errs = append(errs, fieldcheck.PositiveDuration(o.RecoveryTimeout, field.NewPath("recoveryTimeout"))...)
 	errs = append(errs, validateFaults(o.Faults, o.Duration, field.NewPath("faults"))...)
+	errs = append(errs, o.validateShard(field.NewPath("shard"))...)
 	return errs
 }
+
+// validateShard reports a shard out of range and, for a divided load, a
+// missing barrier and parts too small to divide: fewer namespaces or
+// informers than shards, or shard 0 with fewer informers than HoldBack.
+func (o Options) validateShard(p *field.Path) field.ErrorList {
+	sh := o.Shard
+	if sh == (shard.Shard{}) {
+		return nil
+	}
+	if err := sh.Validate(); err != nil {
+		return field.ErrorList{field.Invalid(p, sh.String(), err.Error())}
+	}
+	if sh.Count == 1 {
+		return nil
+	}
+	var errs field.ErrorList
+	if o.Barrier == nil {
+		errs = append(errs, field.Required(field.NewPath("barrier"), "a load divided into shards needs a barrier where its workers meet"))
+	}
+	if o.Namespaces < sh.Count {
+		errs = append(errs, field.Invalid(field.NewPath("namespaces"), o.Namespaces, fmt.Sprintf("a load of %d shards needs at least as many namespaces (each shard writes its own)", sh.Count)))
+	}
+	if o.Watchers < sh.Count {
+		errs = append(errs, field.Invalid(field.NewPath("watchers"), o.Watchers, fmt.Sprintf("a load of %d shards needs at least as many informers", sh.Count)))
+	} else if first := (shard.Shard{Index: 0, Count: sh.Count}).Len(o.Watchers); o.HoldBack > first {
+		errs = append(errs, field.Invalid(field.NewPath("holdBack"), o.HoldBack, fmt.Sprintf("shard 0 holds the held-back informers and has %d", first)))
+	}
+	return errs
+}
+
+// Barrier is where the workers of a divided load meet (Options.Barrier;
+// pkg/barrier implements it in etcd and in a ConfigMap).
+type Barrier interface {
+	// Wait records this worker's arrival at point and returns once every
+	// worker has arrived, with the latest arrival time (the same for
+	// every worker); an error when a worker aborted or ctx ended.
+	Wait(ctx context.Context, point string) (time.Time, error)
+	// Abort tells the other workers this one failed, with why.
+	Abort(ctx context.Context, why string) error
+}
+
+// The points where a divided load's workers meet (Options.Barrier), in
+// order.
+const (
+	BarrierBegin   = "begin"   // each counted the prefix's keys; nothing written yet
+	BarrierSeeded  = "seeded"  // every shard's objects exist
+	BarrierSynced  = "synced"  // every informer has listed; the writes start together
+	BarrierWritten = "written" // every shard's writes are done
+	BarrierDone    = "done"    // every worker has its result; the cleanup may begin
+)
+
+// BarrierLead is how long after the latest arrival at BarrierSynced the
+// workers start their writes: long enough for the last to learn of it,
+// so that every schedule starts at the same wall-clock time (to the
+// workers' clock skew).
+const BarrierLead = 500 * time.Millisecond
 
 // validateConnections reports a number of connections below 1 or above
 // MaxConnections.

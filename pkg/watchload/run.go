@@ -150,6 +150,20 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			ErrPrefixNotEmpty, o.Prefix, head.Count)
 	}
 	r.Start = head.Header.Revision
+	// A worker of a divided load that fails tells the others, so that
+	// they stop instead of waiting for it.
+	divided := o.Shard.Count > 1
+	if divided {
+		defer func() {
+			if err != nil {
+				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if aerr := o.Barrier.Abort(actx, err.Error()); aerr != nil {
+					r.Logf("tell the other workers this one failed: %v", aerr)
+				}
+			}
+		}()
+	}
 	// Runs once everything has been told to stop, on success and failure
 	// alike, even when ctx has ended; a second interrupt cuts it short.
 	defer func() {
@@ -163,16 +177,40 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		if err == nil && o.BeforeCleanup != nil {
 			err = o.BeforeCleanup(cctx)
 		}
+		if divided && err == nil && r.Options.Cleanup {
+			// Another worker may still be confirming what the cleanup
+			// would delete.
+			if _, werr := s.meet(cctx, o, BarrierDone); werr != nil {
+				r.Logf("cleanup without waiting for the other workers: %v", werr)
+			}
+		}
 		c.CleanUp(cctx)
 	}()
+	if _, err := s.meet(ctx, o, BarrierBegin); err != nil {
+		return nil, err
+	}
 
-	s.ReportStatus(ctx, o.OnStatus, o.StatusInterval, o.Watchers, PhaseSeed)
+	s.ReportStatus(ctx, o.OnStatus, o.StatusInterval, o.Shard.Len(o.Watchers), PhaseSeed)
 	if err := c.Seed(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.meet(ctx, o, BarrierSeeded); err != nil {
 		return nil, err
 	}
 	s.SetPhase(PhaseSync)
 	if err := c.StartInformers(ctx); err != nil {
 		return nil, err
+	}
+	if divided {
+		latest, err := s.meet(ctx, o, BarrierSynced)
+		if err != nil {
+			return nil, err
+		}
+		start := latest.Add(BarrierLead)
+		r.Logf("every worker's informers synced; the writes start at %s", start.Format(time.RFC3339Nano))
+		if err := sleepUntil(ctx, start); err != nil {
+			return nil, err
+		}
 	}
 	writing, err := c.StartWrites(ctx)
 	if err != nil {
@@ -208,6 +246,12 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return err
 	}
 	s.SetPhase(PhaseDrain)
+	if divided && interrupted == nil {
+		// The final revision must follow every worker's writes.
+		if _, err := s.meet(ctx, o, BarrierWritten); err != nil {
+			return nil, abandoned(err)
+		}
+	}
 	finalRev, err := currentRevision(ctx, r.Admin, o.Prefix)
 	if err != nil {
 		return nil, abandoned(fmt.Errorf("read the final revision: %w", err))
@@ -240,6 +284,38 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return res, fmt.Errorf("run stopped after %s of writes: the result holds what was measured until then: %w", time.Duration(interruptedAfter).Round(time.Millisecond), interrupted)
 	}
 	return res, nil
+}
+
+// meet waits at point of o.Barrier with the other workers of a divided
+// load (Options.Barrier) and returns the latest arrival; at once, with
+// the time now, for an undivided one.
+func (s *Session) meet(ctx context.Context, o Options, point string) (time.Time, error) {
+	if o.Shard.Count <= 1 || o.Barrier == nil {
+		return time.Now(), nil
+	}
+	s.logf("worker %s at %q: waiting for the other workers", o.Shard, point)
+	t, err := o.Barrier.Wait(ctx, point)
+	if err != nil {
+		return t, fmt.Errorf("barrier %q: %w", point, err)
+	}
+	return t, nil
+}
+
+// sleepUntil waits until t by the wall clock, or until ctx ends (its
+// error).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // The steps an interrupted run still takes to hand back its result, in
