@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // RunSchemaVersion is the version of the RunResult JSON document. It
@@ -58,6 +60,18 @@ type RunResult struct {
 	// Cluster describes a whole cluster's load (lwbench run --nodes);
 	// nil otherwise.
 	Cluster *ClusterScenario `json:"cluster,omitempty"`
+	// Shard is the worker's part of a load divided among workers
+	// (lwbench worker; pkg/shard): its 0-based index and the load's
+	// number of shards. Nil for an undivided run and for a merged result,
+	// whose Workers name the shards merged.
+	Shard *shard.Shard `json:"shard,omitempty"`
+	// Workers are a merged result's workers (MergeRuns), one per shard
+	// in index order; empty for one process's run.
+	Workers []WorkerSummary `json:"workers,omitempty"`
+	// Clocks says whose clock timed a merged result's latencies and how
+	// its workers' series were aligned; nil for one process's run, whose
+	// every figure is one clock's.
+	Clocks *Clocks `json:"clocks,omitempty"`
 
 	Writes WriteStats `json:"writes"` // the writers' counts and latency from schedule
 	// Delivery is the events the watchers received and their delivery
@@ -333,6 +347,11 @@ type WriteStats struct {
 	Deletes   int64 `json:"deletes"`   // successful deletes
 	Puts      int64 `json:"puts"`      // successful plain puts
 	Conflicts int64 `json:"conflicts"` // writes that met a compare-and-swap conflict
+	// StartMs is when the first write was scheduled, ms since the run's
+	// epoch (StartedAt): StartedAt plus StartMs is the wall time the
+	// intervals count from. Absent (0) in results that did not record it;
+	// MergeRuns aligns the workers' intervals on it.
+	StartMs float64 `json:"startMs,omitempty"`
 	// ThroughputPerSecond is Completed over DurationMs, the time from the
 	// first scheduled operation to the last one's end.
 	ThroughputPerSecond float64 `json:"throughputPerSecond"`
@@ -795,6 +814,11 @@ type SelfStats struct {
 	// runtime's /sched/latencies:seconds, runtime/metrics), ms: what
 	// lwbench's own starved CPU adds to the latencies it measures.
 	SchedLatencyP99Ms float64 `json:"schedLatencyP99Ms,omitempty"`
+	// CPULimitCores is the CPU this process's cgroup may use, in cores
+	// (cgroup v2 cpu.max: quota over period); 0 when unlimited or
+	// unreadable (no cgroup v2, or a limit set only on a parent), and then
+	// NumCPU is the limit (GeneratorLimited).
+	CPULimitCores float64 `json:"cpuLimitCores,omitempty"`
 }
 
 // ProcessStats is another process's CPU and memory over the run.
