@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"os"
@@ -166,6 +167,7 @@ func (s *selfSampler) finish(ctx context.Context) report.SelfStats {
 		GCCount: int64(ms.NumGC - s.gc0), GCPauseMs: float64(ms.PauseTotalNs-s.pause0) / 1e6,
 		IncludesEmbeddedEtcd: s.embedded, LoadAverageMax: s.loadMax,
 		SchedLatencyP99Ms: math.Round(histogramQuantile(s.sched0, schedLatencies(), 0.99)*1e6) / 1e3, // ms, to the µs
+		CPULimitCores:     cpuLimitCores(),
 	}
 	if s.etcd0 != nil {
 		if e1 := scrapeProcess(ctx, s.endpoint); e1 != nil {
@@ -177,6 +179,46 @@ func (s *selfSampler) finish(ctx context.Context) report.SelfStats {
 		}
 	}
 	return st
+}
+
+// cpuMaxPath is cgroup v2's CPU limit of this process's cgroup, as a
+// container sees its own (cgroup namespace).
+const cpuMaxPath = "/sys/fs/cgroup/cpu.max"
+
+// cpuLimitCores returns the CPU this process's cgroup may use, in cores
+// (parseCPUMax of cpuMaxPath); 0 when unlimited or unreadable.
+func cpuLimitCores() float64 {
+	b, err := os.ReadFile(cpuMaxPath)
+	if err != nil {
+		return 0
+	}
+	cores, err := parseCPUMax(string(b))
+	if err != nil {
+		return 0
+	}
+	return cores
+}
+
+// parseCPUMax parses cgroup v2's cpu.max, "$MAX $PERIOD" ("max 100000"
+// when unlimited; the kernel's cgroup-v2.rst), into cores: MAX over
+// PERIOD, 0 for "max". An error for any other content.
+func parseCPUMax(s string) (float64, error) {
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		return 0, fmt.Errorf("cpu.max %q: want \"$MAX $PERIOD\"", s)
+	}
+	period, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || period <= 0 {
+		return 0, fmt.Errorf("cpu.max %q: period not a positive integer", s)
+	}
+	if f[0] == "max" {
+		return 0, nil
+	}
+	quota, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || quota <= 0 {
+		return 0, fmt.Errorf("cpu.max %q: quota neither \"max\" nor a positive integer", s)
+	}
+	return float64(quota) / float64(period), nil
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
