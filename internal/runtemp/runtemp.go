@@ -24,10 +24,13 @@ const (
 	// APIServerPrefix names the directory of the kube-apiservers lwbench
 	// starts: their PKI, tokens and logs.
 	APIServerPrefix = "lwbench-apiserver-"
+	// WorkersPrefix names the directory where lwbench run --workers
+	// keeps its workers' results.
+	WorkersPrefix = "lwbench-workers-"
 )
 
 // prefixes are the names RemoveStale looks for.
-var prefixes = []string{EtcdPrefix, APIServerPrefix}
+var prefixes = []string{EtcdPrefix, APIServerPrefix, WorkersPrefix}
 
 // ownerFile, inside a temporary data directory, names the process that
 // made it: "pid=<pid> start=<start>\n", start being the process's start

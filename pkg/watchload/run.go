@@ -130,6 +130,10 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	r := &Script{Session: s, Options: o, Result: &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
 		StartedAt: s.epoch.UTC(), Target: s.reportTarget()}}
 	res := r.Result
+	if o.Shard.Count > 1 {
+		sh := o.Shard
+		res.Shard = &sh
+	}
 	if r.Admin, err = s.DialAdmin(ctx); err != nil {
 		return nil, err
 	}
@@ -223,6 +227,10 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	}()
 	res.Writes = writing.Wait()
 	<-maintained
+	if divided {
+		// The workers' series are aligned on it (report.MergeRuns).
+		res.Writes.StartMs = report.Ms(writing.Start)
+	}
 
 	// Interrupted (SIGINT): keep what was measured; the recorder runs on
 	// (its connection outlives ctx) so that the informers' deliveries

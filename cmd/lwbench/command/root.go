@@ -79,7 +79,7 @@ By default it starts its own etcd member in a temporary directory; use
 	root.PersistentFlags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of lwbench (and an embedded member) to this file")
 	root.PersistentFlags().StringVar(&heapProfile, "heap-profile", "", "write a heap profile of lwbench (and an embedded member) to this file as the live heap grows: rewritten each time it is 25% past the last profile's, so it shows what the run held near its peak (go tool pprof reads it)")
 	cli.PrepareRoot(root)
-	root.AddCommand(newRunCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
+	root.AddCommand(newRunCommand(nil), newWorkerCommand(nil), newWatchCommand(nil), newPutCommand(nil), newListCommand(nil))
 	root.AddCommand(newExperimentCommands()...)
 	root.AddCommand(newConformanceCommand())
 	root.AddCommand(newReportCommand(nil))

@@ -60,6 +60,15 @@ type runOptions struct {
 	faultAt       time.Duration
 	faultDuration time.Duration
 
+	// ownedTarget treats --endpoints as a member lwbench started (set by
+	// lwbench worker --target-owned): no cleanup, maintenance allowed.
+	ownedTarget bool
+	// workers > 0 divides the load among that many worker processes
+	// (runWorkers).
+	workers int
+	// isWorker leaves --workers out: lwbench worker's options.
+	isWorker bool
+
 	flags *pflag.FlagSet
 }
 
@@ -117,6 +126,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.faultAt, "fault-at", 0, "when the fault begins, from the start of the writes (default: half of --duration)")
 	fs.DurationVar(&o.faultDuration, "fault-duration", 5*time.Second, "how long the member stays killed, paused or cut off before it is restarted, resumed or healed")
 	fs.DurationVar(&o.load.RecoveryTimeout, "recovery-timeout", d.RecoveryTimeout, "longest wait for writes and every watcher to recover after the fault is undone")
+	if !o.isWorker {
+		fs.IntVar(&o.workers, "workers", 0, "divide the load among this many lwbench worker processes on this machine (one shard each: their namespaces' writes, their block of the informers; shard 0 compacts and defragments), meeting at an etcd barrier, and merge their results exactly; 0: one process")
+	}
 	o.flags = fs
 }
 
@@ -212,7 +224,10 @@ func (o *runOptions) Validate() error {
 	if err := o.validateExternal(); err != nil {
 		return err
 	}
-	return o.validateFault()
+	if err := o.validateFault(); err != nil {
+		return err
+	}
+	return o.validateWorkers()
 }
 
 // changed reports whether a flag was given on the command line.
@@ -224,7 +239,7 @@ func (o *runOptions) changed(name string) bool {
 // no compaction or defragmentation unless allowed, the compactor's key
 // under the prefix, and a cleanup of what the run wrote.
 func (o *runOptions) validateExternal() error {
-	if !o.target.external() {
+	if !o.target.external() || o.ownedTarget {
 		return nil
 	}
 	if o.kubeconfig.enabled() {
@@ -302,6 +317,9 @@ func onOff(on bool) string {
 func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if o.kube.enabled() || o.kubeconfig.enabled() {
 		collectAsClientGo()
+	}
+	if o.workers > 0 {
+		return runWorkers(ctx, o, out, errOut)
 	}
 	if err := o.out.prepare(); err != nil {
 		return err

@@ -1,0 +1,216 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/barrier"
+	"github.com/kubestore/etcdkit/pkg/shard"
+	"github.com/kubestore/etcdkit/pkg/watchload"
+)
+
+// The environment a worker reads its shard from when its flags do not
+// give it: the completion index a Kubernetes Indexed Job gives each pod
+// (k8s.io/api batch/v1 JobCompletionIndexEnvName, pkg/controller/job
+// utils.go addCompletionIndexEnvVariable), and the shard count, which the
+// Job's pods do not learn from Kubernetes: `lwbench manifest` sets it to
+// the Job's completions.
+const (
+	envCompletionIndex = "JOB_COMPLETION_INDEX"
+	envShards          = "LWBENCH_SHARDS"
+)
+
+// workerOptions are `lwbench worker`'s: `lwbench run`'s, which shard of
+// how many, and where the workers meet.
+type workerOptions struct {
+	runOptions
+	index, shards  int
+	barrierEtcdKey string
+	// barrierConfigMap is NAMESPACE/NAME of the barrier's ConfigMap,
+	// reached with barrierKubeconfig or the pod's in-cluster config.
+	barrierConfigMap  string
+	barrierKubeconfig string
+	// targetOwned is set by `lwbench run --workers` (a hidden flag): the
+	// coordinator started the etcd the workers drive, so they treat it as
+	// lwbench's own member (compaction and defragmentation on shard 0,
+	// compact_rev_key at the root, no cleanup) rather than as a cluster
+	// lwbench does not own.
+	targetOwned bool
+}
+
+func (o *workerOptions) AddFlags(fs *pflag.FlagSet) {
+	o.isWorker = true
+	o.runOptions.AddFlags(fs)
+	fs.IntVar(&o.index, "index", 0, "this worker's shard, 0-based (default: $"+envCompletionIndex+", as a Kubernetes Indexed Job sets it)")
+	fs.IntVar(&o.shards, "shards", 0, "shards the load is divided into, one worker each (default: $"+envShards+")")
+	fs.StringVar(&o.barrierEtcdKey, "barrier-etcd-key", "", "meet the other workers under this etcd key (outside --prefix, unique to the run) of the target")
+	fs.StringVar(&o.barrierConfigMap, "barrier-configmap", "", "meet the other workers in this ConfigMap, NAMESPACE/NAME, of the cluster the worker runs in (in-cluster config, or --barrier-kubeconfig)")
+	fs.StringVar(&o.barrierKubeconfig, "barrier-kubeconfig", "", "kubeconfig of the cluster holding --barrier-configmap (default: the pod's in-cluster config)")
+	fs.BoolVar(&o.targetOwned, "target-owned", false, "the etcd was started by the coordinator (lwbench run --workers)")
+	if err := fs.MarkHidden("target-owned"); err != nil {
+		panic(err) // the flag was just defined
+	}
+}
+
+// Validate reads the shard from the flags or the environment, checks the
+// barrier and the target (a worker drives etcd directly, --endpoints),
+// then the run's flags with the shard and the barrier set.
+func (o *workerOptions) Validate() error {
+	var err error
+	if o.index, err = flagOrEnv(o.flags, "index", o.index, envCompletionIndex); err != nil {
+		return err
+	}
+	if o.shards, err = flagOrEnv(o.flags, "shards", o.shards, envShards); err != nil {
+		return err
+	}
+	sh := shard.Shard{Index: o.index, Count: o.shards}
+	if o.shards < 1 {
+		return cli.FlagErrorf("--shards: give the number of shards (or set $%s)", envShards)
+	}
+	if err := sh.Validate(); err != nil {
+		return cli.FlagErrorf("--index %d --shards %d: %v", o.index, o.shards, err)
+	}
+	switch {
+	case o.barrierEtcdKey == "" && o.barrierConfigMap == "":
+		return cli.FlagErrorf("lwbench worker needs a barrier where the workers meet: --barrier-etcd-key or --barrier-configmap")
+	case o.barrierEtcdKey != "" && o.barrierConfigMap != "":
+		return cli.FlagErrorf("--barrier-etcd-key and --barrier-configmap cannot be used together")
+	case o.barrierKubeconfig != "" && o.barrierConfigMap == "":
+		return cli.FlagErrorf("--barrier-kubeconfig needs --barrier-configmap")
+	}
+	if o.barrierConfigMap != "" {
+		if _, _, err := splitNamespacedName(o.barrierConfigMap); err != nil {
+			return cli.FlagErrorf("--barrier-configmap: %v", err)
+		}
+	}
+	if !o.changed("endpoints") {
+		return cli.FlagErrorf("lwbench worker needs --endpoints: the etcd every worker of the load drives")
+	}
+	switch {
+	case o.kube.enabled(), o.kubeconfig.enabled(), o.cluster.enabled():
+		return cli.FlagErrorf("lwbench worker drives etcd directly (the etcd-direct model): --kube-apiserver, --kubeconfig and --nodes are not divided into shards yet")
+	case o.fault != "":
+		return cli.FlagErrorf("--fault cannot be used with lwbench worker: faults need members lwbench started itself")
+	case o.snapshotPath != "":
+		return cli.FlagErrorf("--snapshot cannot be used with lwbench worker: save a snapshot of the target after the workers end")
+	}
+	if !o.changed("write-out") {
+		o.out.format = output.FormatJSON // a worker's result is for lwbench merge
+	}
+	o.ownedTarget = o.targetOwned
+	o.load.Shard = sh
+	o.load.Barrier = pendingBarrier{} // replaced by the real one once connected
+	return o.runOptions.Validate()
+}
+
+// flagOrEnv returns the flag's value when given, else env's, parsed as a
+// non-negative integer; 0 when neither is set.
+func flagOrEnv(fs *pflag.FlagSet, name string, value int, env string) (int, error) {
+	if fs != nil && fs.Changed(name) {
+		if value < 0 {
+			return 0, cli.FlagErrorf("--%s %d: want 0 or more", name, value)
+		}
+		return value, nil
+	}
+	s, ok := os.LookupEnv(env)
+	if !ok {
+		return 0, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		return 0, cli.FlagErrorf("--%s: $%s is %q: want a number, 0 or more", name, env, s)
+	}
+	return v, nil
+}
+
+// splitNamespacedName splits NAMESPACE/NAME.
+func splitNamespacedName(s string) (namespace, name string, err error) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			if i == 0 || i == len(s)-1 {
+				break
+			}
+			return s[:i], s[i+1:], nil
+		}
+	}
+	return "", "", fmt.Errorf("%q: want NAMESPACE/NAME", s)
+}
+
+// pendingBarrier stands for the barrier while the flags are checked:
+// watchload.Options.Validate requires one for a divided load.
+type pendingBarrier struct{}
+
+func (pendingBarrier) Wait(context.Context, string) (time.Time, error) {
+	return time.Time{}, errors.New("barrier not connected")
+}
+func (pendingBarrier) Abort(context.Context, string) error {
+	return errors.New("barrier not connected")
+}
+
+// newWorkerCommand returns `lwbench worker`; runF replaces the run in
+// flag tests.
+func newWorkerCommand(runF func(*cobra.Command, *workerOptions) error) *cobra.Command {
+	o := &workerOptions{}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run one shard of a load divided among workers (a Kubernetes Indexed Job's pod, or lwbench run --workers)",
+		Long: `lwbench worker runs shard --index of --shards of the load that lwbench run's
+flags describe: the seeding and writes of its block of namespaces, its block
+of the informers (each with its ID in the whole load), and, on shard 0 alone,
+the compactor, the held-back informers and the defragmentation. Every worker
+plans the whole load from the same flags, so the shards agree without talking;
+they meet at a barrier (an etcd key, or a ConfigMap of the cluster they run
+in) after seeding, after their informers synced (the writes then start
+together), after the writes and before the cleanup. Each worker times the
+delivery of its own writes' events (one clock) and counts the others'. Its
+result (JSON by default) keeps its histograms, so that lwbench merge combines
+the workers' results exactly.`,
+	}
+	return newLoadCommand(cmd, o, &o.out, runF, runWorker)
+}
+
+// runWorker connects the barrier and runs the worker's shard
+// (runRun).
+func runWorker(ctx context.Context, o *workerOptions, out, errOut io.Writer) error {
+	b, closeBarrier, err := o.connectBarrier(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBarrier()
+	o.load.Barrier = b
+	return runRun(ctx, &o.runOptions, out, errOut)
+}
+
+// connectBarrier opens the barrier the flags name; close releases its
+// connection.
+func (o *workerOptions) connectBarrier(ctx context.Context) (_ watchload.Barrier, close func(), err error) {
+	sh := o.load.Shard
+	if o.barrierEtcdKey == "" {
+		return o.connectConfigMapBarrier(ctx, sh)
+	}
+	c, err := o.target.dial(ctx, o.target.endpoints)
+	if err != nil {
+		return nil, func() {}, fmt.Errorf("--barrier-etcd-key: %w", err)
+	}
+	b, err := barrier.NewEtcd(c, o.barrierEtcdKey, sh)
+	if err != nil {
+		c.Close()
+		return nil, func() {}, cli.FlagErrorf("--barrier-etcd-key: %v", err)
+	}
+	return b, func() { c.Close() }, nil
+}
+
+// connectConfigMapBarrier opens --barrier-configmap's barrier.
+func (o *workerOptions) connectConfigMapBarrier(ctx context.Context, sh shard.Shard) (watchload.Barrier, func(), error) {
+	return nil, func() {}, cli.FlagErrorf("--barrier-configmap: not available in this build")
+}

@@ -1,0 +1,149 @@
+package command
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
+)
+
+// TestWorkerFlags: the shard from the flags or an Indexed Job's
+// environment, a barrier, --endpoints, and what a worker cannot do.
+func TestWorkerFlags(t *testing.T) {
+	ep := []string{"--endpoints", "http://127.0.0.1:2379"}
+	key := []string{"--barrier-etcd-key", "/lwbench-barrier/t"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+		want    shard.Shard
+	}{
+		{name: "flags", args: slices.Concat([]string{"--index", "1", "--shards", "3"}, ep, key), want: shard.Shard{Index: 1, Count: 3}},
+		{name: "indexed job", args: slices.Concat(ep, key), env: map[string]string{envCompletionIndex: "2", envShards: "4"}, want: shard.Shard{Index: 2, Count: 4}},
+		{name: "flag over env", args: slices.Concat([]string{"--index", "0"}, ep, key), env: map[string]string{envCompletionIndex: "2", envShards: "4"}, want: shard.Shard{Index: 0, Count: 4}},
+		{name: "no shards", args: slices.Concat(ep, key), wantErr: "--shards: give the number of shards"},
+		{name: "index out of range", args: slices.Concat([]string{"--index", "3", "--shards", "3"}, ep, key), wantErr: "shard index 3"},
+		{name: "bad env", args: slices.Concat(ep, key), env: map[string]string{envCompletionIndex: "x", envShards: "2"}, wantErr: "$JOB_COMPLETION_INDEX is \"x\""},
+		{name: "no barrier", args: slices.Concat([]string{"--shards", "2"}, ep), wantErr: "needs a barrier"},
+		{name: "two barriers", args: slices.Concat([]string{"--shards", "2", "--barrier-configmap", "ns/b"}, ep, key), wantErr: "cannot be used together"},
+		{name: "bad configmap", args: slices.Concat([]string{"--shards", "2", "--barrier-configmap", "b"}, ep), wantErr: "want NAMESPACE/NAME"},
+		{name: "no endpoints", args: slices.Concat([]string{"--shards", "2"}, key), wantErr: "needs --endpoints"},
+		{name: "kube", args: slices.Concat([]string{"--shards", "2", "--kube-apiserver", "1.37"}, ep, key), wantErr: "not divided into shards yet"},
+		{name: "too few namespaces", args: slices.Concat([]string{"--shards", "4", "--namespaces", "3"}, ep, key), wantErr: "--namespaces"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{envCompletionIndex, envShards} {
+				v, ok := tt.env[k]
+				if !ok {
+					t.Setenv(k, "")
+					os.Unsetenv(k)
+					continue
+				}
+				t.Setenv(k, v)
+			}
+			var got *workerOptions
+			root := &cobra.Command{Use: "lwbench"}
+			cli.PrepareRoot(root)
+			root.AddCommand(newWorkerCommand(func(_ *cobra.Command, o *workerOptions) error { got = o; return nil }))
+			var errOut bytes.Buffer
+			code := cli.Run(root, append([]string{"worker"}, tt.args...), &errOut)
+			if tt.wantErr != "" {
+				if code != cli.ExitUsage || !strings.Contains(errOut.String(), tt.wantErr) {
+					t.Fatalf("exit %d, stderr %q; want %d mentioning %q", code, errOut.String(), cli.ExitUsage, tt.wantErr)
+				}
+				return
+			}
+			if code != 0 || got == nil {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			if got.load.Shard != tt.want {
+				t.Errorf("shard %v, want %v", got.load.Shard, tt.want)
+			}
+			if got.out.format != "json" {
+				t.Errorf("output %q, want json by default", got.out.format)
+			}
+			// --endpoints is a cluster lwbench does not own: the run
+			// cleans up after itself and leaves maintenance alone.
+			if !got.load.Cleanup || got.load.CompactionInterval >= 0 {
+				t.Errorf("cleanup %v, compaction interval %v: want an external target's rules", got.load.Cleanup, got.load.CompactionInterval)
+			}
+		})
+	}
+}
+
+// TestRunWorkers runs `lwbench run --workers 3` against its embedded
+// member: three worker processes (this test binary as lwbench) divide the
+// load, and the merged result accounts for every shard's writes and
+// events, nothing lost, with counts that are the sums of the workers'.
+func TestRunWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd and three worker processes; skipped under -short")
+	}
+	t.Setenv(subprocessEnv, "1") // the workers: this binary as lwbench
+	var out, errOut bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	code := cli.Run(root, []string{"run", "--workers", "3", "--unsafe-no-fsync", "--objects", "300", "--namespaces", "6", "--watchers", "6",
+		"--write-rate", "150", "--duration", "3s", "--compaction-interval", "1s", "-w", "json"}, &errOut)
+	if code != 0 {
+		t.Fatalf("lwbench run --workers 3: exit %d:\n%s", code, errOut.String())
+	}
+	var res report.RunResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("result JSON: %v\n%s", err, out.String())
+	}
+	if !res.Validation.OK() || res.Validation.Lost != 0 || !strings.HasPrefix(res.Verdict, "PASS") {
+		t.Fatalf("merged validation %+v, verdict %q", res.Validation, res.Verdict)
+	}
+	if len(res.Workers) != 3 {
+		t.Fatalf("%d workers in the result, want 3", len(res.Workers))
+	}
+	var planned, completed, events int64
+	for i, w := range res.Workers {
+		if w.Shard.Index != i || w.Shard.Count != 3 {
+			t.Errorf("worker %d is shard %v", i, w.Shard)
+		}
+		if w.Writes.Planned == 0 || w.Writes.Completed != w.Writes.Planned || w.Events == 0 {
+			t.Errorf("worker %d: writes %+v, %d events: want its share of the writes, all completed, and events", i, w.Writes, w.Events)
+		}
+		planned += w.Writes.Planned
+		completed += w.Writes.Completed
+		events += w.Events
+	}
+	if want := int64(150 * 3); planned != want || res.Writes.Planned != want || res.Writes.Completed != completed {
+		t.Errorf("planned %d by the workers, %d merged, %d completed merged (%d by the workers): want %d", planned, res.Writes.Planned,
+			res.Writes.Completed, completed, want)
+	}
+	if res.Delivery.Events != events {
+		t.Errorf("%d events merged, the workers' sum is %d", res.Delivery.Events, events)
+	}
+	if res.Writes.Latency.Count != res.Writes.Completed+res.Writes.Errors {
+		t.Errorf("merged write latency holds %d samples, want one per write (%d)", res.Writes.Latency.Count, res.Writes.Completed)
+	}
+	ids := make([]int, 0, len(res.Informers))
+	for _, inf := range res.Informers {
+		ids = append(ids, inf.ID)
+	}
+	if !slices.Equal(ids, []int{0, 1, 2, 3, 4, 5}) {
+		t.Errorf("informers %v: want 0 to 5, each once", ids)
+	}
+	if len(res.Compactions) == 0 {
+		t.Error("no compaction: shard 0 compacts")
+	}
+	for i := range 3 {
+		if !strings.Contains(errOut.String(), "worker "+string(rune('0'+i))+": ") {
+			t.Errorf("no log line of worker %d on stderr", i)
+		}
+	}
+}

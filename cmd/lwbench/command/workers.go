@@ -1,0 +1,283 @@
+package command
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
+	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/runtemp"
+	"github.com/kubestore/etcdkit/pkg/barrier"
+	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
+)
+
+// maxWorkers bounds --workers: each is a process with its own
+// connections, informers and writers.
+const maxWorkers = 64
+
+// validateWorkers checks --workers: the etcd-direct model only, and a
+// load the shards can divide (watchload.Options.Validate with the last
+// shard and a barrier).
+func (o *runOptions) validateWorkers() error {
+	if o.workers == 0 {
+		return nil
+	}
+	switch {
+	case o.workers < 0 || o.workers > maxWorkers:
+		return cli.FlagErrorf("--workers %d: want 1 to %d", o.workers, maxWorkers)
+	case o.kube.enabled(), o.kubeconfig.enabled(), o.cluster.enabled():
+		return cli.FlagErrorf("--workers divides the etcd-direct model's load: --kube-apiserver, --kubeconfig and --nodes are not divided into shards yet")
+	case o.fault != "":
+		return cli.FlagErrorf("--workers cannot be used with --fault: the workers would each need the cluster's members")
+	case o.snapshotPath != "":
+		return cli.FlagErrorf("--workers cannot be used with --snapshot yet")
+	}
+	l := o.load
+	l.Shard, l.Barrier = shard.Shard{Index: o.workers - 1, Count: o.workers}, pendingBarrier{}
+	return flagErrors(o.flags, l.Validate())
+}
+
+// workersNotPassed are run's flags a coordinator keeps to itself: the
+// target it opens (its workers get --endpoints) and its own output.
+var workersNotPassed = map[string]bool{
+	"workers": true, "write-out": true, "interval-csv": true, "benchstat": true,
+	"data-dir": true, "unsafe-no-fsync": true, "cluster-size": true, "etcd-version": true, "netns": true,
+	"db-size": true,
+}
+
+// workerArgs returns the arguments of worker i of n: `worker`, the
+// shard, the barrier, the target and every run flag the user gave
+// (a slice flag as one comma-separated value).
+func workerArgs(fs *pflag.FlagSet, i, n int, key string, endpoints []string, owned bool, prefix string) []string {
+	args := []string{"worker", "--index", strconv.Itoa(i), "--shards", strconv.Itoa(n), "--barrier-etcd-key", key, "-w", "json", "--prefix", prefix}
+	if owned {
+		args = append(args, "--endpoints", strings.Join(endpoints, ","), "--target-owned")
+	}
+	fs.Visit(func(f *pflag.Flag) {
+		if workersNotPassed[f.Name] || f.Name == "prefix" || (owned && f.Name == "endpoints") {
+			return
+		}
+		v := f.Value.String()
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			v = strings.Join(sv.GetSlice(), ",")
+		}
+		args = append(args, "--"+f.Name+"="+v)
+	})
+	return args
+}
+
+// runWorkers runs `lwbench run --workers N`: it opens the target as run
+// does (the embedded member by default), starts N `lwbench worker`
+// processes of this executable on it, one shard each, meeting at a
+// barrier under a fresh etcd key, waits for them, and prints their
+// results merged exactly (report.MergeRuns). The coordinator holds no
+// load: its own figures are the embedded member's. SIGINT is passed on to
+// the workers, which return what they measured; a second one kills them.
+func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
+	if err := o.out.prepare(); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--workers: find lwbench's executable: %w", err)
+	}
+	con := newConsole(errOut)
+	defer con.Done()
+	target, release, err := o.target.open(ctx, con.Logf)
+	defer release()
+	if err != nil {
+		return err
+	}
+	admin, err := o.target.dial(ctx, target.Endpoints)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	id := make([]byte, 6)
+	rand.Read(id)
+	key := "/lwbench-barrier/" + hex.EncodeToString(id)
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := barrier.DeleteEtcd(dctx, admin, key); err != nil {
+			con.Logf("%v", err)
+		}
+	}()
+	dir, err := runtemp.New("", runtemp.WorkersPrefix)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	n := o.workers
+	con.Logf("dividing the load among %d worker processes (barrier %s on %s)", n, key, strings.Join(target.Endpoints, ","))
+	procs := make([]*workerProc, n)
+	for i := range n {
+		args := workerArgs(o.flags, i, n, key, target.Endpoints, !o.target.external(), o.load.Prefix)
+		p, err := startWorker(exe, args, filepath.Join(dir, fmt.Sprintf("worker-%d.json", i)), i, con)
+		if err != nil {
+			for _, q := range procs[:i] {
+				q.cmd.Process.Kill()
+				q.wait()
+			}
+			return err
+		}
+		procs[i] = p
+	}
+	stop := context.AfterFunc(ctx, func() {
+		for _, p := range procs {
+			p.cmd.Process.Signal(os.Interrupt)
+		}
+		if again := cli.SecondInterrupt(ctx); again != nil {
+			context.AfterFunc(again, func() {
+				for _, p := range procs {
+					p.cmd.Process.Kill()
+				}
+			})
+		}
+	})
+	defer stop()
+	var results []*report.RunResult
+	var failures []error
+	for i, p := range procs {
+		werr := p.wait()
+		res, rerr := readWorkerResult(p.resultPath)
+		switch {
+		case rerr != nil && werr != nil:
+			failures = append(failures, fmt.Errorf("worker %d: %v (%s)", i, werr, p.lastLine()))
+		case rerr != nil:
+			failures = append(failures, fmt.Errorf("worker %d: %w", i, rerr))
+		default:
+			results = append(results, res)
+		}
+	}
+	con.Done()
+	if len(failures) > 0 {
+		return errors.Join(failures...)
+	}
+	merged, err := report.MergeRuns(results)
+	if err != nil {
+		return fmt.Errorf("merge the workers' results: %w", err)
+	}
+	var interrupted error
+	if merged.Interrupted {
+		interrupted = fmt.Errorf("the workers were interrupted: the result holds what they measured until then: %w", context.Cause(ctx))
+	}
+	return writeRunResult(o, out, errOut, merged, interrupted, nil)
+}
+
+// workerProc is a started worker process.
+type workerProc struct {
+	cmd        *exec.Cmd
+	resultPath string
+	done       chan struct{}
+	mu         sync.Mutex
+	last       string // its last line of stderr
+}
+
+// startWorker starts exe with args, its standard output to resultPath
+// and its standard error to con, each line prefixed with its index.
+func startWorker(exe string, args []string, resultPath string, i int, con *console) (*workerProc, error) {
+	f, err := os.Create(resultPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout = f
+	cmd.Env = withoutEtcdEnv(os.Environ())
+	cmd.SysProcAttr = apiserverproc.ChildAttr()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker %d: %w", i, err)
+	}
+	p := &workerProc{cmd: cmd, resultPath: resultPath, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.last = line
+			p.mu.Unlock()
+			con.Logf("worker %d: %s", i, line)
+		}
+	}()
+	return p, nil
+}
+
+// wait waits for the worker to exit, its standard error read.
+func (p *workerProc) wait() error {
+	<-p.done
+	return p.cmd.Wait()
+}
+
+func (p *workerProc) lastLine() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// withoutEtcdEnv drops ETCD_* variables, which an embedded etcd would
+// read as flags.
+func withoutEtcdEnv(env []string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, "ETCD_") {
+			out = append(out, e)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxResultBytes bounds a worker's result file.
+const maxResultBytes = 256 << 20
+
+// readWorkerResult reads a worker's JSON result; an empty file (the worker
+// failed before it had one) is an error.
+func readWorkerResult(path string) (*report.RunResult, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() == 0 {
+		return nil, errors.New("no result")
+	}
+	if fi.Size() > maxResultBytes {
+		return nil, fmt.Errorf("result of %d bytes, more than %d", fi.Size(), maxResultBytes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	_, v, err := report.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	res, ok := v.(*report.RunResult)
+	if !ok {
+		return nil, fmt.Errorf("a %T, not a run's result", v)
+	}
+	return res, nil
+}
