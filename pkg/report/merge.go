@@ -92,7 +92,8 @@ var ErrNotOneLoad = errors.New("not the workers of one load")
 //     requests, cleanup, every validation counter but HistoryEvents);
 //   - latencies are merged bucket by bucket (MergeLatencies): exact, and
 //     an error wrapping ErrNoHDR for a latency with samples but no
-//     histogram, never an average of percentiles;
+//     histogram, never an average of percentiles (a latency only one
+//     worker has samples of is kept as it is);
 //   - rates are recomputed: ThroughputPerSecond is the completed writes
 //     over the span from the earliest worker's first scheduled write to
 //     the latest worker's last end, EventsPerSecond the events over the
@@ -279,8 +280,20 @@ func alignment(ws []*RunResult, offset []float64) (*Clocks, []float64) {
 	return c, start
 }
 
-// mergeLatencies is MergeLatencies naming what was merged in its error.
+// mergeLatencies is MergeLatencies naming what was merged in its error,
+// except that a latency alone in having samples is returned as it is,
+// with or without its HDR: nothing is merged, so it is exact (shard 0's
+// roles, such as the consistent reads, are one worker's).
 func mergeLatencies(what string, ls []Latency) (Latency, error) {
+	var only []Latency
+	for _, l := range ls {
+		if l.Count > 0 {
+			only = append(only, l)
+		}
+	}
+	if len(only) == 1 {
+		return only[0], nil
+	}
 	l, err := MergeLatencies(ls...)
 	if err != nil {
 		return Latency{}, fmt.Errorf("merge %s: %w", what, err)

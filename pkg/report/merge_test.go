@@ -303,6 +303,12 @@ func TestMergeRunsErrors(t *testing.T) {
 			return rs
 		}, "shards 0 and 1 both have compactions", ErrNotOneLoad},
 		{"no HDR", func(rs []*RunResult) []*RunResult { rs[1].Delivery.FromSend.HDR = ""; return rs }, "merge delivery.fromSend: latency 2 of 3", ErrNoHDR},
+		{"no HDR on two members", func(rs []*RunResult) []*RunResult {
+			for _, r := range rs[:2] {
+				r.Members = []MemberStats{{Endpoint: "http://127.0.0.1:2379", Writes: &MemberWrites{Completed: 1, Latency: Latency{Count: 1, P50Ms: 1}}}}
+			}
+			return rs
+		}, "merge members[http://127.0.0.1:2379].writes.latency: latency 1 of 2", ErrNoHDR},
 		{"none", func([]*RunResult) []*RunResult { return nil }, "no results to merge", ErrNotOneLoad},
 	}
 	for _, tt := range tests {
@@ -313,6 +319,21 @@ func TestMergeRunsErrors(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q wrapping %v", err, tt.wantErr, tt.wantIs)
 			}
 		})
+	}
+}
+
+// TestMergeRunsOneWorkersLatency: a latency only one worker has samples
+// of (shard 0's consistent reads) is kept as it is, without its HDR.
+func TestMergeRunsOneWorkersLatency(t *testing.T) {
+	rs, _ := workerResults(t, rand.New(rand.NewPCG(11, 12)), 3)
+	wait := Latency{Count: 10, P50Ms: 2, P99Ms: 9, MaxMs: 9}
+	rs[0].ConsistentReads = &ConsistentReads{Requests: 10, ServedFromCache: 10, ReadWait: wait}
+	m, err := MergeRuns(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ConsistentReads == nil || m.ConsistentReads.ReadWait != wait || m.ConsistentReads.Requests != 10 {
+		t.Errorf("consistent reads %+v, want shard 0's", m.ConsistentReads)
 	}
 }
 
