@@ -151,3 +151,90 @@ func DeleteEtcd(ctx context.Context, c *clientv3.Client, key string) error {
 	}
 	return nil
 }
+
+// FollowEtcd watches the barrier under key of a load of count workers
+// without taking part, and calls onMet once for each point every worker
+// has reached, in the order the points complete, with the latest arrival;
+// an abort ends it with ErrAborted. It returns when ctx ends (nil) or the
+// barrier cannot be read. The coordinator of `lwbench run --workers` uses
+// it to know the load's phase.
+func FollowEtcd(ctx context.Context, c *clientv3.Client, key string, count int, onMet func(point string, latest time.Time)) error {
+	key = strings.TrimRight(key, "/")
+	if count < 1 || key == "" {
+		return fmt.Errorf("barrier: follow %q of %d workers", key, count)
+	}
+	points := map[string]*arrivals{}
+	met := map[string]bool{}
+	apply := func(k, v string) error {
+		rest, ok := strings.CutPrefix(k, key+"/")
+		if !ok {
+			return nil
+		}
+		p, idx, ok := strings.Cut(rest, "/")
+		if !ok {
+			return nil
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil {
+			return fmt.Errorf("barrier %s: key %s: worker index %q is not a number", key, k, idx)
+		}
+		if p == abortPoint {
+			return abortError(i, v)
+		}
+		t, err := parseTime(v)
+		if err != nil {
+			return fmt.Errorf("barrier %s: key %s: arrival time: %w", key, k, err)
+		}
+		a := points[p]
+		if a == nil {
+			a = newArrivals(count)
+			points[p] = a
+		}
+		if err := a.add(i, t); err != nil {
+			return err
+		}
+		if a.complete() && !met[p] {
+			met[p] = true
+			onMet(p, a.latest)
+		}
+		return nil
+	}
+	rev := int64(0)
+	for ctx.Err() == nil {
+		if rev == 0 {
+			resp, err := c.Get(ctx, key+"/", clientv3.WithPrefix())
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("barrier %s: read: %w", key, err)
+			}
+			for _, kv := range resp.Kvs {
+				if err := apply(string(kv.Key), string(kv.Value)); err != nil {
+					return err
+				}
+			}
+			rev = resp.Header.Revision + 1
+		}
+		for wr := range c.Watch(clientv3.WithRequireLeader(ctx), key+"/", clientv3.WithPrefix(), clientv3.WithRev(rev)) {
+			if wr.Err() != nil {
+				rev = 0 // compacted, or the leader lost: read again
+				break
+			}
+			for _, ev := range wr.Events {
+				rev = ev.Kv.ModRevision + 1
+				if ev.Type != clientv3.EventTypePut {
+					continue
+				}
+				if err := apply(string(ev.Kv.Key), string(ev.Kv.Value)); err != nil {
+					return err
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -135,3 +135,46 @@ func TestEtcdRejects(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func withPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
+
+// TestFollowEtcd: a follower sees each point once, when its last worker
+// arrives, in order, and stops with ErrAborted at an abort.
+func TestFollowEtcd(t *testing.T) {
+	c := etcdtest.NewClient(t, etcdtest.RunEtcd(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b0, _ := barrier.NewEtcd(c, "/barrier-test/follow", shard.Shard{Index: 0, Count: 2})
+	b1, _ := barrier.NewEtcd(c, "/barrier-test/follow", shard.Shard{Index: 1, Count: 2})
+	var mu sync.Mutex
+	var met []string
+	done := make(chan error, 1)
+	go func() {
+		done <- barrier.FollowEtcd(ctx, c, "/barrier-test/follow", 2, func(p string, _ time.Time) {
+			mu.Lock()
+			met = append(met, p)
+			mu.Unlock()
+		})
+	}()
+	for _, p := range []string{"seeded", "synced"} {
+		var wg sync.WaitGroup
+		for _, b := range []*barrier.Etcd{b0, b1} {
+			wg.Go(func() {
+				if _, err := b.Wait(ctx, p); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b0.Wait(ctx, "seeded") // again: not met twice
+	if err := b1.Abort(ctx, "planted"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, barrier.ErrAborted) {
+		t.Errorf("follower ended with %v, want ErrAborted", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"seeded", "synced"}; strings.Join(met, ",") != strings.Join(want, ",") {
+		t.Errorf("met %v, want %v", met, want)
+	}
+}

@@ -195,6 +195,7 @@ type etcdSampler struct {
 	order      []string
 
 	cancel   context.CancelFunc // ends a scrape in flight
+	now      chan chan struct{} // a sample taken now, closed once done
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -214,7 +215,7 @@ func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() str
 	endpoint string, tlsCfg *tls.Config, status etcdStatusFunc) *etcdSampler {
 	s := &etcdSampler{counter: counter, phase: phase, epoch: epoch, interval: interval, endpoint: endpoint, release: func() {},
 		index: map[string]int{}, phases: map[string]*etcdPhaseAcc{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		now: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	s.writes.IntervalMs = report.Ms(interval)
 	s.metrics = report.EtcdMetrics{Endpoint: endpoint, IntervalMs: report.Ms(interval), Samples: []report.EtcdDBSample{}}
 	switch {
@@ -235,6 +236,9 @@ func startEtcdSampler(ctx context.Context, counter EtcdCounter, phase func() str
 				return
 			case <-t.C:
 				s.sample(ctx)
+			case ack := <-s.now:
+				s.sample(ctx)
+				close(ack)
 			}
 		}
 	}()
@@ -415,4 +419,40 @@ func (s *etcdSampler) halt() {
 		s.cancel()
 	})
 	<-s.done
+}
+
+// EtcdMetricsSampler reads one etcd member's own /metrics every interval
+// and accumulates its counters per phase (report.EtcdMetrics: puts,
+// deletes, ranges, txns, proposals committed, watchers, backend commit
+// and WAL fsync p99, db size over time), each scrape's increase counted in
+// the phase current at the scrape. `lwbench run --workers` uses it to set
+// etcd's own figures beside the workers' merged client figures.
+type EtcdMetricsSampler struct{ s *etcdSampler }
+
+// SampleEtcdMetrics starts sampling endpoint's /metrics (an https
+// endpoint with tlsCfg) every interval, a first scrape at once; phase
+// names the phase current at each scrape; offsets run from epoch. A
+// scrape that fails is counted in the result, not returned.
+func SampleEtcdMetrics(ctx context.Context, endpoint string, tlsCfg *tls.Config, epoch time.Time, interval time.Duration, phase func() string) *EtcdMetricsSampler {
+	return &EtcdMetricsSampler{s: startEtcdSampler(ctx, nil, phase, epoch, interval, endpoint, tlsCfg, nil)}
+}
+
+// SampleNow takes a sample at once, in the phase current now, and
+// returns when it is done (or at once when sampling has stopped): call it
+// before the phase changes, so that the increase up to the change counts
+// in the phase it ends.
+func (m *EtcdMetricsSampler) SampleNow() {
+	ack := make(chan struct{})
+	select {
+	case m.s.now <- ack:
+		<-ack
+	case <-m.s.done:
+	}
+}
+
+// Finish stops sampling, takes a last scrape unless ctx has ended, and
+// returns what was read.
+func (m *EtcdMetricsSampler) Finish(ctx context.Context) *report.EtcdMetrics {
+	_, metrics := m.s.finish(ctx)
+	return metrics
 }

@@ -141,6 +141,19 @@ func TestRunWorkers(t *testing.T) {
 	if len(res.Compactions) == 0 {
 		t.Error("no compaction: shard 0 compacts")
 	}
+	// etcd's own counters per phase, the phases followed on the barrier:
+	// the seeding's puts in seed (300 pods, 60 configmaps, 150 events),
+	// the writes' in steady.
+	if res.EtcdMetrics == nil {
+		t.Fatal("no etcd metrics beside the merged figures")
+	}
+	puts := map[string]int64{}
+	for _, p := range res.EtcdMetrics.Phases {
+		puts[p.Phase] = p.Puts
+	}
+	if puts["seed"] < 510 || puts["seed"] > 530 || puts["steady"] < res.Writes.Creates+res.Writes.Updates {
+		t.Errorf("etcd's puts by phase %v: want the 510 seeded in seed and the %d creates and updates in steady", puts, res.Writes.Creates+res.Writes.Updates)
+	}
 	for i := range 3 {
 		if !strings.Contains(errOut.String(), "worker "+string(rune('0'+i))+": ") {
 			t.Errorf("no log line of worker %d on stderr", i)

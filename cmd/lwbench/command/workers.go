@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,8 +24,10 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/runtemp"
 	"github.com/kubestore/etcdkit/pkg/barrier"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/shard"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // maxWorkers bounds --workers: each is a process with its own
@@ -140,6 +143,35 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 		}
 		procs[i] = p
 	}
+	// etcd's own figures per phase of the load, the phases followed on
+	// the barrier, beside the workers' merged client figures.
+	var phaseMu sync.Mutex
+	phase := "start"
+	var tlsCfg *tls.Config
+	if cfg, err := o.target.clientConfig(target.Endpoints[:1]); err == nil {
+		tlsCfg = cfg.TLS
+	}
+	sampler := kubeload.SampleEtcdMetrics(ctx, target.Endpoints[0], tlsCfg, time.Now(), time.Second, func() string {
+		phaseMu.Lock()
+		defer phaseMu.Unlock()
+		return phase
+	})
+	fctx, stopFollow := context.WithCancel(context.WithoutCancel(ctx))
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		err := barrier.FollowEtcd(fctx, admin, key, n, func(point string, _ time.Time) {
+			sampler.SampleNow() // what the phase that ends did
+			phaseMu.Lock()
+			defer phaseMu.Unlock()
+			if next, ok := phaseAfter[point]; ok {
+				phase = next
+			}
+		})
+		if err != nil && !errors.Is(err, barrier.ErrAborted) {
+			con.Logf("follow the workers' barrier: %v", err)
+		}
+	}()
 	stop := context.AfterFunc(ctx, func() {
 		for _, p := range procs {
 			p.cmd.Process.Signal(os.Interrupt)
@@ -167,6 +199,9 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 			results = append(results, res)
 		}
 	}
+	etcdMetrics := sampler.Finish(ctx)
+	stopFollow()
+	<-followed
 	con.Done()
 	if len(failures) > 0 {
 		return errors.Join(failures...)
@@ -175,11 +210,23 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 	if err != nil {
 		return fmt.Errorf("merge the workers' results: %w", err)
 	}
+	merged.EtcdMetrics = etcdMetrics
 	var interrupted error
 	if merged.Interrupted {
 		interrupted = fmt.Errorf("the workers were interrupted: the result holds what they measured until then: %w", context.Cause(ctx))
 	}
 	return writeRunResult(o, out, errOut, merged, interrupted, nil)
+}
+
+// phaseAfter names the phase of a divided load that begins when every
+// worker has reached a barrier point (watchload.Barrier*): the phases of
+// watchload.Run's script.
+var phaseAfter = map[string]string{
+	watchload.BarrierBegin:   watchload.PhaseSeed,
+	watchload.BarrierSeeded:  watchload.PhaseSync,
+	watchload.BarrierSynced:  watchload.PhaseSteady,
+	watchload.BarrierWritten: watchload.PhaseDrain,
+	watchload.BarrierDone:    "cleanup",
 }
 
 // workerProc is a started worker process.
