@@ -11,6 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
@@ -89,7 +92,7 @@ func (o *workerOptions) Validate() error {
 		return cli.FlagErrorf("--barrier-kubeconfig needs --barrier-configmap")
 	}
 	if o.barrierConfigMap != "" {
-		if _, _, err := splitNamespacedName(o.barrierConfigMap); err != nil {
+		if _, _, err := barrier.ParseConfigMap(o.barrierConfigMap); err != nil {
 			return cli.FlagErrorf("--barrier-configmap: %v", err)
 		}
 	}
@@ -131,19 +134,6 @@ func flagOrEnv(fs *pflag.FlagSet, name string, value int, env string) (int, erro
 		return 0, cli.FlagErrorf("--%s: $%s is %q: want a number, 0 or more", name, env, s)
 	}
 	return v, nil
-}
-
-// splitNamespacedName splits NAMESPACE/NAME.
-func splitNamespacedName(s string) (namespace, name string, err error) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			if i == 0 || i == len(s)-1 {
-				break
-			}
-			return s[:i], s[i+1:], nil
-		}
-	}
-	return "", "", fmt.Errorf("%q: want NAMESPACE/NAME", s)
 }
 
 // pendingBarrier stands for the barrier while the flags are checked:
@@ -210,7 +200,29 @@ func (o *workerOptions) connectBarrier(ctx context.Context) (_ watchload.Barrier
 	return b, func() { c.Close() }, nil
 }
 
-// connectConfigMapBarrier opens --barrier-configmap's barrier.
+// connectConfigMapBarrier opens --barrier-configmap's barrier through
+// --barrier-kubeconfig, or the pod's service account (in-cluster config).
 func (o *workerOptions) connectConfigMapBarrier(ctx context.Context, sh shard.Shard) (watchload.Barrier, func(), error) {
-	return nil, func() {}, cli.FlagErrorf("--barrier-configmap: not available in this build")
+	namespace, name, err := barrier.ParseConfigMap(o.barrierConfigMap)
+	if err != nil {
+		return nil, func() {}, cli.FlagErrorf("--barrier-configmap: %v", err)
+	}
+	var cfg *rest.Config
+	if o.barrierKubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.barrierKubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, func() {}, fmt.Errorf("--barrier-configmap %s: the cluster's config (--barrier-kubeconfig, or in a pod its service account): %w", o.barrierConfigMap, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, func() {}, fmt.Errorf("--barrier-configmap %s: %w", o.barrierConfigMap, err)
+	}
+	b, err := barrier.NewConfigMap(cs, namespace, name, sh)
+	if err != nil {
+		return nil, func() {}, cli.FlagErrorf("--barrier-configmap: %v", err)
+	}
+	return b, func() {}, nil
 }
