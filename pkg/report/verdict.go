@@ -94,6 +94,16 @@ func RunVerdict(r *RunResult) string {
 	if len(failed) > 0 {
 		return "FAIL: " + strings.Join(failed, "; ") + busy
 	}
+	informers := r.Scenario.Watchers
+	if r.Shard != nil {
+		// A worker's result: its own block of the informers.
+		informers = 0
+		for _, inf := range r.Informers {
+			if !inf.Cache {
+				informers++
+			}
+		}
+	}
 	return fmt.Sprintf("PASS: every watch guarantee held, nothing lost (%d events to %d informers, checked against the %d in etcd's recorded history)%s",
-		r.Delivery.Events, r.Scenario.Watchers, r.Validation.HistoryEvents, busy)
+		r.Delivery.Events, informers, r.Validation.HistoryEvents, busy)
 }

@@ -3,6 +3,8 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // TestRunVerdict: one line, PASS only when every guarantee held, the run
@@ -25,6 +27,10 @@ func TestRunVerdict(t *testing.T) {
 			r.Defrag = &Defrag{Error: "context deadline exceeded"}
 			r.Cleanup = &Cleanup{KeysLeft: 7, Error: "etcdserver: no leader"}
 		}, want: []string{"FAIL: defragmentation failed: context deadline exceeded; cleanup failed (7 keys left): etcdserver: no leader"}},
+		{name: "worker", change: func(r *RunResult) {
+			r.Shard = &shard.Shard{Index: 1, Count: 3}
+			r.Informers = []InformerStats{{ID: 4}, {ID: 5}, {ID: 6, Cache: true}}
+		}, want: []string{"(1000 events to 2 informers,"}},
 		{name: "busy", change: func(r *RunResult) { r.Self.NumCPU, r.Self.LoadAverageMax = 2, 9 }, want: []string{"PASS: ", "; latencies distorted by a busy machine (see the warnings)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
