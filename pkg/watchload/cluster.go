@@ -101,8 +101,8 @@ func memberStats(members []report.MemberStats, env *Env, watch, writers *Topolog
 				m.Watchers++
 			}
 		}
-		m.Writes = &report.MemberWrites{Completed: mt.writesDone, Errors: mt.writeErrors, Timeouts: mt.writeTimeout, Latency: mt.writes.summary()}
-		m.Delivery = &report.MemberDelivery{Events: mt.events, TimedEvents: mt.timed, FromResponse: mt.delivery.summary()}
+		m.Writes = &report.MemberWrites{Completed: mt.writesDone, Errors: mt.writeErrors, Timeouts: mt.writeTimeout, Latency: mt.writes.summaryKept(tm.keepHDR)}
+		m.Delivery = &report.MemberDelivery{Events: mt.events, TimedEvents: mt.timed, FromResponse: mt.delivery.summaryKept(tm.keepHDR)}
 	}
 }
 
