@@ -84,6 +84,7 @@ By default it starts its own etcd member in a temporary directory; use
 	root.AddCommand(newConformanceCommand())
 	root.AddCommand(newReportCommand(nil))
 	root.AddCommand(newMergeCommand(nil))
+	root.AddCommand(newManifestCommand(nil))
 	root.AddCommand(newVersionCommand())
 	// The profile starts before a command validates its flags; a usage
 	// error removes it again (nothing is left behind), and a failed run
