@@ -1,7 +1,6 @@
 package command
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/report"
-	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // mergeOptions are `lwbench merge`'s options: the output format and the
@@ -81,27 +79,7 @@ func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("merge: %w (%s)", err, shardLegend(o.files, results))
 	}
-	summary, notes := makeRunTable(res)
-	if err := o.out.write(out, errOut, o.out.table(summary, makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
-		return err
-	}
-	if f := o.out.format; f == output.FormatTable || f == output.FormatMarkdown {
-		fmt.Fprintln(out)
-		if err := output.Write(out, f, makeWorkerTable(res.Workers), nil); err != nil {
-			return err
-		}
-	}
-	if err := writeRunTail(out, errOut, o.out.format, res, notes); err != nil {
-		return err
-	}
-	var cleanup, violations error
-	if c := res.Cleanup; c != nil && c.Error != "" {
-		cleanup = fmt.Errorf("cleanup: %s", c.Error)
-	}
-	if !res.Validation.OK() {
-		violations = fmt.Errorf("%w: %s", watchload.ErrViolations, res.Validation.Summary())
-	}
-	return errors.Join(cleanup, violations)
+	return writeRunResult(&o.out, out, errOut, res, nil, nil)
 }
 
 // readWorkerResults reads the run results at paths (report.ReadDocument,

@@ -19,6 +19,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/clustermodel"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
@@ -353,7 +354,7 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if errors.Is(err, watchload.ErrPrefixNotEmpty) {
 		return fmt.Errorf("--prefix %s: %w; pass --reuse-prefix to write beside those keys (lwbench never modifies or deletes them)", o.load.Prefix, err)
 	}
-	return writeRunResult(o, out, errOut, res, err, snapshotErr)
+	return writeRunResult(&o.out, out, errOut, res, err, snapshotErr)
 }
 
 // modelClients opens the target of a run of the etcd-direct model, with
@@ -416,16 +417,23 @@ func clusterModelClients(ctx context.Context, o *runOptions, con *console) (watc
 // 130, after the figures); snapshotErr (a failed --snapshot); a cleanup
 // that did not leave a cluster lwbench does not own as it found it; the
 // broken guarantees.
-func writeRunResult(o *runOptions, out, errOut io.Writer, res *report.RunResult, err, snapshotErr error) error {
+func writeRunResult(o *outputOptions, out, errOut io.Writer, res *report.RunResult, err, snapshotErr error) error {
 	if err != nil && (res == nil || !res.Interrupted) {
 		return err
 	}
 	interrupted := err
 	summary, notes := makeRunTable(res)
-	if err := o.out.write(out, errOut, o.out.table(summary, makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
+	if err := o.write(out, errOut, o.table(summary, makeRunCSVTable(res)), res, res.Intervals, report.RunBenchstat(res)); err != nil {
 		return errors.Join(interrupted, err)
 	}
-	if err := writeRunTail(out, errOut, o.out.format, res, notes); err != nil {
+	if f := o.format; len(res.Workers) > 0 && (f == output.FormatTable || f == output.FormatMarkdown) {
+		// A divided load's workers, each with its own figures.
+		fmt.Fprintln(out)
+		if err := output.Write(out, f, makeWorkerTable(res.Workers), nil); err != nil {
+			return errors.Join(interrupted, err)
+		}
+	}
+	if err := writeRunTail(out, errOut, o.format, res, notes); err != nil {
 		return errors.Join(interrupted, err)
 	}
 	if interrupted != nil {

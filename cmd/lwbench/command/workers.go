@@ -211,11 +211,14 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 		return fmt.Errorf("merge the workers' results: %w", err)
 	}
 	merged.EtcdMetrics = etcdMetrics
+	// The workers reached the coordinator's etcd as --endpoints; it is
+	// the member the coordinator started (or the --endpoints it was given).
+	merged.Target.Embedded, merged.Target.Managed = target.Embedded, !o.target.external()
 	var interrupted error
 	if merged.Interrupted {
 		interrupted = fmt.Errorf("the workers were interrupted: the result holds what they measured until then: %w", context.Cause(ctx))
 	}
-	return writeRunResult(o, out, errOut, merged, interrupted, nil)
+	return writeRunResult(&o.out, out, errOut, merged, interrupted, nil)
 }
 
 // phaseAfter names the phase of a divided load that begins when every
