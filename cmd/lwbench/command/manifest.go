@@ -78,6 +78,8 @@ var manifestNotLoadFlags = map[string]string{
 	"barrier-kubeconfig": "the workers reach their cluster with the pod's service account",
 	"target-owned":       "the workers' etcd is not started by lwbench",
 	"write-out":          "the workers print JSON for lwbench merge",
+	"kubeconfig":         "the manifest's workers drive etcd directly (--endpoints): a load through the API would need a kubeconfig file in the pod and RBAC the manifest does not grant",
+	"context":            "the manifest's workers drive etcd directly (--endpoints)",
 	"interval-csv":       "it writes a file in the pod",
 	"benchstat":          "it writes a file in the pod",
 }

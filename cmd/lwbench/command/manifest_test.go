@@ -57,6 +57,7 @@ func TestManifestFlags(t *testing.T) {
 		{name: "tls twice", args: append([]string{"--etcd-tls-secret", "etcd-client"}, append(load, "--cacert", "/ca.crt")...), wantErr: "--etcd-tls-secret and --cacert"},
 		{name: "load too small for the shards", args: append([]string{"--shards", "4"}, append(load, "--namespaces", "3")...), wantErr: "--namespaces"},
 		{name: "not a worker's target", args: append(load, "--kube-apiserver", "1.37"), wantErr: "not divided into shards yet"},
+		{name: "through the API", args: append(load, "--kubeconfig", "/kubeconfig"), wantErr: "--kubeconfig cannot be among the load's flags"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
