@@ -201,8 +201,8 @@ type Options struct {
 	// its informers synced (BarrierSynced: every worker starts its writes
 	// BarrierLead after the latest arrival, so their schedules line up),
 	// after the writes (BarrierWritten: then the final revision is read,
-	// which every worker's writes precede) and before the cleanup
-	// (BarrierDone). A worker whose run fails aborts the barrier, so the
+	// which every worker's writes precede) and once it has its result,
+	// before any cleanup (BarrierDone). A worker whose run fails aborts the barrier, so the
 	// others stop instead of waiting.
 	Barrier Barrier
 	// PinConnections dials connection i of the watchers and of the
@@ -466,7 +466,7 @@ const (
 	BarrierSeeded  = "seeded"  // every shard's objects exist
 	BarrierSynced  = "synced"  // every informer has listed; the writes start together
 	BarrierWritten = "written" // every shard's writes are done
-	BarrierDone    = "done"    // every worker has its result; the cleanup may begin
+	BarrierDone    = "done"    // every worker has its result; a cleanup may begin
 )
 
 // BarrierLead is how long after the latest arrival at BarrierSynced the

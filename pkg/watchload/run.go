@@ -138,6 +138,21 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		return nil, err
 	}
 	defer c.Stop()
+	// A worker of a divided load that fails, from Begin on (a client set
+	// may refuse the target there), tells the others, so that they stop
+	// instead of waiting for it.
+	divided := o.Shard.Count > 1
+	if divided {
+		defer func() {
+			if err != nil {
+				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if aerr := o.Barrier.Abort(actx, err.Error()); aerr != nil {
+					r.Logf("tell the other workers this one failed: %v", aerr)
+				}
+			}
+		}()
+	}
 	if err := c.Begin(ctx, r); err != nil {
 		return nil, err
 	}
@@ -154,20 +169,6 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 			ErrPrefixNotEmpty, o.Prefix, head.Count)
 	}
 	r.Start = head.Header.Revision
-	// A worker of a divided load that fails tells the others, so that
-	// they stop instead of waiting for it.
-	divided := o.Shard.Count > 1
-	if divided {
-		defer func() {
-			if err != nil {
-				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				if aerr := o.Barrier.Abort(actx, err.Error()); aerr != nil {
-					r.Logf("tell the other workers this one failed: %v", aerr)
-				}
-			}
-		}()
-	}
 	// Runs once everything has been told to stop, on success and failure
 	// alike, even when ctx has ended; a second interrupt cuts it short.
 	defer func() {
@@ -181,9 +182,10 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 		if err == nil && o.BeforeCleanup != nil {
 			err = o.BeforeCleanup(cctx)
 		}
-		if divided && err == nil && r.Options.Cleanup {
+		if divided && err == nil {
 			// Another worker may still be confirming what the cleanup
-			// would delete.
+			// would delete; and whoever follows the barrier (the
+			// coordinator) learns that every worker has its result.
 			if _, werr := s.meet(cctx, o, BarrierDone); werr != nil {
 				r.Logf("cleanup without waiting for the other workers: %v", werr)
 			}
