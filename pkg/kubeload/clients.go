@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -116,6 +117,9 @@ type Options struct {
 	Cluster *ClusterOptions
 	// RunID names the run's namespaces (lwbench-<RunID>-...) and is
 	// RunLabel's value on a shared cluster; "" means 8 random hex digits.
+	// Required when the run is one worker's part of a load divided into
+	// shards (watchload.Options.Shard): every worker must plan the same
+	// namespaces.
 	RunID string
 }
 
@@ -145,6 +149,15 @@ type Options struct {
 // The objects are created in namespaces of their own (lwbench-<RunID>-N)
 // under st.EtcdPrefix, which the run leaves in place, except on a shared
 // cluster (Stack.Shared), where it deletes them at the end.
+//
+// A run that is one worker's part of a divided load (watchload.Options.Shard,
+// with Options.RunID every worker shares) divides as the etcd-direct
+// model does: it creates, writes and on a shared cluster deletes only the
+// namespaces its shard owns and their objects, runs its block of the
+// informers with their IDs in the whole load, keeps its totals'
+// histograms (report.MergeRuns merges them), and leaves to shard 0 the
+// report of kube-apiserver's compactions and the held-back informers
+// (kube-apiserver's own compactor runs regardless).
 func NewClients(st Stack, o Options) watchload.Clients {
 	return &apiClients{st: st, o: o}
 }
@@ -223,6 +236,9 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 
 	id := o.RunID
 	if id == "" {
+		if lo.Shard.Count > 1 {
+			return fmt.Errorf("worker %s: a load divided into shards needs a run ID every worker shares (kubeload.Options.RunID): each plans the namespaces of all", lo.Shard)
+		}
 		id = fmt.Sprintf("%08x", rand.Uint32())
 	}
 	nsPrefix := "lwbench-" + id + "-"
@@ -230,6 +246,9 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 		nsPrefix = "lwbench-" + id + "-ns-" // as watchload's ReusePrefix
 	}
 	if a.o.Cluster != nil {
+		if lo.Shard.Count > 1 {
+			return fmt.Errorf("a cluster's load (--nodes) is not divided into shards yet")
+		}
 		if st.Shared {
 			return fmt.Errorf("a cluster's load (--nodes) needs a control plane lwbench starts, not a shared cluster")
 		}
@@ -246,15 +265,20 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 	a.plan, err = watchload.NewKubernetesWorkload(watchload.KubernetesWorkloadOptions{
 		Prefix: lo.Prefix, Namespaces: lo.Namespaces, Pods: lo.Objects, ConfigMaps: lo.ConfigMaps, Events: lo.Events,
 		Mix: lo.Mix, ResourceMix: lo.ResourceMix, EventTTL: lo.EventTTL, Workers: lo.WriterConcurrency, Seed: lo.Seed,
-		NamespacePrefix: nsPrefix,
+		NamespacePrefix: nsPrefix, Shard: lo.Shard,
 	})
 	if err != nil {
 		return err
 	}
 	if st.Shared {
+		// The scope is the whole load's (every worker's informers see
+		// every shard's objects); each worker checks the namespaces it
+		// will create, all before any is created (watchload.Run meets
+		// at BarrierBegin after Begin).
 		sc := newSharedScope(id, lo.Prefix, a.plan)
 		a.scope = &sc
-		if err := refuseExisting(ctx, st.RESTConfig, a.plan.Namespaces()); err != nil {
+		own := slices.DeleteFunc(a.plan.Namespaces(), func(ns string) bool { return !a.plan.Owns(watchload.Op{Namespace: ns}) })
+		if err := refuseExisting(ctx, st.RESTConfig, own); err != nil {
 			return err
 		}
 	}
@@ -287,15 +311,30 @@ func (a *apiClients) Seed(ctx context.Context) error {
 		return err
 	}
 	a.env = s.NewEnv(1<<20, lo.WriterConcurrency)
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	a.stopWatch = stop
-	a.compactions = watchCompactions(wctx, r.Admin, r.Start+1, a.ph, s.Epoch(), r.Logf)
+	if lo.Shard.Count > 1 {
+		a.env.KeepHistograms() // the workers' results merge (report.MergeRuns)
+	}
+	if lo.Shard.Index == 0 {
+		wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		a.stopWatch = stop
+		a.compactions = watchCompactions(wctx, r.Admin, r.Start+1, a.ph, s.Epoch(), r.Logf)
+	} else {
+		// kube-apiserver's compactions are reported once, by shard 0.
+		none := make(chan []report.Compaction, 1)
+		none <- nil
+		a.stopWatch, a.compactions = func() {}, none
+	}
 	a.startSampler(ctx)
 
 	if a.o.Cluster != nil {
 		return a.seedCluster(ctx)
 	}
-	r.Logf("seeding %d pods, %d configmaps, %d events through the API", lo.Objects, lo.ConfigMaps, lo.Events)
+	of := ""
+	if lo.Shard.Count > 1 {
+		from, to := lo.Shard.Range(lo.Namespaces)
+		of = fmt.Sprintf(" (shard %s: those of namespaces %d to %d of %d)", lo.Shard, from, to-1, lo.Namespaces)
+	}
+	r.Logf("seeding %d pods, %d configmaps, %d events through the API%s", lo.Objects, lo.ConfigMaps, lo.Events, of)
 	if a.wl, err = NewAPIWorkload(a.st.Connections, a.plan, lo.WriterConcurrency, lo.Seed); err != nil {
 		return err
 	}
@@ -307,21 +346,28 @@ func (a *apiClients) Seed(ctx context.Context) error {
 }
 
 // StartInformers starts the client-go informers, Watchers of them over
-// WatchResources in turn, and waits until they have synced.
+// WatchResources in turn (a worker of a divided load its block of them,
+// each with its ID and resource in the whole load), and waits until they
+// have synced.
 func (a *apiClients) StartInformers(ctx context.Context) (err error) {
 	lo := a.r.Options
-	resources := make([]string, lo.Watchers)
-	for i := range resources {
-		resources[i] = lo.WatchResources[i%len(lo.WatchResources)]
+	from, to := lo.Shard.Range(lo.Watchers)
+	resources := make([]string, to-from)
+	for j := range resources {
+		resources[j] = lo.WatchResources[(from+j)%len(lo.WatchResources)]
 	}
-	if a.set, err = NewInformerSet(a.st.Connections, a.env, lo.Prefix, resources, a.o.WatchList); err != nil {
+	if a.set, err = NewInformerBlock(a.st.Connections, a.env, lo.Prefix, from, resources, a.o.WatchList); err != nil {
 		return err
 	}
 	if a.scope != nil {
 		a.set.SelectLabels(a.scope.selector)
 	}
 	a.set.StartConcurrency = lo.StartConcurrency
-	a.r.Logf("starting %d informers", lo.Watchers)
+	of := ""
+	if lo.Shard.Count > 1 {
+		of = fmt.Sprintf(" (informers %d to %d of %d: shard %s)", from, to-1, lo.Watchers, lo.Shard)
+	}
+	a.r.Logf("starting %d informers%s", len(resources), of)
 	if err := a.set.Start(ctx, lo.SyncTimeout); err != nil {
 		return err
 	}
@@ -344,18 +390,19 @@ func (a *apiClients) StartWrites(ctx context.Context) (*watchload.Writing, error
 
 // Maintain holds HoldBack informers back across a compaction by
 // kube-apiserver (holdAcrossCompaction) and, with Defragment, once they
-// were released after one, defragments every member.
+// were released after one, defragments every member. Of a divided load,
+// shard 0 alone does, with the first informers of the load.
 func (a *apiClients) Maintain(ctx context.Context, w *watchload.Writing) {
 	r, lo, s := a.r, a.r.Options, a.r.Session
 	if c := a.o.Cluster; c != nil && (c.DefragAt > 0 || c.Restart != "") {
 		a.clusterEvents(ctx, w)
 		return
 	}
-	if lo.HoldBack <= 0 {
+	if lo.HoldBack <= 0 || lo.Shard.Index != 0 {
 		return
 	}
 	res := r.Result
-	res.Holds = holdAcrossCompaction(ctx, s, r.Admin, a.set, min(lo.HoldBack, lo.Watchers), w.Start+a.o.HoldAt, a.o.HoldFor, s.SetPhase, r.Logf)
+	res.Holds = holdAcrossCompaction(ctx, s, r.Admin, a.set, min(lo.HoldBack, len(a.set.Informers)), w.Start+a.o.HoldAt, a.o.HoldFor, s.SetPhase, r.Logf)
 	if lo.Defragment && len(res.Holds) > 0 && res.Holds[0].Compacted && ctx.Err() == nil {
 		s.SetPhase(PhaseDefrag)
 		res.Defrag = watchload.DefragmentMembers(ctx, r.Admin, a.st.Etcd.Endpoints, s.Epoch(), r.Logf)
@@ -411,6 +458,13 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 		}
 	}
 	res.Scenario.Defragment = res.Defrag != nil
+	if lo := a.r.Options; lo.Shard.Count > 1 {
+		// Every worker's scenario is the load's (report.MergeRuns
+		// merges only equal ones): it asks for the defragmentation,
+		// which shard 0 alone carries out once its held informers
+		// were released after a compaction (Maintain).
+		res.Scenario.Defragment = lo.Defragment && lo.HoldBack > 0
+	}
 	res.Validation = watchload.ValidationOf(a.env, unsynced, a.unverified, 0)
 	summarize(res, a.set, a.r.Session.Epoch())
 	if api := a.st.APIServer; !api.WatchCache {
@@ -482,7 +536,7 @@ func holdAcrossCompaction(ctx context.Context, s *watchload.Session, admin *clie
 	var lowest int64
 	for i := range n {
 		set.Hold(i)
-		holds[i] = report.Hold{Informer: i, HeldAtMs: report.Ms(time.Since(s.Epoch())), HeldRevision: set.LastRevision(i)}
+		holds[i] = report.Hold{Informer: set.Informers[i].ID, HeldAtMs: report.Ms(time.Since(s.Epoch())), HeldRevision: set.LastRevision(i)}
 		if i == 0 || holds[i].HeldRevision < lowest {
 			lowest = holds[i].HeldRevision
 		}
@@ -560,18 +614,19 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 		}
 		return stateAt(ctx, admin, ps, rev)
 	}
-	// snapshot returns informer id's cache and the revision it holds, ok
-	// false when an event arrived while the cache was read.
-	snapshot := func(id int) (map[string]int64, int64, bool) {
-		lw := set.Informers[id].lw
+	// snapshot returns the cache of the set's informer j and the
+	// revision it holds, ok false when an event arrived while the cache
+	// was read.
+	snapshot := func(j int) (map[string]int64, int64, bool) {
+		lw := set.Informers[j].lw
 		r := lw.LastRevision()
-		cache := set.Cache(id)
+		cache := set.Cache(j)
 		return cache, max(r, finalRev), lw.LastRevision() == r
 	}
 	deadline := time.Now().Add(timeout)
-	pending := map[int]bool{}
-	for _, in := range set.Informers {
-		pending[in.ID] = true
+	pending := map[int]bool{} // by position in the set
+	for j := range set.Informers {
+		pending[j] = true
 	}
 	confirmed := finalRev
 	var readErr error
@@ -581,12 +636,12 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 			rev  int64 // read at
 		}
 		states := map[at]state{}
-		for id := range pending {
-			cache, rev, ok := snapshot(id)
+		for j := range pending {
+			cache, rev, ok := snapshot(j)
 			if !ok {
 				continue
 			}
-			k := at{set.Informers[id].Resource, rev}
+			k := at{set.Informers[j].Resource, rev}
 			st, ok := states[k]
 			if !ok {
 				keys, readRev, err := read(k.resource, k.rev, true)
@@ -598,7 +653,7 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 				states[k] = st
 			}
 			if equalCache(cache, st.keys) {
-				delete(pending, id)
+				delete(pending, j)
 				confirmed = max(confirmed, st.rev)
 			}
 		}
@@ -610,15 +665,15 @@ func confirm(ctx context.Context, admin *clientv3.Client, set *InformerSet, pref
 	if readErr != nil {
 		logf("%v", readErr)
 	}
-	for id := range pending {
-		in := set.Informers[id]
+	for j := range pending {
+		in := set.Informers[j]
 		// Held against its own revision only: a cache that has not
 		// caught up differs from a later state without breaking any
 		// guarantee (it is unsynced, counted as such).
-		cache, rev, _ := snapshot(id)
+		cache, rev, _ := snapshot(j)
 		st, _, err := read(in.Resource, rev, false)
 		if err != nil {
-			logf("informer %d: %v", id, err)
+			logf("informer %d: %v", in.ID, err)
 			continue
 		}
 		in.lw.obs.CompareCache(rev, cache, st)
@@ -700,10 +755,12 @@ var _ scopedCounter = proxyCounter{}
 
 // startSampler starts sampling, on a cluster lwbench owns, the first
 // member's /metrics when lwbench started it, and the proxy's writes per
-// resource when one counts (etcdSampler).
+// resource when one counts (etcdSampler); not in a worker of a divided
+// load, whose etcd is whoever started it to read (the coordinator of
+// lwbench run --workers reads it by phase of the whole load).
 func (a *apiClients) startSampler(ctx context.Context) {
 	st := a.st
-	if st.Shared {
+	if st.Shared || a.r.Options.Shard.Count > 1 {
 		return
 	}
 	endpoint := ""

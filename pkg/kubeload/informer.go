@@ -39,7 +39,8 @@ type Informer struct {
 
 // InformerSet is a set of informers sharing one request log.
 type InformerSet struct {
-	// Informers are in ID order.
+	// Informers are in ID order, from the first's ID on
+	// (NewInformerBlock; 0 for NewInformerSet).
 	Informers []*Informer
 	// StartConcurrency bounds the informers syncing at once in Start, as
 	// watchload.Options.StartConcurrency bounds the model's watchers: an
@@ -59,6 +60,7 @@ type InformerSet struct {
 
 	log       *requestLog
 	watchList *bool
+	first     int // the first informer's ID (NewInformerBlock)
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 }
@@ -84,27 +86,42 @@ func objectFor(resource string) (runtime.Object, error) {
 // watchList sets client-go's WatchListClient gate for these informers
 // (nil: client-go's default). The informers do not run until Start.
 func NewInformerSet(conns *Connections, env *watchload.Env, prefix string, resources []string, watchList *bool) (*InformerSet, error) {
-	s := &InformerSet{log: &requestLog{}, watchList: watchList}
-	for i, res := range resources {
+	return NewInformerBlock(conns, env, prefix, 0, resources, watchList)
+}
+
+// NewInformerBlock is NewInformerSet for a block of a load's informers
+// (a worker's part of a load divided into shards: shard.Shard.Range):
+// the set's informer j has ID first+j, which its requests, violations and
+// result carry, and watches resources[j]. The set's methods that take an
+// informer (Hold, Release, LastRevision, Cache) take its position in the
+// set, j.
+func NewInformerBlock(conns *Connections, env *watchload.Env, prefix string, first int, resources []string, watchList *bool) (*InformerSet, error) {
+	s := &InformerSet{log: &requestLog{}, watchList: watchList, first: first}
+	for j, res := range resources {
+		id := first + j
 		obj, err := objectFor(res)
 		if err != nil {
 			return nil, err
 		}
 		cs, err := conns.NewClientset()
 		if err != nil {
-			return nil, fmt.Errorf("informer %d: %w", i, err)
+			return nil, fmt.Errorf("informer %d: %w", id, err)
 		}
 		keyPrefix := watchload.ResourcePrefix(prefix, res)
-		lw := &listWatch{id: i, resource: res, prefix: prefix, client: cs.CoreV1().RESTClient(), log: s.log, env: env,
-			obs: env.NewObserver(i, keyPrefix)}
+		lw := &listWatch{id: id, resource: res, prefix: prefix, client: cs.CoreV1().RESTClient(), log: s.log, env: env,
+			obs: env.NewObserver(id, keyPrefix)}
 		inf := cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{})
 		if err := inf.SetTransform(StoreMetadata); err != nil {
-			return nil, fmt.Errorf("informer %d: %w", i, err)
+			return nil, fmt.Errorf("informer %d: %w", id, err)
 		}
-		s.Informers = append(s.Informers, &Informer{ID: i, Resource: res, lw: lw, inf: inf})
+		s.Informers = append(s.Informers, &Informer{ID: id, Resource: res, lw: lw, inf: inf})
 	}
 	return s, nil
 }
+
+// position returns the position in the set of the informer with ID id
+// (NewInformerBlock).
+func (s *InformerSet) position(id int) int { return id - s.first }
 
 // TrimManagedFields drops an object's metadata.managedFields, as
 // kube-controller-manager's shared informers do "for memory efficiency"

@@ -64,13 +64,13 @@ func summarize(res *report.RunResult, set *InformerSet, epoch time.Time) {
 	stats := make([]report.InformerStats, len(set.Informers))
 	for i, in := range set.Informers {
 		stats[i] = report.InformerStats{ID: in.ID, Resource: in.Resource, CacheObjects: len(in.inf.GetStore().ListKeys()),
-			LastRevision: set.LastRevision(i), HeldBack: heldBack[i], Lists: 1}
+			LastRevision: set.LastRevision(i), HeldBack: heldBack[in.ID], Lists: 1}
 	}
 	type countKey struct{ verb, outcome, rv string }
 	counts := map[countKey]*report.RequestCount{}
 	byInformer := map[int][]Request{}
 	for _, r := range reqs {
-		s := &stats[r.Informer]
+		s := &stats[set.position(r.Informer)]
 		s.Requests++
 		s.Events += r.Events
 		s.Bookmarks += r.Bookmarks
@@ -101,8 +101,9 @@ func summarize(res *report.RunResult, set *InformerSet, epoch time.Time) {
 		return a.ResourceVersion < b.ResourceVersion
 	})
 	for id, rs := range byInformer {
-		relists := relistsOf(id, set.Informers[id].Resource, rs)
-		stats[id].Lists += len(relists)
+		j := set.position(id)
+		relists := relistsOf(id, set.Informers[j].Resource, rs)
+		stats[j].Lists += len(relists)
 		res.Relists = append(res.Relists, relists...)
 	}
 	sort.Slice(res.Relists, func(i, j int) bool {

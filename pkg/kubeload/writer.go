@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/revision"
+	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -76,9 +78,18 @@ type apiObject struct {
 }
 
 var (
-	_ watchload.Workload       = (*APIWorkload)(nil)
-	_ watchload.CommitObserver = (*APIWorkload)(nil)
+	_ watchload.Workload        = (*APIWorkload)(nil)
+	_ watchload.CommitObserver  = (*APIWorkload)(nil)
+	_ watchload.ShardedWorkload = (*APIWorkload)(nil)
 )
+
+// Shard implements watchload.ShardedWorkload: the part of the load the
+// plan writes (watchload.KubernetesWorkloadOptions.Shard).
+func (w *APIWorkload) Shard() shard.Shard { return w.plan.Shard() }
+
+// Owns implements watchload.ShardedWorkload: op is in one of the shard's
+// namespaces (watchload.KubernetesWorkload.Owns).
+func (w *APIWorkload) Owns(op watchload.Op) bool { return w.plan.Owns(op) }
 
 // ObserveCommits implements watchload.CommitObserver: f gets the revision
 // of a pod delete's first update (deletionTimestamp set) as soon as it
@@ -138,10 +149,15 @@ func (w *APIWorkload) Next(i int64) watchload.Op { return w.plan.Next(i) }
 
 // Seed creates the plan's namespaces, then its seeded objects
 // (KubernetesWorkload.PlanSeed) with concurrency parallel creates, and
-// returns how many objects of each resource it created.
+// returns how many objects of each resource it created. A plan divided
+// into shards (Shard) creates only the namespaces its shard owns and the
+// objects in them; every shard plans them all.
 func (w *APIWorkload) Seed(ctx context.Context, concurrency int) (map[string]int, error) {
 	cs := w.clients[0]
 	for _, ns := range w.plan.Namespaces() {
+		if !w.plan.Owns(watchload.Op{Namespace: ns}) {
+			continue // another shard's
+		}
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 		w.label(&obj.ObjectMeta)
 		_, err := cs.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
@@ -158,7 +174,7 @@ func (w *APIWorkload) Seed(ctx context.Context, concurrency int) (map[string]int
 			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 		}
 	}
-	ops := w.plan.PlanSeed()
+	ops := slices.DeleteFunc(w.plan.PlanSeed(), func(op watchload.Op) bool { return !w.plan.Owns(op) })
 	w.seeded = ops
 	counts := map[string]int{}
 	for _, op := range ops {
