@@ -98,7 +98,7 @@ func (m *modelClients) startWatching(ctx context.Context, from int64) (err error
 	}
 	m.env = s.NewEnv(m.total+1024, o.WriterConcurrency)
 	m.env.setRangeStream(o.rangeStream())
-	if o.Shard.Count > 1 {
+	if o.Divided() {
 		m.env.KeepHistograms() // the workers' results merge (report.MergeRuns)
 	}
 	if o.PinConnections {

@@ -419,6 +419,12 @@ func (o Options) validate() field.ErrorList {
 	return errs
 }
 
+// Divided reports whether the run is a worker of a divided load: a
+// Shard of more than one, or a Barrier (lwbench run --workers 1 is one
+// worker that still meets its coordinator's barrier and keeps what a
+// merge needs).
+func (o Options) Divided() bool { return o.Shard.Count > 1 || o.Barrier != nil }
+
 // validateShard reports a shard out of range and, for a divided load, a
 // missing barrier and parts too small to divide: fewer namespaces or
 // informers than shards, or shard 0 with fewer informers than HoldBack.

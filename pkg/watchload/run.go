@@ -130,7 +130,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	r := &Script{Session: s, Options: o, Result: &report.RunResult{Kind: report.KindRun, SchemaVersion: report.RunSchemaVersion,
 		StartedAt: s.epoch.UTC(), Target: s.reportTarget()}}
 	res := r.Result
-	if o.Shard.Count > 1 {
+	if o.Divided() {
 		sh := o.Shard
 		res.Shard = &sh
 	}
@@ -141,7 +141,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 	// A worker of a divided load that fails, from Begin on (a client set
 	// may refuse the target there), tells the others, so that they stop
 	// instead of waiting for it.
-	divided := o.Shard.Count > 1
+	divided := o.Divided()
 	if divided {
 		defer func() {
 			if err != nil {
@@ -300,7 +300,7 @@ func Run(ctx context.Context, t Target, o Options) (_ *report.RunResult, err err
 // load (Options.Barrier) and returns the latest arrival; at once, with
 // the time now, for an undivided one.
 func (s *Session) meet(ctx context.Context, o Options, point string) (time.Time, error) {
-	if o.Shard.Count <= 1 || o.Barrier == nil {
+	if o.Barrier == nil {
 		return time.Now(), nil
 	}
 	s.logf("worker %s at %q: waiting for the other workers", o.Shard, point)
