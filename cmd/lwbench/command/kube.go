@@ -244,11 +244,32 @@ func (o *kubeOptions) stackConfig(bin, prefix string, interval, eventTTL time.Du
 }
 
 // kubeClients prepares `lwbench run --kube-apiserver`: it opens the etcd
-// target, starts the apiservers in front of it (building kube-apiserver
-// if it is not cached) and sets the run's client set to client-go
-// through them (kubeload.NewClients); release stops the apiservers, then
-// closes the target.
+// target, starts the apiservers in front of it (startKubeStack) and sets
+// the run's client set to client-go through them (kubeload.NewClients);
+// release stops the apiservers, then closes the target.
 func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Target, func(), error) {
+	st, release, err := startKubeStack(ctx, o, con)
+	if err != nil {
+		return st.Etcd, release, err
+	}
+	ko := kubeload.Options{WatchList: o.kube.watchList, RunID: o.runID}
+	if o.cluster.enabled() {
+		if ko.Cluster, err = o.cluster.clusterLoad(); err != nil {
+			return st.Etcd, release, err
+		}
+	}
+	o.load.Clients = kubeload.NewClients(st, ko)
+	return st.Etcd, release, nil
+}
+
+// startKubeStack opens the etcd target of `lwbench run --kube-apiserver`
+// (its prefix guarded: openGuarded) and starts the apiservers the flags
+// ask for in front of it (building kube-apiserver if it is not cached;
+// with --nodes the whole control plane, with --events-etcd a second etcd
+// for events): for a run's own client set (kubeClients) or for the
+// workers of `lwbench run --workers` (runWorkers). release stops the
+// apiservers, then closes the target; call it also on error.
+func startKubeStack(ctx context.Context, o *runOptions, con *console) (kubeload.Stack, func(), error) {
 	k := &o.kube
 	routeClientGoLogs(con.Logf)
 	var bin string
@@ -261,21 +282,21 @@ func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Ta
 		}
 		b, err := controlplane.ResolveBinaries(ctx, k.resolvedVersion, controlplane.DefaultKWOKVersion, etcdproc.LogWriter(con.Logf))
 		if err != nil {
-			return watchload.Target{}, func() {}, err
+			return kubeload.Stack{}, func() {}, err
 		}
 		bin, cp = b.KubeAPIServer, &b
 	} else if bin, err = k.binaries(ctx, con.Logf); err != nil {
-		return watchload.Target{}, func() {}, err
+		return kubeload.Stack{}, func() {}, err
 	}
 	// An --endpoints cluster's prefix must be empty, and what the
 	// apiservers wrote under it is deleted after they have stopped.
 	target, releaseTarget, err := o.target.openGuarded(ctx, o.load.Prefix, con.Logf)
 	if err != nil {
-		return target, releaseTarget, err
+		return kubeload.Stack{Etcd: target}, releaseTarget, err
 	}
 	ccfg, err := o.target.clientConfig(target.Endpoints)
 	if err != nil {
-		return target, releaseTarget, err
+		return kubeload.Stack{Etcd: target}, releaseTarget, err
 	}
 	interval := o.load.Defaults().CompactionInterval
 	con.Logf("starting %d kube-apiserver %s in front of %s", k.servers, k.resolvedVersion, strings.Join(target.Endpoints, ","))
@@ -287,7 +308,7 @@ func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Ta
 	closeEvents := func() {}
 	if o.cluster.eventsEtcd {
 		if scfg.EventsEtcd, closeEvents, err = startEventsEtcd(ctx, o.target.unsafeNoFsync, con.Logf); err != nil {
-			return target, releaseTarget, err
+			return kubeload.Stack{Etcd: target}, releaseTarget, err
 		}
 	}
 	st, stop, err := kubeload.StartStack(ctx, target, scfg)
@@ -297,14 +318,7 @@ func kubeClients(ctx context.Context, o *runOptions, con *console) (watchload.Ta
 		releaseTarget()
 	}
 	if err != nil {
-		return target, release, err
+		return kubeload.Stack{Etcd: target}, release, err
 	}
-	ko := kubeload.Options{WatchList: k.watchList}
-	if o.cluster.enabled() {
-		if ko.Cluster, err = o.cluster.clusterLoad(); err != nil {
-			return target, release, err
-		}
-	}
-	o.load.Clients = kubeload.NewClients(st, ko)
-	return st.Etcd, release, nil
+	return st, release, nil
 }

@@ -256,7 +256,9 @@ func checkSameCluster(ctx context.Context, cfg *rest.Config, target watchload.Ta
 // cluster's etcd (read only: its keys are never deleted, as openGuarded's
 // cleanup would), checks that it is the cluster's and sets the run's
 // client set to client-go through the shared cluster
-// (kubeload.NewClients); release closes the target. A cleanup that did
+// (kubeload.NewClients), or, for a worker of `lwbench run --workers
+// --kube-apiserver` (apiserversOwned), through the coordinator's as a
+// cluster of lwbench's own; release closes the target. A cleanup that did
 // not leave the cluster as it found it is the command's error
 // (writeRunResult).
 func kubeconfigClients(ctx context.Context, o *runOptions, con *console) (watchload.Target, func(), error) {
@@ -280,7 +282,16 @@ func kubeconfigClients(ctx context.Context, o *runOptions, con *console) (watchl
 	if o.changed("compaction-interval") && o.load.CompactionInterval > 0 {
 		st.APIServer.EtcdCompactionIntervalMs = report.Ms(o.load.CompactionInterval)
 	}
-	con.Logf("running through the cluster at %s (etcd %s under %s); lwbench starts, compacts and defragments nothing there", cfg.Host, target.Endpoints, o.load.Prefix)
-	o.load.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout})
+	if o.apiserversOwned {
+		// A worker of lwbench run --workers --kube-apiserver: the
+		// coordinator started the cluster for this load alone and
+		// throws it away after (no namespace controller runs to
+		// finalize a deletion), as run --kube-apiserver does its own.
+		st.Shared = false
+		con.Logf("running through the kube-apiservers the coordinator started at %s (etcd %s under %s)", cfg.Host, target.Endpoints, o.load.Prefix)
+	} else {
+		con.Logf("running through the cluster at %s (etcd %s under %s); lwbench starts, compacts and defragments nothing there", cfg.Host, target.Endpoints, o.load.Prefix)
+	}
+	o.load.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout, RunID: o.runID})
 	return st.Etcd, release, nil
 }

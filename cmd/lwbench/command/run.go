@@ -69,6 +69,15 @@ type runOptions struct {
 	workers int
 	// isWorker leaves --workers out: lwbench worker's options.
 	isWorker bool
+	// apiserversOwned treats the kube-apiservers --kubeconfig reaches as
+	// started for this load alone by the coordinator (set by lwbench
+	// worker --apiservers-owned): a run through them as through those
+	// lwbench run --kube-apiserver starts (kubeconfigClients).
+	apiserversOwned bool
+	// runID names a run's namespaces through the API (kubeload.Options.RunID);
+	// "" is a random one. The workers of a divided load share it (lwbench
+	// worker derives it from their barrier).
+	runID string
 
 	flags *pflag.FlagSet
 }

@@ -2,6 +2,8 @@ package command
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -60,8 +62,11 @@ func (o *workerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.barrierConfigMap, "barrier-configmap", "", "meet the other workers in this ConfigMap, NAMESPACE/NAME, of the cluster the worker runs in (in-cluster config, or --barrier-kubeconfig)")
 	fs.StringVar(&o.barrierKubeconfig, "barrier-kubeconfig", "", "kubeconfig of the cluster holding --barrier-configmap (default: the pod's in-cluster config)")
 	fs.BoolVar(&o.targetOwned, "target-owned", false, "the etcd was started by the coordinator (lwbench run --workers)")
-	if err := fs.MarkHidden("target-owned"); err != nil {
-		panic(err) // the flag was just defined
+	fs.BoolVar(&o.runOptions.apiserversOwned, "apiservers-owned", false, "the kube-apiservers --kubeconfig reaches were started by the coordinator (lwbench run --workers --kube-apiserver)")
+	for _, name := range []string{"target-owned", "apiservers-owned"} {
+		if err := fs.MarkHidden(name); err != nil {
+			panic(err) // the flag was just defined
+		}
 	}
 }
 
@@ -97,11 +102,13 @@ func (o *workerOptions) Validate() error {
 		}
 	}
 	if !o.changed("endpoints") {
-		return cli.FlagErrorf("lwbench worker needs --endpoints: the etcd every worker of the load drives")
+		return cli.FlagErrorf("lwbench worker needs --endpoints: the etcd every worker of the load drives (with --kubeconfig, the cluster's etcd)")
 	}
 	switch {
-	case o.kube.enabled(), o.kubeconfig.enabled(), o.cluster.enabled():
-		return cli.FlagErrorf("lwbench worker drives etcd directly (the etcd-direct model): --kube-apiserver, --kubeconfig and --nodes are not divided into shards yet")
+	case o.kube.enabled():
+		return cli.FlagErrorf("lwbench worker --kube-apiserver: kube-apiservers of each worker's own are not divided into shards yet; the workers share one cluster's, reached with --kubeconfig (lwbench run --workers N --kube-apiserver starts them for its workers)")
+	case o.cluster.enabled():
+		return cli.FlagErrorf("lwbench worker: --nodes (a cluster's load) is not divided into shards yet")
 	case o.fault != "":
 		return cli.FlagErrorf("--fault cannot be used with lwbench worker: faults need members lwbench started itself")
 	case o.snapshotPath != "":
@@ -110,10 +117,30 @@ func (o *workerOptions) Validate() error {
 	if !o.changed("write-out") {
 		o.out.format = output.FormatJSON // a worker's result is for lwbench merge
 	}
+	if o.apiserversOwned && !o.kubeconfig.enabled() {
+		return cli.FlagErrorf("--apiservers-owned needs --kubeconfig")
+	}
 	o.ownedTarget = o.targetOwned
+	o.runID = o.barrierRunID()
 	o.load.Shard = sh
 	o.load.Barrier = pendingBarrier{} // replaced by the real one once connected
 	return o.runOptions.Validate()
+}
+
+// barrierRunID returns the run ID of the workers' namespaces through the
+// API (--kubeconfig: lwbench-<id>-ns-N, kubeload.Options.RunID), which
+// every worker must plan alike without talking: 12 hex digits of the
+// SHA-256 of the barrier's name (its etcd key or its ConfigMap's
+// NAMESPACE/NAME), which is unique to the run. A barrier name used again
+// gives the same namespaces, which the run refuses if they still exist
+// (kubeload.ErrNamespaceExists).
+func (o *workerOptions) barrierRunID() string {
+	name := "etcd:" + o.barrierEtcdKey
+	if o.barrierConfigMap != "" {
+		name = "configmap:" + o.barrierConfigMap
+	}
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:6])
 }
 
 // flagOrEnv returns the flag's value when given, else env's, parsed as a
@@ -164,7 +191,13 @@ in) after seeding, after their informers synced (the writes then start
 together), after the writes and before the cleanup. Each worker times the
 delivery of its own writes' events (one clock) and counts the others'. Its
 result (JSON by default) keeps its histograms, so that lwbench merge combines
-the workers' results exactly.`,
+the workers' results exactly.
+
+With --kubeconfig each worker is a client-go process driving an existing
+cluster's API: it creates its own namespaces (lwbench-<id>-ns-N, the id
+derived from the barrier's name, so every worker plans the same), writes and
+at the end deletes them; its informers watch every worker's objects.
+--endpoints is then that cluster's etcd.`,
 	}
 	return newLoadCommand(cmd, o, &o.out, runF, runWorker)
 }

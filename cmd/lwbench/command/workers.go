@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/cli"
@@ -34,9 +37,11 @@ import (
 // connections, informers and writers.
 const maxWorkers = 64
 
-// validateWorkers checks --workers: the etcd-direct model only, and a
-// load the shards can divide (watchload.Options.Validate with the last
-// shard and a barrier).
+// validateWorkers checks --workers: the etcd-direct model, or client-go
+// through kube-apiservers the coordinator starts (--kube-apiserver) or a
+// cluster's (--kubeconfig), not a cluster's load (--nodes), and a load
+// the shards can divide (watchload.Options.Validate with the last shard
+// and a barrier).
 func (o *runOptions) validateWorkers() error {
 	if o.workers == 0 {
 		return nil
@@ -44,8 +49,8 @@ func (o *runOptions) validateWorkers() error {
 	switch {
 	case o.workers < 0 || o.workers > maxWorkers:
 		return cli.FlagErrorf("--workers %d: want 1 to %d", o.workers, maxWorkers)
-	case o.kube.enabled(), o.kubeconfig.enabled(), o.cluster.enabled():
-		return cli.FlagErrorf("--workers divides the etcd-direct model's load: --kube-apiserver, --kubeconfig and --nodes are not divided into shards yet")
+	case o.cluster.enabled():
+		return cli.FlagErrorf("--workers cannot be used with --nodes: a cluster's load is not divided into shards yet")
 	case o.fault != "":
 		return cli.FlagErrorf("--workers cannot be used with --fault: the workers would each need the cluster's members")
 	case o.snapshotPath != "":
@@ -64,16 +69,42 @@ var workersNotPassed = map[string]bool{
 	"db-size": true,
 }
 
+// coordinatorKubeFlags are the flags of `lwbench run --workers N
+// --kube-apiserver` that shape the kube-apiservers the coordinator starts:
+// its own, while its workers reach them with --kubeconfig, which refuses
+// them (kubeconfigConflicts).
+var coordinatorKubeFlags = map[string]bool{
+	"kube-apiserver": true, "apiservers": true, "watch-cache": true, "apiserver-feature-gates": true, "apiserver-arg": true,
+	"count-etcd": true, "allow-maintenance": true, "allow-compaction": true, "allow-defrag": true, "reuse-prefix": true,
+}
+
+// workerAPI is how the workers of `lwbench run --workers N
+// --kube-apiserver` reach the kube-apiservers the coordinator started.
+type workerAPI struct {
+	kubeconfig string        // the file the coordinator wrote (writeKubeconfig)
+	interval   time.Duration // their --etcd-compaction-interval (0: kube-apiserver's 5m, negative: off)
+}
+
 // workerArgs returns the arguments of worker i of n: `worker`, the
 // shard, the barrier, the target and every run flag the user gave
-// (a slice flag as one comma-separated value).
-func workerArgs(fs *pflag.FlagSet, i, n int, key string, endpoints []string, owned bool, prefix string) []string {
+// (a slice flag as one comma-separated value). With api (the coordinator
+// started kube-apiservers) the workers drive those with --kubeconfig as
+// kube-apiservers of the coordinator's (--apiservers-owned), told their
+// compaction interval unless the user gave it, and the coordinator's
+// kube-apiserver flags stay its own.
+func workerArgs(fs *pflag.FlagSet, i, n int, key string, endpoints []string, owned bool, prefix string, api *workerAPI) []string {
 	args := []string{"worker", "--index", strconv.Itoa(i), "--shards", strconv.Itoa(n), "--barrier-etcd-key", key, "-w", "json", "--prefix", prefix}
 	if owned {
 		args = append(args, "--endpoints", strings.Join(endpoints, ","), "--target-owned")
 	}
+	if api != nil {
+		args = append(args, "--kubeconfig", api.kubeconfig, "--apiservers-owned")
+		if !fs.Changed("compaction-interval") && api.interval > 0 {
+			args = append(args, "--compaction-interval", api.interval.String())
+		}
+	}
 	fs.Visit(func(f *pflag.Flag) {
-		if workersNotPassed[f.Name] || f.Name == "prefix" || (owned && f.Name == "endpoints") {
+		if workersNotPassed[f.Name] || f.Name == "prefix" || (owned && f.Name == "endpoints") || (api != nil && coordinatorKubeFlags[f.Name]) {
 			return
 		}
 		v := f.Value.String()
@@ -92,6 +123,14 @@ func workerArgs(fs *pflag.FlagSet, i, n int, key string, endpoints []string, own
 // results merged exactly (report.MergeRuns). The coordinator holds no
 // load: its own figures are the embedded member's. SIGINT is passed on to
 // the workers, which return what they measured; a second one kills them.
+//
+// With --kube-apiserver the coordinator also starts the kube-apiservers
+// in front of the target as run does (startKubeStack), writes a
+// kubeconfig reaching them for the workers, each then a client-go
+// process (--kubeconfig), and reports the apiservers beside the merged
+// figures: their description and, with --count-etcd, what they asked
+// etcd by phase of the load. With --kubeconfig the workers drive that
+// cluster, each creating and deleting its own namespaces.
 func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if err := o.out.prepare(); err != nil {
 		return err
@@ -102,7 +141,18 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 	}
 	con := newConsole(errOut)
 	defer con.Done()
-	target, release, err := o.target.open(ctx, con.Logf)
+	var (
+		target  watchload.Target
+		release func()
+		stack   *kubeload.Stack // the kube-apiservers the coordinator started; nil: none
+	)
+	if o.kube.enabled() {
+		var st kubeload.Stack
+		st, release, err = startKubeStack(ctx, o, con)
+		target, stack = st.Etcd, &st
+	} else {
+		target, release, err = o.target.open(ctx, con.Logf)
+	}
 	defer release()
 	if err != nil {
 		return err
@@ -128,11 +178,22 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 	}
 	defer os.RemoveAll(dir)
 
+	var api *workerAPI
+	if stack != nil {
+		api = &workerAPI{kubeconfig: filepath.Join(dir, "kubeconfig"), interval: o.load.Defaults().CompactionInterval}
+		if err := writeKubeconfig(api.kubeconfig, stack.RESTConfig); err != nil {
+			return fmt.Errorf("the workers' kubeconfig: %w", err)
+		}
+		if stack.Counter != nil {
+			stack.Counter.Reset()
+		}
+	}
+
 	n := o.workers
 	con.Logf("dividing the load among %d worker processes (barrier %s on %s)", n, key, strings.Join(target.Endpoints, ","))
 	procs := make([]*workerProc, n)
 	for i := range n {
-		args := workerArgs(o.flags, i, n, key, target.Endpoints, !o.target.external(), o.load.Prefix)
+		args := workerArgs(o.flags, i, n, key, target.Endpoints, !o.target.external(), o.load.Prefix, api)
 		p, err := startWorker(exe, args, filepath.Join(dir, fmt.Sprintf("worker-%d.json", i)), i, con)
 		if err != nil {
 			for _, q := range procs[:i] {
@@ -166,6 +227,9 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 			defer phaseMu.Unlock()
 			if next, ok := phaseAfter[point]; ok {
 				phase = next
+				if stack != nil && stack.Counter != nil {
+					stack.Counter.SetPhase(next)
+				}
 			}
 		})
 		if err != nil && !errors.Is(err, barrier.ErrAborted) {
@@ -211,6 +275,9 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 		return fmt.Errorf("merge the workers' results: %w", err)
 	}
 	merged.EtcdMetrics = etcdMetrics
+	if stack != nil {
+		reportStack(merged, results, stack)
+	}
 	// The workers reached the coordinator's etcd as --endpoints; it is
 	// the member the coordinator started (or the --endpoints it was given).
 	merged.Target.Embedded, merged.Target.Managed = target.Embedded, !o.target.external()
@@ -219,6 +286,40 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 		interrupted = fmt.Errorf("the workers were interrupted: the result holds what they measured until then: %w", context.Cause(ctx))
 	}
 	return writeRunResult(&o.out, out, errOut, merged, interrupted, nil)
+}
+
+// reportStack puts the kube-apiservers the coordinator started in the
+// merged result: their description (the workers saw them as a cluster
+// reached with --kubeconfig), with the workers' client connections summed,
+// and, when a counting proxy ran, what they asked etcd by phase of the
+// load (the barrier's phases: phaseAfter).
+func reportStack(merged *report.RunResult, results []*report.RunResult, st *kubeload.Stack) {
+	api := st.APIServer
+	for _, r := range results {
+		if r.APIServer != nil {
+			api.ClientConnections += r.APIServer.ClientConnections
+			api.ClientWatchList = r.APIServer.ClientWatchList
+		}
+	}
+	merged.APIServer = &api
+	if st.Counter != nil {
+		merged.Etcd = st.Counter.Requests()
+		merged.EtcdPhases = st.Counter.Phases()
+	}
+}
+
+// writeKubeconfig writes a kubeconfig reaching the server cfg reaches as
+// cfg's user (its bearer token or client certificate, files or data as
+// cfg has them), readable by its owner alone.
+func writeKubeconfig(path string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["lwbench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile,
+		CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName}
+	kc.AuthInfos["lwbench"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
+		ClientCertificate: cfg.CertFile, ClientCertificateData: cfg.CertData, ClientKey: cfg.KeyFile, ClientKeyData: cfg.KeyData}
+	kc.Contexts["lwbench"] = &clientcmdapi.Context{Cluster: "lwbench", AuthInfo: "lwbench"}
+	kc.CurrentContext = "lwbench"
+	return clientcmd.WriteToFile(*kc, path)
 }
 
 // phaseAfter names the phase of a divided load that begins when every
