@@ -34,9 +34,12 @@ const cleanupBatch = 64
 //     reused prefix) is never touched, and a key deleted meanwhile is left
 //     alone.
 //
-// It then counts what is left under the prefix. Errors do not stop it;
-// the first is reported.
-func cleanup(ctx context.Context, c *clientv3.Client, wl *KubernetesWorkload, extra []string, startRev int64, prefix string, reused bool) report.Cleanup {
+// It then calls settle, if set (a divided load's worker waits there
+// until every worker has revoked its leases, which hold the events it
+// wrote), and counts what is left under the prefix. Errors do not stop
+// it; the first is reported.
+func cleanup(ctx context.Context, c *clientv3.Client, wl *KubernetesWorkload, extra []string, startRev int64, prefix string, reused bool,
+	settle func(context.Context)) report.Cleanup {
 	start := time.Now()
 	var res report.Cleanup
 	var mu sync.Mutex
@@ -83,6 +86,9 @@ func cleanup(ctx context.Context, c *clientv3.Client, wl *KubernetesWorkload, ex
 	close(jobs)
 	wg.Wait()
 	res.KeysDeleted = deleted.Load()
+	if settle != nil {
+		settle(ctx)
+	}
 	res.KeysLeft = -1
 	if left, err := c.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err == nil {
 		res.KeysLeft = left.Count

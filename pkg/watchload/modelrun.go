@@ -323,7 +323,17 @@ func (m *modelClients) CleanUp(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	extra := []string{o.Prefix + "/" + keyspace.CompactRevKey, probeKey(o.Prefix), faultKey(o.Prefix)}
-	c := cleanup(cctx, m.r.Admin, m.wl, extra, m.r.Start, o.Prefix, o.ReusePrefix)
+	var settle func(context.Context)
+	if o.Divided() {
+		// Each worker revokes its own leases, and with them the events
+		// it wrote: the keys left are counted once every worker has.
+		settle = func(ctx context.Context) {
+			if _, err := m.r.Session.meet(ctx, o, BarrierCleaned); err != nil {
+				m.r.Logf("cleanup: counting what is left without waiting for the other workers: %v", err)
+			}
+		}
+	}
+	c := cleanup(cctx, m.r.Admin, m.wl, extra, m.r.Start, o.Prefix, o.ReusePrefix, settle)
 	m.r.Logf("cleanup: deleted %d keys and revoked %d leases lwbench wrote; %d keys left under %s/", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft, o.Prefix)
 	if c.Error != "" {
 		m.r.Logf("cleanup: %s", c.Error)

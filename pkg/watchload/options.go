@@ -473,6 +473,7 @@ const (
 	BarrierSynced  = "synced"  // every informer has listed; the writes start together
 	BarrierWritten = "written" // every shard's writes are done
 	BarrierDone    = "done"    // every worker has its result; a cleanup may begin
+	BarrierCleaned = "cleaned" // every worker deleted what it wrote (with Options.Cleanup)
 )
 
 // BarrierLead is how long after the latest arrival at BarrierSynced the

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -95,6 +96,13 @@ func readWorkerResults(paths []string) ([]*report.RunResult, error) {
 		b, err := report.ReadDocument(p)
 		if err != nil {
 			return nil, err
+		}
+		if trimmed := bytes.TrimSpace(b); len(trimmed) == 0 || trimmed[0] != '{' {
+			// Not a JSON document: a worker's log (lwbench worker
+			// --log-result), its result on one line.
+			if doc, ok := loggedResult(b); ok {
+				b = doc
+			}
 		}
 		h, v, err := report.Decode(b)
 		if err != nil {

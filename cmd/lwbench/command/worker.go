@@ -1,14 +1,18 @@
 package command
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,6 +55,34 @@ type workerOptions struct {
 	// compact_rev_key at the root, no cleanup) rather than as a cluster
 	// lwbench does not own.
 	targetOwned bool
+	// logResult prints the result as one line of the pod's log
+	// (resultLinePrefix and the JSON), for kubectl logs and lwbench merge.
+	logResult bool
+}
+
+// resultLinePrefix starts the one line of a worker's log that holds its
+// result (lwbench worker --log-result): its JSON follows on that line.
+// lwbench merge finds it in a pod's log, whatever else the log holds
+// (kubectl logs interleaves the container's standard error).
+const resultLinePrefix = "lwbench-result "
+
+// maxResultLineBytes bounds the result line merge reads from a log.
+const maxResultLineBytes = 64 << 20
+
+// loggedResult returns the JSON of the last result line in a log, and
+// false when the log holds none.
+func loggedResult(log []byte) ([]byte, bool) {
+	var found []byte
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), maxResultLineBytes)
+	for sc.Scan() {
+		// kubectl logs --timestamps puts an RFC 3339 time first.
+		line := sc.Bytes()
+		if i := bytes.Index(line, []byte(resultLinePrefix)); i >= 0 && (i == 0 || line[i-1] == ' ') {
+			found = bytes.Clone(line[i+len(resultLinePrefix):])
+		}
+	}
+	return found, found != nil
 }
 
 func (o *workerOptions) AddFlags(fs *pflag.FlagSet) {
@@ -61,6 +93,7 @@ func (o *workerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.barrierEtcdKey, "barrier-etcd-key", "", "meet the other workers under this etcd key (outside --prefix, unique to the run) of the target")
 	fs.StringVar(&o.barrierConfigMap, "barrier-configmap", "", "meet the other workers in this ConfigMap, NAMESPACE/NAME, of the cluster the worker runs in (in-cluster config, or --barrier-kubeconfig)")
 	fs.StringVar(&o.barrierKubeconfig, "barrier-kubeconfig", "", "kubeconfig of the cluster holding --barrier-configmap (default: the pod's in-cluster config)")
+	fs.BoolVar(&o.logResult, "log-result", false, "print the result (JSON) as one line starting with \""+strings.TrimSpace(resultLinePrefix)+"\" on standard output, after everything else, so that it can be told apart in a pod's log (kubectl logs mixes in standard error); lwbench merge reads such logs")
 	fs.BoolVar(&o.targetOwned, "target-owned", false, "the etcd was started by the coordinator (lwbench run --workers)")
 	fs.BoolVar(&o.runOptions.apiserversOwned, "apiservers-owned", false, "the kube-apiservers --kubeconfig reaches were started by the coordinator (lwbench run --workers --kube-apiserver)")
 	for _, name := range []string{"target-owned", "apiservers-owned"} {
@@ -114,7 +147,10 @@ func (o *workerOptions) Validate() error {
 	case o.snapshotPath != "":
 		return cli.FlagErrorf("--snapshot cannot be used with lwbench worker: save a snapshot of the target after the workers end")
 	}
-	if !o.changed("write-out") {
+	switch {
+	case o.logResult && o.changed("write-out") && o.out.format != output.FormatJSON:
+		return cli.FlagErrorf("--log-result prints JSON: leave -w out")
+	case !o.changed("write-out"), o.logResult:
 		o.out.format = output.FormatJSON // a worker's result is for lwbench merge
 	}
 	if o.apiserversOwned && !o.kubeconfig.enabled() {
@@ -211,7 +247,22 @@ func runWorker(ctx context.Context, o *workerOptions, out, errOut io.Writer) err
 	}
 	defer closeBarrier()
 	o.load.Barrier = b
-	return runRun(ctx, &o.runOptions, out, errOut)
+	if !o.logResult {
+		return runRun(ctx, &o.runOptions, out, errOut)
+	}
+	var doc bytes.Buffer
+	err = runRun(ctx, &o.runOptions, &doc, errOut)
+	if doc.Len() == 0 {
+		return err
+	}
+	var line bytes.Buffer
+	if cerr := json.Compact(&line, doc.Bytes()); cerr != nil {
+		return errors.Join(err, fmt.Errorf("--log-result: %w", cerr))
+	}
+	if _, werr := fmt.Fprintf(out, "%s%s\n", resultLinePrefix, line.Bytes()); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
 }
 
 // connectBarrier opens the barrier the flags name; close releases its

@@ -3,14 +3,19 @@ package command
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/shard"
 )
@@ -158,5 +163,66 @@ func TestRunWorkers(t *testing.T) {
 		if !strings.Contains(errOut.String(), "worker "+string(rune('0'+i))+": ") {
 			t.Errorf("no log line of worker %d on stderr", i)
 		}
+	}
+}
+
+// TestWorkerLogsMerge runs two `lwbench worker --log-result` processes
+// against one etcd, each with standard output and error in one file as a
+// pod's log reads (kubectl logs), and merges the two logs: merge finds
+// each result line among the log lines.
+func TestWorkerLogsMerge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd and two worker processes; skipped under -short")
+	}
+	srv := etcdtest.RunEtcd(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var logs []string
+	var cmds []*exec.Cmd
+	for i := range 2 {
+		path := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command(exe, "worker", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", "/lwbench-barrier/logs",
+			"--endpoints", strings.Join(srv.Endpoints, ","), "--log-result", "--objects", "100", "--namespaces", "2", "--watchers", "2",
+			"--write-rate", "100", "--duration", "2s")
+		cmd.Env = append(os.Environ(), subprocessEnv+"=1")
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, logs = append(cmds, cmd), append(logs, path)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			b, _ := os.ReadFile(logs[i])
+			t.Fatalf("worker %d: %v\n%s", i, err, b)
+		}
+	}
+	for _, p := range logs {
+		b, _ := os.ReadFile(p)
+		if n := strings.Count(string(b), "\n"+resultLinePrefix); n != 1 || !strings.Contains(string(b), "writes done at revision") {
+			t.Fatalf("%s: %d result lines, want one among the worker's log lines:\n%s", p, n, b)
+		}
+	}
+	var out, errOut bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	if code := cli.Run(root, append([]string{"merge", "-w", "json"}, logs...), &errOut); code != 0 {
+		t.Fatalf("lwbench merge of the logs: exit %d: %s", code, errOut.String())
+	}
+	var res report.RunResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Workers) != 2 || res.Writes.Planned != 200 || res.Writes.Completed != 200 || !res.Validation.OK() {
+		t.Errorf("merged %d workers, writes %d of %d, validation %s", len(res.Workers), res.Writes.Completed, res.Writes.Planned, res.Validation.Summary())
 	}
 }
