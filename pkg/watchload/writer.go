@@ -97,6 +97,16 @@ type ShardedWorkload interface {
 	Owns(op Op) bool
 }
 
+// anyWorkerWorkload is a Workload none of whose ops must go to a given
+// worker (Op.Shard is -1 for every op), as etcd's benchmark put: its
+// workers share one queue and get none of their own, which would hold
+// QueueDepth ops each (23 MiB for 64 workers) for the collector to scan
+// on every cycle and never use.
+type anyWorkerWorkload interface {
+	Workload
+	anyWorker()
+}
+
 // CommitObserver is implemented by a Workload whose op may commit more
 // than one revision (a pod's graceful deletion: two updates, then the
 // delete). NewWriters calls ObserveCommits with a function Do calls for
@@ -140,16 +150,27 @@ func (w *Writers) Progress() writerProgress {
 func (w *Writers) Run(ctx context.Context) report.WriteStats {
 	start := w.env.timing.now()
 	shared := make(chan Op, w.o.QueueDepth)
-	queues := make([]chan Op, w.o.Workers)
+	// queues[i] is worker i's own; none for a workload whose ops go to
+	// any worker.
+	var queues []chan Op
+	if _, ok := w.wl.(anyWorkerWorkload); !ok {
+		queues = make([]chan Op, w.o.Workers)
+		for i := range queues {
+			queues[i] = make(chan Op, w.o.QueueDepth)
+		}
+	}
 	guards := make([]*opGuard, w.o.Workers)
 	var wg sync.WaitGroup
-	for i := range queues {
-		queues[i] = make(chan Op, w.o.QueueDepth)
+	for i := range guards {
+		var own chan Op // nil: never ready
+		if queues != nil {
+			own = queues[i]
+		}
 		guards[i] = &opGuard{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.work(ctx, i, queues[i], shared, guards[i])
+			w.work(ctx, i, own, shared, guards[i])
 		}()
 	}
 	workersDone := make(chan struct{})
@@ -180,7 +201,7 @@ func (w *Writers) Run(ctx context.Context) report.WriteStats {
 		}
 		op.Scheduled = time.Duration(due)
 		q := shared
-		if op.Shard >= 0 {
+		if op.Shard >= 0 && queues != nil {
 			q = queues[op.Shard%len(queues)]
 		}
 		handed := false

@@ -3,6 +3,7 @@ package watchload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,5 +108,43 @@ func TestWritersCountUnsentOnCancel(t *testing.T) {
 	}
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("the run outlived its context")
+	}
+}
+
+// TestRawWorkloadKeys: the keys built once are the keys formatted one by
+// one, every one as long, and a key space too large to build once is
+// formatted the same way.
+func TestRawWorkloadKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		wl      *rawWorkload
+		i       int
+		wantKey string
+	}{
+		{name: "padded to the key size", wl: &rawWorkload{Prefix: "/b/", Keys: 100000, KeySize: 8}, i: 42, wantKey: "/b/00042"},
+		{name: "padded to the largest key", wl: &rawWorkload{Prefix: "/lwbench/put/", Keys: 1000, KeySize: 8}, i: 7, wantKey: "/lwbench/put/007"},
+		{name: "last key", wl: &rawWorkload{Prefix: "/p/", Keys: 10, KeySize: 0}, i: 9, wantKey: "/p/9"},
+		{name: "not built once", wl: &rawWorkload{Prefix: "/p/", Keys: rawKeysPrecomputed + 1, KeySize: 4}, i: 12, wantKey: "/p/0000012"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wl := tt.wl
+			wl.once.Do(wl.init)
+			if got := wl.Key(tt.i); got != tt.wantKey {
+				t.Errorf("Key(%d) = %q, want %q", tt.i, got, tt.wantKey)
+			}
+			if wl.Keys > rawKeysPrecomputed {
+				return
+			}
+			for i := range wl.Keys {
+				if got, want := wl.Key(i), fmt.Sprintf("%s%0*d", wl.Prefix, wl.digits(), i); got != want {
+					t.Fatalf("Key(%d) = %q, want %q", i, got, want)
+				}
+			}
+			op := wl.Next(0)
+			if op.Kind != OpPut || op.Shard != -1 || len(op.Key) != len(tt.wantKey) {
+				t.Errorf("Next(0) = %+v: want a put to any worker of a key %d bytes long", op, len(tt.wantKey))
+			}
+		})
 	}
 }
