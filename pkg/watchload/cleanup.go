@@ -170,6 +170,52 @@ func DeleteCreatedSince(ctx context.Context, c *clientv3.Client, prefix string, 
 	return res
 }
 
+// DeleteAllUnder deletes every key under prefix, a page of 1000 at a time,
+// and counts the keys left under it afterwards (KeysLeft). It is
+// DeleteCreatedSince for a prefix that held no key at rev (KeysUnder
+// counted none): every key under it was created after rev, so each page,
+// read keys only, is deleted by one DeleteRange from its first key to its
+// last, where DeleteCreatedSince sends a transaction of 64 comparisons
+// per 64 keys. A key another client creates in that span meanwhile is
+// deleted too, as DeleteCreatedSince would delete it.
+func DeleteAllUnder(ctx context.Context, c *clientv3.Client, prefix string) report.Cleanup {
+	start := time.Now()
+	res := report.Cleanup{KeysLeft: -1}
+	var errs []error
+	for key := prefix; ; {
+		resp, err := c.Get(ctx, key, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithKeysOnly(),
+			clientv3.WithLimit(1000))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list the keys under %s: %w", prefix, err))
+			break
+		}
+		if len(resp.Kvs) == 0 {
+			break
+		}
+		last := string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		d, err := c.Delete(ctx, string(resp.Kvs[0].Key), clientv3.WithRange(last))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete the keys from %s to %s: %w", resp.Kvs[0].Key, resp.Kvs[len(resp.Kvs)-1].Key, err))
+			break
+		}
+		res.KeysDeleted += d.Deleted
+		if !resp.More {
+			break
+		}
+		key = last
+	}
+	if n, _, err := KeysUnder(ctx, c, prefix); err == nil {
+		res.KeysLeft = n
+	} else {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		res.Error = errs[0].Error()
+	}
+	res.DurationMs = report.Ms(time.Since(start))
+	return res
+}
+
 // revokeLeases revokes the leases ids, which deletes the keys attached to
 // them, and returns how many it revoked. A lease that expired already (and
 // its keys with it) is not an error; the first other error is returned

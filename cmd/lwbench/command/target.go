@@ -279,7 +279,8 @@ func (o *targetOptions) openGuarded(ctx context.Context, prefix string, logf fun
 // guardPrefix protects an --endpoints cluster from a benchmark that writes
 // raw keys under prefix: it refuses a prefix that already holds keys
 // unless --reuse-prefix, and returns a function that deletes, at the end,
-// the keys created under it since (watchload.DeleteCreatedSince). A
+// the keys created under it since (watchload.DeleteCreatedSince, or
+// DeleteAllUnder when it held none). A
 // prefix not ending in "/" is guarded as prefix + "/". For a target
 // lwbench started itself it does nothing.
 func (o *targetOptions) guardPrefix(ctx context.Context, t watchload.Target, prefix string, logf func(string, ...any)) (func(), error) {
@@ -307,7 +308,13 @@ func (o *targetOptions) guardPrefix(ctx context.Context, t watchload.Target, pre
 		defer c.Close()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
-		res := watchload.DeleteCreatedSince(cctx, c, prefix, rev)
+		var res report.Cleanup
+		if n == 0 {
+			// Empty at rev: every key under it is the run's.
+			res = watchload.DeleteAllUnder(cctx, c, prefix)
+		} else {
+			res = watchload.DeleteCreatedSince(cctx, c, prefix, rev)
+		}
 		logf("cleanup: deleted the %d keys lwbench created under %s; %d keys left there", res.KeysDeleted, prefix, res.KeysLeft)
 		if res.Error != "" {
 			logf("cleanup: %s", res.Error)
