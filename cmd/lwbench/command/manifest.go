@@ -77,7 +77,9 @@ var manifestNotLoadFlags = map[string]string{
 	"barrier-configmap":  "the manifest's workers meet in its ConfigMap",
 	"barrier-kubeconfig": "the workers reach their cluster with the pod's service account",
 	"target-owned":       "the workers' etcd is not started by lwbench",
-	"write-out":          "the workers print JSON for lwbench merge",
+	"apiservers-owned":   "the workers' kube-apiservers are not started by lwbench",
+	"write-out":          "the workers print their result as one line of JSON for lwbench merge (--log-result)",
+	"log-result":         "the manifest's workers print their result to their log already",
 	"kubeconfig":         "the manifest's workers drive etcd directly (--endpoints): a load through the API would need a kubeconfig file in the pod and RBAC the manifest does not grant",
 	"context":            "the manifest's workers drive etcd directly (--endpoints)",
 	"interval-csv":       "it writes a file in the pod",
@@ -219,7 +221,7 @@ func (o *manifestOptions) barrierName() string { return o.name + "-barrier" }
 // barrier, JSON output, the load's flags, and the TLS files of
 // --etcd-tls-secret.
 func (o *manifestOptions) workerArgs() []string {
-	args := []string{"worker", "--shards", strconv.Itoa(o.shards), "--barrier-configmap", o.namespace + "/" + o.barrierName(), "-w", "json"}
+	args := []string{"worker", "--shards", strconv.Itoa(o.shards), "--barrier-configmap", o.namespace + "/" + o.barrierName(), "--log-result"}
 	args = append(args, o.load...)
 	if o.tlsSecret != "" {
 		args = append(args, "--cacert", etcdTLSDir+"/ca.crt", "--cert", etcdTLSDir+"/tls.crt", "--key", etcdTLSDir+"/tls.key")

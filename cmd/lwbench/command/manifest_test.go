@@ -210,7 +210,7 @@ func checkManifestShape(t *testing.T, objs []runtime.Object, ns, name string, sh
 		t.Fatalf("pod spec %+v", pod)
 	}
 	c := pod.Containers[0]
-	wantHead := []string{"worker", "--shards", fmt.Sprint(shards), "--barrier-configmap", ns + "/" + cm.Name, "-w", "json"}
+	wantHead := []string{"worker", "--shards", fmt.Sprint(shards), "--barrier-configmap", ns + "/" + cm.Name, "--log-result"}
 	if !slices.Equal(c.Args[:len(wantHead)], wantHead) || !slices.Equal(c.Args[len(wantHead):len(wantHead)+len(loadArgs)], loadArgs) {
 		t.Errorf("args %q: want %q then the load's %q", c.Args, wantHead, loadArgs)
 	}

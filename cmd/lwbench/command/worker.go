@@ -107,6 +107,16 @@ func (o *workerOptions) AddFlags(fs *pflag.FlagSet) {
 // barrier and the target (a worker drives etcd directly, --endpoints),
 // then the run's flags with the shard and the barrier set.
 func (o *workerOptions) Validate() error {
+	// The target's and the releases' values first, as run checks them: a
+	// bad value is named before what a worker adds.
+	if err := o.target.Validate(); err != nil {
+		return err
+	}
+	if o.kube.enabled() {
+		if err := o.kube.Validate(); err != nil {
+			return err
+		}
+	}
 	var err error
 	if o.index, err = flagOrEnv(o.flags, "index", o.index, envCompletionIndex); err != nil {
 		return err
