@@ -103,3 +103,43 @@ func validShard(s shard.Shard) error {
 	}
 	return nil
 }
+
+// follower tracks every point of a barrier for one that watches without
+// taking part (FollowEtcd, FollowConfigMap): it calls onMet once per
+// point, when the point's last worker arrives.
+type follower struct {
+	count  int
+	points map[string]*arrivals
+	met    map[string]bool
+	onMet  func(point string, latest time.Time)
+}
+
+func newFollower(count int, onMet func(string, time.Time)) *follower {
+	return &follower{count: count, points: map[string]*arrivals{}, met: map[string]bool{}, onMet: onMet}
+}
+
+// apply adds worker index's record at point (an arrival time, or why it
+// aborted): an abort is returned as the error (ErrAborted), as is a
+// malformed time or an index beyond the load.
+func (f *follower) apply(point string, index int, value string) error {
+	if point == abortPoint {
+		return abortError(index, value)
+	}
+	t, err := parseTime(value)
+	if err != nil {
+		return fmt.Errorf("worker %d at %s: arrival time: %w", index, point, err)
+	}
+	a := f.points[point]
+	if a == nil {
+		a = newArrivals(f.count)
+		f.points[point] = a
+	}
+	if err := a.add(index, t); err != nil {
+		return err
+	}
+	if a.complete() && !f.met[point] {
+		f.met[point] = true
+		f.onMet(point, a.latest)
+	}
+	return nil
+}

@@ -299,3 +299,103 @@ func DeleteConfigMap(ctx context.Context, c kubernetes.Interface, namespace, nam
 	}
 	return nil
 }
+
+// FollowConfigMap watches the barrier kept in the ConfigMap
+// namespace/name of a load of count workers without taking part, and
+// calls onMet once for each point every worker has reached, in the order
+// the points complete, with the latest arrival; an abort ends it with
+// ErrAborted. A ConfigMap not created yet (the first worker creates it) is
+// waited for. It returns when ctx ends (nil). `lwbench scrape` uses it to
+// know the load's phase.
+func FollowConfigMap(ctx context.Context, c kubernetes.Interface, namespace, name string, count int, onMet func(point string, latest time.Time)) error {
+	if err := validConfigMap(namespace, name); err != nil {
+		return err
+	}
+	if count < 1 {
+		return fmt.Errorf("barrier configmap %s/%s: follow %d workers", namespace, name, count)
+	}
+	f := newFollower(count, onMet)
+	apply := func(cm *corev1.ConfigMap) error {
+		keys := make([]string, 0, len(cm.Data))
+		for k := range cm.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p, idx, ok := strings.Cut(k, ".")
+			if !ok {
+				continue
+			}
+			i, err := strconv.Atoi(idx)
+			if err != nil {
+				return fmt.Errorf("barrier configmap %s/%s: key %s: worker index %q is not a number", namespace, name, k, idx)
+			}
+			if err := f.apply(p, i, cm.Data[k]); err != nil {
+				return fmt.Errorf("barrier configmap %s/%s: %w", namespace, name, err)
+			}
+		}
+		return nil
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	cms := c.CoreV1().ConfigMaps(namespace)
+	pause := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		list, err := cms.List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("barrier configmap %s/%s: read: %w", namespace, name, err)
+		}
+		for i := range list.Items {
+			if err := apply(&list.Items[i]); err != nil {
+				return err
+			}
+		}
+		w, err := cms.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			if !pause() {
+				return nil
+			}
+			continue
+		}
+		gone := false
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				return nil
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break events
+				}
+				switch ev.Type {
+				case watch.Added, watch.Modified:
+					if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && cm.Name == name {
+						if err := apply(cm); err != nil {
+							w.Stop()
+							return err
+						}
+					}
+				case watch.Error:
+					err := apierrors.FromObject(ev.Object)
+					gone = apierrors.IsGone(err) || apierrors.IsResourceExpired(err)
+					break events
+				}
+			}
+		}
+		w.Stop()
+		if !gone && !pause() {
+			return nil
+		}
+	}
+	return nil
+}

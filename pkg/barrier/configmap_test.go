@@ -241,3 +241,53 @@ func TestConfigMapRelistsAfterGone(t *testing.T) {
 		t.Errorf("%d watches, want 1: the relist saw every arrival", got)
 	}
 }
+
+// TestFollowConfigMap: a follower started before the ConfigMap exists
+// sees each point once, when its last worker arrives, in order, and stops
+// with ErrAborted at an abort.
+func TestFollowConfigMap(t *testing.T) {
+	const ns = "follow-test"
+	cs := startKubeAPIServer(t, ns)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var met []string
+	done := make(chan error, 1)
+	go func() {
+		done <- barrier.FollowConfigMap(ctx, cs, ns, "load", 2, func(p string, _ time.Time) {
+			mu.Lock()
+			met = append(met, p)
+			mu.Unlock()
+		})
+	}()
+	time.Sleep(300 * time.Millisecond) // the follower lists before the ConfigMap exists
+	b0, _ := barrier.NewConfigMap(cs, ns, "load", shard.Shard{Index: 0, Count: 2})
+	b1, _ := barrier.NewConfigMap(cs, ns, "load", shard.Shard{Index: 1, Count: 2})
+	for _, p := range []string{"seeded", "synced"} {
+		var wg sync.WaitGroup
+		for _, b := range []*barrier.ConfigMap{b0, b1} {
+			wg.Go(func() {
+				if _, err := b.Wait(ctx, p); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if err := b1.Abort(ctx, "planted"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, barrier.ErrAborted) {
+			t.Errorf("follower ended with %v, want ErrAborted", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the follower did not see the abort")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(met) != 2 || met[0] != "seeded" || met[1] != "synced" {
+		t.Errorf("met %v, want [seeded synced]", met)
+	}
+}

@@ -163,8 +163,7 @@ func FollowEtcd(ctx context.Context, c *clientv3.Client, key string, count int, 
 	if count < 1 || key == "" {
 		return fmt.Errorf("barrier: follow %q of %d workers", key, count)
 	}
-	points := map[string]*arrivals{}
-	met := map[string]bool{}
+	f := newFollower(count, onMet)
 	apply := func(k, v string) error {
 		rest, ok := strings.CutPrefix(k, key+"/")
 		if !ok {
@@ -178,24 +177,8 @@ func FollowEtcd(ctx context.Context, c *clientv3.Client, key string, count int, 
 		if err != nil {
 			return fmt.Errorf("barrier %s: key %s: worker index %q is not a number", key, k, idx)
 		}
-		if p == abortPoint {
-			return abortError(i, v)
-		}
-		t, err := parseTime(v)
-		if err != nil {
-			return fmt.Errorf("barrier %s: key %s: arrival time: %w", key, k, err)
-		}
-		a := points[p]
-		if a == nil {
-			a = newArrivals(count)
-			points[p] = a
-		}
-		if err := a.add(i, t); err != nil {
-			return err
-		}
-		if a.complete() && !met[p] {
-			met[p] = true
-			onMet(p, a.latest)
+		if err := f.apply(p, i, v); err != nil {
+			return fmt.Errorf("barrier %s: %w", key, err)
 		}
 		return nil
 	}
