@@ -19,9 +19,15 @@ import (
 type mergeOptions struct {
 	out   outputOptions
 	files []string
+	// etcdMetrics is `lwbench scrape`'s output (its JSON, or its pod's
+	// log), set beside the merged client figures.
+	etcdMetrics string
 }
 
-func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) { o.out.AddFlags(fs, false) }
+func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
+	o.out.AddFlags(fs, false)
+	fs.StringVar(&o.etcdMetrics, "etcd-metrics", "", "etcd's own /metrics per phase of the load, as lwbench scrape printed it (its JSON, or its pod's log), set beside the merged figures")
+}
 
 func (o *mergeOptions) Validate() error {
 	if len(o.files) == 0 {
@@ -76,9 +82,21 @@ func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var m *report.EtcdMetrics
+	if o.etcdMetrics != "" {
+		if m, err = readEtcdMetrics(o.etcdMetrics); err != nil {
+			return fmt.Errorf("--etcd-metrics: %w", err)
+		}
+	}
 	res, err := report.MergeRuns(results)
 	if err != nil {
 		return fmt.Errorf("merge: %w (%s)", err, shardLegend(o.files, results))
+	}
+	if m != nil {
+		if res.EtcdMetrics != nil {
+			return fmt.Errorf("--etcd-metrics %s: the workers' results hold etcd's /metrics already (%s)", o.etcdMetrics, res.EtcdMetrics.Endpoint)
+		}
+		res.EtcdMetrics = m
 	}
 	return writeRunResult(&o.out, out, errOut, res, nil, nil)
 }

@@ -69,17 +69,21 @@ const resultLinePrefix = "lwbench-result "
 // maxResultLineBytes bounds the result line merge reads from a log.
 const maxResultLineBytes = 64 << 20
 
-// loggedResult returns the JSON of the last result line in a log, and
-// false when the log holds none.
-func loggedResult(log []byte) ([]byte, bool) {
+// loggedResult returns the JSON of the last result line in a log
+// (resultLinePrefix), and false when the log holds none.
+func loggedResult(log []byte) ([]byte, bool) { return loggedLine(log, resultLinePrefix) }
+
+// loggedLine returns what follows prefix on the last line of a log that
+// holds it (at the start of the line, or after a space: kubectl logs
+// --timestamps puts an RFC 3339 time first), and false when none does.
+func loggedLine(log []byte, prefix string) ([]byte, bool) {
 	var found []byte
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(make([]byte, 0, 64*1024), maxResultLineBytes)
 	for sc.Scan() {
-		// kubectl logs --timestamps puts an RFC 3339 time first.
 		line := sc.Bytes()
-		if i := bytes.Index(line, []byte(resultLinePrefix)); i >= 0 && (i == 0 || line[i-1] == ' ') {
-			found = bytes.Clone(line[i+len(resultLinePrefix):])
+		if i := bytes.Index(line, []byte(prefix)); i >= 0 && (i == 0 || line[i-1] == ' ') {
+			found = bytes.Clone(line[i+len(prefix):])
 		}
 	}
 	return found, found != nil

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -180,6 +181,20 @@ func TestWorkerLogsMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// lwbench scrape follows the same barrier, as a load's coordinator
+	// on a cluster, and prints its figures as one line of its log.
+	scrapeLog := filepath.Join(dir, "scrape.log")
+	scraped := make(chan int, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		root := NewRootCommand()
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		code := cli.Run(root, []string{"scrape", "--shards", "2", "--barrier-etcd-key", "/lwbench-barrier/logs",
+			"--endpoints", strings.Join(srv.Endpoints, ","), "--log-result"}, &errOut)
+		os.WriteFile(scrapeLog, append(errOut.Bytes(), out.Bytes()...), 0o644)
+		scraped <- code
+	}()
 	var logs []string
 	var cmds []*exec.Cmd
 	for i := range 2 {
@@ -211,11 +226,20 @@ func TestWorkerLogsMerge(t *testing.T) {
 			t.Fatalf("%s: %d result lines, want one among the worker's log lines:\n%s", p, n, b)
 		}
 	}
+	select {
+	case code := <-scraped:
+		if code != 0 {
+			b, _ := os.ReadFile(scrapeLog)
+			t.Fatalf("lwbench scrape: exit %d:\n%s", code, b)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("lwbench scrape did not end after the workers")
+	}
 	var out, errOut bytes.Buffer
 	root := NewRootCommand()
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	if code := cli.Run(root, append([]string{"merge", "-w", "json"}, logs...), &errOut); code != 0 {
+	if code := cli.Run(root, append([]string{"merge", "-w", "json", "--etcd-metrics", scrapeLog}, logs...), &errOut); code != 0 {
 		t.Fatalf("lwbench merge of the logs: exit %d: %s", code, errOut.String())
 	}
 	var res report.RunResult
@@ -224,5 +248,43 @@ func TestWorkerLogsMerge(t *testing.T) {
 	}
 	if len(res.Workers) != 2 || res.Writes.Planned != 200 || res.Writes.Completed != 200 || !res.Validation.OK() {
 		t.Errorf("merged %d workers, writes %d of %d, validation %s", len(res.Workers), res.Writes.Completed, res.Writes.Planned, res.Validation.Summary())
+	}
+	// etcd's puts by phase, as scrape read them: the 170 seeded objects
+	// (100 pods, 20 configmaps, 50 events) in seed, the writes in steady.
+	if res.EtcdMetrics == nil {
+		t.Fatal("no etcd metrics in the merged result")
+	}
+	puts := map[string]int64{}
+	for _, p := range res.EtcdMetrics.Phases {
+		puts[p.Phase] = p.Puts
+	}
+	if puts["seed"] < 170 || puts["seed"] > 180 || puts["steady"] < res.Writes.Creates+res.Writes.Updates {
+		t.Errorf("etcd's puts by phase %v: want the 170 seeded in seed and the %d creates and updates in steady", puts, res.Writes.Creates+res.Writes.Updates)
+	}
+}
+
+// TestScrapeFlags: scrape needs the load's shards, the member and one
+// barrier.
+func TestScrapeFlags(t *testing.T) {
+	t.Setenv(envShards, "")
+	os.Unsetenv(envShards)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--endpoints", "http://127.0.0.1:2379", "--barrier-etcd-key", "/b"}, "--shards: give the load's number of shards"},
+		{[]string{"--shards", "2", "--barrier-etcd-key", "/b"}, "--endpoints: give the client URL"},
+		{[]string{"--shards", "2", "--endpoints", "http://127.0.0.1:2379"}, "give one of --barrier-etcd-key and --barrier-configmap"},
+		{[]string{"--shards", "2", "--endpoints", "http://127.0.0.1:2379", "--barrier-configmap", "x"}, "want NAMESPACE/NAME"},
+		{[]string{"--shards", "2", "--endpoints", "http://127.0.0.1:2379", "--barrier-etcd-key", "/b", "--log-result", "-w", "table"}, "--log-result prints JSON"},
+	} {
+		root := &cobra.Command{Use: "lwbench"}
+		cli.PrepareRoot(root)
+		ran := false
+		root.AddCommand(newScrapeCommand(func(*cobra.Command, *scrapeOptions) error { ran = true; return nil }))
+		var errOut bytes.Buffer
+		if code := cli.Run(root, append([]string{"scrape"}, tt.args...), &errOut); code != cli.ExitUsage || ran || !strings.Contains(errOut.String(), tt.want) {
+			t.Errorf("%q: exit %d, ran %v, stderr %q; want %d mentioning %q", tt.args, code, ran, errOut.String(), cli.ExitUsage, tt.want)
+		}
 	}
 }

@@ -206,36 +206,17 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 	}
 	// etcd's own figures per phase of the load, the phases followed on
 	// the barrier, beside the workers' merged client figures.
-	var phaseMu sync.Mutex
-	phase := "start"
 	var tlsCfg *tls.Config
 	if cfg, err := o.target.clientConfig(target.Endpoints[:1]); err == nil {
 		tlsCfg = cfg.TLS
 	}
-	sampler := kubeload.SampleEtcdMetrics(ctx, target.Endpoints[0], tlsCfg, time.Now(), time.Second, func() string {
-		phaseMu.Lock()
-		defer phaseMu.Unlock()
-		return phase
-	})
-	fctx, stopFollow := context.WithCancel(context.WithoutCancel(ctx))
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		err := barrier.FollowEtcd(fctx, admin, key, n, func(point string, _ time.Time) {
-			sampler.SampleNow() // what the phase that ends did
-			phaseMu.Lock()
-			defer phaseMu.Unlock()
-			if next, ok := phaseAfter[point]; ok {
-				phase = next
-				if stack != nil && stack.Counter != nil {
-					stack.Counter.SetPhase(next)
-				}
-			}
-		})
-		if err != nil && !errors.Is(err, barrier.ErrAborted) {
-			con.Logf("follow the workers' barrier: %v", err)
-		}
-	}()
+	var onPhase func(string)
+	if stack != nil && stack.Counter != nil {
+		onPhase = stack.Counter.SetPhase
+	}
+	scrape := startPhaseScrape(ctx, func(ctx context.Context, onMet func(string, time.Time)) error {
+		return barrier.FollowEtcd(ctx, admin, key, n, onMet)
+	}, target.Endpoints[0], tlsCfg, onPhase)
 	stop := context.AfterFunc(ctx, func() {
 		for _, p := range procs {
 			p.cmd.Process.Signal(os.Interrupt)
@@ -263,9 +244,10 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 			results = append(results, res)
 		}
 	}
-	etcdMetrics := sampler.Finish(ctx)
-	stopFollow()
-	<-followed
+	etcdMetrics, ferr := scrape.Finish(ctx)
+	if ferr != nil && !errors.Is(ferr, barrier.ErrAborted) {
+		con.Logf("follow the workers' barrier: %v", ferr)
+	}
 	con.Done()
 	if len(failures) > 0 {
 		return errors.Join(failures...)
