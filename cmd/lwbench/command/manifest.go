@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdclient"
 	"github.com/kubestore/etcdkit/internal/output"
 	"github.com/kubestore/etcdkit/pkg/shard"
 )
@@ -99,12 +100,17 @@ type manifestOptions struct {
 	formatValue *output.FormatValue
 	// load are the worker flags after --.
 	load []string
+	// scrape adds the Job of lwbench scrape, the load's one coordinator:
+	// etcd's own /metrics per phase, beside the workers' figures.
+	scrape bool
 
 	// Filled by Validate.
 	memoryRequest resource.Quantity
 	informers     int // the largest shard's informers
 	objects       int // the most objects one informer holds
-	flags         *pflag.FlagSet
+	// scrapeArgs are the scrape container's arguments (with scrape).
+	scrapeArgs []string
+	flags      *pflag.FlagSet
 }
 
 func (o *manifestOptions) AddFlags(fs *pflag.FlagSet) {
@@ -116,6 +122,7 @@ func (o *manifestOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.shards, "shards", 1, "workers the load is divided into: the Job's parallelism and completions, one pod per shard")
 	fs.StringVar(&o.tlsSecret, "etcd-tls-secret", "", "Secret (in --namespace) holding ca.crt, tls.crt and tls.key to reach etcd with: mounted at "+etcdTLSDir+" and passed as --cacert, --cert and --key")
 	fs.StringVar(&o.memory, "memory", "", "memory request of each worker (a Kubernetes quantity such as 2Gi; the limit is twice it); default: derived from the shard's informers and objects")
+	fs.BoolVar(&o.scrape, "scrape", true, "also a Job NAME-scrape of one lwbench scrape pod, which holds no load: it follows the barrier and reads the first --endpoints member's /metrics per phase of the load, printed to its log for lwbench merge --etcd-metrics")
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names()+" (json: one v1 List)")
 }
 
@@ -155,6 +162,9 @@ func (o *manifestOptions) Validate() error {
 			return cli.FlagErrorf("the load's flags (after --): %v", err)
 		}
 		load = w
+	}
+	if o.scrape {
+		o.scrapeArgs = o.makeScrapeArgs(&load.target.conn, load.target.endpoints[0])
 	}
 	l := load.load.Defaults()
 	o.informers = shard.Shard{Index: 0, Count: o.shards}.Len(l.Watchers)
@@ -225,6 +235,27 @@ func (o *manifestOptions) workerArgs() []string {
 	args = append(args, o.load...)
 	if o.tlsSecret != "" {
 		args = append(args, "--cacert", etcdTLSDir+"/ca.crt", "--cert", etcdTLSDir+"/tls.crt", "--key", etcdTLSDir+"/tls.key")
+	}
+	return args
+}
+
+// makeScrapeArgs are the scrape container's arguments: the shard count,
+// the barrier, the log line, the member endpoint, and the load's TLS and
+// credentials (those of --etcd-tls-secret when given).
+func (o *manifestOptions) makeScrapeArgs(conn *etcdclient.Flags, endpoint string) []string {
+	args := []string{"scrape", "--shards", strconv.Itoa(o.shards), "--barrier-configmap", o.namespace + "/" + o.barrierName(), "--log-result",
+		"--endpoints", endpoint}
+	c := *conn
+	if o.tlsSecret != "" {
+		c.CACert, c.Cert, c.Key = etcdTLSDir+"/ca.crt", etcdTLSDir+"/tls.crt", etcdTLSDir+"/tls.key"
+	}
+	for _, f := range []struct{ name, value string }{{"cacert", c.CACert}, {"cert", c.Cert}, {"key", c.Key}, {"user", c.User}, {"password", c.Password}} {
+		if f.value != "" {
+			args = append(args, "--"+f.name, f.value)
+		}
+	}
+	if c.InsecureSkipTLSVerify {
+		args = append(args, "--insecure-skip-tls-verify")
 	}
 	return args
 }
@@ -397,7 +428,31 @@ func makeManifest(o *manifestOptions) []runtime.Object {
 			},
 		},
 	}
-	return []runtime.Object{sa, role, binding, cm, job}
+	objs := []runtime.Object{sa, role, binding, cm, job}
+	if o.scrape {
+		// One pod that holds no load: it reads the barrier (the Role's
+		// get, list and watch) and etcd's /metrics.
+		sp := *pod.DeepCopy()
+		sp.Affinity = nil
+		sc := &sp.Containers[0]
+		sc.Name, sc.Args, sc.Env = "scrape", o.scrapeArgs, []corev1.EnvVar{{Name: envShards, Value: strconv.Itoa(o.shards)}}
+		sc.Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		}
+		objs = append(objs, &batchv1.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: meta(o.name+"-scrape", "scrape"),
+			Spec: batchv1.JobSpec{
+				BackoffLimit: ptr.To[int32](0),
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels("scrape")},
+					Spec:       sp,
+				},
+			},
+		})
+	}
+	return objs
 }
 
 // writeManifest writes objs to w: YAML documents separated by "---", or

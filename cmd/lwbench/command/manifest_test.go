@@ -164,13 +164,35 @@ func TestManifestObjects(t *testing.T) {
 	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 		t.Errorf("a CPU limit: throttling would add to the measured latencies")
 	}
+	sc := objs[5].(*batchv1.Job).Spec.Template.Spec
+	if a := sc.Containers[0].Args; !slices.Equal(a[len(a)-6:], []string{"--cacert", "/etc/lwbench/etcd-tls/ca.crt", "--cert", "/etc/lwbench/etcd-tls/tls.crt", "--key", "/etc/lwbench/etcd-tls/tls.key"}) ||
+		len(sc.Volumes) != 1 || len(sc.Containers[0].VolumeMounts) != 1 {
+		t.Errorf("scrape args %q, volumes %+v: want the TLS Secret's files as the workers'", a, sc.Volumes)
+	}
+	if n := len(manifestObjects(t, append([]string{"--scrape=false"}, args...)...)); n != 5 {
+		t.Errorf("--scrape=false: %d objects, want the workers' 5", n)
+	}
 }
 
-// checkManifestShape checks the five objects of a manifest.
+// checkManifestShape checks the six objects of a manifest: the workers'
+// five and the Job of lwbench scrape, its one coordinator.
 func checkManifestShape(t *testing.T, objs []runtime.Object, ns, name string, shards int32, loadArgs []string) {
 	t.Helper()
-	if len(objs) != 5 {
-		t.Fatalf("%d objects, want 5", len(objs))
+	if len(objs) != 6 {
+		t.Fatalf("%d objects, want 6", len(objs))
+	}
+	scrape, ok := objs[5].(*batchv1.Job)
+	if !ok || scrape.Name != name+"-scrape" || scrape.Spec.CompletionMode != nil || scrape.Spec.Completions != nil {
+		t.Fatalf("object 6 %T %+v: want the Job %s-scrape of one pod", objs[5], objs[5], name)
+	}
+	sc := scrape.Spec.Template.Spec.Containers[0]
+	endpoint := ""
+	if i := slices.Index(loadArgs, "--endpoints"); i >= 0 {
+		endpoint = strings.Split(loadArgs[i+1], ",")[0]
+	}
+	wantScrape := []string{"scrape", "--shards", fmt.Sprint(shards), "--barrier-configmap", ns + "/" + name + "-barrier", "--log-result", "--endpoints", endpoint}
+	if !slices.Equal(sc.Args[:len(wantScrape)], wantScrape) || scrape.Spec.Template.Spec.ServiceAccountName != name {
+		t.Errorf("scrape args %q as %s: want %q as the workers' ServiceAccount", sc.Args, scrape.Spec.Template.Spec.ServiceAccountName, wantScrape)
 	}
 	sa, ok1 := objs[0].(*corev1.ServiceAccount)
 	role, ok2 := objs[1].(*rbacv1.Role)
@@ -315,7 +337,26 @@ func TestManifestDryRun(t *testing.T) {
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name+"-barrier", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The scrape pod, as the same ServiceAccount, follows the barrier
+	// (re-created after the deletion: only synced's arrivals are in it).
+	fctx, stopFollow := context.WithTimeout(ctx, 30*time.Second)
+	metPoints := make(chan string, 4)
+	followed := make(chan error, 1)
+	go func() {
+		followed <- barrier.FollowConfigMap(fctx, asWorker, ns, name+"-barrier", 2, func(p string, _ time.Time) { metPoints <- p })
+	}()
 	meet("synced")
+	select {
+	case p := <-metPoints:
+		if p != "synced" {
+			t.Errorf("the follower saw %q, want synced", p)
+		}
+	case err := <-followed:
+		t.Errorf("the follower as the ServiceAccount ended: %v", err)
+	case <-fctx.Done():
+		t.Error("the follower as the ServiceAccount saw no point")
+	}
+	stopFollow()
 	// Nothing else: another ConfigMap, an unfiltered list, a Secret.
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
