@@ -1,24 +1,56 @@
 #!/usr/bin/env bash
-# bench-vs-etcd.sh [RUNS]
+# bench-vs-etcd.sh [--out DIR] [--divide N] [--puts-only] [RUNS]
 #
 # Shows that lwbench's load generator is not what limits a run: against one
 # real etcd process it runs etcd's own benchmark tool and the equivalent
 # lwbench invocation with the same clients, connections, streams and
 # watchers, RUNS times each (default 5), alternating which goes first, and
-# writes results/lwbench-vs-benchmark.{json,md} with the machine, the
-# versions, the date, the commit and the exact commands. A last section runs
-# lwbench at 1,000 Kubernetes-style watchers and reports its own CPU and
-# memory beside etcd's.
+# writes DIR/lwbench-vs-benchmark.{json,md} (DIR: results) with the machine,
+# the versions, the date, the commit and the exact commands. The puts run
+# with 8-byte and with 4 KiB values. For every comparison it records each
+# client's throughput, CPU per million puts or events and maximum resident
+# memory, their ratios, and whether lwbench meets the put generator's
+# targets (issue 22): at least the benchmark's throughput, at most its CPU
+# per write, at most twice its memory. A last section runs lwbench at 1,000
+# Kubernetes-style watchers and reports its own CPU and memory beside
+# etcd's.
+#
+# --divide N divides every comparison's puts (and the watch comparisons'
+# events) by N, and --puts-only skips the watch comparisons and the
+# 1,000-watcher run: a quick check of the script, never the published
+# figures (write it outside results/ with --out).
 #
 # Needs go, curl, jq, python3 and GNU time (/usr/bin/time), which measures
-# each client's own CPU the same way for both tools. Builds etcd and etcd's benchmark tool with
-# scripts/build-etcd.sh and scripts/build-benchmark.sh (module proxy only).
-# The etcd member listens on free loopback ports, keeps its data in a
-# temporary directory and is stopped (by its PID) when the script exits.
+# each client's own CPU and maximum RSS the same way for both tools. Builds
+# etcd and etcd's benchmark tool with scripts/build-etcd.sh and
+# scripts/build-benchmark.sh (module proxy only). The etcd member listens on
+# free loopback ports, keeps its data in a temporary directory and is
+# stopped (by its PID) when the script exits. Before every run it is
+# emptied, compacted and defragmented (etcdctl), so that every run starts
+# from the same empty member whichever tool ran before it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
+args="$*"
+out_dir=results
+divide=1
+puts_only=false
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out_dir=${2:?--out needs a directory}; shift 2 ;;
+    --divide) divide=${2:?--divide needs a number}; shift 2 ;;
+    --puts-only) puts_only=true; shift ;;
+    -*) echo "bench-vs-etcd.sh: unknown flag $1; usage: bench-vs-etcd.sh [--out DIR] [--divide N] [--puts-only] [RUNS]" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
 runs=${1:-5}
+if ! [[ $runs =~ ^[1-9][0-9]*$ ]] || ! [[ $divide =~ ^[1-9][0-9]*$ ]]; then
+  echo "bench-vs-etcd.sh: RUNS ($runs) and --divide ($divide) must be positive integers" >&2
+  exit 2
+fi
+mkdir -p "$out_dir"
+out_dir=$(cd "$out_dir" && pwd)
 version=3.7.3
 
 # etcd reads every ETCD_* variable as a flag: keep them away from etcd.
@@ -69,63 +101,102 @@ curl -fsS "$ep/health" | grep -q true || { echo "bench-vs-etcd.sh: etcd did not 
 etcd_version=$(curl -fsS "$ep/version" | jq -r .etcdserver)
 
 # The comparisons: name, unit, the benchmark command, the lwbench command
-# ("EP" stands for the endpoint), and what to read from each.
-# The last argument is the work the benchmark does (puts, or events).
-names=(); units=(); bcmds=(); lcmds=(); lfields=(); notes=(); works=()
-add() { names+=("$1"); units+=("$2"); bcmds+=("$3"); lcmds+=("$4"); lfields+=("$5"); notes+=("$6"); works+=("$7"); }
-add "put, 16 clients, 1 connection" "puts/s" \
-  "benchmark --endpoints EP --conns 1 --clients 16 put --key-size 8 --val-size 8 --total 40000 --key-space-size 100000" \
-  "lwbench put --endpoints EP --writer-conns 1 --writer-concurrency 16 --prefix /b/ --key-size 8 --value-size 8 --writes 40000 --keys 100000 --write-rate 1000000 -w json" \
-  ".writes.throughputPerSecond" \
-  "Plain Puts of 8-byte values to 8-byte keys drawn at random from 100,000. lwbench's open-loop rate is far above etcd's capacity, so it measures the ceiling; its throughput is completions over the time from the first scheduled put to the last completion, the benchmark's is completions over its total time." \
-  40000
-add "put, 64 clients, 4 connections" "puts/s" \
-  "benchmark --endpoints EP --conns 4 --clients 64 put --key-size 8 --val-size 8 --total 80000 --key-space-size 100000" \
-  "lwbench put --endpoints EP --writer-conns 4 --writer-concurrency 64 --prefix /b/ --key-size 8 --value-size 8 --writes 80000 --keys 100000 --write-rate 1000000 -w json" \
-  ".writes.throughputPerSecond" \
-  "As above with more clients over more connections." \
-  80000
-add "watch fan-out, 10 streams x 100 watchers, 1 key" "events/s" \
-  "benchmark --endpoints EP --conns 1 --clients 16 watch --streams 10 --watch-per-stream 100 --watched-key-total 1 --key-space-size 1 --key-size 32 --put-total 4000" \
-  "lwbench watch --endpoints EP --conns 1 --streams 10 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --writes 4000 --write-rate 1000000 --writer-concurrency 16 --writer-conns 1 --prev-kv=false --progress-notify=false -w json" \
-  ".delivery.eventsPerSecond" \
-  "Every watcher watches the one key every put goes to, so both deliver puts x watchers = 4,000,000 events. This is the benchmark's default shape: its --key-space-size defaults to 1, which collapses any --watched-key-total onto a single key; it is set explicitly here. Values of 4 bytes (the benchmark puts \"data\"), no prevKV, no progress notifications. The benchmark's rate is events over the time from the start of the puts to the last event; lwbench's is events over the time from the first scheduled put to the last event received. lwbench also times every event against its put and validates every watch against a recorded history; the benchmark does neither." \
-  4000000
-add "watch fan-out, 20 streams x 50 watchers over 4 connections, 1 key" "events/s" \
-  "benchmark --endpoints EP --conns 4 --clients 16 watch --streams 20 --watch-per-stream 50 --watched-key-total 1 --key-space-size 1 --key-size 32 --put-total 4000" \
-  "lwbench watch --endpoints EP --conns 4 --streams 20 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --writes 4000 --write-rate 1000000 --writer-concurrency 16 --writer-conns 4 --prev-kv=false --progress-notify=false -w json" \
-  ".delivery.eventsPerSecond" \
-  "As above over four connections." \
-  4000000
+# ("EP" stands for the endpoint), what to read from lwbench's result, a
+# note, the work the benchmark does (puts, or events), and the value size
+# of the puts (0 for the watch comparisons).
+names=(); units=(); bcmds=(); lcmds=(); lfields=(); notes=(); works=(); values=()
+add() { names+=("$1"); units+=("$2"); bcmds+=("$3"); lcmds+=("$4"); lfields+=("$5"); notes+=("$6"); works+=("$7"); values+=("$8"); }
+for val in 8 4096; do
+  label="$val-byte values"
+  if [ "$val" = 4096 ]; then label="4 KiB values"; fi
+  t1=$((40000 / divide)) t2=$((80000 / divide))
+  add "put, $label, 16 clients, 1 connection" "puts/s" \
+    "benchmark --endpoints EP --conns 1 --clients 16 put --key-size 8 --val-size $val --total $t1 --key-space-size 100000" \
+    "lwbench put --endpoints EP --writer-conns 1 --writer-concurrency 16 --prefix /b/ --key-size 8 --value-size $val --writes $t1 --keys 100000 --write-rate 1000000 -w json" \
+    ".writes.throughputPerSecond" \
+    "Plain Puts of $label to 8-byte keys drawn at random from 100,000. lwbench's open-loop rate is far above etcd's capacity, so it measures the ceiling; its throughput is completions over the time from the first scheduled put to the last completion, the benchmark's is completions over its total time. lwbench also deletes the keys it created afterwards (the benchmark leaves its keys), which counts in its CPU and memory." \
+    "$t1" "$val"
+  add "put, $label, 64 clients, 4 connections" "puts/s" \
+    "benchmark --endpoints EP --conns 4 --clients 64 put --key-size 8 --val-size $val --total $t2 --key-space-size 100000" \
+    "lwbench put --endpoints EP --writer-conns 4 --writer-concurrency 64 --prefix /b/ --key-size 8 --value-size $val --writes $t2 --keys 100000 --write-rate 1000000 -w json" \
+    ".writes.throughputPerSecond" \
+    "As above with more clients over more connections." \
+    "$t2" "$val"
+done
+if [ "$puts_only" = false ]; then
+  wp=$((4000 / divide))
+  add "watch fan-out, 10 streams x 100 watchers, 1 key" "events/s" \
+    "benchmark --endpoints EP --conns 1 --clients 16 watch --streams 10 --watch-per-stream 100 --watched-key-total 1 --key-space-size 1 --key-size 32 --put-total $wp" \
+    "lwbench watch --endpoints EP --conns 1 --streams 10 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --writes $wp --write-rate 1000000 --writer-concurrency 16 --writer-conns 1 --prev-kv=false --progress-notify=false -w json" \
+    ".delivery.eventsPerSecond" \
+    "Every watcher watches the one key every put goes to, so both deliver puts x watchers = $((wp * 1000)) events. This is the benchmark's default shape: its --key-space-size defaults to 1, which collapses any --watched-key-total onto a single key; it is set explicitly here. Values of 4 bytes (the benchmark puts \"data\"), no prevKV, no progress notifications. The benchmark's rate is events over the time from the start of the puts to the last event; lwbench's is events over the time from the first scheduled put to the last event received. lwbench also times every event against its put and validates every watch against a recorded history; the benchmark does neither." \
+    "$((wp * 1000))" 0
+  add "watch fan-out, 20 streams x 50 watchers over 4 connections, 1 key" "events/s" \
+    "benchmark --endpoints EP --conns 4 --clients 16 watch --streams 20 --watch-per-stream 50 --watched-key-total 1 --key-space-size 1 --key-size 32 --put-total $wp" \
+    "lwbench watch --endpoints EP --conns 4 --streams 20 --watchers 1000 --prefix /lwbench-vs-benchmark-watch-key/ --keys 1 --value-size 4 --writes $wp --write-rate 1000000 --writer-concurrency 16 --writer-conns 4 --prev-kv=false --progress-notify=false -w json" \
+    ".delivery.eventsPerSecond" \
+    "As above over four connections." \
+    "$((wp * 1000))" 0
+fi
 
 results="$work/results.jsonl"
 : >"$results"
+# GNU time writes "user system maxRSS(KiB)" on its last line (a line
+# before it when the command failed).
+timefmt='%U %S %M'
 cpu_of() { # GNU time output file -> user+sys seconds
-  awk '{print $1 + $2}' "$1"
+  tail -n 1 "$1" | awk '{print $1 + $2}'
+}
+rss_of() { # GNU time output file -> maximum resident set, bytes
+  tail -n 1 "$1" | awk '{print $3 * 1024}'
+}
+etcdctl() { "$etcd_dir/etcdctl" --endpoints "$ep" "$@"; }
+# reset_member empties the member, compacts its history away and
+# defragments it, so that every run starts from the same state whichever
+# tool ran before (the benchmark leaves its keys; 4 KiB values grow the
+# database by hundreds of MiB a run).
+reset_member() {
+  etcdctl del "" --from-key >/dev/null
+  local rev
+  rev=$(etcdctl endpoint status -w json | jq '.[0].Status.header.revision')
+  # Refused when nothing was written since the last compaction.
+  etcdctl compact --physical "$rev" >/dev/null 2>&1 || true
+  etcdctl defrag >/dev/null
 }
 run_benchmark() { # comparison index -> JSON
   local cmd=${bcmds[$1]//EP/$ep}
   local out v
   # shellcheck disable=SC2086
-  out=$(/usr/bin/time -f '%U %S' -o "$work/time" "$bench" ${cmd#benchmark } 2>/dev/null)
+  out=$(/usr/bin/time -f "$timefmt" -o "$work/time" "$bench" ${cmd#benchmark } 2>/dev/null)
   if [ "${units[$1]}" = "events/s" ]; then
     v=$(echo "$out" | awk '/Watch events received summary/ {f=1} f && /Requests\/sec/ {print $2; exit}')
   else
     v=$(echo "$out" | awk '/Requests\/sec/ {print $2; exit}')
   fi
-  echo "{\"value\": ${v:-null}, \"clientCPUSeconds\": $(cpu_of "$work/time")}"
+  echo "{\"value\": ${v:-null}, \"clientCPUSeconds\": $(cpu_of "$work/time"), \"maxRSSBytes\": $(rss_of "$work/time")}"
 }
 run_lwbench() { # comparison index -> JSON
   local cmd=${lcmds[$1]//EP/$ep}
   # shellcheck disable=SC2086
-  /usr/bin/time -f '%U %S' -o "$work/time" "$lwbench" ${cmd#lwbench } 2>/dev/null >"$work/lw.json"
-  jq -c --argjson cpu "$(cpu_of "$work/time")" "{value: ${lfields[$1]}, clientCPUSeconds: \$cpu, work: (if .delivery then .delivery.events else .writes.completed end), etcdCores: (.self.etcd.cpuCores // null), violationsOK: (if .validation then (.validation | (.lost == 0 and .duplicated == 0 and .outOfOrder == 0 and .unexpected == 0)) else null end)}" "$work/lw.json"
+  /usr/bin/time -f "$timefmt" -o "$work/time" "$lwbench" ${cmd#lwbench } 2>/dev/null >"$work/lw.json"
+  jq -c --argjson cpu "$(cpu_of "$work/time")" --argjson rss "$(rss_of "$work/time")" "{value: ${lfields[$1]}, clientCPUSeconds: \$cpu, maxRSSBytes: \$rss, work: (if .delivery then .delivery.events else .writes.completed end), etcdCores: (.self.etcd.cpuCores // null), violationsOK: (if .validation then (.validation | (.lost == 0 and .duplicated == 0 and .outOfOrder == 0 and .unexpected == 0)) else null end)}" "$work/lw.json"
 }
+# Each tool's maximum RSS doing nothing (its help), once a run: what its
+# binary and its packages' initialisation hold before any load.
+for r in $(seq 1 "$runs"); do
+  for tool in benchmark lwbench; do
+    bin=$bench
+    if [ "$tool" = lwbench ]; then bin=$lwbench; fi
+    /usr/bin/time -f "$timefmt" -o "$work/time" "$bin" --help >/dev/null 2>&1 || true
+    echo "{\"comparison\": -1, \"run\": $r, \"tool\": \"$tool\", \"result\": {\"maxRSSBytes\": $(rss_of "$work/time")}}" >>"$results"
+  done
+done
 for i in "${!names[@]}"; do
   for r in $(seq 1 "$runs"); do
     order="benchmark lwbench"
     if [ $((r % 2)) -eq 0 ]; then order="lwbench benchmark"; fi
     for tool in $order; do
+      reset_member
       if [ "$tool" = benchmark ]; then
         b=$(run_benchmark "$i")
         echo "{\"comparison\": $i, \"run\": $r, \"tool\": \"benchmark\", \"result\": $b}" >>"$results"
@@ -140,15 +211,19 @@ done
 
 # Scale: 1,000 Kubernetes-style informers against the same member.
 scale_cmd="lwbench run --endpoints EP --prefix /lwbench-scale --watchers 1000 --conns 4 --streams 40 --objects 300 --write-rate 100 --duration 20s -w json"
-scale_args=${scale_cmd//EP/$ep}
-# shellcheck disable=SC2086
-"$lwbench" ${scale_args#lwbench } >"$work/scale.json" 2>/dev/null || true
-echo "bench-vs-etcd.sh: scale run done" >&2
+: >"$work/scale.json"
+if [ "$puts_only" = false ]; then
+  reset_member
+  scale_args=${scale_cmd//EP/$ep}
+  # shellcheck disable=SC2086
+  "$lwbench" ${scale_args#lwbench } >"$work/scale.json" 2>/dev/null || true
+  echo "bench-vs-etcd.sh: scale run done" >&2
+fi
 
 commit=$(git rev-parse HEAD)
 dirty=false
 if ! git diff --quiet HEAD -- . 2>/dev/null; then dirty=true; fi
-export RUNS=$runs COMMIT=$commit DIRTY=$dirty ETCD_VERSION_SEEN=$etcd_version BENCH_SOURCE=$bench_source VERSION=$version
+export RUNS=$runs ARGS=$args COMMIT=$commit DIRTY=$dirty ETCD_VERSION_SEEN=$etcd_version BENCH_SOURCE=$bench_source VERSION=$version
 export RESULTS=$results SCALE=$work/scale.json SCALE_CMD=$scale_cmd
 names_json=$(printf '%s\n' "${names[@]}" | jq -R . | jq -s .)
 units_json=$(printf '%s\n' "${units[@]}" | jq -R . | jq -s .)
@@ -156,16 +231,20 @@ bcmds_json=$(printf '%s\n' "${bcmds[@]}" | jq -R . | jq -s .)
 lcmds_json=$(printf '%s\n' "${lcmds[@]}" | jq -R . | jq -s .)
 notes_json=$(printf '%s\n' "${notes[@]}" | jq -R . | jq -s .)
 works_json=$(printf '%s\n' "${works[@]}" | jq -s .)
-export WORKS_JSON=$works_json NAMES_JSON=$names_json UNITS_JSON=$units_json BCMDS_JSON=$bcmds_json LCMDS_JSON=$lcmds_json NOTES_JSON=$notes_json
-mkdir -p results
-python3 - "$repo/results/lwbench-vs-benchmark.json" "$repo/results/lwbench-vs-benchmark.md" <<'PY'
+values_json=$(printf '%s\n' "${values[@]}" | jq -s .)
+export WORKS_JSON=$works_json VALUES_JSON=$values_json NAMES_JSON=$names_json UNITS_JSON=$units_json BCMDS_JSON=$bcmds_json LCMDS_JSON=$lcmds_json NOTES_JSON=$notes_json
+python3 - "$out_dir/lwbench-vs-benchmark.json" "$out_dir/lwbench-vs-benchmark.md" <<'PY'
 import datetime, json, os, platform, statistics, subprocess, sys
 
 out_json, out_md = sys.argv[1], sys.argv[2]
 env = os.environ
 names, units = json.loads(env["NAMES_JSON"]), json.loads(env["UNITS_JSON"])
 bcmds, lcmds, notes = json.loads(env["BCMDS_JSON"]), json.loads(env["LCMDS_JSON"]), json.loads(env["NOTES_JSON"])
+works, values = json.loads(env["WORKS_JSON"]), json.loads(env["VALUES_JSON"])
 rows = [json.loads(l) for l in open(env["RESULTS"]) if l.strip()]
+
+# The put generator's targets (issue 22), lwbench against the benchmark.
+TARGETS = {"throughputAtLeast": 1.0, "cpuPerWorkAtMost": 1.0, "memoryAtMost": 2.0}
 
 def cpu_model():
     for line in open("/proc/cpuinfo"):
@@ -173,43 +252,64 @@ def cpu_model():
             return line.split(":", 1)[1].strip()
     return platform.processor()
 
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+def ratio(l, b):
+    return l / b if l is not None and b else None
+
 mem_kb = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal"))
 doc = {
     "kind": "BenchmarkComparison",
-    "schemaVersion": 1,
+    "schemaVersion": 2,
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "commit": env["COMMIT"], "dirty": env["DIRTY"] == "true",
+    "arguments": env["ARGS"],
     "machine": {"cpuModel": cpu_model(), "cores": os.cpu_count(), "memTotalBytes": mem_kb * 1024, "kernel": platform.release()},
     "go": subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip(),
     "etcd": {"version": env["ETCD_VERSION_SEEN"], "binary": "scripts/build-etcd.sh " + env["VERSION"]},
     "benchmarkTool": {"linkedEtcdVersion": env["VERSION"], "sourceVersion": env["BENCH_SOURCE"],
                       "build": "scripts/build-benchmark.sh " + env["VERSION"]},
     "runs": int(env["RUNS"]),
+    "targets": TARGETS,
+    "atRest": {
+        "benchmarkMaxRSSBytes": [r["result"]["maxRSSBytes"] for r in rows if r["comparison"] == -1 and r["tool"] == "benchmark"],
+        "lwbenchMaxRSSBytes": [r["result"]["maxRSSBytes"] for r in rows if r["comparison"] == -1 and r["tool"] == "lwbench"],
+    },
     "comparisons": [],
 }
-works = json.loads(env["WORKS_JSON"])
+rest = doc["atRest"]
+rest["benchmarkMaxRSSMedianBytes"] = median(rest["benchmarkMaxRSSBytes"])
+rest["lwbenchMaxRSSMedianBytes"] = median(rest["lwbenchMaxRSSBytes"])
 for i, name in enumerate(names):
     b = [r["result"] for r in rows if r["comparison"] == i and r["tool"] == "benchmark"]
     l = [r["result"] for r in rows if r["comparison"] == i and r["tool"] == "lwbench"]
     bv = [x["value"] for x in b if x["value"] is not None]
     lv = [x["value"] for x in l if x["value"] is not None]
-    bm, lm = (statistics.median(bv) if bv else None), (statistics.median(lv) if lv else None)
     # Client CPU per million units of work (puts or events).
     bcpu = [x["clientCPUSeconds"] / works[i] * 1e6 for x in b]
     lcpu = [x["clientCPUSeconds"] / x["work"] * 1e6 for x in l if x["work"]]
-    bc, lc = (statistics.median(bcpu) if bcpu else None), (statistics.median(lcpu) if lcpu else None)
-    doc["comparisons"].append({
-        "name": name, "unit": units[i], "note": notes[i],
+    brss, lrss = [x["maxRSSBytes"] for x in b], [x["maxRSSBytes"] for x in l]
+    bm, lm = median(bv), median(lv)
+    bc, lc = median(bcpu), median(lcpu)
+    br, lr = median(brss), median(lrss)
+    c = {
+        "name": name, "unit": units[i], "valueBytes": values[i] or None, "note": notes[i],
         "benchmarkCommand": bcmds[i], "lwbenchCommand": lcmds[i],
         "benchmark": bv, "lwbench": lv,
         "benchmarkClientCPUSecondsPerMillion": bcpu, "lwbenchClientCPUSecondsPerMillion": lcpu,
+        "benchmarkMaxRSSBytes": brss, "lwbenchMaxRSSBytes": lrss,
         "etcdCores": [x["etcdCores"] for x in l],
         "lwbenchViolationsFree": None if all(x["violationsOK"] is None for x in l) else all(x["violationsOK"] for x in l),
-        "benchmarkMedian": bm, "lwbenchMedian": lm,
-        "ratio": (lm / bm) if bm and lm else None,
-        "lwbenchAtLeastBenchmark": bool(bm and lm and lm >= bm),
-        "benchmarkClientCPUMedian": bc, "lwbenchClientCPUMedian": lc,
-    })
+        "benchmarkMedian": bm, "lwbenchMedian": lm, "ratio": ratio(lm, bm),
+        "benchmarkClientCPUMedian": bc, "lwbenchClientCPUMedian": lc, "cpuRatio": ratio(lc, bc),
+        "benchmarkMaxRSSMedianBytes": br, "lwbenchMaxRSSMedianBytes": lr, "memoryRatio": ratio(lr, br),
+    }
+    c["lwbenchAtLeastBenchmark"] = c["ratio"] is not None and c["ratio"] >= TARGETS["throughputAtLeast"]
+    c["cpuWithinTarget"] = c["cpuRatio"] is not None and c["cpuRatio"] <= TARGETS["cpuPerWorkAtMost"]
+    c["memoryWithinTarget"] = c["memoryRatio"] is not None and c["memoryRatio"] <= TARGETS["memoryAtMost"]
+    doc["comparisons"].append(c)
 try:
     scale = json.load(open(env["SCALE"]))
 except Exception:
@@ -230,38 +330,51 @@ if scale:
 json.dump(doc, open(out_json, "w"), indent=2)
 open(out_json, "a").write("\n")
 
+yesno = lambda ok: "yes" if ok else "**no**"
+num = lambda x: "-" if x is None else "{:,.0f}".format(x)
+two = lambda x: "-" if x is None else "%.2f" % x
+mib = lambda x: "-" if x is None else "%.0f" % (x / 2**20)
 m = doc["machine"]
 md = []
 md.append("# lwbench against etcd's benchmark tool\n")
-md.append("Generated by `scripts/bench-vs-etcd.sh %d`; do not edit by hand. Raw figures: `lwbench-vs-benchmark.json`.\n" % doc["runs"])
+md.append("Generated by `scripts/bench-vs-etcd.sh%s`; do not edit by hand. Raw figures: `lwbench-vs-benchmark.json`.\n" % ((" " + doc["arguments"]) if doc["arguments"] else ""))
 md.append("| | |\n|---|---|")
 md.append("| date | %s |" % doc["date"])
 md.append("| commit | `%s`%s |" % (doc["commit"], " (with uncommitted changes)" if doc["dirty"] else ""))
 md.append("| machine | %s, %d cores, %.1f GiB RAM, Linux %s |" % (m["cpuModel"], m["cores"], m["memTotalBytes"] / 2**30, m["kernel"]))
 md.append("| Go | %s |" % doc["go"])
-md.append("| etcd | %s, one member on loopback, fsync on, a fresh data directory (`%s`) |" % (doc["etcd"]["version"], doc["etcd"]["binary"]))
+md.append("| etcd | %s, one member on loopback, fsync on, emptied, compacted and defragmented before every run (`%s`) |" % (doc["etcd"]["version"], doc["etcd"]["binary"]))
 bt = doc["benchmarkTool"]
 md.append("| etcd benchmark tool | `tools/benchmark` from `go.etcd.io/etcd/v3` v%s, linked against the v%s server, client and api modules (`%s`; the proxy does not serve the v%s root module) |" % (bt["sourceVersion"], bt["linkedEtcdVersion"], bt["build"], bt["linkedEtcdVersion"]))
-md.append("| repetitions | %d per tool, alternating which runs first; medians below |\n" % doc["runs"])
-md.append("Throughput is the figure each tool reports; client CPU is each client process's user + system time (GNU time) per million puts or events. The machine may run other work meanwhile: the two tools alternate, each figure is a median, and client CPU, which such load disturbs far less than throughput, shows what each load generator itself costs.\n")
-md.append("| comparison | unit | benchmark (median) | lwbench (median) | lwbench / benchmark | lwbench at least benchmark | client CPU s per million, benchmark / lwbench (median) |")
-md.append("|---|---|--:|--:|--:|---|--:|")
+md.append("| repetitions | %d per tool, alternating which runs first; medians below |" % doc["runs"])
+md.append("| at rest | maximum RSS of each tool printing its help: benchmark %s MiB, lwbench %s MiB (median) |\n" % (mib(rest["benchmarkMaxRSSMedianBytes"]), mib(rest["lwbenchMaxRSSMedianBytes"])))
+md.append("Throughput is the figure each tool reports; client CPU is each client process's user + system time (GNU time) per million puts or events; memory is each client process's maximum resident set (GNU time), its binary's mapped pages included. The machine may run other work meanwhile: the two tools alternate, each figure is a median, and client CPU, which such load disturbs far less than throughput, shows what each load generator itself costs. Each ratio is lwbench's median over the benchmark's.\n")
+md.append("| comparison | unit | benchmark | lwbench | ratio | client CPU s per million, benchmark / lwbench | ratio | max RSS MiB, benchmark / lwbench | ratio |")
+md.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
 for c in doc["comparisons"]:
-    fmt = lambda x: "-" if x is None else "{:,.0f}".format(x)
-    cpu = lambda x: "-" if x is None else "%.2f" % x
-    md.append("| %s | %s | %s | %s | %s | %s | %s / %s |" % (c["name"], c["unit"], fmt(c["benchmarkMedian"]), fmt(c["lwbenchMedian"]),
-              "-" if c["ratio"] is None else "%.2f" % c["ratio"], "yes" if c["lwbenchAtLeastBenchmark"] else "**no**",
-              cpu(c["benchmarkClientCPUMedian"]), cpu(c["lwbenchClientCPUMedian"])))
+    md.append("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s |" % (c["name"], c["unit"], num(c["benchmarkMedian"]), num(c["lwbenchMedian"]), two(c["ratio"]),
+              two(c["benchmarkClientCPUMedian"]), two(c["lwbenchClientCPUMedian"]), two(c["cpuRatio"]),
+              mib(c["benchmarkMaxRSSMedianBytes"]), mib(c["lwbenchMaxRSSMedianBytes"]), two(c["memoryRatio"])))
+md.append("")
+md.append("Targets of lwbench's put generator (issue 22): throughput at least %.1fx the benchmark's, client CPU per write at most %.1fx, memory at most %.1fx, at equal clients and connections.\n" % (TARGETS["throughputAtLeast"], TARGETS["cpuPerWorkAtMost"], TARGETS["memoryAtMost"]))
+md.append("| comparison | throughput >= %.1fx | CPU per write <= %.1fx | memory <= %.1fx |" % (TARGETS["throughputAtLeast"], TARGETS["cpuPerWorkAtMost"], TARGETS["memoryAtMost"]))
+md.append("|---|---|---|---|")
+for c in doc["comparisons"]:
+    if c["unit"] != "puts/s":
+        continue
+    md.append("| %s | %s (%s) | %s (%s) | %s (%s) |" % (c["name"], yesno(c["lwbenchAtLeastBenchmark"]), two(c["ratio"]),
+              yesno(c["cpuWithinTarget"]), two(c["cpuRatio"]), yesno(c["memoryWithinTarget"]), two(c["memoryRatio"])))
 md.append("")
 for c in doc["comparisons"]:
     md.append("## %s\n" % c["name"])
     md.append(c["note"] + "\n")
     md.append("```sh\n%s\n%s\n```\n" % (c["benchmarkCommand"], c["lwbenchCommand"]))
-    md.append("Every run (%s): benchmark %s; lwbench %s. Client CPU s per million: benchmark %s; lwbench %s. etcd used %s cores during the lwbench runs; lwbench's validation found %s.\n" % (
-        c["unit"], ", ".join("{:,.0f}".format(x) for x in c["benchmark"]), ", ".join("{:,.0f}".format(x) for x in c["lwbench"]),
-        ", ".join("%.2f" % x for x in c["benchmarkClientCPUSecondsPerMillion"]),
-        ", ".join("%.2f" % x for x in c["lwbenchClientCPUSecondsPerMillion"]),
-        ", ".join("%.2f" % x for x in c["etcdCores"] if x is not None) or "-",
+    md.append("Every run (%s): benchmark %s; lwbench %s. Client CPU s per million: benchmark %s; lwbench %s. Max RSS MiB: benchmark %s; lwbench %s. etcd used %s cores during the lwbench runs; lwbench's validation found %s.\n" % (
+        c["unit"], ", ".join(num(x) for x in c["benchmark"]), ", ".join(num(x) for x in c["lwbench"]),
+        ", ".join(two(x) for x in c["benchmarkClientCPUSecondsPerMillion"]),
+        ", ".join(two(x) for x in c["lwbenchClientCPUSecondsPerMillion"]),
+        ", ".join(mib(x) for x in c["benchmarkMaxRSSBytes"]), ", ".join(mib(x) for x in c["lwbenchMaxRSSBytes"]),
+        ", ".join(two(x) for x in c["etcdCores"] if x is not None) or "-",
         "nothing to validate (puts only)" if c["lwbenchViolationsFree"] is None else "no violation" if c["lwbenchViolationsFree"] else "violations"))
 if "scale" in doc:
     s = doc["scale"]
@@ -281,4 +394,4 @@ if "scale" in doc:
     md.append("")
 open(out_md, "w").write("\n".join(md))
 PY
-echo "bench-vs-etcd.sh: wrote results/lwbench-vs-benchmark.json and results/lwbench-vs-benchmark.md" >&2
+echo "bench-vs-etcd.sh: wrote $out_dir/lwbench-vs-benchmark.json and $out_dir/lwbench-vs-benchmark.md" >&2
