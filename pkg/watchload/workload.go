@@ -713,6 +713,8 @@ type rawWorkload struct {
 
 	rng   *rand.Rand
 	value string
+	// valueBytes is value, which every put sends (never written to).
+	valueBytes []byte
 	// keys holds every key of a key space of at most rawKeysPrecomputed
 	// end to end, each keyBytes long (the numbers are zero-padded to one
 	// width), so that key i is a substring: no allocation per op, and one
@@ -752,6 +754,7 @@ func (w *rawWorkload) Next(i int64) Op {
 func (w *rawWorkload) init() {
 	w.rng = rand.New(rand.NewPCG(w.Seed, 0xbe4c))
 	w.value = strings.Repeat("v", w.ValueSize)
+	w.valueBytes = []byte(w.value)
 	if w.Keys <= rawKeysPrecomputed {
 		digits := w.digits()
 		keyBytes := len(w.Prefix) + digits
@@ -770,14 +773,36 @@ func (w *rawWorkload) init() {
 	}
 }
 
-// Do puts the value.
+// opDoer is a KV that performs a prepared Op, as clientv3.Client does
+// (KV.Put is Do of OpPut).
+type opDoer interface {
+	Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error)
+}
+
+var _ opDoer = (*clientv3.Client)(nil)
+
+// Do puts the value. On a KV that performs prepared Ops (opDoer) every
+// put sends the one value made by init: Put would copy it, the string,
+// into a new slice on every call (4 KiB a put at 4 KiB values, 40 % of
+// what a put allocates). The request etcd receives is the same.
 func (w *rawWorkload) Do(ctx context.Context, _ int, kv KV, op Op) (int64, bool, error) {
 	w.once.Do(w.init)
-	resp, err := kv.Put(ctx, op.Key, w.value)
+	d, ok := kv.(opDoer)
+	if !ok {
+		resp, err := kv.Put(ctx, op.Key, w.value)
+		if err != nil {
+			return 0, false, err
+		}
+		return resp.Header.Revision, false, nil
+	}
+	put := clientv3.OpPut("", "")
+	put.WithKeyBytes([]byte(op.Key))
+	put.WithValueBytes(w.valueBytes)
+	resp, err := d.Do(ctx, put)
 	if err != nil {
 		return 0, false, err
 	}
-	return resp.Header.Revision, false, nil
+	return resp.Put().Header.Revision, false, nil
 }
 
 // anyWorker implements anyWorkerWorkload: every op goes to any worker.

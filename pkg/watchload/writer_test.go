@@ -148,3 +148,37 @@ func TestRawWorkloadKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestRawWorkloadPutsTheValue: a put through a client that performs
+// prepared Ops (the one value, never copied) and one through a KV that
+// only puts store the same value and return the revision they committed.
+func TestRawWorkloadPutsTheValue(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	c := etcdtest.NewClient(t, srv)
+	wl := &rawWorkload{Prefix: "/raw/", Keys: 10, ValueSize: 4096}
+	for _, tt := range []struct {
+		name string
+		kv   KV
+	}{
+		{name: "prepared op", kv: c},
+		{name: "put", kv: struct{ KV }{c}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := tt.kv.(opDoer); ok != (tt.name == "prepared op") {
+				t.Fatalf("%T performs prepared ops: %v", tt.kv, ok)
+			}
+			op := wl.Next(0)
+			rev, conflict, err := wl.Do(t.Context(), 0, tt.kv, op)
+			if err != nil || conflict {
+				t.Fatalf("Do: conflict %v, %v", conflict, err)
+			}
+			got, err := c.Get(t.Context(), op.Key)
+			if err != nil || len(got.Kvs) != 1 {
+				t.Fatalf("get %s: %v %v", op.Key, got, err)
+			}
+			if kv := got.Kvs[0]; kv.ModRevision != rev || string(kv.Value) != wl.value || len(kv.Value) != 4096 {
+				t.Errorf("%s at revision %d, %d bytes; want revision %d, the workload's %d-byte value", op.Key, kv.ModRevision, len(kv.Value), rev, 4096)
+			}
+		})
+	}
+}

@@ -105,16 +105,14 @@ func runPut(ctx context.Context, o *putOptions, out, errOut io.Writer) error {
 }
 
 // putGCPercent is the garbage collector's target of lwbench put unless
-// GOGC is set. Every write allocates about 10 KiB (its value, copied by
-// the etcd client, and gRPC's own), the put's live heap is small (8 MiB),
-// so the collector's cost follows the percent: at lwbench's default, GOGC
-// 400 (main.go), the heap grows to five times the live heap (115 MiB of
-// RSS at 4 KiB values, 64 clients, where etcd's benchmark holds 31); at
-// Go's default of 100, which the benchmark runs with, it collects as
-// often as the benchmark but marks more live heap each time (lwbench's
-// process holds more from its start), 1.3 times the benchmark's
-// collector CPU; at 200 it collects half as often as the benchmark, for
-// less CPU than its collector, with 10 MiB more than at 100.
+// GOGC is set. A put's live heap is small (about 8 MiB) and every write
+// allocates about 7 KiB (gRPC's request and response), so the collector's
+// CPU and the heap both follow the percent: at lwbench's default, GOGC 400
+// (main.go), the heap grows to five times the live heap; at Go's default
+// of 100, which etcd's benchmark runs with, the collector costs about
+// what the benchmark's does (76 MiB of RSS at 4 KiB values, 64 clients,
+// where the benchmark holds 31); at 200 about half of it, for 10 MiB
+// more.
 const putGCPercent = 200
 
 // collectForPut sets the collector's target for a put (putGCPercent),
