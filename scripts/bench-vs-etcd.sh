@@ -362,8 +362,10 @@ md.append("|---|---|---|---|")
 for c in doc["comparisons"]:
     if c["unit"] != "puts/s":
         continue
-    md.append("| %s | %s (%s) | %s (%s) | %s (%s) |" % (c["name"], yesno(c["lwbenchAtLeastBenchmark"]), two(c["ratio"]),
-              yesno(c["cpuWithinTarget"]), two(c["cpuRatio"]), yesno(c["memoryWithinTarget"]), two(c["memoryRatio"])))
+    # Three decimals: a ratio of 0.998 shown as 1.00 beside "no" would puzzle.
+    three = lambda x: "-" if x is None else "%.3f" % x
+    md.append("| %s | %s (%s) | %s (%s) | %s (%s) |" % (c["name"], yesno(c["lwbenchAtLeastBenchmark"]), three(c["ratio"]),
+              yesno(c["cpuWithinTarget"]), three(c["cpuRatio"]), yesno(c["memoryWithinTarget"]), three(c["memoryRatio"])))
 md.append("")
 for c in doc["comparisons"]:
     md.append("## %s\n" % c["name"])
