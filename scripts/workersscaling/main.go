@@ -20,7 +20,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	machineinfo "github.com/kubestore/etcdkit/internal/machine"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -685,26 +685,14 @@ func readFile(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// machine describes the machine: CPU model, logical CPUs, memory bytes.
+// machine describes the machine: CPU model, logical CPUs, memory bytes
+// (internal/machine).
 func machine() (model string, cpus int, memoryBytes int64) {
-	model = "unknown"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
+	model = machineinfo.CPUModel()
+	if model == "" {
+		model = "unknown"
 	}
-	for _, l := range strings.Split(readFile("/proc/meminfo"), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				memoryBytes = kb << 10
-			}
-		}
-	}
+	memoryBytes, _ = machineinfo.MemTotalBytes()
 	return model, runtime.NumCPU(), memoryBytes
 }
 
