@@ -158,16 +158,7 @@ func DeleteCreatedSince(ctx context.Context, c *clientv3.Client, prefix string, 
 		}
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	if n, _, err := KeysUnder(ctx, c, prefix); err == nil {
-		res.KeysLeft = n
-	} else {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		res.Error = errs[0].Error()
-	}
-	res.DurationMs = report.Ms(time.Since(start))
-	return res
+	return countLeft(ctx, c, prefix, res, errs, start)
 }
 
 // DeleteAllUnder deletes every key under prefix, a page of 1000 at a time,
@@ -204,6 +195,13 @@ func DeleteAllUnder(ctx context.Context, c *clientv3.Client, prefix string) repo
 		}
 		key = last
 	}
+	return countLeft(ctx, c, prefix, res, errs, start)
+}
+
+// countLeft completes a raw cleanup's result (DeleteCreatedSince,
+// DeleteAllUnder): the keys left under prefix, the first of errs (and of
+// the count's), the time since start.
+func countLeft(ctx context.Context, c *clientv3.Client, prefix string, res report.Cleanup, errs []error, start time.Time) report.Cleanup {
 	if n, _, err := KeysUnder(ctx, c, prefix); err == nil {
 		res.KeysLeft = n
 	} else {
