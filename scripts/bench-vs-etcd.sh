@@ -20,8 +20,11 @@
 # 1,000-watcher run: a quick check of the script, never the published
 # figures (write it outside results/ with --out).
 #
-# Needs go, curl, jq, python3 and GNU time (/usr/bin/time), which measures
-# each client's own CPU and maximum RSS the same way for both tools. Builds
+# Needs go, curl, jq and python3. scripts/internal/measure/measure.py runs
+# each client and measures both tools the same way: its own CPU and maximum
+# RSS (wait4's rusage, what GNU time prints), and its peak anonymous and
+# file-backed resident memory sampled from /proc/PID/status, which sets what
+# a tool allocates apart from the pages of its binary it maps in. Builds
 # etcd and etcd's benchmark tool with scripts/build-etcd.sh and
 # scripts/build-benchmark.sh (module proxy only). The etcd member listens on
 # free loopback ports, keeps its data in a temporary directory and is
@@ -58,7 +61,6 @@ while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^ETCD_' || 
 for tool in go curl jq python3; do
   command -v "$tool" >/dev/null || { echo "bench-vs-etcd.sh: $tool is required" >&2; exit 1; }
 done
-[ -x /usr/bin/time ] || { echo "bench-vs-etcd.sh: GNU time (/usr/bin/time) is required" >&2; exit 1; }
 
 etcd_dir=$(scripts/build-etcd.sh "$version")
 bench=$(scripts/build-benchmark.sh "$version")
@@ -141,14 +143,21 @@ fi
 
 results="$work/results.jsonl"
 : >"$results"
-# GNU time writes "user system maxRSS(KiB)" on its last line (a line
-# before it when the command failed).
-timefmt='%U %S %M'
-cpu_of() { # GNU time output file -> user+sys seconds
-  tail -n 1 "$1" | awk '{print $1 + $2}'
+# measure.py writes "user_s system_s maxRSS_KiB peakAnon_KiB peakFile_KiB
+# exit_code" on one line.
+measure() { # output file, command... -> the command's stdout
+  local o=$1
+  shift
+  python3 "$repo/scripts/internal/measure/measure.py" -o "$o" -- "$@"
 }
-rss_of() { # GNU time output file -> maximum resident set, bytes
-  tail -n 1 "$1" | awk '{print $3 * 1024}'
+cpu_of() { # measure.py output file -> user+sys seconds
+  awk '{print $1 + $2}' "$1"
+}
+rss_of() { # measure.py output file -> maximum resident set, bytes
+  awk '{print $3 * 1024}' "$1"
+}
+mem_of() { # measure.py output file -> JSON fields of peak anonymous and file-backed RSS, bytes
+  awk '{printf "\"peakRSSAnonBytes\": %d, \"peakRSSFileBytes\": %d", $4 * 1024, $5 * 1024}' "$1"
 }
 etcdctl() { "$etcd_dir/etcdctl" --endpoints "$ep" "$@"; }
 # reset_member empties the member, compacts its history away and
@@ -167,19 +176,19 @@ run_benchmark() { # comparison index -> JSON
   local cmd=${bcmds[$1]//EP/$ep}
   local out v
   # shellcheck disable=SC2086
-  out=$(/usr/bin/time -f "$timefmt" -o "$work/time" "$bench" ${cmd#benchmark } 2>/dev/null)
+  out=$(measure "$work/time" "$bench" ${cmd#benchmark } 2>/dev/null)
   if [ "${units[$1]}" = "events/s" ]; then
     v=$(echo "$out" | awk '/Watch events received summary/ {f=1} f && /Requests\/sec/ {print $2; exit}')
   else
     v=$(echo "$out" | awk '/Requests\/sec/ {print $2; exit}')
   fi
-  echo "{\"value\": ${v:-null}, \"clientCPUSeconds\": $(cpu_of "$work/time"), \"maxRSSBytes\": $(rss_of "$work/time")}"
+  echo "{\"value\": ${v:-null}, \"clientCPUSeconds\": $(cpu_of "$work/time"), \"maxRSSBytes\": $(rss_of "$work/time"), $(mem_of "$work/time")}"
 }
 run_lwbench() { # comparison index -> JSON
   local cmd=${lcmds[$1]//EP/$ep}
   # shellcheck disable=SC2086
-  /usr/bin/time -f "$timefmt" -o "$work/time" "$lwbench" ${cmd#lwbench } 2>/dev/null >"$work/lw.json"
-  jq -c --argjson cpu "$(cpu_of "$work/time")" --argjson rss "$(rss_of "$work/time")" "{value: ${lfields[$1]}, clientCPUSeconds: \$cpu, maxRSSBytes: \$rss, work: (if .delivery then .delivery.events else .writes.completed end), etcdCores: (.self.etcd.cpuCores // null), violationsOK: (if .validation then (.validation | (.lost == 0 and .duplicated == 0 and .outOfOrder == 0 and .unexpected == 0)) else null end)}" "$work/lw.json"
+  measure "$work/time" "$lwbench" ${cmd#lwbench } 2>/dev/null >"$work/lw.json"
+  jq -c --argjson cpu "$(cpu_of "$work/time")" --argjson rss "$(rss_of "$work/time")" --argjson mem "{$(mem_of "$work/time")}" "\$mem + {value: ${lfields[$1]}, clientCPUSeconds: \$cpu, maxRSSBytes: \$rss, work: (if .delivery then .delivery.events else .writes.completed end), etcdCores: (.self.etcd.cpuCores // null), violationsOK: (if .validation then (.validation | (.lost == 0 and .duplicated == 0 and .outOfOrder == 0 and .unexpected == 0)) else null end)}" "$work/lw.json"
 }
 # Each tool's maximum RSS doing nothing (its help), once a run: what its
 # binary and its packages' initialisation hold before any load.
@@ -187,7 +196,8 @@ for r in $(seq 1 "$runs"); do
   for tool in benchmark lwbench; do
     bin=$bench
     if [ "$tool" = lwbench ]; then bin=$lwbench; fi
-    /usr/bin/time -f "$timefmt" -o "$work/time" "$bin" --help >/dev/null 2>&1 || true
+    measure "$work/time" "$bin" --help >/dev/null 2>&1 || true
+    # Too short a run for measure.py's samples: the maximum RSS only.
     echo "{\"comparison\": -1, \"run\": $r, \"tool\": \"$tool\", \"result\": {\"maxRSSBytes\": $(rss_of "$work/time")}}" >>"$results"
   done
 done
@@ -262,7 +272,8 @@ def ratio(l, b):
 mem_kb = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal"))
 doc = {
     "kind": "BenchmarkComparison",
-    "schemaVersion": 2,
+    # 3: peak anonymous and file-backed RSS beside the maximum RSS.
+    "schemaVersion": 3,
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "commit": env["COMMIT"], "dirty": env["DIRTY"] == "true",
     "arguments": env["ARGS"],
@@ -291,6 +302,8 @@ for i, name in enumerate(names):
     bcpu = [x["clientCPUSeconds"] / works[i] * 1e6 for x in b]
     lcpu = [x["clientCPUSeconds"] / x["work"] * 1e6 for x in l if x["work"]]
     brss, lrss = [x["maxRSSBytes"] for x in b], [x["maxRSSBytes"] for x in l]
+    banon, lanon = [x["peakRSSAnonBytes"] for x in b], [x["peakRSSAnonBytes"] for x in l]
+    bfile, lfile = [x["peakRSSFileBytes"] for x in b], [x["peakRSSFileBytes"] for x in l]
     bm, lm = median(bv), median(lv)
     bc, lc = median(bcpu), median(lcpu)
     br, lr = median(brss), median(lrss)
@@ -305,10 +318,18 @@ for i, name in enumerate(names):
         "benchmarkMedian": bm, "lwbenchMedian": lm, "ratio": ratio(lm, bm),
         "benchmarkClientCPUMedian": bc, "lwbenchClientCPUMedian": lc, "cpuRatio": ratio(lc, bc),
         "benchmarkMaxRSSMedianBytes": br, "lwbenchMaxRSSMedianBytes": lr, "memoryRatio": ratio(lr, br),
+        # What each tool allocated (anonymous pages) and the pages of its
+        # binary it mapped in (file-backed), peaks sampled every 10 ms.
+        "benchmarkPeakRSSAnonBytes": banon, "lwbenchPeakRSSAnonBytes": lanon,
+        "benchmarkPeakRSSFileBytes": bfile, "lwbenchPeakRSSFileBytes": lfile,
+        "benchmarkPeakRSSAnonMedianBytes": median(banon), "lwbenchPeakRSSAnonMedianBytes": median(lanon),
+        "anonMemoryRatio": ratio(median(lanon), median(banon)),
+        "benchmarkPeakRSSFileMedianBytes": median(bfile), "lwbenchPeakRSSFileMedianBytes": median(lfile),
     }
     c["lwbenchAtLeastBenchmark"] = c["ratio"] is not None and c["ratio"] >= TARGETS["throughputAtLeast"]
     c["cpuWithinTarget"] = c["cpuRatio"] is not None and c["cpuRatio"] <= TARGETS["cpuPerWorkAtMost"]
     c["memoryWithinTarget"] = c["memoryRatio"] is not None and c["memoryRatio"] <= TARGETS["memoryAtMost"]
+    c["anonMemoryWithinTarget"] = c["anonMemoryRatio"] is not None and c["anonMemoryRatio"] <= TARGETS["memoryAtMost"]
     doc["comparisons"].append(c)
 try:
     scale = json.load(open(env["SCALE"]))
@@ -350,7 +371,7 @@ bt = doc["benchmarkTool"]
 md.append("| etcd benchmark tool | `tools/benchmark` from `go.etcd.io/etcd/v3` v%s, linked against the v%s server, client and api modules (`%s`; the proxy does not serve the v%s root module) |" % (bt["sourceVersion"], bt["linkedEtcdVersion"], bt["build"], bt["linkedEtcdVersion"]))
 md.append("| repetitions | %d per tool, alternating which runs first; medians below |" % doc["runs"])
 md.append("| at rest | maximum RSS of each tool printing its help: benchmark %s MiB, lwbench %s MiB (median) |\n" % (mib(rest["benchmarkMaxRSSMedianBytes"]), mib(rest["lwbenchMaxRSSMedianBytes"])))
-md.append("Throughput is the figure each tool reports; client CPU is each client process's user + system time (GNU time) per million puts or events; memory is each client process's maximum resident set (GNU time), its binary's mapped pages included. The machine may run other work meanwhile: the two tools alternate, each figure is a median, and client CPU, which such load disturbs far less than throughput, shows what each load generator itself costs. Each ratio is lwbench's median over the benchmark's.\n")
+md.append("Throughput is the figure each tool reports; client CPU is each client process's user + system time (wait4's rusage, as GNU time prints it) per million puts or events; memory is each client process's maximum resident set (rusage), its binary's mapped pages included. The machine may run other work meanwhile: the two tools alternate, each figure is a median, and client CPU, which such load disturbs far less than throughput, shows what each load generator itself costs. Each ratio is lwbench's median over the benchmark's.\n")
 md.append("| comparison | unit | benchmark | lwbench | ratio | client CPU s per million, benchmark / lwbench | ratio | max RSS MiB, benchmark / lwbench | ratio |")
 md.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
 for c in doc["comparisons"]:
@@ -359,15 +380,24 @@ for c in doc["comparisons"]:
               mib(c["benchmarkMaxRSSMedianBytes"]), mib(c["lwbenchMaxRSSMedianBytes"]), two(c["memoryRatio"])))
 md.append("")
 md.append("Targets of lwbench's put generator (issue 22): throughput at least %.1fx the benchmark's, client CPU per write at most %.1fx, memory at most %.1fx, at equal clients and connections.\n" % (TARGETS["throughputAtLeast"], TARGETS["cpuPerWorkAtMost"], TARGETS["memoryAtMost"]))
-md.append("| comparison | throughput >= %.1fx | CPU per write <= %.1fx | memory <= %.1fx |" % (TARGETS["throughputAtLeast"], TARGETS["cpuPerWorkAtMost"], TARGETS["memoryAtMost"]))
-md.append("|---|---|---|---|")
+md.append("| comparison | throughput >= %.1fx | CPU per write <= %.1fx | memory <= %.1fx | of it allocated (anonymous) <= %.1fx |" % (TARGETS["throughputAtLeast"], TARGETS["cpuPerWorkAtMost"], TARGETS["memoryAtMost"], TARGETS["memoryAtMost"]))
+md.append("|---|---|---|---|---|")
 for c in doc["comparisons"]:
     if c["unit"] != "puts/s":
         continue
     # Three decimals: a ratio of 0.998 shown as 1.00 beside "no" would puzzle.
     three = lambda x: "-" if x is None else "%.3f" % x
-    md.append("| %s | %s (%s) | %s (%s) | %s (%s) |" % (c["name"], yesno(c["lwbenchAtLeastBenchmark"]), three(c["ratio"]),
-              yesno(c["cpuWithinTarget"]), three(c["cpuRatio"]), yesno(c["memoryWithinTarget"]), three(c["memoryRatio"])))
+    md.append("| %s | %s (%s) | %s (%s) | %s (%s) | %s (%s) |" % (c["name"], yesno(c["lwbenchAtLeastBenchmark"]), three(c["ratio"]),
+              yesno(c["cpuWithinTarget"]), three(c["cpuRatio"]), yesno(c["memoryWithinTarget"]), three(c["memoryRatio"]),
+              yesno(c["anonMemoryWithinTarget"]), three(c["anonMemoryRatio"])))
+md.append("")
+md.append("Where the memory goes: each process's peak anonymous resident memory (what it allocated: heap, stacks) and peak file-backed resident memory (the pages of its binary it mapped in), sampled every 10 ms from /proc/PID/status (RssAnon, RssFile), medians.\n")
+md.append("| comparison | max RSS MiB, benchmark / lwbench | allocated MiB, benchmark / lwbench | ratio | binary's pages MiB, benchmark / lwbench |")
+md.append("|---|--:|--:|--:|--:|")
+for c in doc["comparisons"]:
+    md.append("| %s | %s / %s | %s / %s | %s | %s / %s |" % (c["name"], mib(c["benchmarkMaxRSSMedianBytes"]), mib(c["lwbenchMaxRSSMedianBytes"]),
+              mib(c["benchmarkPeakRSSAnonMedianBytes"]), mib(c["lwbenchPeakRSSAnonMedianBytes"]), two(c["anonMemoryRatio"]),
+              mib(c["benchmarkPeakRSSFileMedianBytes"]), mib(c["lwbenchPeakRSSFileMedianBytes"])))
 md.append("")
 for c in doc["comparisons"]:
     md.append("## %s\n" % c["name"])
