@@ -698,13 +698,29 @@ func mergeIntervals(ws []*RunResult, start []float64) []Interval {
 }
 
 // mergeSelf sums the workers' additive figures and keeps the worst of the
-// others (MergeRuns).
+// others (MergeRuns, MergeSelfStats).
 func mergeSelf(ws []*RunResult) SelfStats {
+	ss := make([]SelfStats, len(ws))
+	for i, r := range ws {
+		ss[i] = r.Self
+	}
+	return MergeSelfStats(ss...)
+}
+
+// MergeSelfStats merges the resource use of the processes of one divided
+// load (or experiment), given in shard order: the additive figures
+// summed (CPU seconds and cores, memory peaks: an upper bound of their
+// simultaneous peak, goroutines, garbage collections and pauses, and
+// CPULimitCores when every process had a limit, else 0), the wall time
+// the longest, the etcd member's figures the first process's that has
+// them, and the worst of the rest: the highest scheduling delay, and the
+// busiest machine's load average with its NumCPU, so that
+// GeneratorLimited and BusyWarnings see any busy process.
+func MergeSelfStats(ss ...SelfStats) SelfStats {
 	var s SelfStats
 	limited := true
 	busiest := -1.0
-	for _, r := range ws {
-		x := r.Self
+	for _, x := range ss {
 		s.WallMs = max(s.WallMs, x.WallMs)
 		s.CPUSeconds += x.CPUSeconds
 		s.CPUCores += x.CPUCores

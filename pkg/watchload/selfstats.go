@@ -40,6 +40,24 @@ type selfSampler struct {
 	done           chan struct{}
 }
 
+// SelfSampler measures this process's resource use from its start
+// (StartSelfSampler) to Finish, as a run's result reports it (SelfStats):
+// for an experiment's worker process, whose result carries it too.
+type SelfSampler struct{ s *selfSampler }
+
+// StartSelfSampler starts sampling this process's CPU, memory, load
+// average and Go scheduling delay (runtime/metrics /sched/latencies:
+// seconds) every second until ctx ends or Finish; embedded says whether
+// the etcd member runs in this process, and endpoint, when it does not,
+// is the member whose /metrics it reads at the start and the end.
+func StartSelfSampler(ctx context.Context, embedded bool, endpoint string) *SelfSampler {
+	return &SelfSampler{s: startSelfSampler(ctx, embedded, endpoint)}
+}
+
+// Finish stops sampling and returns the figures over the time since
+// StartSelfSampler. Call it once.
+func (s *SelfSampler) Finish(ctx context.Context) report.SelfStats { return s.s.finish(ctx) }
+
 type processSample struct {
 	at       time.Time
 	cpu      float64
