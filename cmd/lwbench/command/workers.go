@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -162,16 +163,8 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 		return err
 	}
 	defer admin.Close()
-	id := make([]byte, 6)
-	rand.Read(id)
-	key := "/lwbench-barrier/" + hex.EncodeToString(id)
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := barrier.DeleteEtcd(dctx, admin, key); err != nil {
-			con.Logf("%v", err)
-		}
-	}()
+	key := newBarrierKey()
+	defer deleteBarrierKey(ctx, admin, key, con)
 	dir, err := runtemp.New("", runtemp.WorkersPrefix)
 	if err != nil {
 		return err
@@ -191,19 +184,13 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 
 	n := o.workers
 	con.Logf("dividing the load among %d worker processes (barrier %s on %s)", n, key, strings.Join(target.Endpoints, ","))
-	procs := make([]*workerProc, n)
-	for i := range n {
-		args := workerArgs(o.flags, i, n, key, target.Endpoints, !o.target.external(), o.load.Prefix, api)
-		p, err := startWorker(exe, args, filepath.Join(dir, fmt.Sprintf("worker-%d.json", i)), i, con)
-		if err != nil {
-			for _, q := range procs[:i] {
-				q.cmd.Process.Kill()
-				q.wait()
-			}
-			return err
-		}
-		procs[i] = p
+	procs, stop, err := startWorkerProcs(ctx, exe, dir, n, func(i int) []string {
+		return workerArgs(o.flags, i, n, key, target.Endpoints, !o.target.external(), o.load.Prefix, api)
+	}, con)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	// etcd's own figures per phase of the load, the phases followed on
 	// the barrier, beside the workers' merged client figures.
 	var tlsCfg *tls.Config
@@ -217,33 +204,7 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 	scrape := startPhaseScrape(ctx, func(ctx context.Context, onMet func(string, time.Time)) error {
 		return barrier.FollowEtcd(ctx, admin, key, n, onMet)
 	}, target.Endpoints[0], tlsCfg, onPhase)
-	stop := context.AfterFunc(ctx, func() {
-		for _, p := range procs {
-			p.cmd.Process.Signal(os.Interrupt)
-		}
-		if again := cli.SecondInterrupt(ctx); again != nil {
-			context.AfterFunc(again, func() {
-				for _, p := range procs {
-					p.cmd.Process.Kill()
-				}
-			})
-		}
-	})
-	defer stop()
-	var results []*report.RunResult
-	var failures []error
-	for i, p := range procs {
-		werr := p.wait()
-		res, rerr := readWorkerResult(p.resultPath)
-		switch {
-		case rerr != nil && werr != nil:
-			failures = append(failures, fmt.Errorf("worker %d: %v (%s)", i, werr, p.lastLine()))
-		case rerr != nil:
-			failures = append(failures, fmt.Errorf("worker %d: %w", i, rerr))
-		default:
-			results = append(results, res)
-		}
-	}
+	results, failures := waitWorkerProcs(procs, readWorkerResult)
 	etcdMetrics, ferr := scrape.Finish(ctx)
 	if ferr != nil && !errors.Is(ferr, barrier.ErrAborted) {
 		con.Logf("follow the workers' barrier: %v", ferr)
@@ -313,6 +274,79 @@ var phaseAfter = map[string]string{
 	watchload.BarrierSynced:  watchload.PhaseSteady,
 	watchload.BarrierWritten: watchload.PhaseDrain,
 	watchload.BarrierDone:    "cleanup",
+}
+
+// newBarrierKey returns a fresh etcd key, unique to one coordinator's
+// run, under which its workers meet (barrier.NewEtcd).
+func newBarrierKey() string {
+	id := make([]byte, 6)
+	rand.Read(id)
+	return "/lwbench-barrier/" + hex.EncodeToString(id)
+}
+
+// deleteBarrierKey deletes the barrier's keys once the workers are done,
+// within 10 s even if ctx has ended, logging a failure to con.
+func deleteBarrierKey(ctx context.Context, admin *clientv3.Client, key string, con *console) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := barrier.DeleteEtcd(dctx, admin, key); err != nil {
+		con.Logf("%v", err)
+	}
+}
+
+// startWorkerProcs starts n worker processes of exe, worker i with
+// args(i), its result (standard output) to dir/worker-i.json, its
+// standard error to con, and passes an interrupt of ctx on to them (a
+// second one kills them); stop ends that. If one fails to start, those
+// started are killed and waited for.
+func startWorkerProcs(ctx context.Context, exe, dir string, n int, args func(i int) []string, con *console) (procs []*workerProc, stop func() bool, err error) {
+	procs = make([]*workerProc, n)
+	for i := range n {
+		p, err := startWorker(exe, args(i), filepath.Join(dir, fmt.Sprintf("worker-%d.json", i)), i, con)
+		if err != nil {
+			for _, q := range procs[:i] {
+				q.cmd.Process.Kill()
+				q.wait()
+			}
+			return nil, nil, err
+		}
+		procs[i] = p
+	}
+	stop = context.AfterFunc(ctx, func() {
+		for _, p := range procs {
+			p.cmd.Process.Signal(os.Interrupt)
+		}
+		if again := cli.SecondInterrupt(ctx); again != nil {
+			context.AfterFunc(again, func() {
+				for _, p := range procs {
+					p.cmd.Process.Kill()
+				}
+			})
+		}
+	})
+	return procs, stop, nil
+}
+
+// waitWorkerProcs waits for every worker and reads its result with read:
+// the results of those that gave one, in order, and an error per worker
+// that did not, naming it (with its exit status and last line of
+// standard error when it failed).
+func waitWorkerProcs[T any](procs []*workerProc, read func(path string) (T, error)) ([]T, []error) {
+	var results []T
+	var failures []error
+	for i, p := range procs {
+		werr := p.wait()
+		res, rerr := read(p.resultPath)
+		switch {
+		case rerr != nil && werr != nil:
+			failures = append(failures, fmt.Errorf("worker %d: %v (%s)", i, werr, p.lastLine()))
+		case rerr != nil:
+			failures = append(failures, fmt.Errorf("worker %d: %w", i, rerr))
+		default:
+			results = append(results, res)
+		}
+	}
+	return results, failures
 }
 
 // workerProc is a started worker process.
@@ -387,9 +421,9 @@ func withoutEtcdEnv(env []string) []string {
 // maxResultBytes bounds a worker's result file.
 const maxResultBytes = 256 << 20
 
-// readWorkerResult reads a worker's JSON result; an empty file (the worker
-// failed before it had one) is an error.
-func readWorkerResult(path string) (*report.RunResult, error) {
+// readResultFile reads a worker's result file; an empty file (the worker
+// failed before it had one) or one above maxResultBytes is an error.
+func readResultFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -400,7 +434,12 @@ func readWorkerResult(path string) (*report.RunResult, error) {
 	if fi.Size() > maxResultBytes {
 		return nil, fmt.Errorf("result of %d bytes, more than %d", fi.Size(), maxResultBytes)
 	}
-	b, err := os.ReadFile(path)
+	return os.ReadFile(path)
+}
+
+// readWorkerResult reads a worker's JSON result (readResultFile).
+func readWorkerResult(path string) (*report.RunResult, error) {
+	b, err := readResultFile(path)
 	if err != nil {
 		return nil, err
 	}
