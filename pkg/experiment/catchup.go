@@ -3,12 +3,12 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
+	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -40,6 +40,11 @@ type CatchupOptions struct {
 	// Concurrency is the parallel updates that put the watcher behind
 	// (32).
 	Concurrency int
+	// Watchers are the watchers that resume together from the same
+	// revision, each on a connection of its own (1); divided
+	// (Common.Shard), each worker resumes its block of them
+	// (WatcherBlock), so there must be at least as many as workers.
+	Watchers int
 	// Namespaces and Seed as for the relist storm (10, 1).
 	Namespaces int
 	Seed       uint64 // seed of the objects (1)
@@ -60,6 +65,9 @@ func (o CatchupOptions) Defaults() CatchupOptions {
 	if o.Concurrency == 0 {
 		o.Concurrency = 32
 	}
+	if o.Watchers == 0 {
+		o.Watchers = 1
+	}
 	if o.Namespaces == 0 {
 		o.Namespaces = 10
 	}
@@ -78,6 +86,10 @@ func (o CatchupOptions) Validate() error {
 	errs = append(errs, fieldcheck.Positive(o.Objects, field.NewPath("objects"))...)
 	errs = append(errs, fieldcheck.Positive(o.PageSize, field.NewPath("pageSize"))...)
 	errs = append(errs, fieldcheck.Positive(o.Concurrency, field.NewPath("concurrency"))...)
+	errs = append(errs, fieldcheck.Positive(o.Watchers, field.NewPath("watchers"))...)
+	if o.Shard.Count > 1 && o.Watchers < o.Shard.Count {
+		errs = append(errs, field.Invalid(field.NewPath("watchers"), o.Watchers, fmt.Sprintf("fewer than the %d workers it is divided among: a worker would resume no watcher", o.Shard.Count)))
+	}
 	return errs.ToAggregate()
 }
 
@@ -92,6 +104,9 @@ type CatchupScenario struct {
 	Behind   []int64 `json:"behind"`   // revisions behind
 	Objects  int     `json:"objects"`  // pods updated and relisted
 	PageSize int64   `json:"pageSize"` // the relist's page size
+	// Watchers resume together per distance (1 in results written
+	// before they could be more).
+	Watchers int `json:"watchers,omitempty"`
 	// MaxRevisionsPerSecond is etcd's bound for one unsynced watcher:
 	// 1,000 revisions per response, one round every 100 ms.
 	MaxRevisionsPerSecond float64 `json:"maxRevisionsPerSecond"`
@@ -108,27 +123,35 @@ type CatchupCase struct {
 	// FromRevision is where the watch resumed; ToRevision the last update.
 	FromRevision int64 `json:"fromRevision"`
 	ToRevision   int64 `json:"toRevision"` // the last update's revision
-	// CatchupMs is from the Watch call to the last update's event;
-	// Events and Responses what arrived, EventBytes their keys, values and
-	// prevKVs; RevisionsPerSecond the store revisions covered per second.
+	// Watchers is how many resumed (in a worker's result, its block).
+	Watchers int `json:"watchers,omitempty"`
+	// CatchupMs is from the Watch call to the last update's event, of
+	// the slowest watcher; WatcherCatchupMs each watcher's, in the order
+	// of their numbers. Events and Responses what arrived, EventBytes
+	// their keys, values and prevKVs, over every watcher;
+	// RevisionsPerSecond the store revisions covered per second by the
+	// slowest.
 	// Through kube-apiserver the watch is client-go's: Responses counts
 	// its bookmarks, EventBytes is its response bytes.
-	CatchupMs          float64 `json:"catchupMs"`
-	Events             int64   `json:"events"`             // events received
-	Responses          int64   `json:"responses"`          // watch responses received
-	EventBytes         int64   `json:"eventBytes"`         // keys, values and prevKVs of the events
-	RevisionsPerSecond float64 `json:"revisionsPerSecond"` // Revisions over the catch-up time
+	CatchupMs          float64   `json:"catchupMs"`
+	WatcherCatchupMs   []float64 `json:"watcherCatchupMs,omitempty"` // each watcher's catch-up, ms
+	Events             int64     `json:"events"`                     // events received
+	Responses          int64     `json:"responses"`                  // watch responses received
+	EventBytes         int64     `json:"eventBytes"`                 // keys, values and prevKVs of the events
+	RevisionsPerSecond float64   `json:"revisionsPerSecond"`         // Revisions over the catch-up time
 	// Expired is true when kube-apiserver answered the watch 410: the
 	// revision is older than its watch cache holds, and the watcher must
 	// relist instead (through kube-apiserver with its watch cache on).
 	Expired bool `json:"expired,omitempty"`
-	// Missing and Unexpected compare the events with the updates'
-	// revisions: both must be 0 (no event lost, none invented).
+	// Missing and Unexpected compare each watcher's events with the
+	// updates' revisions, summed over the watchers: both must be 0 (no
+	// event lost, none invented).
 	Missing    int64 `json:"missing"`
 	Unexpected int64 `json:"unexpected"` // events not caused by an update, or repeated
 	// RelistMs and RelistBytes: a paginated LIST of the objects at the
 	// latest revision (what a watcher whose revision was compacted must
-	// do instead); RelistUnpaginatedMs the same in one request. Through
+	// do instead); RelistUnpaginatedMs the same in one request. Divided,
+	// shard 0 alone lists (0 in the other workers' results). Through
 	// kube-apiserver they are LISTs of the API (resourceVersion "",
 	// limit and continue), their bytes the response bytes.
 	RelistMs            float64 `json:"relistMs"`
@@ -145,7 +168,11 @@ type CatchupCase struct {
 // (with prevKV, as kube-apiserver watches) from the noted revision + 1
 // until the last update's event: the catch-up of a watcher that was away
 // but whose revision is still there. It then times the alternative, a
-// relist of the same pods. Every update's event must arrive exactly once.
+// relist of the same pods. Every update's event must arrive exactly once,
+// at each of the Watchers. Divided among workers (Common.Shard, Barrier),
+// shard 0 alone writes the updates and relists, and every worker resumes
+// its block of the watchers from the same revision (divide.go); Merge
+// combines their results.
 func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 	o = o.Defaults()
 	if err := o.Validate(); err != nil {
@@ -153,7 +180,7 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 	}
 	epoch := time.Now()
 	res := newResult(NameCatchup, o.Common, epoch)
-	cr := &CatchupResult{Scenario: CatchupScenario{Behind: o.Behind, Objects: o.Objects, PageSize: o.PageSize,
+	cr := &CatchupResult{Scenario: CatchupScenario{Behind: o.Behind, Objects: o.Objects, PageSize: o.PageSize, Watchers: o.Watchers,
 		MaxRevisionsPerSecond: CatchupMaxRevisionsPerResponse / CatchupSyncPeriod.Seconds(), Seed: o.Seed}}
 	res.Catchup = cr
 	return onOneMember(ctx, o.Common, res, epoch, func(s *session) error {
@@ -184,42 +211,91 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 // alternative to catching up.
 func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, behind int64) (CatchupCase, error) {
 	c := CatchupCase{Behind: behind}
-	from, err := s.revision(ctx)
-	if err != nil {
+	point := fmt.Sprintf("behind-%d", behind)
+	var plan CatchupPlan
+	if s.lead() {
+		from, err := s.revision(ctx)
+		if err != nil {
+			return c, err
+		}
+		start := time.Now()
+		revs, err := l.clients.updatePods(ctx, int(behind), o.Concurrency)
+		if err != nil {
+			return c, err
+		}
+		s.mark(MarkPhase, fmt.Sprintf("%d updates while the watcher is away", behind), start, time.Now(), 0)
+		plan = NewCatchupPlan(from, revs)
+		if s.divided() {
+			if err := publishCatchupPlan(ctx, l, behind, plan); err != nil {
+				return c, err
+			}
+		}
+	}
+	if err := s.meet(ctx, point, "written"); err != nil {
 		return c, err
 	}
+	if !s.lead() {
+		var err error
+		if plan, err = readCatchupPlan(ctx, l, behind); err != nil {
+			return c, err
+		}
+	}
+	revs := plan.Revisions()
+	from := plan.From
 	c.FromRevision = from + 1
-	start := time.Now()
-	revs, err := l.clients.updatePods(ctx, int(behind), o.Concurrency)
-	if err != nil {
-		return c, err
-	}
-	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
 	c.ToRevision = revs[len(revs)-1]
 	c.Revisions = c.ToRevision - from
-	s.mark(MarkPhase, fmt.Sprintf("%d updates while the watcher is away", behind), start, time.Now(), 0)
 
-	// Catch up.
+	// Catch up: this worker's block of the watchers, together.
+	first, last := WatcherBlock(o.Shard, o.Watchers)
+	c.Watchers = last - first
+	watches := make([]catchupWatch, c.Watchers)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	wstart := time.Now()
-	w, err := l.clients.watchFrom(wctx, from, c.ToRevision)
+	err := parallel.Each(wctx, c.Watchers, c.Watchers, func(ctx context.Context, _, i int) error {
+		w, err := l.clients.watchFrom(ctx, from, c.ToRevision)
+		watches[i] = w
+		return err
+	})
 	cancel()
 	if err != nil {
 		return c, err
 	}
-	wend := wstart.Add(w.duration)
-	c.CatchupMs = report.Ms(w.duration)
-	c.Expired = w.expired
-	c.Events, c.Responses, c.EventBytes = int64(len(w.revisions)), w.responses, w.bytes
-	if !w.expired {
-		c.RevisionsPerSecond = float64(c.Revisions) / w.duration.Seconds()
-		c.Missing, c.Unexpected = compareRevisions(revs, w.revisions)
+	var slowest time.Duration
+	for _, w := range watches {
+		slowest = max(slowest, w.duration)
+		c.WatcherCatchupMs = append(c.WatcherCatchupMs, report.Ms(w.duration))
+		c.Expired = c.Expired || w.expired
+		c.Events += int64(len(w.revisions))
+		c.Responses += w.responses
+		c.EventBytes += w.bytes
+		if !w.expired {
+			missing, unexpected := compareRevisions(revs, w.revisions)
+			c.Missing += missing
+			c.Unexpected += unexpected
+		}
+	}
+	wend := wstart.Add(slowest)
+	c.CatchupMs = report.Ms(slowest)
+	if !c.Expired {
+		c.RevisionsPerSecond = float64(c.Revisions) / slowest.Seconds()
 		s.mark(MarkPhase, fmt.Sprintf("catch up %d revisions", c.Revisions), wstart, wend, 0)
 	} else {
 		s.mark(MarkPhase, fmt.Sprintf("watch from %d: 410", from), wstart, wend, 0)
 	}
 	c.Probe = s.window(wstart, wend)
+	if err := s.meet(ctx, point, "caught-up"); err != nil {
+		return c, err
+	}
+	if !s.lead() {
+		return c, nil
+	}
+	if s.divided() {
+		if err := deleteCatchupPlan(ctx, l, behind); err != nil {
+			return c, err
+		}
+	}
 
 	// The alternative: relist.
 	rstart := time.Now()

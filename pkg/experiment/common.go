@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -63,7 +65,26 @@ type Common struct {
 	NamespaceDeleteTimeout time.Duration
 	// Logf, if set, receives one line per phase.
 	Logf func(format string, args ...any)
+	// Shard is this process's part of an experiment divided among
+	// workers (Divisible names the experiments that divide; DivideRange
+	// says how); the zero value and shard.Whole run it whole. Shard 0
+	// alone seeds, writes, compacts and releases; every shard runs its
+	// block of the watchers.
+	Shard shard.Shard
+	// Barrier is where the workers of a divided experiment meet (the
+	// points each experiment names); required when Shard.Count > 1.
+	Barrier watchload.Barrier
+
+	experiment string // set by defaults
 }
+
+// Divisible lists the experiments that can be divided among worker
+// processes (Common.Shard): the relist storm and the catch-up, whose
+// watchers divide; the others measure one member's maintenance.
+var Divisible = []string{NameRelistStorm, NameCatchup}
+
+// divided reports whether c is one worker of a divided experiment.
+func (c Common) divided() bool { return c.Shard.Count > 1 }
 
 func (c Common) defaults(experiment string) Common {
 	if c.Prefix == "" {
@@ -82,6 +103,15 @@ func (c Common) defaults(experiment string) Common {
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
+	if c.Shard.Count == 0 {
+		c.Shard = shard.Whole
+	}
+	if c.divided() && c.Probe.Key == "/lwbench-probe/"+experiment {
+		// Each worker probes a key of its own: its probe is its own
+		// figure, next to shard 0's in the merged result.
+		c.Probe.Key += fmt.Sprintf("/shard-%d", c.Shard.Index)
+	}
+	c.experiment = experiment
 	return c
 }
 
@@ -98,6 +128,18 @@ func (c Common) validate() field.ErrorList {
 	errs = append(errs, fieldcheck.OptionalRate(c.Probe.RatePerSecond, field.NewPath("probeRate"))...)
 	if c.Probe.RatePerSecond < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("probeRate"), c.Probe.RatePerSecond, "must be greater than or equal to 0"))
+	}
+	if err := c.Shard.Validate(); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("shard"), c.Shard.String(), err.Error()))
+	} else if c.divided() {
+		switch {
+		case !slices.Contains(Divisible, c.experiment):
+			errs = append(errs, field.Forbidden(field.NewPath("shard"), c.experiment+" cannot be divided among workers (only "+strings.Join(Divisible, ", ")+")"))
+		case c.Barrier == nil:
+			errs = append(errs, field.Required(field.NewPath("barrier"), "a divided experiment needs a barrier where its workers meet"))
+		case c.Stack != nil:
+			errs = append(errs, field.Forbidden(field.NewPath("shard"), "an experiment through kube-apiserver is not divided among workers yet"))
+		}
 	}
 	return errs
 }
@@ -133,6 +175,9 @@ type session struct {
 	epoch   time.Time
 	logf    func(string, ...any)
 	version string
+
+	shard   shard.Shard       // this worker's part (shard.Whole: undivided)
+	barrier watchload.Barrier // where the workers meet; nil undivided
 
 	stacks                 StackFactory // nil: the etcd-direct model
 	watchList              *bool        // WatchListClient of client-go's informers
@@ -172,7 +217,7 @@ func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*
 		return nil, errors.New("target needs endpoints and a dialer")
 	}
 	s := &session{name: name, t: t, release: release, ws: watchload.NewSession(t, epoch, c.Logf), epoch: epoch, logf: c.Logf,
-		stacks: c.Stack, watchList: c.WatchList, namespaceDeleteTimeout: c.NamespaceDeleteTimeout}
+		stacks: c.Stack, watchList: c.WatchList, namespaceDeleteTimeout: c.NamespaceDeleteTimeout, shard: c.Shard, barrier: c.Barrier}
 	if s.admin, err = s.ws.DialAdmin(ctx); err == nil {
 		s.version, err = s.ws.EtcdVersion(ctx)
 	}
@@ -198,6 +243,28 @@ func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*
 		s.sampleSizes(sctx, c.SizeInterval)
 	}()
 	return s, nil
+}
+
+// divided reports whether the session is one worker's of a divided
+// experiment.
+func (s *session) divided() bool { return s.shard.Count > 1 }
+
+// lead reports whether the session's worker leads: shard 0, or the only
+// one. It alone seeds, writes, compacts and releases.
+func (s *session) lead() bool { return s.shard.Index == 0 }
+
+// meet waits at the barrier point until every worker of a divided
+// experiment has arrived (BarrierPoint names it); it returns at once
+// undivided. Its error names the point.
+func (s *session) meet(ctx context.Context, parts ...string) error {
+	if !s.divided() {
+		return nil
+	}
+	point := BarrierPoint(parts...)
+	if _, err := s.barrier.Wait(ctx, point); err != nil {
+		return fmt.Errorf("meet the other workers at %s: %w", point, err)
+	}
+	return nil
 }
 
 // target describes the member for the result.

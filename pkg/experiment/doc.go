@@ -63,4 +63,15 @@
 // per case so that db sizes start equal. lwbench's factory starts an
 // embedded member each time, or returns the same --endpoints (then the
 // cases share the cluster, each under a prefix of its own).
+//
+// # Divided among workers
+//
+// The relist storm and the catch-up (Divisible) can run as one process
+// per shard (Common.Shard, Common.Barrier), every process planning the
+// whole experiment from the same options: each runs its block of the
+// watchers (WatcherBlock), shard 0 alone seeds, writes, compacts and
+// releases, and they meet at barrier points (BarrierPoint) per case; the
+// catch-up's shard 0 publishes each distance's revisions (CatchupPlan).
+// Merge combines the workers' results into exactly what one process
+// would report. divide.go draws the steps.
 package experiment

@@ -130,6 +130,10 @@ func (l *load) close() {
 // watcherOptions shape a case's informers.
 type watcherOptions struct {
 	watchers, conns int
+	// firstID is the ID of the first informer (its number in the whole
+	// of a divided experiment, WatcherBlock; 0 undivided); the model's
+	// informers are numbered from it.
+	firstID int
 	// pageSize is the informers' LIST page size (0: unpaginated); through
 	// kube-apiserver, -1 leaves it to client-go.
 	pageSize    int64

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"path"
 	"sync"
 	"time"
 
@@ -44,8 +45,15 @@ func (m *modelLoad) seed(ctx context.Context, namespaces int, seed uint64) error
 	if err != nil {
 		return err
 	}
-	if err := l.ws.Seed(ctx, m.wl, 32); err != nil {
-		return fmt.Errorf("seed %d pods under %s: %w", l.pods, l.prefix, err)
+	// Divided, shard 0 alone seeds; the others meet it once it has,
+	// their workload planned alike from the same seed.
+	if l.s.lead() {
+		if err := l.ws.Seed(ctx, m.wl, 32); err != nil {
+			return fmt.Errorf("seed %d pods under %s: %w", l.pods, l.prefix, err)
+		}
+	}
+	if err := l.s.meet(ctx, "seeded", path.Base(l.prefix)); err != nil {
+		return err
 	}
 	if l.seededAt, err = l.s.revision(ctx); err != nil {
 		return err
@@ -62,7 +70,7 @@ func (m *modelLoad) startCase(ctx context.Context, o watcherOptions, maxWrites i
 	c, err := l.ws.StartCase(ctx, watchload.CaseOptions{Watchers: o.watchers, Connections: o.conns, SyncTimeout: o.syncTimeout,
 		RingCapacity: maxWrites + 1024, Writers: l.workers, Workload: m.wl,
 		Watcher: func(i int, st *watchload.Stream) watchload.ReflectorOptions {
-			return watchload.ReflectorOptions{ID: i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
+			return watchload.ReflectorOptions{ID: o.firstID + i, Profile: watchload.ProfileInformer, Resource: watchload.ResourcePods,
 				Prefix: l.podsPrefix, Stream: st, PageSize: o.pageSize, Unpaginated: o.pageSize == 0}
 		}})
 	if err != nil {

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,7 +26,8 @@ type RelistStormOptions struct {
 	// (500, 10000, 0).
 	PageSizes []int64
 	// Watchers are the informers of each case (3 / 10), on Connections
-	// connections (1 / 2).
+	// connections (1 / 2); divided (Common.Shard), each worker runs its
+	// block of them (WatcherBlock) on Connections of its own.
 	Watchers, Connections int
 	// WriteRate is the pod updates per second during each case (50).
 	WriteRate float64
@@ -91,6 +93,9 @@ func (o RelistStormOptions) Validate() error {
 	errs = append(errs, fieldcheck.AtMost(o.Connections, watchload.MaxConnections, "the bound on connections", field.NewPath("connections"))...)
 	errs = append(errs, fieldcheck.Rate(o.WriteRate, field.NewPath("writeRate"))...)
 	errs = append(errs, fieldcheck.PositiveDuration(o.Hold, field.NewPath("hold"))...)
+	if o.Shard.Count > 1 && o.Watchers < o.Shard.Count {
+		errs = append(errs, field.Invalid(field.NewPath("watchers"), o.Watchers, fmt.Sprintf("fewer than the %d workers it is divided among: a worker would hold no informer", o.Shard.Count)))
+	}
 	return errs.ToAggregate()
 }
 
@@ -133,8 +138,10 @@ type RelistStormCase struct {
 	WatchList bool `json:"watchList,omitempty"`
 	// Compacted is false for the control case.
 	Compacted bool `json:"compacted"`
-	// HeldRevision is the newest revision a held informer had seen;
-	// CompactRevision the revision compacted to (0 in the control).
+	// HeldRevision is the newest revision a held informer had seen
+	// (divided: shard 0's is the store's revision once every worker
+	// held); CompactRevision the revision compacted to (0 in the control,
+	// and in a worker's result other than shard 0's).
 	HeldRevision    int64 `json:"heldRevision"`
 	CompactRevision int64 `json:"compactRevision"` // revision compacted to; 0 in the control
 	// ReleaseAtMs is when the informers were let go, from the epoch.
@@ -161,6 +168,14 @@ type RelistStormCase struct {
 	ListP50Ms    float64 `json:"listP50Ms"`    // median relist duration (attempts together)
 	ListMaxMs    float64 `json:"listMaxMs"`    // slowest relist
 	BackoffP50Ms float64 `json:"backoffP50Ms"` // median pause before a relist
+	// ResyncMs, ListMs and BackoffMs are the samples the figures above
+	// are nearest-rank quantiles of: per informer in the order of their
+	// IDs, per relist in the informers' order; kept so that a divided
+	// storm's workers merge into exactly the figures of one process
+	// (Merge). Absent in results written before.
+	ResyncMs  []float64 `json:"resyncMs,omitempty"`
+	ListMs    []float64 `json:"listMs,omitempty"`    // each relist's duration
+	BackoffMs []float64 `json:"backoffMs,omitempty"` // each relist's pause before it
 	// Probe is the probe from the release until every informer resynced.
 	Probe compaction.ProbeWindow `json:"probe"`
 	// EtcdRanges and EtcdRangeBytes are, through kube-apiserver with a
@@ -184,7 +199,10 @@ type RelistStormCase struct {
 // them together. Each informer's watch then fails with ErrCompacted and
 // it relists as client-go does. In the control nothing is compacted and
 // no informer may relist. Every watch is validated against the recorded
-// history and every cache against etcd at the end.
+// history and every cache against etcd at the end. Divided among workers
+// (Common.Shard, Barrier), each runs its block of the informers and
+// shard 0 alone seeds, writes, compacts and releases (divide.go); Merge
+// combines their results.
 func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 	o = o.Defaults()
 	if err := o.Validate(); err != nil {
@@ -199,7 +217,11 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 		compactor := compaction.NewCompactor(s.admin)
 		compactor.Physical = true
 		for _, n := range o.Objects {
-			o.Logf("relist storm: seeding %d pods", n)
+			if s.lead() {
+				o.Logf("relist storm: seeding %d pods", n)
+			} else {
+				o.Logf("relist storm: waiting for shard 0 to seed %d pods", n)
+			}
 			l, err := newLoad(ctx, s, fmt.Sprintf("%s/relist-n%d", o.Prefix, n), n, o.Namespaces, o.Seed)
 			if err != nil {
 				return err
@@ -267,7 +289,8 @@ func (c RelistStormCase) Listing() string {
 }
 
 func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.Compactor, o RelistStormOptions, n int, pageSize int64, compact bool) (RelistStormCase, error) {
-	rc := RelistStormCase{Objects: n, PageSize: max(pageSize, 0), WatchList: pageSize < 0, Compacted: compact, Watchers: o.Watchers}
+	first, last := WatcherBlock(o.Shard, o.Watchers)
+	rc := RelistStormCase{Objects: n, PageSize: max(pageSize, 0), WatchList: pageSize < 0, Compacted: compact, Watchers: last - first}
 	label := fmt.Sprintf("n=%d ps=%s", n, PageSizeName(pageSize))
 	if rc.WatchList {
 		label = fmt.Sprintf("n=%d watchlist", n)
@@ -277,23 +300,37 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 	}
 	phase := time.Now()
 	maxWrites := int64(o.WriteRate*(o.ResyncTimeout+o.Hold+time.Minute).Seconds()) + 1
-	c, err := l.startCase(ctx, watcherOptions{watchers: o.Watchers, conns: o.Connections, pageSize: pageSize, syncTimeout: o.ResyncTimeout}, maxWrites)
+	c, err := l.startCase(ctx, watcherOptions{watchers: last - first, firstID: first, conns: o.Connections, pageSize: pageSize, syncTimeout: o.ResyncTimeout}, maxWrites)
 	if err != nil {
 		return rc, err
 	}
 	defer c.Close()
 	s.mark(MarkPhase, label+": initial lists", phase, time.Now(), 0)
-	if err := startWrites(ctx, c, o.WriteRate, maxWrites); err != nil {
+	if err := s.meet(ctx, label, "listed"); err != nil {
 		return rc, err
+	}
+	// Divided, shard 0 alone writes; every worker's informers see its
+	// writes.
+	if s.lead() {
+		if err := startWrites(ctx, c, o.WriteRate, maxWrites); err != nil {
+			return rc, err
+		}
 	}
 	// Let events flow, then hold every informer back and, on the
 	// scheduler, compact past them; the control holds them as long
 	// without a compaction.
 	clockwait.SleepReal(ctx, o.Hold/2)
 	counter := l.clients.counter()
-	h := &stormHold{s: s, clients: c, compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now(),
+	h := &stormHold{s: s, clients: c, compactor: compactor, compact: compact, timeout: o.Hold, holdAt: time.Now(), label: label,
 		onRelease: func() { counter.SetPhase(label + ": released") }}
-	if compact {
+	if compact && !s.lead() {
+		// Shard 0 compacts: this worker holds its informers and waits
+		// until shard 0 has compacted past them.
+		if _, err := h.Hold(ctx); err != nil {
+			return rc, err
+		}
+		h.Release(ctx, 0)
+	} else if compact {
 		// Ticks at once and Hold/2 later (the hold first): the first notes
 		// a revision above heldRev+1, the second compacts to it, and the
 		// scheduler releases the informers only then.
@@ -301,7 +338,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 		if err == nil {
 			err = sched.Run(ctx)
 		}
-		if err == nil && h.release.IsZero() {
+		if err == nil && h.release.IsZero() && h.err == nil {
 			err = fmt.Errorf("compacted to %d, not past the held revision %d", h.compacted, h.heldRev)
 		}
 		if err != nil {
@@ -345,9 +382,13 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 		}
 	}
 	resynced := time.Now()
+	if err := s.meet(ctx, label, "resynced"); err != nil {
+		return rc, err
+	}
 	counter.SetPhase(label + ": resynced")
 	s.mark(MarkRelease, label+": released until resynced", release, resynced, 0)
 	rc.Probe = s.window(release, resynced)
+	rc.ResyncMs = resync
 	rc.ResyncP50Ms, rc.ResyncMaxMs = percentile(append([]float64(nil), resync...), 0.5), maxOf(resync)
 	rc.EtcdRanges, rc.EtcdRangeBytes = counter.ranges(label + ": released")
 	ws, v, err := l.finish(ctx, c)
@@ -368,6 +409,7 @@ func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.
 			backoffs = append(backoffs, lr.BackoffMs)
 		}
 	}
+	rc.ListMs, rc.BackoffMs = slices.Clone(lists), slices.Clone(backoffs)
 	rc.ListP50Ms, rc.ListMaxMs = percentile(lists, 0.5), maxOf(lists)
 	rc.BackoffP50Ms = percentile(backoffs, 0.5)
 	return rc, nil
@@ -385,6 +427,7 @@ type stormHold struct {
 	timeout   time.Duration // bounds the wait for the revision to move past the hold
 	holdAt    time.Time     // when the informers were held
 	onRelease func()        // called just before the release
+	label     string        // the case's, naming its barrier points
 
 	heldRev    int64     // the highest revision a held informer resumes after
 	compacted  int64     // the last revision compacted to
@@ -395,15 +438,30 @@ type stormHold struct {
 
 var _ compaction.Actor = (*stormHold)(nil)
 
-// Hold holds every informer and waits until each has stopped; before a
-// compaction it also waits until the store's revision is heldRev+2, so
-// that the next tick notes a revision above heldRev+1.
+// Hold holds every informer and waits until each has stopped; divided,
+// it then meets the other workers once they have held theirs, and shard
+// 0 takes the store's revision then as heldRev (no held informer of any
+// worker has seen more). Before a compaction, shard 0 also waits until
+// the store's revision is heldRev+2, so that the next tick notes a
+// revision above heldRev+1.
 func (h *stormHold) Hold(ctx context.Context) (int64, error) {
 	var err error
 	if h.heldRev, err = h.clients.HoldAll(ctx); err != nil {
 		return 0, err
 	}
-	if h.compact {
+	if h.s.divided() {
+		if err := h.s.meet(ctx, h.label, "held"); err != nil {
+			return 0, err
+		}
+		if h.s.lead() {
+			rev, err := h.s.revision(ctx)
+			if err != nil {
+				return 0, err
+			}
+			h.heldRev = max(h.heldRev, rev)
+		}
+	}
+	if h.compact && h.s.lead() {
 		if err := waitRevision(ctx, h.s, h.heldRev+2, h.timeout); err != nil {
 			return 0, err
 		}
@@ -433,8 +491,12 @@ func (h *stormHold) Compact(ctx context.Context) (compaction.TickResult, error) 
 
 // Release notes the time and the store's revision and releases every
 // informer; if the revision cannot be read it releases none and keeps the
-// error.
+// error. Divided, every worker first meets the others (shard 0 arrives
+// once it has compacted), so all release together.
 func (h *stormHold) Release(ctx context.Context, _ int64) {
+	if h.err = h.s.meet(ctx, h.label, "released"); h.err != nil {
+		return
+	}
 	h.release = time.Now()
 	if h.releaseRev, h.err = h.s.revision(ctx); h.err != nil {
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // SchemaVersion is the version of the Result JSON document. It changes
@@ -65,6 +66,23 @@ type Result struct {
 	// defragmentations marked and the db size sampled: one for the whole
 	// experiment, or one per case when each case has its own member.
 	Timelines []Timeline `json:"timelines"`
+
+	// Shard is, in a worker's result of a divided experiment
+	// (Common.Shard), the worker's part; nil otherwise, and in the merged
+	// result (Merge).
+	Shard *shard.Shard `json:"shard,omitempty"`
+	// Self is a worker's own process's CPU, memory and scheduling delay
+	// over its part (set by the process that ran it; nil when not
+	// measured). In a merged result, the workers' summed and their worst
+	// (report.MergeSelfStats).
+	Self *report.SelfStats `json:"self,omitempty"`
+	// Workers are, in a merged result, each worker's own figures, by
+	// shard index; empty otherwise.
+	Workers []Worker `json:"workers,omitempty"`
+	// Warnings say what a reader must know to trust the figures: a merged
+	// result names each worker whose figures were limited by the load
+	// generator (report.GeneratorLimited).
+	Warnings []string `json:"warnings,omitempty"`
 
 	RelistStorm     *RelistStormResult     `json:"relistStorm,omitempty"`     // set for relist-storm
 	Continuation    *ContinuationResult    `json:"continuation,omitempty"`    // set for continuation
