@@ -42,7 +42,10 @@ type experimentOptions struct {
 	allowMaintenance bool
 	kube             kubeOptions
 	kubeconfig       kubeconfigOptions
-	flags            *pflag.FlagSet
+	// division is --workers and a worker's flags, registered on the
+	// experiments that divide (experiment.Divisible).
+	division experimentDivision
+	flags    *pflag.FlagSet
 }
 
 func (o *experimentOptions) AddFlags(fs *pflag.FlagSet) {
@@ -104,7 +107,10 @@ func (o *experimentOptions) Validate(name string) error {
 // factory that starts an embedded member per timeline (in a subdirectory
 // of --data-dir, if given) or returns --endpoints.
 func (o *experimentOptions) common(logf func(string, ...any)) experiment.Common {
-	c := experiment.Common{Prefix: o.prefix, Quick: o.quick, Label: o.label, Logf: logf}
+	c := experiment.Common{Prefix: o.prefix, Quick: o.quick, Label: o.label, Logf: logf, Shard: o.division.shard(), Barrier: o.division.barrier}
+	if c.Shard.Count > 1 && c.Barrier == nil {
+		c.Barrier = pendingBarrier{} // the flags are checked before a worker connects
+	}
 	c.Probe.RatePerSecond = o.probeRate
 	c.NewTarget = func(ctx context.Context, name string) (watchload.Target, func(), error) {
 		t := o.target
@@ -331,6 +337,9 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 			if err := o.Validate(e.name); err != nil {
 				return err
 			}
+			if err := o.validateDivision(e.name); err != nil {
+				return err
+			}
 			if err := x.validate(o); err != nil {
 				return err
 			}
@@ -357,7 +366,16 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 			limitMemory()
 			con := newConsole(cmd.ErrOrStderr())
 			defer con.Done()
-			res, err := x.run(cmd.Context(), o, con.Logf)
+			var res *experiment.Result
+			var err error
+			switch ctx := cmd.Context(); {
+			case o.division.workers > 0:
+				res, err = runExperimentWorkers(ctx, o, e.name, con)
+			case o.division.worker():
+				res, err = runExperimentWorker(ctx, o, func(ctx context.Context) (*experiment.Result, error) { return x.run(ctx, o, con.Logf) })
+			default:
+				res, err = x.run(ctx, o, con.Logf)
+			}
 			if err != nil {
 				return err
 			}
@@ -368,6 +386,9 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	if slices.Contains(experiment.Divisible, e.name) {
+		o.division.addFlags(cmd.Flags())
+	}
 	x = e.bind(cmd.Flags())
 	o.registerCompletion(cmd)
 	return cmd
@@ -467,6 +488,10 @@ client-go does (backoff, LIST at its revision, 410, LIST at the latest). A
 control case per count holds them back as long without compacting. It reports
 relists, LIST requests, objects and bytes, time to resync per informer, and a
 fixed-rate probe's latency meanwhile; every watch is validated.
+With --workers N the informers are divided among N worker processes (each its
+block, on connections of its own); the first seeds, writes, compacts and
+releases, all meet at a barrier before the hold, at the release and once
+resynced, and the results are merged exactly.
 Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 		bind: func(fs *pflag.FlagSet) experimentRun {
 			var eo experiment.RelistStormOptions
@@ -651,7 +676,11 @@ while a watcher is away, then resumes its watch from the old revision (nothing
 compacted) until it is current: etcd sends a lagging watcher at most 1,000
 revisions per response, one round every 100 ms. It then times a relist of the
 same pods, paginated and not, and checks that every update arrived once.
-Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
+--watchers resume together. With --workers N they are divided among N worker
+processes (--watchers defaults to N): the first writes the updates and
+relists, every worker resumes its block from the same revision, and the
+results are merged exactly.
+Defaults: --behind 1000,10000,50000 (--quick 1000,5000), --watchers 1.`,
 		bind: func(fs *pflag.FlagSet) experimentRun {
 			var eo experiment.CatchupOptions
 			var behind []int
@@ -660,8 +689,12 @@ Defaults: --behind 1000,10000,50000 (--quick 1000,5000).`,
 			fs.Int64Var(&eo.PageSize, "page-size", 0, "the relist's page size (default 500)")
 			fs.IntVar(&eo.Concurrency, "writer-concurrency", 0, "parallel updates (default 32)")
 			deprecatedAlias(fs, "concurrency", "writer-concurrency")
+			fs.IntVar(&eo.Watchers, "watchers", 0, "watchers resuming together from the same revision, each on a connection of its own (default 1; with --workers N, N)")
 			return experimentRun{
 				validate: func(o *experimentOptions) error {
+					if n := o.division.count(); n > 1 && !o.flags.Changed("watchers") {
+						eo.Watchers = n
+					}
 					eo.Behind = toInt64s(behind)
 					if len(behind) == 0 {
 						eo.Behind = nil
