@@ -176,7 +176,7 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 	con.Logf("%s: dividing the watchers among %d worker processes (barrier %s on %s)", name, n, key, strings.Join(target.Endpoints, ","))
 	procs, stop, err := startWorkerProcs(ctx, exe, dir, n, func(i int) []string {
 		return experimentWorkerArgs(o.flags, name, i, n, key, target.Endpoints, prefix)
-	}, con)
+	}, admin, key, con)
 	if err != nil {
 		return nil, err
 	}

@@ -2,13 +2,23 @@ package command
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/internal/quantile"
+	"github.com/kubestore/etcdkit/pkg/barrier"
 	"github.com/kubestore/etcdkit/pkg/experiment"
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // runDividedExperiment runs `lwbench ARGS` with this test binary as the
@@ -159,5 +169,49 @@ func TestCatchupWorkers(t *testing.T) {
 		if c.RelistObjects != 100 {
 			t.Errorf("behind %d: the relist read %d objects, want the 100 pods", c.Behind, c.RelistObjects)
 		}
+	}
+}
+
+// TestAbortLost checks what the coordinator does for a worker process
+// that exited with an error: one that wrote no result is aborted on the
+// barrier in its name, so a worker waiting there stops with
+// barrier.ErrAborted naming it; one that wrote its result is not (the
+// others may still be meeting at the last points).
+func TestAbortLost(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	admin := etcdtest.NewClient(t, srv)
+	con := newConsole(io.Discard)
+	defer con.Done()
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name      string
+		result    string // the worker's result file
+		wantAbort bool
+	}{
+		{"no result", "", true},
+		{"a result", `{"kind":"experiment"}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			key := "/lwbench-barrier/test-" + strings.ReplaceAll(tt.name, " ", "-")
+			path := filepath.Join(dir, tt.name+".json")
+			if err := os.WriteFile(path, []byte(tt.result), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lost := &workerProc{resultPath: path, exitErr: errors.New("signal: killed")}
+			abortLost(t.Context(), admin, key, shard.Shard{Index: 1, Count: 2}, lost, con)
+			b, err := barrier.NewEtcd(admin, key, shard.Shard{Index: 0, Count: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			defer cancel()
+			_, err = b.Wait(ctx, "resynced")
+			switch {
+			case tt.wantAbort && (!errors.Is(err, barrier.ErrAborted) || !strings.Contains(err.Error(), "worker 1: its process exited: signal: killed")):
+				t.Errorf("waiting worker got %v, want worker 1's abort", err)
+			case !tt.wantAbort && !errors.Is(err, context.DeadlineExceeded):
+				t.Errorf("waiting worker got %v, want to be still waiting", err)
+			}
+		})
 	}
 }

@@ -186,7 +186,7 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 	con.Logf("dividing the load among %d worker processes (barrier %s on %s)", n, key, strings.Join(target.Endpoints, ","))
 	procs, stop, err := startWorkerProcs(ctx, exe, dir, n, func(i int) []string {
 		return workerArgs(o.flags, i, n, key, target.Endpoints, !o.target.external(), o.load.Prefix, api)
-	}, con)
+	}, admin, key, con)
 	if err != nil {
 		return err
 	}
@@ -297,9 +297,12 @@ func deleteBarrierKey(ctx context.Context, admin *clientv3.Client, key string, c
 // startWorkerProcs starts n worker processes of exe, worker i with
 // args(i), its result (standard output) to dir/worker-i.json, its
 // standard error to con, and passes an interrupt of ctx on to them (a
-// second one kills them); stop ends that. If one fails to start, those
-// started are killed and waited for.
-func startWorkerProcs(ctx context.Context, exe, dir string, n int, args func(i int) []string, con *console) (procs []*workerProc, stop func() bool, err error) {
+// second one kills them); stop ends that. A worker that exits with an
+// error before writing a result (killed, crashed, or failed before it
+// could tell the others) is aborted on the barrier under key in its
+// name (abortLost), so that the others stop instead of waiting for it.
+// If one fails to start, those started are killed and waited for.
+func startWorkerProcs(ctx context.Context, exe, dir string, n int, args func(i int) []string, admin *clientv3.Client, key string, con *console) (procs []*workerProc, stop func() bool, err error) {
 	procs = make([]*workerProc, n)
 	for i := range n {
 		p, err := startWorker(exe, args(i), filepath.Join(dir, fmt.Sprintf("worker-%d.json", i)), i, con)
@@ -311,6 +314,14 @@ func startWorkerProcs(ctx context.Context, exe, dir string, n int, args func(i i
 			return nil, nil, err
 		}
 		procs[i] = p
+	}
+	for i, p := range procs {
+		go func() {
+			defer close(p.exited) // after the abort: the barrier outlives it
+			if p.exitErr = p.wait(); p.exitErr != nil {
+				abortLost(ctx, admin, key, shard.Shard{Index: i, Count: n}, p, con)
+			}
+		}()
 	}
 	stop = context.AfterFunc(ctx, func() {
 		for _, p := range procs {
@@ -335,7 +346,8 @@ func waitWorkerProcs[T any](procs []*workerProc, read func(path string) (T, erro
 	var results []T
 	var failures []error
 	for i, p := range procs {
-		werr := p.wait()
+		<-p.exited
+		werr := p.exitErr
 		res, rerr := read(p.resultPath)
 		switch {
 		case rerr != nil && werr != nil:
@@ -349,11 +361,32 @@ func waitWorkerProcs[T any](procs []*workerProc, read func(path string) (T, erro
 	return results, failures
 }
 
+// abortLost aborts the barrier under key as worker sh, which exited with
+// an error, unless it wrote a result (it ended its part: the others may
+// still be meeting at the last points, which an abort would fail).
+func abortLost(ctx context.Context, admin *clientv3.Client, key string, sh shard.Shard, p *workerProc, con *console) {
+	if fi, err := os.Stat(p.resultPath); err == nil && fi.Size() > 0 {
+		return
+	}
+	b, err := barrier.NewEtcd(admin, key, sh)
+	if err != nil {
+		con.Logf("abort the barrier for worker %d: %v", sh.Index, err)
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := b.Abort(actx, fmt.Sprintf("its process exited: %v", p.exitErr)); err != nil {
+		con.Logf("abort the barrier for worker %d: %v", sh.Index, err)
+	}
+}
+
 // workerProc is a started worker process.
 type workerProc struct {
 	cmd        *exec.Cmd
 	resultPath string
-	done       chan struct{}
+	done       chan struct{} // closed once its standard error is read
+	exited     chan struct{} // closed once it exited, exitErr set
+	exitErr    error         // its exit status (cmd.Wait)
 	mu         sync.Mutex
 	last       string // its last line of stderr
 }
@@ -377,7 +410,7 @@ func startWorker(exe string, args []string, resultPath string, i int, con *conso
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker %d: %w", i, err)
 	}
-	p := &workerProc{cmd: cmd, resultPath: resultPath, done: make(chan struct{})}
+	p := &workerProc{cmd: cmd, resultPath: resultPath, done: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(stderr)
