@@ -1,6 +1,7 @@
 package command
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubestore/etcdkit/pkg/barrier"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -197,12 +199,17 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 	return merged, nil
 }
 
-// readExperimentResult reads a worker's experiment result
-// (readResultFile, experiment.Decode).
+// readExperimentResult reads a worker's experiment result file with
+// report.ReadDocument (a regular file of at most report.MaxDocumentBytes)
+// and decodes it (experiment.Decode); an empty file, a worker that failed
+// before it had a result, is "no result".
 func readExperimentResult(path string) (*experiment.Result, error) {
-	b, err := readResultFile(path)
+	b, err := report.ReadDocument(path)
 	if err != nil {
 		return nil, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("no result")
 	}
 	return experiment.Decode(b)
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -69,11 +70,9 @@ Each file is at most 64 MiB, all together 256 MiB.`,
 	return cmd
 }
 
-// runMerge merges the workers' results and renders the merged result:
-// the run summary (makeRunTable), the workers table (table and markdown),
-// what follows a run's summary (writeRunTail). It returns a read or merge
-// error before printing anything, and after printing the broken
-// guarantees and a failed cleanup, as `lwbench run`.
+// runMerge merges the workers' result files and renders the merged
+// result (mergeWorkerResults). It returns a read error before printing
+// anything.
 func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 	if err := o.out.prepare(); err != nil {
 		return err
@@ -88,21 +87,33 @@ func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 			return fmt.Errorf("--etcd-metrics: %w", err)
 		}
 	}
+	return mergeWorkerResults(&o.out, o.files, results, "--etcd-metrics "+o.etcdMetrics, m, out, errOut)
+}
+
+// mergeWorkerResults merges results (report.MergeRuns), the workers' of
+// one load, names[i] naming where results[i] came from (a file, a pod),
+// sets etcd's figures m (from metricsName; nil for none) beside them and
+// renders the merged result as `lwbench run` does: the run summary
+// (makeRunTable), the workers table (table and markdown), what follows a
+// run's summary (writeRunTail). lwbench merge and lwbench gather both
+// end here. It returns a merge error before printing anything, and after
+// printing the broken guarantees and a failed cleanup, as `lwbench run`.
+func mergeWorkerResults(oo *outputOptions, names []string, results []*report.RunResult, metricsName string, m *report.EtcdMetrics, out, errOut io.Writer) error {
 	res, err := report.MergeRuns(results)
 	if err != nil {
-		return fmt.Errorf("merge: %w (%s)", err, shardLegend(o.files, results))
+		return fmt.Errorf("merge: %w (%s)", err, shardLegend(names, results))
 	}
 	if m != nil {
 		if res.EtcdMetrics != nil {
-			return fmt.Errorf("--etcd-metrics %s: the workers' results hold etcd's /metrics already (%s)", o.etcdMetrics, res.EtcdMetrics.Endpoint)
+			return fmt.Errorf("%s: the workers' results hold etcd's /metrics already (%s)", metricsName, res.EtcdMetrics.Endpoint)
 		}
 		res.EtcdMetrics = m
 	}
-	return writeRunResult(&o.out, out, errOut, res, nil, nil)
+	return writeRunResult(oo, out, errOut, res, nil, nil)
 }
 
-// readWorkerResults reads the run results at paths (report.ReadDocument,
-// report.Decode), each a worker's (with its shard); together at most
+// readWorkerResults reads the run results at paths (readWorkerResult),
+// each a worker's (with its shard); together at most
 // report.MaxTotalDocumentBytes, checked before any is read. Every error is
 // one line naming its file.
 func readWorkerResults(paths []string) ([]*report.RunResult, error) {
@@ -111,31 +122,63 @@ func readWorkerResults(paths []string) ([]*report.RunResult, error) {
 	}
 	var rs []*report.RunResult
 	for _, p := range paths {
-		b, err := report.ReadDocument(p)
+		r, err := readWorkerResult(p)
 		if err != nil {
 			return nil, err
-		}
-		if trimmed := bytes.TrimSpace(b); len(trimmed) == 0 || trimmed[0] != '{' {
-			// Not a JSON document: a worker's log (lwbench worker
-			// --log-result), its result on one line.
-			if doc, ok := loggedResult(b); ok {
-				b = doc
-			}
-		}
-		h, v, err := report.Decode(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		r, ok := v.(*report.RunResult)
-		if !ok {
-			return nil, fmt.Errorf("%s: a %s document; merge reads the RunResult of each worker (lwbench worker -w json)", p, h.Kind)
-		}
-		if r.Shard == nil {
-			return nil, fmt.Errorf("%s: a run of a whole load, not a worker's (no shard): nothing to merge it with", p)
 		}
 		rs = append(rs, r)
 	}
 	return rs, nil
+}
+
+// readWorkerResult reads one worker's result file with report.ReadDocument
+// (a regular file of at most report.MaxDocumentBytes) and decodes it
+// (decodeWorkerResult): lwbench merge's files and the result files of
+// `lwbench run --workers`' worker processes. The error is one line naming
+// path.
+func readWorkerResult(path string) (*report.RunResult, error) {
+	b, err := report.ReadDocument(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := decodeWorkerResult(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// decodeWorkerResult decodes a worker's result: its JSON document
+// (lwbench worker -w json), or a log holding its result line (lwbench
+// worker --log-result: the last line with resultLinePrefix, whatever else
+// the log holds). Nothing at all (a worker that failed before it had a
+// result) is "no result"; a document of another kind, or a run of a
+// whole load (no shard), is refused.
+func decodeWorkerResult(b []byte) (*report.RunResult, error) {
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) == 0 {
+		return nil, errors.New("no result")
+	}
+	if trimmed[0] != '{' {
+		// Not a JSON document: a worker's log, its result on one line.
+		doc, ok := loggedResult(b)
+		if !ok {
+			return nil, fmt.Errorf("not a JSON result, nor a log with a %q line", strings.TrimSpace(resultLinePrefix))
+		}
+		b = doc
+	}
+	h, v, err := report.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := v.(*report.RunResult)
+	if !ok {
+		return nil, fmt.Errorf("a %s document; merge reads the RunResult of each worker (lwbench worker -w json)", h.Kind)
+	}
+	if r.Shard == nil {
+		return nil, errors.New("a run of a whole load, not a worker's (no shard): nothing to merge it with")
+	}
+	return r, nil
 }
 
 // shardLegend says which file holds which shard, for a merge error.

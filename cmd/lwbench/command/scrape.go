@@ -279,22 +279,32 @@ func writeEtcdMetrics(o *scrapeOptions, out io.Writer, m *report.EtcdMetrics) er
 	return err
 }
 
-// readEtcdMetrics reads a file `lwbench scrape` wrote: its JSON, or a log
-// holding its --log-result line.
+// readEtcdMetrics reads a file `lwbench scrape` wrote (report.ReadDocument)
+// and decodes it (decodeEtcdMetrics); the error names path.
 func readEtcdMetrics(path string) (*report.EtcdMetrics, error) {
 	b, err := report.ReadDocument(path)
 	if err != nil {
 		return nil, err
 	}
+	m, err := decodeEtcdMetrics(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// decodeEtcdMetrics decodes what `lwbench scrape` printed: its JSON, or a
+// log holding its --log-result line (the last with scrapeLinePrefix).
+func decodeEtcdMetrics(b []byte) (*report.EtcdMetrics, error) {
 	if doc, ok := loggedLine(b, scrapeLinePrefix); ok {
 		b = doc
 	}
 	var m report.EtcdMetrics
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: not lwbench scrape's figures: %w", path, err)
+		return nil, fmt.Errorf("not lwbench scrape's figures: %w", err)
 	}
 	if m.Endpoint == "" {
-		return nil, fmt.Errorf("%s: not lwbench scrape's figures (no endpoint)", path)
+		return nil, errors.New("not lwbench scrape's figures (no endpoint)")
 	}
 	return &m, nil
 }

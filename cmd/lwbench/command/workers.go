@@ -450,39 +450,3 @@ func withoutEtcdEnv(env []string) []string {
 	sort.Strings(out)
 	return out
 }
-
-// maxResultBytes bounds a worker's result file.
-const maxResultBytes = 256 << 20
-
-// readResultFile reads a worker's result file; an empty file (the worker
-// failed before it had one) or one above maxResultBytes is an error.
-func readResultFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() == 0 {
-		return nil, errors.New("no result")
-	}
-	if fi.Size() > maxResultBytes {
-		return nil, fmt.Errorf("result of %d bytes, more than %d", fi.Size(), maxResultBytes)
-	}
-	return os.ReadFile(path)
-}
-
-// readWorkerResult reads a worker's JSON result (readResultFile).
-func readWorkerResult(path string) (*report.RunResult, error) {
-	b, err := readResultFile(path)
-	if err != nil {
-		return nil, err
-	}
-	_, v, err := report.Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	res, ok := v.(*report.RunResult)
-	if !ok {
-		return nil, fmt.Errorf("a %T, not a run's result", v)
-	}
-	return res, nil
-}
