@@ -83,7 +83,7 @@ By default it starts its own etcd member in a temporary directory; use
 	root.AddCommand(newExperimentCommands()...)
 	root.AddCommand(newConformanceCommand())
 	root.AddCommand(newReportCommand(nil))
-	root.AddCommand(newMergeCommand(nil), newScrapeCommand(nil))
+	root.AddCommand(newMergeCommand(nil), newScrapeCommand(nil), newGatherCommand(nil))
 	root.AddCommand(newManifestCommand(nil))
 	root.AddCommand(newVersionCommand())
 	// The profile starts before a command validates its flags; a usage

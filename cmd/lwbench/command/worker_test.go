@@ -175,6 +175,29 @@ func TestWorkerLogsMerge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd and two worker processes; skipped under -short")
 	}
+	logs, scrapeLog := workerLogs(t)
+	var out, errOut bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	if code := cli.Run(root, append([]string{"merge", "-w", "json", "--etcd-metrics", scrapeLog}, logs...), &errOut); code != 0 {
+		t.Fatalf("lwbench merge of the logs: exit %d: %s", code, errOut.String())
+	}
+	var res report.RunResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	checkMergedLogs(t, &res)
+}
+
+// workerLogs runs two `lwbench worker --log-result` processes (shards 0
+// and 1 of 2: 100 objects in 2 namespaces, 2 informers, 100 writes/s for
+// 2 s) against one embedded etcd, each with standard output and error in
+// one file as a pod's log holds them, and `lwbench scrape --log-result`
+// following their barrier; it returns the two workers' log files, by
+// shard, and scrape's.
+func workerLogs(t *testing.T) (logs []string, scrapeLog string) {
+	t.Helper()
 	srv := etcdtest.RunEtcd(t)
 	exe, err := os.Executable()
 	if err != nil {
@@ -183,7 +206,7 @@ func TestWorkerLogsMerge(t *testing.T) {
 	dir := t.TempDir()
 	// lwbench scrape follows the same barrier, as a load's coordinator
 	// on a cluster, and prints its figures as one line of its log.
-	scrapeLog := filepath.Join(dir, "scrape.log")
+	scrapeLog = filepath.Join(dir, "scrape.log")
 	scraped := make(chan int, 1)
 	go func() {
 		var out, errOut bytes.Buffer
@@ -195,7 +218,6 @@ func TestWorkerLogsMerge(t *testing.T) {
 		os.WriteFile(scrapeLog, append(errOut.Bytes(), out.Bytes()...), 0o644)
 		scraped <- code
 	}()
-	var logs []string
 	var cmds []*exec.Cmd
 	for i := range 2 {
 		path := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))
@@ -235,17 +257,14 @@ func TestWorkerLogsMerge(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("lwbench scrape did not end after the workers")
 	}
-	var out, errOut bytes.Buffer
-	root := NewRootCommand()
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	if code := cli.Run(root, append([]string{"merge", "-w", "json", "--etcd-metrics", scrapeLog}, logs...), &errOut); code != 0 {
-		t.Fatalf("lwbench merge of the logs: exit %d: %s", code, errOut.String())
-	}
-	var res report.RunResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatal(err)
-	}
+	return logs, scrapeLog
+}
+
+// checkMergedLogs checks the merge of workerLogs' logs: both workers,
+// every write, validation passed, and etcd's puts by phase as scrape read
+// them.
+func checkMergedLogs(t *testing.T, res *report.RunResult) {
+	t.Helper()
 	if len(res.Workers) != 2 || res.Writes.Planned != 200 || res.Writes.Completed != 200 || !res.Validation.OK() {
 		t.Errorf("merged %d workers, writes %d of %d, validation %s", len(res.Workers), res.Writes.Completed, res.Writes.Planned, res.Validation.Summary())
 	}
