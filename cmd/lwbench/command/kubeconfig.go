@@ -38,7 +38,7 @@ type kubeconfigOptions struct {
 }
 
 func (o *kubeconfigOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.path, "kubeconfig", "", "run the load through the kube-apiservers of an existing cluster this kubeconfig names, starting nothing; needs --endpoints (and the etcd TLS flags) of the cluster's etcd and --prefix, its --etcd-prefix (default "+keyspace.DefaultPrefix+"), to validate against etcd's history. The run writes only in namespaces of its own (lwbench-<random>-ns-N, refused if one exists), never compacts or defragments, and deletes exactly those namespaces at the end, also on failure or interruption; --compaction-interval, if given, is the cluster's --etcd-compaction-interval and bounds how long --hold-back informers wait for a compaction (default: until the writes end)")
+	fs.StringVar(&o.path, "kubeconfig", "", "run the load through the kube-apiservers of an existing cluster this kubeconfig names, starting nothing (\""+inClusterKubeconfig+"\": the cluster the process runs in, as a pod, with its service account: client-go's in-cluster config); needs --endpoints (and the etcd TLS flags) of the cluster's etcd and --prefix, its --etcd-prefix (default "+keyspace.DefaultPrefix+"), to validate against etcd's history. The run writes only in namespaces of its own (lwbench-<random>-ns-N, refused if one exists), never compacts or defragments, and deletes exactly those namespaces at the end, also on failure or interruption; --compaction-interval, if given, is the cluster's --etcd-compaction-interval and bounds how long --hold-back informers wait for a compaction (default: until the writes end)")
 	fs.StringVar(&o.context, "context", "", "with --kubeconfig: the kubeconfig context to use (default: its current-context)")
 	fs.DurationVar(&o.deleteTimeout, "namespace-delete-timeout", kubeload.DefaultNamespaceDeleteTimeout, "with --kubeconfig: how long to wait at the end for the run's namespaces to be gone (the cluster's namespace controller finalizes them)")
 	o.flags = fs
@@ -88,6 +88,9 @@ func (o *kubeconfigOptions) check(external bool) error {
 		}
 		return nil
 	}
+	if o.path == inClusterKubeconfig && o.changed("context") {
+		return cli.FlagErrorf("--kubeconfig %s and --context cannot be used together: the in-cluster config has no contexts", inClusterKubeconfig)
+	}
 	for _, c := range kubeconfigConflicts {
 		if o.changed(c.flag) {
 			return cli.FlagErrorf("--kubeconfig and --%s cannot be used together: %s", c.flag, c.why)
@@ -135,6 +138,12 @@ func (o *kubeconfigOptions) sharedStackFactory(prefix, watchList string, conns k
 // directory is refused before it is read (internal/inputfile).
 const maxKubeconfigBytes = 16 << 20
 
+// inClusterKubeconfig is the --kubeconfig value that names the cluster a
+// pod runs in: its service account's token and CA and the
+// KUBERNETES_SERVICE_HOST/PORT the kubelet sets (client-go
+// rest.InClusterConfig), as lwbench manifest --through-api's workers run.
+const inClusterKubeconfig = "in-cluster"
+
 // restConfig loads the kubeconfig and returns the config of its context
 // (--context, else its current-context). Every file is read through
 // internal/inputfile, never by client-go: the kubeconfig itself (only the
@@ -144,7 +153,17 @@ const maxKubeconfigBytes = 16 << 20
 // directory, as clientcmd resolves them), whose contents take the place of
 // the paths. A tokenFile is checked the same way and left to client-go,
 // which reads it again as it rotates.
+//
+// --kubeconfig in-cluster (inClusterKubeconfig) is the pod's own cluster
+// (rest.InClusterConfig); check refuses --context with it.
 func (o *kubeconfigOptions) restConfig() (*rest.Config, error) {
+	if o.path == inClusterKubeconfig {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", inClusterKubeconfig, err)
+		}
+		return cfg, nil
+	}
 	b, err := inputfile.Read(o.path, maxKubeconfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)

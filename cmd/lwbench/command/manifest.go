@@ -81,8 +81,8 @@ var manifestNotLoadFlags = map[string]string{
 	"apiservers-owned":   "the workers' kube-apiservers are not started by lwbench",
 	"write-out":          "the workers print their result as one line of JSON for lwbench merge (--log-result)",
 	"log-result":         "the manifest's workers print their result to their log already",
-	"kubeconfig":         "the manifest's workers drive etcd directly (--endpoints): a load through the API would need a kubeconfig file in the pod and RBAC the manifest does not grant",
-	"context":            "the manifest's workers drive etcd directly (--endpoints)",
+	"kubeconfig":         "give lwbench manifest --through-api: the workers then reach their cluster's API with the pod's ServiceAccount (--kubeconfig in-cluster) and the RBAC the manifest grants",
+	"context":            "the workers reach their cluster with the pod's ServiceAccount (--through-api)",
 	"interval-csv":       "it writes a file in the pod",
 	"benchstat":          "it writes a file in the pod",
 }
@@ -103,6 +103,10 @@ type manifestOptions struct {
 	// scrape adds the Job of lwbench scrape, the load's one coordinator:
 	// etcd's own /metrics per phase, beside the workers' figures.
 	scrape bool
+	// throughAPI makes the workers drive the load through their
+	// cluster's API (lwbench worker --kubeconfig in-cluster), with the
+	// ClusterRole of loadRules.
+	throughAPI bool
 
 	// Filled by Validate.
 	memoryRequest resource.Quantity
@@ -123,6 +127,7 @@ func (o *manifestOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsSecret, "etcd-tls-secret", "", "Secret (in --namespace) holding ca.crt, tls.crt and tls.key to reach etcd with: mounted at "+etcdTLSDir+" and passed as --cacert, --cert and --key")
 	fs.StringVar(&o.memory, "memory", "", "memory request of each worker (a Kubernetes quantity such as 2Gi; the limit is twice it); default: derived from the shard's informers and objects")
 	fs.BoolVar(&o.scrape, "scrape", true, "also a Job NAME-scrape of one lwbench scrape pod, which holds no load: it follows the barrier and reads the first --endpoints member's /metrics per phase of the load, printed to its log for lwbench merge --etcd-metrics")
+	fs.BoolVar(&o.throughAPI, "through-api", false, "the workers drive the load through the cluster's own API, as client-go processes (lwbench worker --kubeconfig "+inClusterKubeconfig+": the pod's ServiceAccount), not etcd directly; --endpoints (after --) is still the cluster's etcd, read to validate the events. Adds a ClusterRole and ClusterRoleBinding lwbench:NAMESPACE:NAME granting what the load does: namespaces get, create, delete; pods, configmaps and events in every namespace (RBAC cannot confine them to namespaces the load has not created yet)")
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names()+" (json: one v1 List)")
 }
 
@@ -224,6 +229,41 @@ func (o *manifestOptions) validateWorker(index int) (*workerOptions, error) {
 	return got, nil
 }
 
+// loadRoleName is the name of --through-api's ClusterRole and
+// ClusterRoleBinding: cluster-scoped, so the namespace is in it.
+func (o *manifestOptions) loadRoleName() string { return "lwbench:" + o.namespace + ":" + o.name }
+
+// loadRules are what a worker's load through the API does (pkg/kubeload,
+// on a shared cluster: kubeload.NewClients with kubeload.ExistingStack),
+// verb by verb:
+//
+//	namespaces  get     namespace default (checkSameCluster), its own
+//	                    before it starts (refuseExisting) and while they go
+//	            create  its namespaces lwbench-<id>-ns-N (APIWorkload)
+//	            delete  them at the end (deleteNamespaces)
+//	pods        create, get (a conflict's retry), delete: the writers;
+//	            list, watch: the informers, in every namespace;
+//	            list, deletecollection: the cleanup (by label)
+//	pods/status update: a created pod's status (APIWorkload.writePod)
+//	configmaps  create, get (a conflict's retry), update, delete: the
+//	            writers; list, watch: the informers; list,
+//	            deletecollection: the cleanup
+//	events      create, patch: the writers; list, watch: the informers;
+//	            list, deletecollection: the cleanup
+//
+// The informers list and watch in every namespace, and the namespaces do
+// not exist when the role is bound, so a ClusterRole: RBAC cannot confine
+// a rule to namespaces by name pattern.
+func loadRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete", "deletecollection"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch", "create", "patch", "deletecollection"}},
+	}
+}
+
 // barrierName is the barrier ConfigMap's name.
 func (o *manifestOptions) barrierName() string { return o.name + "-barrier" }
 
@@ -232,6 +272,9 @@ func (o *manifestOptions) barrierName() string { return o.name + "-barrier" }
 // --etcd-tls-secret.
 func (o *manifestOptions) workerArgs() []string {
 	args := []string{"worker", "--shards", strconv.Itoa(o.shards), "--barrier-configmap", o.namespace + "/" + o.barrierName(), "--log-result"}
+	if o.throughAPI {
+		args = append(args, "--kubeconfig", inClusterKubeconfig)
+	}
 	args = append(args, o.load...)
 	if o.tlsSecret != "" {
 		args = append(args, "--cacert", etcdTLSDir+"/ca.crt", "--cert", etcdTLSDir+"/tls.crt", "--key", etcdTLSDir+"/tls.key")
@@ -295,7 +338,19 @@ divided among --shards lwbench workers, for kubectl apply -f -:
 
 The load's flags, after --, are lwbench worker's (lwbench run's): the workers
 drive etcd directly, so they need --endpoints, reachable from the pods. They
-are checked here as every worker will check them.`,
+are checked here as every worker will check them.
+
+With --through-api the workers drive the load through the cluster's API
+instead (lwbench worker --kubeconfig in-cluster, as the pod's ServiceAccount):
+each creates, writes and at the end deletes namespaces of its own
+(lwbench-<id>-ns-N), and its informers list and watch in every namespace.
+The manifest then adds ClusterRole and ClusterRoleBinding
+lwbench:NAMESPACE:NAME with exactly the verbs that load uses: namespaces get,
+create and delete; pods get, list, watch, create, delete and
+deletecollection, pods/status update; configmaps get, list, watch, create,
+update, delete and deletecollection; events list, watch, create, patch and
+deletecollection. --endpoints is then the cluster's etcd, which the workers
+read to validate what their informers saw.`,
 		Example: `  lwbench manifest --shards 4 --name load1 -- --endpoints https://etcd:2379 --watchers 1000 --objects 30000 | kubectl apply -f -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
@@ -319,8 +374,9 @@ are checked here as every worker will check them.`,
 }
 
 // makeManifest returns the objects of o's load, in the order kubectl
-// should create them: ServiceAccount, Role, RoleBinding, the barrier
-// ConfigMap, the Job.
+// should create them: ServiceAccount, Role, RoleBinding, (--through-api)
+// ClusterRole and ClusterRoleBinding, the barrier ConfigMap, the Job,
+// (--scrape) the scrape Job.
 func makeManifest(o *manifestOptions) []runtime.Object {
 	labels := func(component string) map[string]string {
 		return map[string]string{
@@ -428,7 +484,21 @@ func makeManifest(o *manifestOptions) []runtime.Object {
 			},
 		},
 	}
-	objs := []runtime.Object{sa, role, binding, cm, job}
+	objs := []runtime.Object{sa, role, binding}
+	if o.throughAPI {
+		cmeta := metav1.ObjectMeta{Name: o.loadRoleName(), Labels: labels("worker")}
+		objs = append(objs, &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: cmeta,
+			Rules:      loadRules(),
+		}, &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: cmeta,
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: o.loadRoleName()},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: o.name, Namespace: o.namespace}},
+		})
+	}
+	objs = append(objs, cm, job)
 	if o.scrape {
 		// One pod that holds no load: it reads the barrier (the Role's
 		// get, list and watch) and etcd's /metrics.
