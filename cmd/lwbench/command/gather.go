@@ -215,8 +215,9 @@ type jobPod struct {
 // wait passes (never with 0) it lists the Job's pods (the Job's selector)
 // again every gatherPollInterval while a completion has a pod pending or
 // running, or none; a failed pod with no other pod for its completion
-// ends the wait at once. The error is one line naming each completion
-// that has no succeeded pod and why; ctx ends the wait with its error.
+// ends the wait at once (the load failed: the manifest's backoffLimit is
+// 0). The error is one line naming each completion that has no succeeded
+// pod and why; ctx ends the wait with its error.
 func waitJobPods(ctx context.Context, cs kubernetes.Interface, ns, name string, indexed bool, wait time.Duration) ([]jobPod, error) {
 	j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -277,9 +278,10 @@ func waitJobPods(ctx context.Context, cs kubernetes.Interface, ns, name string, 
 
 // completionPods sorts the pods of a Job into its n completions (by the
 // completion index annotation when indexed) and returns the succeeded pod
-// of each (the last created, if several), whether a completion without
-// one may still get one (a pod pending or running, or no pod), and, by
-// completion, why each completion has none.
+// of each (the last created, if several), whether to wait for more (a
+// completion has a pod pending or running, or none, and no completion
+// failed for good: one failed pod and nothing after it, which fails the
+// load), and, by completion, why each completion has none.
 func completionPods(items []corev1.Pod, n int, indexed bool) (pods []*corev1.Pod, waiting bool, problems []string) {
 	byIndex := make([][]*corev1.Pod, n)
 	var stray []string
@@ -300,6 +302,7 @@ func completionPods(items []corev1.Pod, n int, indexed bool) (pods []*corev1.Pod
 		byIndex[idx] = append(byIndex[idx], p)
 	}
 	pods = make([]*corev1.Pod, n)
+	failedForGood := false
 	for i, ps := range byIndex {
 		sort.Slice(ps, func(a, b int) bool { return ps[a].CreationTimestamp.Before(&ps[b].CreationTimestamp) })
 		what := "the pod"
@@ -323,13 +326,14 @@ func completionPods(items []corev1.Pod, n int, indexed bool) (pods []*corev1.Pod
 			waiting = true
 			problems = append(problems, what+": pod "+strings.Join(running, ", "))
 		case len(failed) > 0:
+			failedForGood = true
 			problems = append(problems, what+": pod "+strings.Join(failed, ", "))
 		default:
 			waiting = true
 			problems = append(problems, what+": no pod")
 		}
 	}
-	return pods, waiting, append(problems, stray...)
+	return pods, waiting && !failedForGood, append(problems, stray...)
 }
 
 // podFailure says why a failed pod failed: its reason and message, and

@@ -62,8 +62,9 @@ func TestGatherFlags(t *testing.T) {
 // with the Job's labels and completion-index annotation, bound to the
 // Node, and sets their phase). gather's merged result must be byte for
 // byte lwbench merge's of the same logs; then a missing index, a failed
-// pod and a running one each give their one-line error, exit 1, and a
-// cancelled context ends --wait.
+// pod and a running one each give their one-line error, exit 1, --wait
+// returns at once on a failed pod, a cancelled context ends it, and it
+// gathers once a running pod succeeds.
 func TestGatherThroughKubeletAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver, kwok and two worker processes; skipped under -short")
@@ -220,7 +221,12 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 	wantErr("job "+ns+"/"+job+" (--wait DURATION waits for them): index 1: no pod", "--job", job)
 	// Index 1 failed.
 	makePod(jobs[0], job+"-1-failed", 1, corev1.PodFailed)
-	wantErr("job "+ns+"/"+job+": index 1: pod "+job+"-1-failed failed (Error: container worker exit code 1 Error)", "--job", job)
+	// (--wait does not wait: the load failed.)
+	began := time.Now()
+	wantErr("job "+ns+"/"+job+": index 1: pod "+job+"-1-failed failed (Error: container worker exit code 1 Error)", "--job", job, "--wait", "1h")
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("gather --wait 1h with a failed pod took %v: want the failure at once", d)
+	}
 	// Index 1 failed, retried and running: a wait that the context ends.
 	makePod(jobs[0], job+"-1-running", 1, corev1.PodRunning)
 	wantErr("index 1: pod "+job+"-1-running is Running", "--job", job)
@@ -228,11 +234,50 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 	o.out.format = "json"
 	cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
 	defer ccancel()
-	began := time.Now()
+	began = time.Now()
 	err = runGather(cctx, o, &bytes.Buffer{}, &bytes.Buffer{})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "is Running") || time.Since(began) > 10*time.Second {
 		t.Errorf("gather --wait 1h, context ended after 3s: %v after %v; want the context's error naming the running pod, at once", err, time.Since(began))
 	}
+	// --wait waits for a running pod that then succeeds.
+	for _, p := range []string{job + "-0-noresult", job + "-1-failed", job + "-1-running"} {
+		if err := cs.CoreV1().Pods(ns).Delete(ctx, p, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makePod(jobs[0], podName(job, 0), 0, corev1.PodSucceeded)
+	makePod(jobs[0], podName(job, 1), 1, corev1.PodRunning)
+	type gathered struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan gathered, 1)
+	go func() {
+		out, errOut, code := gather("--job", job, "--scrape-job", scrapeJob, "-w", "json", "--wait", "1m")
+		done <- gathered{out, errOut, code}
+	}()
+	select {
+	case g := <-done:
+		t.Fatalf("gather --wait 1m ended with index 1 running: exit %d, %s", g.code, g.errOut)
+	case <-time.After(3 * time.Second):
+	}
+	p1, err := cs.CoreV1().Pods(ns).Get(ctx, podName(job, 1), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.Status.Phase = corev1.PodSucceeded
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-done:
+		if g.code != 0 || g.out != mergeOut.String() {
+			t.Errorf("gather --wait after index 1 succeeded: exit %d, %s; same result as merge's: %v", g.code, g.errOut, g.out == mergeOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gather --wait 1m did not end 30 s after the last pod succeeded")
+	}
+
 	// A Job that is not Indexed is not the workers'.
 	wantErr("job "+ns+"/"+scrapeJob+" is not an Indexed Job", "--job", scrapeJob)
 	wantErr("job "+ns+"/nosuch not found", "--job", "nosuch")
