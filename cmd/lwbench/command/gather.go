@@ -25,11 +25,16 @@ import (
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
-// gatherTailLines is how many of a pod's last log lines gather reads: the
-// result line is printed after everything else (lwbench worker
-// --log-result, lwbench scrape --log-result), and only what the container's
-// standard error wrote in the same moment can follow it.
-const gatherTailLines = 100
+// gatherTailLines is how many of a pod's last log lines gather asks for.
+// The result line is printed after everything else (lwbench worker
+// --log-result, lwbench scrape --log-result), but the node keeps a line
+// longer than the container runtime's maximum as several partial records,
+// each a line of the log file that tailLines counts (the CRI log format,
+// k8s.io/cri-client pkg/logs; containerd's max_container_log_line_size is
+// 16 KiB), and a worker's result line with its histograms may be hundreds
+// of KiB: 10,000 records hold a result line of 156 MiB at 16 KiB a record,
+// more than the bytes gather reads (maxResultLineBytes).
+const gatherTailLines = 10000
 
 // gatherPollInterval is how often gather --wait lists the Job's pods again.
 const gatherPollInterval = 2 * time.Second
@@ -86,8 +91,8 @@ reader and the same merge). It wants exactly one succeeded pod per completion
 index of the Job; an index with no pod, a failed pod or one still running is
 named in a one-line error (exit 1). With --scrape-job the log of lwbench
 scrape's pod gives etcd's own figures per phase, as merge --etcd-metrics.
-Each log is read from its last 100 lines, at most 64 MiB; a log whose result
-line is missing or larger is refused.`,
+Each log is read from its last 10,000 lines, at most 64 MiB; a log whose
+result line is missing or larger is refused.`,
 		Example: `  lwbench gather --namespace lwbench-load --job load1 --scrape-job load1-scrape --wait 1h`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {

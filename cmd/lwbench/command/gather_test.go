@@ -90,9 +90,10 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 	podName := func(j string, i int) string { return fmt.Sprintf("%s-%d-x%d", j, i, i) }
 	// The kubelet's log files (CRI format) and KWOK's Logs naming them.
 	var logsConf strings.Builder
+	records := 0 // the most records of one line
 	addLog := func(pod, container, src string) {
 		dst := filepath.Join(dir, pod+".log")
-		criLog(t, src, dst)
+		records = max(records, criLog(t, src, dst))
 		fmt.Fprintf(&logsConf, "---\napiVersion: kwok.x-k8s.io/v1alpha1\nkind: Logs\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  logs:\n  - containers: [%s]\n    logsFile: %s\n",
 			pod, ns, container, dst)
 	}
@@ -102,6 +103,10 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 	addLog(podName(scrapeJob, 0), "scrape", scrapeLog)
 	// A worker's pod whose log holds no result line.
 	addLog(job+"-0-noresult", "worker", scrapeLog)
+	if records < 2 {
+		t.Errorf("no result line took more than one CRI record: the partial records are not tested")
+	}
+	t.Logf("the longest log line took %d CRI records", records)
 	port := startKWOK(t, ctx, bins.KWOK, kubeconfig, logsConf.String(), filepath.Join(dir, "kwok"))
 
 	// A node whose kubelet is KWOK's server: kube-apiserver reaches a
@@ -198,7 +203,7 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 	// A log over the bound, and one without a result line.
 	o := &gatherOptions{kubeconfig: kubeconfig, namespace: ns, job: job, maxLogBytes: 1000}
 	o.out.format = "json"
-	if err := runGather(ctx, o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "pod "+ns+"/"+podName(job, 0)+": the last 100 lines of its log are more than 1000 bytes") {
+	if err := runGather(ctx, o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "pod "+ns+"/"+podName(job, 0)+": the last 10000 lines of its log are more than 1000 bytes") {
 		t.Errorf("gather with logs over a 1000-byte bound: %v", err)
 	}
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, podName(job, 0), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -298,11 +303,19 @@ func writeAdminKubeconfig(t *testing.T, rc *rest.Config, path string) string {
 	return path
 }
 
-// criLog writes the lines of the log at src to dst as a kubelet keeps a
-// container's log (the CRI format: time, stream, the tag F of a full
-// line, the line), which KWOK's containerLogs reads
-// (k8s.io/cri-client pkg/logs).
-func criLog(t *testing.T, src, dst string) {
+// criMaxRecordBytes is the longest record of criLog's files: a longer line
+// is kept as partial records, as containerd keeps a line longer than its
+// max_container_log_line_size (16 KiB by default); 1 KiB here so that the
+// small result lines of this test's workers are split too.
+const criMaxRecordBytes = 1 << 10
+
+// criLog writes the lines of the log at src to dst as a node keeps a
+// container's log (the CRI format: time, stream, tag, content; a line
+// longer than criMaxRecordBytes as partial records, tag P, then the rest,
+// tag F), which KWOK's containerLogs reads and joins again
+// (k8s.io/cri-client pkg/logs). It returns the most records one line
+// took.
+func criLog(t *testing.T, src, dst string) int {
 	t.Helper()
 	in, err := os.Open(src)
 	if err != nil {
@@ -313,8 +326,15 @@ func criLog(t *testing.T, src, dst string) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, maxResultLineBytes)
 	now := time.Now().UTC()
+	most := 0
 	for sc.Scan() {
-		fmt.Fprintf(&b, "%s stdout F %s\n", now.Format(time.RFC3339Nano), sc.Bytes())
+		line := sc.Bytes()
+		most = max(most, (len(line)+criMaxRecordBytes-1)/criMaxRecordBytes)
+		for len(line) > criMaxRecordBytes {
+			fmt.Fprintf(&b, "%s stdout P %s\n", now.Format(time.RFC3339Nano), line[:criMaxRecordBytes])
+			line = line[criMaxRecordBytes:]
+		}
+		fmt.Fprintf(&b, "%s stdout F %s\n", now.Format(time.RFC3339Nano), line)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -322,6 +342,7 @@ func criLog(t *testing.T, src, dst string) {
 	if err := os.WriteFile(dst, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return most
 }
 
 // startKWOK starts kwok from binDir (its default stages, which it needs to
