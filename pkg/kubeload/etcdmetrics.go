@@ -2,6 +2,7 @@ package kubeload
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,12 @@ const (
 	etcdSlowWatchers  = "etcd_debugging_mvcc_slow_watcher_total"
 	etcdBackendCommit = "etcd_disk_backend_commit_duration_seconds"
 	etcdWALFsync      = "etcd_disk_wal_fsync_duration_seconds"
+	// etcdGRPCHandled is go-grpc-prometheus' count of RPCs the member
+	// completed, by grpc_service, grpc_method, grpc_type and grpc_code
+	// (github.com/grpc-ecosystem/go-grpc-prometheus server_metrics.go,
+	// registered by server/embed/etcd.go); a stream (Watch,
+	// LeaseKeepAlive) counts when it ends.
+	etcdGRPCHandled = "grpc_server_handled_total"
 )
 
 // etcdSampleEvery is how often a cluster's run samples etcd's /metrics
@@ -44,7 +52,7 @@ const etcdSampleEvery = time.Second
 
 // etcdMetricNames are the metrics etcdScrape keeps.
 var etcdMetricNames = []string{etcdDBSize, etcdDBSizeInUse, etcdPuts, etcdDeletes, etcdRanges, etcdTxns, etcdProposals,
-	etcdWatchers, etcdSlowWatchers, etcdBackendCommit, etcdWALFsync}
+	etcdWatchers, etcdSlowWatchers, etcdBackendCommit, etcdWALFsync, etcdGRPCHandled}
 
 // bucket is one cumulative histogram bucket: the observations at most
 // upperBound seconds.
@@ -54,12 +62,18 @@ type bucket struct {
 }
 
 // etcdScrape is one scrape of a member's /metrics: each kept metric's
-// value summed over its series, and the histograms' buckets.
+// value summed over its series, the histograms' buckets, and
+// grpc_server_handled_total by RPC and code.
 type etcdScrape struct {
-	at     time.Time
-	values map[string]float64
-	hists  map[string][]bucket // by upper bound, +Inf last
+	at      time.Time
+	values  map[string]float64
+	hists   map[string][]bucket // by upper bound, +Inf last
+	handled map[rpcCode]float64
 }
+
+// rpcCode is one series of grpc_server_handled_total, its grpc_type
+// summed over (a method has one type).
+type rpcCode struct{ service, method, code string }
 
 // keepEtcdMetric reports whether a line of etcd's /metrics is of
 // etcdMetricNames (a histogram's _bucket, _sum and _count lines
@@ -89,9 +103,24 @@ func parseEtcdMetrics(r io.Reader) (*etcdScrape, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &etcdScrape{values: map[string]float64{}, hists: map[string][]bucket{}}
+	s := &etcdScrape{values: map[string]float64{}, hists: map[string][]bucket{}, handled: map[rpcCode]float64{}}
 	for name, f := range families {
 		for _, m := range f.GetMetric() {
+			if name == etcdGRPCHandled {
+				var k rpcCode
+				for _, lp := range m.GetLabel() {
+					switch lp.GetName() {
+					case "grpc_service":
+						k.service = lp.GetValue()
+					case "grpc_method":
+						k.method = lp.GetValue()
+					case "grpc_code":
+						k.code = lp.GetValue()
+					}
+				}
+				s.handled[k] += m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+				continue
+			}
 			switch f.GetType() {
 			case dto.MetricType_COUNTER:
 				s.values[name] += m.GetCounter().GetValue()
@@ -163,8 +192,58 @@ func scrapeEtcd(ctx context.Context, hc *http.Client, endpoint string) (*etcdScr
 // etcdPhaseAcc accumulates one phase of etcd's metrics.
 type etcdPhaseAcc struct {
 	report.EtcdMetricsPhase
-	deltas map[string]float64
-	hists  map[string][]bucket
+	deltas  map[string]float64
+	hists   map[string][]bucket
+	handled map[rpcCode]float64
+}
+
+func newEtcdPhaseAcc(phase string) *etcdPhaseAcc {
+	return &etcdPhaseAcc{EtcdMetricsPhase: report.EtcdMetricsPhase{Phase: phase}, deltas: map[string]float64{},
+		hists: map[string][]bucket{}, handled: map[rpcCode]float64{}}
+}
+
+// addBuckets adds the bucket counts of bs to acc's histogram name; bounds
+// that differ from those acc holds (another etcd release) are skipped.
+func (acc *etcdPhaseAcc) addBuckets(name string, bs []bucket) {
+	sum := acc.hists[name]
+	if sum == nil {
+		sum = make([]bucket, len(bs))
+		for i := range bs {
+			sum[i].upperBound = bs[i].upperBound
+		}
+		acc.hists[name] = sum
+	}
+	if len(sum) != len(bs) {
+		return
+	}
+	for i := range bs {
+		sum[i].count += bs[i].count
+	}
+}
+
+// phase returns the figures acc accumulated: counters' increases, p99s
+// from the histograms' bucket increases, and the handled RPCs sorted by
+// service, method and code.
+func (acc *etcdPhaseAcc) phase() report.EtcdMetricsPhase {
+	p := acc.EtcdMetricsPhase
+	p.Puts, p.Deletes, p.Ranges, p.Txns = int64(acc.deltas[etcdPuts]), int64(acc.deltas[etcdDeletes]), int64(acc.deltas[etcdRanges]), int64(acc.deltas[etcdTxns])
+	p.ProposalsCommitted = int64(acc.deltas[etcdProposals])
+	if bs := acc.hists[etcdBackendCommit]; len(bs) > 0 {
+		p.BackendCommits, p.BackendCommitP99Ms = int64(bs[len(bs)-1].count), histogramQuantile(0.99, bs)*1000
+	}
+	if bs := acc.hists[etcdWALFsync]; len(bs) > 0 {
+		p.WALFsyncs, p.WALFsyncP99Ms = int64(bs[len(bs)-1].count), histogramQuantile(0.99, bs)*1000
+	}
+	p.HandledRPCs = nil
+	for k, n := range acc.handled {
+		if n > 0 {
+			p.HandledRPCs = append(p.HandledRPCs, report.EtcdHandledRPCs{Service: k.service, Method: k.method, Code: k.code, Count: int64(n)})
+		}
+	}
+	slices.SortFunc(p.HandledRPCs, func(a, b report.EtcdHandledRPCs) int {
+		return cmp.Or(strings.Compare(a.Service, b.Service), strings.Compare(a.Method, b.Method), strings.Compare(a.Code, b.Code))
+	})
+	return p
 }
 
 // etcdSampler samples, every interval until stopped, the counting
@@ -325,7 +404,7 @@ func (s *etcdSampler) noteScrapeLocked(sc *etcdScrape, at float64, phase string)
 	}
 	acc := s.phases[phase]
 	if acc == nil {
-		acc = &etcdPhaseAcc{EtcdMetricsPhase: report.EtcdMetricsPhase{Phase: phase}, deltas: map[string]float64{}, hists: map[string][]bucket{}}
+		acc = newEtcdPhaseAcc(phase)
 		s.phases[phase] = acc
 		s.order = append(s.order, phase)
 	}
@@ -335,22 +414,20 @@ func (s *etcdSampler) noteScrapeLocked(sc *etcdScrape, at float64, phase string)
 	}
 	acc.Watchers = max(acc.Watchers, int64(sc.values[etcdWatchers]))
 	acc.SlowWatchers = max(acc.SlowWatchers, int64(sc.values[etcdSlowWatchers]))
+	acc.DBSizeBytes = max(acc.DBSizeBytes, int64(sc.values[etcdDBSize]))
+	for name, cur := range sc.handled {
+		acc.handled[name] += max(cur-prev.handled[name], 0)
+	}
 	for _, name := range []string{etcdBackendCommit, etcdWALFsync} {
 		cur, old := sc.hists[name], prev.hists[name]
 		if len(cur) != len(old) {
 			continue // a member restarted with other bounds: not comparable
 		}
-		sum := acc.hists[name]
-		if sum == nil {
-			sum = make([]bucket, len(cur))
-			for i := range cur {
-				sum[i].upperBound = cur[i].upperBound
-			}
-			acc.hists[name] = sum
-		}
+		d := make([]bucket, len(cur))
 		for i := range cur {
-			sum[i].count += max(cur[i].count-old[i].count, 0)
+			d[i] = bucket{upperBound: cur[i].upperBound, count: max(cur[i].count-old[i].count, 0)}
 		}
+		acc.addBuckets(name, d)
 	}
 }
 
@@ -396,17 +473,7 @@ func (s *etcdSampler) finish(ctx context.Context) (*report.EtcdWriteSeries, *rep
 	m := s.metrics
 	m.Phases = []report.EtcdMetricsPhase{}
 	for _, name := range s.order {
-		acc := s.phases[name]
-		p := acc.EtcdMetricsPhase
-		p.Puts, p.Deletes, p.Ranges, p.Txns = int64(acc.deltas[etcdPuts]), int64(acc.deltas[etcdDeletes]), int64(acc.deltas[etcdRanges]), int64(acc.deltas[etcdTxns])
-		p.ProposalsCommitted = int64(acc.deltas[etcdProposals])
-		if bs := acc.hists[etcdBackendCommit]; len(bs) > 0 {
-			p.BackendCommits, p.BackendCommitP99Ms = int64(bs[len(bs)-1].count), histogramQuantile(0.99, bs)*1000
-		}
-		if bs := acc.hists[etcdWALFsync]; len(bs) > 0 {
-			p.WALFsyncs, p.WALFsyncP99Ms = int64(bs[len(bs)-1].count), histogramQuantile(0.99, bs)*1000
-		}
-		m.Phases = append(m.Phases, p)
+		m.Phases = append(m.Phases, s.phases[name].phase())
 	}
 	return writes, &m
 }
@@ -421,38 +488,120 @@ func (s *etcdSampler) halt() {
 	<-s.done
 }
 
-// EtcdMetricsSampler reads one etcd member's own /metrics every interval
-// and accumulates its counters per phase (report.EtcdMetrics: puts,
-// deletes, ranges, txns, proposals committed, watchers, backend commit
-// and WAL fsync p99, db size over time), each scrape's increase counted in
-// the phase current at the scrape. `lwbench run --workers` uses it to set
-// etcd's own figures beside the workers' merged client figures.
-type EtcdMetricsSampler struct{ s *etcdSampler }
+// EtcdMetricsSampler reads the own /metrics of every member of an etcd
+// cluster every interval and accumulates their counters per phase
+// (report.EtcdMetrics: puts, deletes, ranges, txns, proposals committed,
+// watchers, db size, backend commit and WAL fsync p99, RPCs handled by
+// method and code), each scrape's increase counted in the phase current
+// at the scrape. `lwbench run --workers` and `lwbench scrape` use it to
+// set etcd's own figures beside the workers' merged client figures.
+type EtcdMetricsSampler struct{ members []*etcdSampler }
 
-// SampleEtcdMetrics starts sampling endpoint's /metrics (an https
-// endpoint with tlsCfg) every interval, a first scrape at once; phase
-// names the phase current at each scrape; offsets run from epoch. A
-// scrape that fails is counted in the result, not returned.
-func SampleEtcdMetrics(ctx context.Context, endpoint string, tlsCfg *tls.Config, epoch time.Time, interval time.Duration, phase func() string) *EtcdMetricsSampler {
-	return &EtcdMetricsSampler{s: startEtcdSampler(ctx, nil, phase, epoch, interval, endpoint, tlsCfg, nil)}
-}
-
-// SampleNow takes a sample at once, in the phase current now, and
-// returns when it is done (or at once when sampling has stopped): call it
-// before the phase changes, so that the increase up to the change counts
-// in the phase it ends.
-func (m *EtcdMetricsSampler) SampleNow() {
-	ack := make(chan struct{})
-	select {
-	case m.s.now <- ack:
-		<-ack
-	case <-m.s.done:
+// SampleEtcdMetrics starts sampling the /metrics of each of endpoints
+// (the members' client URLs; an https one with tlsCfg) every interval, a
+// first scrape at once; phase names the phase current at each scrape;
+// offsets run from epoch. A scrape that fails is counted in the result,
+// not returned. Without endpoints it samples nothing, and Finish returns
+// nil.
+func SampleEtcdMetrics(ctx context.Context, endpoints []string, tlsCfg *tls.Config, epoch time.Time, interval time.Duration, phase func() string) *EtcdMetricsSampler {
+	m := &EtcdMetricsSampler{members: make([]*etcdSampler, len(endpoints))}
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		wg.Go(func() { m.members[i] = startEtcdSampler(ctx, nil, phase, epoch, interval, ep, tlsCfg, nil) })
 	}
+	wg.Wait()
+	return m
 }
 
-// Finish stops sampling, takes a last scrape unless ctx has ended, and
-// returns what was read.
+// SampleNow takes a sample of every member at once, in the phase current
+// now, and returns when they are done (at once for a member whose
+// sampling has stopped): call it before the phase changes, so that the
+// increase up to the change counts in the phase it ends.
+func (m *EtcdMetricsSampler) SampleNow() {
+	var wg sync.WaitGroup
+	for _, s := range m.members {
+		wg.Go(func() {
+			ack := make(chan struct{})
+			select {
+			case s.now <- ack:
+				<-ack
+			case <-s.done:
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Finish stops sampling, takes a last scrape of every member unless ctx
+// has ended, and returns what was read: with one member its figures; with
+// several, report.EtcdMetrics' sums over them and each one's in Members.
+// nil without endpoints.
 func (m *EtcdMetricsSampler) Finish(ctx context.Context) *report.EtcdMetrics {
-	_, metrics := m.s.finish(ctx)
-	return metrics
+	ms := make([]*report.EtcdMetrics, len(m.members))
+	var wg sync.WaitGroup
+	for i, s := range m.members {
+		wg.Go(func() { _, ms[i] = s.finish(ctx) })
+	}
+	wg.Wait()
+	switch len(ms) {
+	case 0:
+		return nil
+	case 1:
+		return ms[0]
+	}
+	return sumEtcdMembers(m.members, ms)
+}
+
+// sumEtcdMembers returns the figures of several members, ms (of the
+// finished samplers ss, in the same order), as report.EtcdMetrics
+// documents them: the first member's endpoint and db samples, the
+// phases (in the order first seen across members) summed over the
+// members, their p99s from the members' histogram buckets summed bucket
+// by bucket (never percentiles averaged), the failures of all, and each
+// member's own figures.
+func sumEtcdMembers(ss []*etcdSampler, ms []*report.EtcdMetrics) *report.EtcdMetrics {
+	out := *ms[0]
+	out.Errors, out.Error, out.FailedAtMs = 0, "", nil
+	sums := map[string]*etcdPhaseAcc{}
+	var order []string
+	for i, mm := range ms {
+		out.Members = append(out.Members, report.EtcdMemberMetrics{Endpoint: mm.Endpoint, Samples: mm.Samples, Phases: mm.Phases,
+			Errors: mm.Errors, Error: mm.Error})
+		out.Errors += mm.Errors
+		if out.Error == "" {
+			out.Error = mm.Error
+		}
+		out.FailedAtMs = append(out.FailedAtMs, mm.FailedAtMs...)
+		s := ss[i]
+		s.mu.Lock()
+		for _, name := range s.order {
+			acc := s.phases[name]
+			sum := sums[name]
+			if sum == nil {
+				sum = newEtcdPhaseAcc(name)
+				sums[name] = sum
+				order = append(order, name)
+			}
+			sum.DurationMs = max(sum.DurationMs, acc.DurationMs)
+			for k, v := range acc.deltas {
+				sum.deltas[k] += v
+			}
+			for k, v := range acc.handled {
+				sum.handled[k] += v
+			}
+			for k, bs := range acc.hists {
+				sum.addBuckets(k, bs)
+			}
+			sum.Watchers += acc.Watchers
+			sum.SlowWatchers += acc.SlowWatchers
+			sum.DBSizeBytes += acc.DBSizeBytes
+		}
+		s.mu.Unlock()
+	}
+	slices.Sort(out.FailedAtMs)
+	out.Phases = []report.EtcdMetricsPhase{}
+	for _, name := range order {
+		out.Phases = append(out.Phases, sums[name].phase())
+	}
+	return &out
 }

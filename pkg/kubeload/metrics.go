@@ -127,7 +127,13 @@ const (
 //     etcd_request_duration_seconds, read as _count and _sum;
 //     apiserver_storage_events_received_total, events from etcd watches);
 //   - API Priority and Fairness: k8s.io/apiserver/pkg/util/flowcontrol/metrics/metrics.go
-//     (apiserver_flowcontrol_rejected_requests_total).
+//     (apiserver_flowcontrol_rejected_requests_total);
+//   - objects stored per resource, a gauge refreshed periodically, not
+//     at each write ("at the time of last check"; -1 when the count
+//     failed): k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go
+//     (apiserver_resource_objects by group and resource since 1.34;
+//     apiserver_storage_objects, deprecated in 1.34.0 and hidden in 1.37,
+//     read where present).
 //
 // apiserver_registered_watchers no longer exists in 1.37; watches are
 // apiserver_longrunning_requests{verb="WATCH"}. A CounterVec without
@@ -152,6 +158,8 @@ var apiserverMetrics = []metricSpec{
 	{"etcd_request_errors_total", []string{"operation", "group", "resource"}},
 	{"etcd_request_duration_seconds", []string{"operation", "group", "resource"}},
 	{"apiserver_flowcontrol_rejected_requests_total", []string{"priority_level", "flow_schema", "reason"}},
+	{"apiserver_resource_objects", []string{"group", "resource"}},
+	{"apiserver_storage_objects", []string{"resource"}},
 	{metricCPUSeconds, nil},
 	{metricRSSBytes, nil},
 }
@@ -611,4 +619,39 @@ func SeriesLabel(m report.APIServerMetric) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// APIServerMeter reads the own /metrics of kube-apiservers at each phase
+// boundary a caller sets (SetPhase) and attributes every counter's
+// increase to the phase that ends, a gauge its value at the phase's end;
+// it samples the resident set of those running on this machine every
+// 250 ms. `lwbench run --workers --kube-apiserver` and `lwbench scrape
+// --kubeconfig` set its figures (report.RunResult.APIServers and
+// APIServerMetrics) beside the workers' client figures.
+type APIServerMeter struct{ m *meter }
+
+// MeterAPIServers scrapes every server once (the baseline) and counts
+// into phase from then on; a server without a RESTConfig is metered from
+// /proc alone (its PID). logf is told of each failed scrape, whose
+// increase then goes to the next phase scraped. It fails when a server's
+// RESTConfig gives no HTTP client.
+func MeterAPIServers(ctx context.Context, servers []APIServer, phase string, logf func(string, ...any)) (*APIServerMeter, error) {
+	m, err := startMeter(ctx, servers, phase, logf)
+	if err != nil {
+		return nil, err
+	}
+	return &APIServerMeter{m: m}, nil
+}
+
+// SetPhase scrapes every server, attributing what changed since the last
+// scrape to the phase that ends, and counts into phase from now on (a
+// phase entered again sums).
+func (a *APIServerMeter) SetPhase(ctx context.Context, phase string) { a.m.setPhase(ctx, phase) }
+
+// Finish scrapes every server a last time, stops sampling and returns
+// each server's CPU and memory (by phase) and its metrics per phase, in
+// the servers' order, then the phases' (as report.RunResult documents
+// APIServerMetrics); series that were 0 in a phase are left out.
+func (a *APIServerMeter) Finish(ctx context.Context) ([]report.APIServerUsage, []report.APIServerMetric) {
+	return a.m.finish(ctx)
 }
