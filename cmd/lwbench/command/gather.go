@@ -152,7 +152,7 @@ func runGather(ctx context.Context, o *gatherOptions, out, errOut io.Writer) err
 	if err != nil {
 		return err
 	}
-	var m *report.EtcdMetrics
+	var m *report.ServerMetrics
 	metricsName := ""
 	if o.scrapeJob != "" {
 		pods, err := waitJobPods(ctx, cs, ns, o.scrapeJob, false, o.wait)
@@ -164,7 +164,7 @@ func runGather(ctx context.Context, o *gatherOptions, out, errOut io.Writer) err
 		if err != nil {
 			return err
 		}
-		if m, err = decodeEtcdMetrics(b); err != nil {
+		if m, err = decodeServerMetrics(b); err != nil {
 			return fmt.Errorf("%s: %w", metricsName, err)
 		}
 	}

@@ -21,13 +21,14 @@ type mergeOptions struct {
 	out   outputOptions
 	files []string
 	// etcdMetrics is `lwbench scrape`'s output (its JSON, or its pod's
-	// log), set beside the merged client figures.
+	// log): etcd's and kube-apiserver's own figures, set beside the
+	// merged client figures.
 	etcdMetrics string
 }
 
 func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
 	o.out.AddFlags(fs, false)
-	fs.StringVar(&o.etcdMetrics, "etcd-metrics", "", "etcd's own /metrics per phase of the load, as lwbench scrape printed it (its JSON, or its pod's log), set beside the merged figures")
+	fs.StringVar(&o.etcdMetrics, "etcd-metrics", "", "etcd's (and kube-apiserver's) own /metrics per phase of the load, as lwbench scrape printed them (its JSON, or its pod's log), set beside the merged figures")
 }
 
 func (o *mergeOptions) Validate() error {
@@ -81,9 +82,9 @@ func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var m *report.EtcdMetrics
+	var m *report.ServerMetrics
 	if o.etcdMetrics != "" {
-		if m, err = readEtcdMetrics(o.etcdMetrics); err != nil {
+		if m, err = readServerMetrics(o.etcdMetrics); err != nil {
 			return fmt.Errorf("--etcd-metrics: %w", err)
 		}
 	}
@@ -92,22 +93,31 @@ func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 
 // mergeWorkerResults merges results (report.MergeRuns), the workers' of
 // one load, names[i] naming where results[i] came from (a file, a pod),
-// sets etcd's figures m (from metricsName; nil for none) beside them and
+// sets the servers' own figures m (etcd's and kube-apiserver's, from
+// metricsName; nil for none) beside them and
 // renders the merged result as `lwbench run` does: the run summary
 // (makeRunTable), the workers table (table and markdown), what follows a
 // run's summary (writeRunTail). lwbench merge and lwbench gather both
 // end here. It returns a merge error before printing anything, and after
 // printing the broken guarantees and a failed cleanup, as `lwbench run`.
-func mergeWorkerResults(oo *outputOptions, names []string, results []*report.RunResult, metricsName string, m *report.EtcdMetrics, out, errOut io.Writer) error {
+func mergeWorkerResults(oo *outputOptions, names []string, results []*report.RunResult, metricsName string, m *report.ServerMetrics, out, errOut io.Writer) error {
 	res, err := report.MergeRuns(results)
 	if err != nil {
 		return fmt.Errorf("merge: %w (%s)", err, shardLegend(names, results))
 	}
 	if m != nil {
-		if res.EtcdMetrics != nil {
+		switch {
+		case m.EtcdMetrics != nil && res.EtcdMetrics != nil:
 			return fmt.Errorf("%s: the workers' results hold etcd's /metrics already (%s)", metricsName, res.EtcdMetrics.Endpoint)
+		case len(m.APIServers) > 0 && len(res.APIServers) > 0:
+			return fmt.Errorf("%s: the workers' results hold kube-apiserver's /metrics already (%s)", metricsName, res.APIServers[0].Server)
 		}
-		res.EtcdMetrics = m
+		if m.EtcdMetrics != nil {
+			res.EtcdMetrics = m.EtcdMetrics
+		}
+		if len(m.APIServers) > 0 {
+			res.APIServers, res.APIServerMetrics = m.APIServers, m.APIServerMetrics
+		}
 	}
 	return writeRunResult(oo, out, errOut, res, nil, nil)
 }

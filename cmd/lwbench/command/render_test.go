@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -245,7 +246,7 @@ func TestClusterRunResultGolden(t *testing.T) {
 	text := strings.Join(strings.Fields(string(renderRun(t, output.FormatTable, r))), " ") // unwrapped
 	want := "etcd's db size from Maintenance Status (http://127.0.0.1:2379, every 1.0 s): db size (in use) over 3 samples: first 20 MiB (12 MiB), peak 24 MiB (18 MiB) at 25.0 s in steady, " +
 		"last 10 MiB (9.0 MiB); 2 reads failed (issued from 31.0 s to 32.0 s), the first: context deadline exceeded"
-	if strings.Contains(text, "etcd phase (its /metrics)") || !strings.Contains(text, want) {
+	if strings.Contains(text, "etcd phase (/metrics)") || !strings.Contains(text, want) {
 		t.Errorf("sizes from Status rendered as:\n%s\nwant no /metrics table and %q", text, want)
 	}
 }
@@ -318,6 +319,7 @@ func TestRunTableWidth(t *testing.T) {
 		{"synthetic", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(syntheticRun())) }},
 		{"wide", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(wide)) }},
 		{"through kube-apiserver", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, kube) }},
+		{"servers' metrics of 3 members", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, serversRun()) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(string(tt.render(t)), "\n"), "\n")
@@ -339,6 +341,64 @@ func TestRunTableWidth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// serversRun is a run through kube-apiserver with the widest figures of
+// the servers' own /metrics: three etcd members, RPCs that failed, and an
+// apiserver's metrics, in phases of the longest names.
+func serversRun() *report.RunResult {
+	r := syntheticKubeRun()
+	const long = "released after compaction 1"
+	rpcs := []report.EtcdHandledRPCs{{Service: "etcdserverpb.KV", Method: "Range", Code: "OK", Count: 123456},
+		{Service: "etcdserverpb.KV", Method: "Txn", Code: "OK", Count: 234567}, {Service: "etcdserverpb.KV", Method: "Txn", Code: "Unavailable", Count: 12},
+		{Service: "etcdserverpb.Lease", Method: "LeaseGrant", Code: "OK", Count: 3000}, {Service: "etcdserverpb.Watch", Method: "Watch", Code: "Canceled", Count: 1000},
+		{Service: "etcdserverpb.Maintenance", Method: "Status", Code: "OK", Count: 30}}
+	phase := func(name string, k int64) report.EtcdMetricsPhase {
+		return report.EtcdMetricsPhase{Phase: name, DurationMs: 30000, Puts: 123456 * k, Deletes: 12345 * k, Ranges: 234567 * k, Txns: 1234 * k,
+			ProposalsCommitted: 123456 * k, Watchers: 12345 * k, SlowWatchers: 123 * k, DBSizeBytes: 1234 << 20, BackendCommits: 4000,
+			BackendCommitP99Ms: 1234.5, WALFsyncs: 5000, WALFsyncP99Ms: 2345.25, HandledRPCs: rpcs}
+	}
+	m := &report.EtcdMetrics{Endpoint: "http://127.0.0.1:23790", IntervalMs: 1000, Samples: []report.EtcdDBSample{{AtMs: 1000, Phase: "seed", DBSizeBytes: 1 << 30}},
+		Phases: []report.EtcdMetricsPhase{phase("seed", 3), phase(long, 3)}}
+	for i := range 3 {
+		m.Members = append(m.Members, report.EtcdMemberMetrics{Endpoint: fmt.Sprintf("http://127.0.0.1:2379%d", i),
+			Phases: []report.EtcdMetricsPhase{phase("seed", 1), phase(long, 1)}})
+	}
+	r.EtcdMetrics = m
+	r.APIServers[0].Phases = append(r.APIServers[0].Phases, report.APIServerPhaseUsage{Phase: long, DurationMs: 5000, CPUSeconds: 9.5, PeakResidentMemoryBytes: 12e9})
+	for _, p := range []string{"seed", long} {
+		r.APIServerMetrics = append(r.APIServerMetrics,
+			report.APIServerMetric{Server: "apiserver0", Phase: p, Name: "apiserver_request_total", Labels: map[string]string{"verb": "POST", "resource": "pods", "code": "201"}, Value: 1234567},
+			report.APIServerMetric{Server: "apiserver0", Phase: p, Name: "apiserver_request_total", Labels: map[string]string{"verb": "PATCH", "resource": "pods", "code": "429"}, Value: 123456},
+			report.APIServerMetric{Server: "apiserver0", Phase: p, Name: "etcd_requests_total", Labels: map[string]string{"operation": "create", "resource": "pods"}, Value: 1234567},
+			report.APIServerMetric{Server: "apiserver0", Phase: p, Name: "apiserver_resource_objects", Labels: map[string]string{"resource": "pods"}, Value: 123456, Gauge: true})
+	}
+	return judged(r)
+}
+
+// TestServerMetricsTables renders the servers' own /metrics of serversRun:
+// the members summed, each member, the RPCs by method with the codes not
+// OK named, and the apiserver's requests by verb per phase.
+func TestServerMetricsTables(t *testing.T) {
+	text := string(renderRun(t, output.FormatTable, serversRun()))
+	flat := strings.Join(strings.Fields(text), " ")
+	for _, want := range []string{
+		"etcd's /metrics (3 members summed, every 1.0 s)",
+		"| seed | 370368 | 37035 | 703701 |",                    // the members' sums
+		"| released after compaction 1 | 2 | 123456 | 234567 |", // member 2 alone
+		"| etcd phase (RPCs handled) | Range | Txn | Put | DeleteRange | Watch | Lease* | other | not OK |",
+		"| seed | 123456 | 234579 | 0 | 0 | 1000 | 3000 | 30 | 1012 |",
+		"(seed: Txn Unavailable 12, Watch Canceled 1000; released after compaction 1: Txn Unavailable 12, Watch Canceled 1000)",
+		"0 http://127.0.0.1:23790, 1 http://127.0.0.1:23791, 2 http://127.0.0.1:23792",
+		"| seed | 1358023 | 123456 | 1234567 | 123456 | 0 | 0 | 1234567 | 1.25 | 286 MiB |",
+		"| released after compaction 1 | 1358023 | 123456 | 1234567 | 123456 | 0 | 0 | 1234567 | 1.90 | 11 GiB |",
+		"objects stored at each phase's end (apiserver_resource_objects summed over resources, a count it refreshes periodically, " +
+			"not at each write): apiserver0 seed 123456, released after compaction 1 123456",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("no %q in:\n%s", want, text)
+		}
 	}
 }
 

@@ -325,13 +325,8 @@ func writeRunTail(out, errOut io.Writer, f output.Format, r *report.RunResult, n
 		tables = append(tables, makePeriodicTable(r.PeriodicTraffic, notes))
 		intro = append(intro, periodicNote(r.PeriodicTraffic))
 	}
-	switch m := r.EtcdMetrics; {
-	case m != nil && len(m.Phases) > 0:
-		tables = append(tables, makeEtcdMetricsTable(m))
-		intro = append(intro, etcdMetricsNote(m))
-	case m != nil && len(m.Samples) > 0:
-		intro = append(intro, etcdDBSizeNote(m)) // the db sizes alone (from Status): no table
-	}
+	st, sn := serverMetricsTables(r.EtcdMetrics, r.APIServers, r.APIServerMetrics)
+	tables, intro = append(tables, st...), append(intro, sn...)
 	return writeTail(out, errOut, f, tables, intro, notes, r.Warnings, r.Verdict)
 }
 

@@ -212,7 +212,9 @@ func apiServerRows(r *report.RunResult) [][]string {
 			continue
 		}
 		if name == "apiserver_longrunning_requests" {
-			rows = append(rows, []string{"watches open (apiserver_longrunning_requests WATCH) at each phase's end", phaseList(a.order, a.phases)})
+			// At most 53 columns: the label and a 60-column value
+			// within maxRunTableWidth.
+			rows = append(rows, []string{"watches open at phase ends (longrunning WATCH)", phaseList(a.order, a.phases)})
 			continue
 		}
 		keys := slices.SortedFunc(maps.Keys(a.series), func(x, y string) int {
@@ -238,7 +240,7 @@ func apiServerRows(r *report.RunResult) [][]string {
 		}
 	}
 	if c, s := aggs["etcd_request_duration_seconds_count"], aggs["etcd_request_duration_seconds_sum"]; c != nil && s != nil && c.total > 0 {
-		rows = append(rows, []string{"etcd request mean latency (etcd_request_duration_seconds)", fmt.Sprintf("%.2f ms over %.0f requests", s.total/c.total*1000, c.total)})
+		rows = append(rows, []string{"etcd_request_duration_seconds mean", fmt.Sprintf("%.2f ms over %.0f requests", s.total/c.total*1000, c.total)})
 	}
 	return rows
 }
@@ -250,4 +252,110 @@ func phaseList(order []string, values map[string]float64) string {
 		ps = append(ps, fmt.Sprintf("%s %.0f", p, values[p]))
 	}
 	return strings.Join(ps, ", ")
+}
+
+// apiserverPhaseNote explains the table of makeAPIServerPhaseTable.
+const apiserverPhaseNote = "kube-apiserver per phase (its own /metrics, scraped at each phase's start and end): requests are " +
+	"apiserver_request_total (a WATCH counts when it ends), not 2xx those of another code, POST to LIST by its verb label (PUT with " +
+	"PATCH, DELETE with DELETECOLLECTION); to etcd is etcd_requests_total; cores process_cpu_seconds_total's increase over the " +
+	"phase's duration; rss the most resident memory seen in it; by resource, code and operation in the JSON (apiserverMetrics)"
+
+// apiserverObjectsNote says how many objects each kube-apiserver stored
+// at the end of each phase: apiserver_resource_objects (before 1.34
+// apiserver_storage_objects) summed over resources, a count it refreshes
+// periodically, not at each write; "" when no phase has a count.
+func apiserverObjectsNote(usage []report.APIServerUsage, metrics []report.APIServerMetric) string {
+	type key struct{ server, phase string }
+	objects, storage := map[key]float64{}, map[key]float64{}
+	for _, m := range metrics {
+		switch m.Name {
+		case "apiserver_resource_objects":
+			objects[key{m.Server, m.Phase}] += max(m.Value, 0) // -1: its count failed
+		case "apiserver_storage_objects":
+			storage[key{m.Server, m.Phase}] += max(m.Value, 0)
+		}
+	}
+	if len(objects) == 0 {
+		objects = storage
+	}
+	var parts []string
+	for _, u := range usage {
+		var ps []string
+		for _, p := range u.Phases {
+			if v, ok := objects[key{u.Server, p.Phase}]; ok {
+				ps = append(ps, fmt.Sprintf("%s %.0f", p.Phase, v))
+			}
+		}
+		if len(ps) > 0 {
+			parts = append(parts, u.Server+" "+strings.Join(ps, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "kube-apiserver's objects stored at each phase's end (apiserver_resource_objects summed over resources, a count it " +
+		"refreshes periodically, not at each write): " + strings.Join(parts, "; ")
+}
+
+// makeAPIServerPhaseTable lays out each kube-apiserver's own /metrics per
+// phase, a row per server and phase in usage's order: its requests by
+// verb, the requests it sent etcd, its CPU cores and peak resident set
+// (the objects it stores are in apiserverObjectsNote). A row names its
+// phase, and its server too when there are several ("apiserver1:
+// seed"). At most 115 columns with one server, the longest phase names
+// ("released after compaction 1") and seven-digit counts. No rows
+// without usage.
+func makeAPIServerPhaseTable(usage []report.APIServerUsage, metrics []report.APIServerMetric) output.Table {
+	t := output.Table{Header: []string{"apiserver phase", "requests", "not 2xx", "POST", "PUT", "DELETE", "LIST", "to etcd", "cores", "rss"},
+		Numeric: []bool{false, true, true, true, true, true, true, true, true, true}}
+	type key struct{ server, phase string }
+	type figures struct{ requests, not2xx, post, put, del, list, etcd float64 }
+	fs := map[key]*figures{}
+	for _, m := range metrics {
+		k := key{m.Server, m.Phase}
+		f := fs[k]
+		if f == nil {
+			f = &figures{}
+			fs[k] = f
+		}
+		switch m.Name {
+		case "apiserver_request_total":
+			f.requests += m.Value
+			if !strings.HasPrefix(m.Labels["code"], "2") {
+				f.not2xx += m.Value
+			}
+			switch m.Labels["verb"] {
+			case "POST":
+				f.post += m.Value
+			case "PUT", "PATCH":
+				f.put += m.Value
+			case "DELETE", "DELETECOLLECTION":
+				f.del += m.Value
+			case "LIST":
+				f.list += m.Value
+			}
+		case "etcd_requests_total":
+			f.etcd += m.Value
+		}
+	}
+	n := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	for _, u := range usage {
+		for _, p := range u.Phases {
+			f := fs[key{u.Server, p.Phase}]
+			if f == nil {
+				f = &figures{}
+			}
+			cores := "-"
+			if p.DurationMs > 0 {
+				cores = strconv.FormatFloat(p.CPUSeconds/(p.DurationMs/1000), 'f', 2, 64)
+			}
+			label := p.Phase
+			if len(usage) > 1 {
+				label = u.Server + ": " + p.Phase
+			}
+			t.Rows = append(t.Rows, []string{label, n(f.requests), n(f.not2xx), n(f.post), n(f.put), n(f.del), n(f.list),
+				n(f.etcd), cores, sizeText(p.PeakResidentMemoryBytes)})
+		}
+	}
+	return t
 }

@@ -32,14 +32,16 @@ import (
 // point every worker reached, until ctx ends or a worker aborts.
 type followFunc func(ctx context.Context, onMet func(point string, latest time.Time)) error
 
-// phaseScrape reads one etcd member's own /metrics every second over a
-// divided load, each scrape's increase in the load's phase then, the
-// phases followed on the load's barrier (phaseAfter): a scrape is taken at
-// each point every worker reached, so that what a phase did counts in it.
-// It is what the coordinator of `lwbench run --workers` and `lwbench
-// scrape` set beside the workers' merged client figures.
+// phaseScrape reads the own /metrics of every etcd member every second
+// and of kube-apiservers at each phase boundary over a divided load,
+// each scrape's increase in the load's phase then, the phases followed on
+// the load's barrier (phaseAfter): every server is scraped at each point
+// every worker reached, so that what a phase did counts in it. It is
+// what the coordinator of `lwbench run --workers` and `lwbench scrape`
+// set beside the workers' merged client figures.
 type phaseScrape struct {
 	sampler  *kubeload.EtcdMetricsSampler
+	meter    *kubeload.APIServerMeter // nil: no kube-apiserver read
 	stop     context.CancelFunc
 	followed chan struct{}
 	done     chan struct{} // closed when every worker reached BarrierDone
@@ -49,12 +51,34 @@ type phaseScrape struct {
 	err   error // the follower's: an abort, or the barrier unreadable
 }
 
-// startPhaseScrape starts sampling endpoint (TLS with tlsCfg) and following
-// the barrier with follow; onPhase, if set, is told each phase as it
-// begins. The first phase is "start".
-func startPhaseScrape(ctx context.Context, follow followFunc, endpoint string, tlsCfg *tls.Config, onPhase func(string)) *phaseScrape {
+// phaseScrapeConfig is what a phaseScrape reads and follows.
+type phaseScrapeConfig struct {
+	follow followFunc
+	// endpoints are the etcd members' client URLs whose /metrics to
+	// read (https ones with tls); none: no etcd figures.
+	endpoints []string
+	tls       *tls.Config
+	// apiservers are the kube-apiservers whose /metrics to read at each
+	// phase boundary; none: no kube-apiserver figures.
+	apiservers []kubeload.APIServer
+	// onPhase, if set, is told each phase as it begins.
+	onPhase func(string)
+	logf    func(string, ...any)
+}
+
+// startPhaseScrape starts sampling and following the barrier as cfg
+// says. The first phase is "start". It fails when an apiserver's
+// RESTConfig gives no HTTP client.
+func startPhaseScrape(ctx context.Context, cfg phaseScrapeConfig) (*phaseScrape, error) {
 	p := &phaseScrape{phase: "start", followed: make(chan struct{}), done: make(chan struct{})}
-	p.sampler = kubeload.SampleEtcdMetrics(ctx, endpoint, tlsCfg, time.Now(), time.Second, func() string {
+	if len(cfg.apiservers) > 0 {
+		m, err := kubeload.MeterAPIServers(ctx, cfg.apiservers, p.phase, cfg.logf)
+		if err != nil {
+			return nil, err
+		}
+		p.meter = m
+	}
+	p.sampler = kubeload.SampleEtcdMetrics(ctx, cfg.endpoints, cfg.tls, time.Now(), time.Second, func() string {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return p.phase
@@ -63,16 +87,25 @@ func startPhaseScrape(ctx context.Context, follow followFunc, endpoint string, t
 	p.stop = stop
 	go func() {
 		defer close(p.followed)
-		err := follow(fctx, func(point string, _ time.Time) {
-			p.sampler.SampleNow() // what the phase that ends did
-			p.mu.Lock()
+		err := cfg.follow(fctx, func(point string, _ time.Time) {
 			next, ok := phaseAfter[point]
+			// What the phase that ends did, read from every server at
+			// once.
+			var wg sync.WaitGroup
+			wg.Go(p.sampler.SampleNow)
+			if p.meter != nil && ok {
+				// The run's ctx, not fctx: Finish ends the follower
+				// once the workers are done, maybe during this scrape.
+				wg.Go(func() { p.meter.SetPhase(ctx, next) })
+			}
+			wg.Wait()
+			p.mu.Lock()
 			if ok {
 				p.phase = next
 			}
 			p.mu.Unlock()
-			if ok && onPhase != nil {
-				onPhase(next)
+			if ok && cfg.onPhase != nil {
+				cfg.onPhase(next)
 			}
 			if point == watchload.BarrierDone {
 				close(p.done)
@@ -82,7 +115,7 @@ func startPhaseScrape(ctx context.Context, follow followFunc, endpoint string, t
 		p.err = err
 		p.mu.Unlock()
 	}()
-	return p
+	return p, nil
 }
 
 // Done is closed once every worker has its result (BarrierDone).
@@ -93,21 +126,29 @@ func (p *phaseScrape) Done() <-chan struct{} { return p.done }
 func (p *phaseScrape) Followed() <-chan struct{} { return p.followed }
 
 // Finish stops following and sampling, takes a last scrape unless ctx has
-// ended, and returns etcd's figures per phase and the follower's error.
-func (p *phaseScrape) Finish(ctx context.Context) (*report.EtcdMetrics, error) {
+// ended, and returns the servers' figures per phase (etcd's nil without
+// endpoints, the apiservers' empty without apiservers) and the
+// follower's error.
+func (p *phaseScrape) Finish(ctx context.Context) (report.ServerMetrics, error) {
 	p.stop()
 	<-p.followed
-	m := p.sampler.Finish(ctx)
+	var m report.ServerMetrics
+	m.EtcdMetrics = p.sampler.Finish(ctx)
+	if p.meter != nil {
+		m.APIServers, m.APIServerMetrics = p.meter.Finish(ctx)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return m, p.err
 }
 
-// scrapeOptions are `lwbench scrape`'s: the member to read, the load's
-// barrier and its shard count.
+// scrapeOptions are `lwbench scrape`'s: the members and the
+// kube-apiserver to read, the load's barrier and its shard count.
 type scrapeOptions struct {
 	out               outputOptions
 	conn              etcdclient.Flags
+	kubeconfig        string
+	apiserverMetrics  bool
 	shards            int
 	barrierEtcdKey    string
 	barrierConfigMap  string
@@ -118,7 +159,9 @@ type scrapeOptions struct {
 
 func (o *scrapeOptions) AddFlags(fs *pflag.FlagSet) {
 	o.out.AddFlags(fs, false)
-	fs.StringSliceVar(&o.conn.Endpoints, "endpoints", nil, "the etcd member whose /metrics to read: its client URL (the first, if several)")
+	fs.StringSliceVar(&o.conn.Endpoints, "endpoints", nil, "the etcd members whose /metrics to read: every member's client URL (each read, and reported alone and summed)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "also read kube-apiserver's own /metrics per phase through this kubeconfig's server (one kube-apiserver, not a load balancer: its counters would mix servers); its user needs get on the non-resource URL /metrics; also the default --barrier-kubeconfig")
+	fs.BoolVar(&o.apiserverMetrics, "apiserver-metrics", false, "read kube-apiserver's own /metrics per phase: through --kubeconfig, or in a pod its service account's in-cluster config")
 	fs.DurationVar(&o.conn.DialTimeout, "dial-timeout", 5*time.Second, "timeout to connect to --endpoints (with --barrier-etcd-key)")
 	o.conn.AddSecurityFlags(fs)
 	fs.IntVar(&o.shards, "shards", 0, "shards (workers) of the load (default: $"+envShards+")")
@@ -133,6 +176,11 @@ func (o *scrapeOptions) AddFlags(fs *pflag.FlagSet) {
 // log that holds its figures (report.EtcdMetrics, JSON).
 const scrapeLinePrefix = "lwbench-etcd-metrics "
 
+// apiserverMetricsWanted reports whether kube-apiserver's /metrics is read.
+func (o *scrapeOptions) apiserverMetricsWanted() bool {
+	return o.apiserverMetrics || o.kubeconfig != ""
+}
+
 func (o *scrapeOptions) Validate() error {
 	var err error
 	if o.shards, err = flagOrEnv(o.flags, "shards", o.shards, envShards); err != nil {
@@ -141,8 +189,10 @@ func (o *scrapeOptions) Validate() error {
 	switch {
 	case o.shards < 1:
 		return cli.FlagErrorf("--shards: give the load's number of shards (or set $%s)", envShards)
-	case len(o.conn.Endpoints) == 0:
-		return cli.FlagErrorf("--endpoints: give the client URL of the etcd member whose /metrics to read")
+	case len(o.conn.Endpoints) == 0 && !o.apiserverMetricsWanted():
+		return cli.FlagErrorf("--endpoints: give the client URLs of the etcd members whose /metrics to read (or --kubeconfig or --apiserver-metrics: kube-apiserver's alone)")
+	case len(o.conn.Endpoints) == 0 && o.barrierEtcdKey != "":
+		return cli.FlagErrorf("--barrier-etcd-key needs --endpoints: the members holding the barrier")
 	case (o.barrierEtcdKey == "") == (o.barrierConfigMap == ""):
 		return cli.FlagErrorf("give one of --barrier-etcd-key and --barrier-configmap: the workers' barrier, whose points mark the load's phases")
 	case o.barrierKubeconfig != "" && o.barrierConfigMap == "":
@@ -169,10 +219,15 @@ func newScrapeCommand(runF func(*cobra.Command, *scrapeOptions) error) *cobra.Co
 		Use:   "scrape",
 		Short: "Read etcd's own /metrics per phase of a load divided among workers, following their barrier",
 		Long: `lwbench scrape follows the barrier of a load's workers (lwbench worker)
-without taking part and reads one etcd member's own /metrics every second and
-at each point every worker reached: etcd's puts, deletes, ranges, txns,
-proposals, watchers, backend commit and WAL fsync p99 and db size, per phase of
-the load (seed, sync, steady, drain), to set beside the workers' merged client
+without taking part and reads the own /metrics of every etcd member of
+--endpoints every second and at each point every worker reached: etcd's puts,
+deletes, ranges, txns, proposals, watchers, db size, backend commit and WAL
+fsync p99 and the RPCs it handled by method and code
+(grpc_server_handled_total), per phase of the load (seed, sync, steady,
+drain), per member and summed. With --kubeconfig (or --apiserver-metrics in a
+pod) it also reads kube-apiserver's own /metrics at each of those points: its
+requests by verb, resource and code, the requests it sent etcd, the objects
+it stores, its CPU and memory. They go beside the workers' merged client
 figures (lwbench merge --etcd-metrics). It ends once every worker has its
 result, at a worker's abort, or at SIGINT, and prints what it read. It holds
 no load: run it as the one coordinator of a load on a cluster.`,
@@ -203,6 +258,14 @@ func runScrape(ctx context.Context, o *scrapeOptions, out, errOut io.Writer) err
 	if err != nil {
 		return cli.FlagErrorf("%v", err)
 	}
+	var apiservers []kubeload.APIServer
+	if o.apiserverMetricsWanted() {
+		rc, err := kubeRESTConfig(o.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("kube-apiserver's /metrics: %w", err)
+		}
+		apiservers = []kubeload.APIServer{{Name: rc.Host, RESTConfig: rc}}
+	}
 	var follow followFunc
 	if o.barrierEtcdKey != "" {
 		cfg.Endpoints, cfg.Context = o.conn.Endpoints, ctx
@@ -216,12 +279,11 @@ func runScrape(ctx context.Context, o *scrapeOptions, out, errOut io.Writer) err
 		}
 	} else {
 		namespace, name, _ := barrier.ParseConfigMap(o.barrierConfigMap)
-		var rc *rest.Config
-		if o.barrierKubeconfig != "" {
-			rc, err = clientcmd.BuildConfigFromFlags("", o.barrierKubeconfig)
-		} else {
-			rc, err = rest.InClusterConfig()
+		path := o.barrierKubeconfig
+		if path == "" {
+			path = o.kubeconfig
 		}
+		rc, err := kubeRESTConfig(path)
 		if err != nil {
 			return fmt.Errorf("--barrier-configmap %s: the cluster's config (--barrier-kubeconfig, or in a pod its service account): %w", o.barrierConfigMap, err)
 		}
@@ -233,8 +295,18 @@ func runScrape(ctx context.Context, o *scrapeOptions, out, errOut io.Writer) err
 			return barrier.FollowConfigMap(ctx, cs, namespace, name, o.shards, onMet)
 		}
 	}
-	con.Logf("reading %s/metrics per phase of the load of %d workers", o.conn.Endpoints[0], o.shards)
-	p := startPhaseScrape(ctx, follow, o.conn.Endpoints[0], cfg.TLS, nil)
+	var what []string
+	if len(o.conn.Endpoints) > 0 {
+		what = append(what, strings.Join(o.conn.Endpoints, ", "))
+	}
+	for _, a := range apiservers {
+		what = append(what, a.Name)
+	}
+	con.Logf("reading the /metrics of %s per phase of the load of %d workers", strings.Join(what, " and "), o.shards)
+	p, err := startPhaseScrape(ctx, phaseScrapeConfig{follow: follow, endpoints: o.conn.Endpoints, tls: cfg.TLS, apiservers: apiservers, logf: con.Logf})
+	if err != nil {
+		return err
+	}
 	var interrupted error
 	select {
 	case <-p.Done():
@@ -244,10 +316,10 @@ func runScrape(ctx context.Context, o *scrapeOptions, out, errOut io.Writer) err
 	}
 	m, ferr := p.Finish(ctx)
 	con.Done()
-	if m == nil {
+	if m.EtcdMetrics == nil && len(m.APIServers) == 0 {
 		return errors.Join(ferr, interrupted, errors.New("no figures"))
 	}
-	if err := writeEtcdMetrics(o, out, m); err != nil {
+	if err := writeServerMetrics(o, out, &m); err != nil {
 		return err
 	}
 	if ferr != nil {
@@ -256,9 +328,18 @@ func runScrape(ctx context.Context, o *scrapeOptions, out, errOut io.Writer) err
 	return interrupted
 }
 
-// writeEtcdMetrics prints m: its table and note, JSON, or the one log
-// line.
-func writeEtcdMetrics(o *scrapeOptions, out io.Writer, m *report.EtcdMetrics) error {
+// kubeRESTConfig is the config of kubeconfig at path, or in a pod (path
+// "") its service account's in-cluster config.
+func kubeRESTConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return rest.InClusterConfig()
+}
+
+// writeServerMetrics prints m: its tables and notes, JSON, or the one
+// log line.
+func writeServerMetrics(o *scrapeOptions, out io.Writer, m *report.ServerMetrics) error {
 	if o.logResult {
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -272,39 +353,57 @@ func writeEtcdMetrics(o *scrapeOptions, out io.Writer, m *report.EtcdMetrics) er
 		enc.SetIndent("", "  ")
 		return enc.Encode(m)
 	}
-	if err := output.Write(out, o.out.format, makeEtcdMetricsTable(m), nil); err != nil {
-		return err
+	tables, notes := serverMetricsTables(m.EtcdMetrics, m.APIServers, m.APIServerMetrics)
+	for i, t := range tables {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		if err := output.Write(out, o.out.format, t, nil); err != nil {
+			return err
+		}
 	}
-	_, err := fmt.Fprintln(out, etcdMetricsNote(m))
-	return err
+	for _, n := range notes {
+		for _, w := range wrapIndented(output.Escape(n), maxRunTableWidth) {
+			if _, err := fmt.Fprintln(out, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-// readEtcdMetrics reads a file `lwbench scrape` wrote (report.ReadDocument)
-// and decodes it (decodeEtcdMetrics); the error names path.
-func readEtcdMetrics(path string) (*report.EtcdMetrics, error) {
+// readServerMetrics reads a file `lwbench scrape` wrote
+// (report.ReadDocument) and decodes it (decodeServerMetrics); the error
+// names path.
+func readServerMetrics(path string) (*report.ServerMetrics, error) {
 	b, err := report.ReadDocument(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := decodeEtcdMetrics(b)
+	m, err := decodeServerMetrics(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
 }
 
-// decodeEtcdMetrics decodes what `lwbench scrape` printed: its JSON, or a
-// log holding its --log-result line (the last with scrapeLinePrefix).
-func decodeEtcdMetrics(b []byte) (*report.EtcdMetrics, error) {
+// decodeServerMetrics decodes what `lwbench scrape` printed: its JSON, or
+// a log holding its --log-result line (the last with scrapeLinePrefix);
+// etcd's figures alone, as scrape wrote them before it read
+// kube-apiserver's, decode as well.
+func decodeServerMetrics(b []byte) (*report.ServerMetrics, error) {
 	if doc, ok := loggedLine(b, scrapeLinePrefix); ok {
 		b = doc
 	}
-	var m report.EtcdMetrics
+	var m report.ServerMetrics
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("not lwbench scrape's figures: %w", err)
 	}
-	if m.Endpoint == "" {
-		return nil, errors.New("not lwbench scrape's figures (no endpoint)")
+	if (m.EtcdMetrics == nil || m.Endpoint == "") && len(m.APIServers) == 0 {
+		return nil, errors.New("not lwbench scrape's figures (no etcd endpoint, no kube-apiserver)")
+	}
+	if m.EtcdMetrics != nil && m.Endpoint == "" {
+		m.EtcdMetrics = nil
 	}
 	return &m, nil
 }

@@ -122,15 +122,16 @@ func workerArgs(fs *pflag.FlagSet, i, n int, key string, endpoints []string, own
 // processes of this executable on it, one shard each, meeting at a
 // barrier under a fresh etcd key, waits for them, and prints their
 // results merged exactly (report.MergeRuns). The coordinator holds no
-// load: its own figures are the embedded member's. SIGINT is passed on to
-// the workers, which return what they measured; a second one kills them.
+// load: its own figures are the etcd members' /metrics per phase. SIGINT
+// is passed on to the workers, which return what they measured; a second
+// one kills them.
 //
 // With --kube-apiserver the coordinator also starts the kube-apiservers
 // in front of the target as run does (startKubeStack), writes a
 // kubeconfig reaching them for the workers, each then a client-go
 // process (--kubeconfig), and reports the apiservers beside the merged
-// figures: their description and, with --count-etcd, what they asked
-// etcd by phase of the load. With --kubeconfig the workers drive that
+// figures: their description, their own /metrics per phase of the load
+// and, with --count-etcd, what they asked etcd by phase of the load. With --kubeconfig the workers drive that
 // cluster, each creating and deleting its own namespaces.
 func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	if err := o.out.prepare(); err != nil {
@@ -191,21 +192,36 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 		return err
 	}
 	defer stop()
-	// etcd's own figures per phase of the load, the phases followed on
-	// the barrier, beside the workers' merged client figures.
+	// The servers' own figures per phase of the load, the phases
+	// followed on the barrier, beside the workers' merged client
+	// figures: every etcd member's /metrics and, with --kube-apiserver,
+	// every kube-apiserver's (as the admin user it started them with).
 	var tlsCfg *tls.Config
 	if cfg, err := o.target.clientConfig(target.Endpoints[:1]); err == nil {
 		tlsCfg = cfg.TLS
 	}
-	var onPhase func(string)
-	if stack != nil && stack.Counter != nil {
-		onPhase = stack.Counter.SetPhase
+	sc := phaseScrapeConfig{
+		follow: func(ctx context.Context, onMet func(string, time.Time)) error {
+			return barrier.FollowEtcd(ctx, admin, key, n, onMet)
+		},
+		endpoints: target.Endpoints, tls: tlsCfg, logf: con.Logf,
 	}
-	scrape := startPhaseScrape(ctx, func(ctx context.Context, onMet func(string, time.Time)) error {
-		return barrier.FollowEtcd(ctx, admin, key, n, onMet)
-	}, target.Endpoints[0], tlsCfg, onPhase)
+	if stack != nil {
+		sc.apiservers = stack.APIServers
+		if stack.Counter != nil {
+			sc.onPhase = stack.Counter.SetPhase
+		}
+	}
+	scrape, err := startPhaseScrape(ctx, sc)
+	if err != nil {
+		for _, p := range procs {
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+		return err
+	}
 	results, failures := waitWorkerProcs(procs, readWorkerResult)
-	etcdMetrics, ferr := scrape.Finish(ctx)
+	servers, ferr := scrape.Finish(ctx)
 	if ferr != nil && !errors.Is(ferr, barrier.ErrAborted) {
 		con.Logf("follow the workers' barrier: %v", ferr)
 	}
@@ -217,9 +233,10 @@ func runWorkers(ctx context.Context, o *runOptions, out, errOut io.Writer) error
 	if err != nil {
 		return fmt.Errorf("merge the workers' results: %w", err)
 	}
-	merged.EtcdMetrics = etcdMetrics
+	merged.EtcdMetrics = servers.EtcdMetrics
 	if stack != nil {
 		reportStack(merged, results, stack)
+		merged.APIServers, merged.APIServerMetrics = servers.APIServers, servers.APIServerMetrics
 	}
 	// The workers reached the coordinator's etcd as --endpoints; it is
 	// the member the coordinator started (or the --endpoints it was given).
