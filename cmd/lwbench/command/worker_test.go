@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,10 +161,100 @@ func TestRunWorkers(t *testing.T) {
 	if puts["seed"] < 510 || puts["seed"] > 530 || puts["steady"] < res.Writes.Creates+res.Writes.Updates {
 		t.Errorf("etcd's puts by phase %v: want the 510 seeded in seed and the %d creates and updates in steady", puts, res.Writes.Creates+res.Writes.Updates)
 	}
+	// The RPCs etcd handled: the seeding's 510 creates, each a Txn, in
+	// seed, and at least the workers' completed writes in steady.
+	if txns := handledRPCs(res.EtcdMetrics, "Txn"); txns["seed"] < 510 || txns["steady"] < res.Writes.Completed {
+		t.Errorf("Txns etcd handled by phase %v: want 510 or more in seed, the workers' %d writes or more in steady", txns, res.Writes.Completed)
+	}
 	for i := range 3 {
 		if !strings.Contains(errOut.String(), "worker "+string(rune('0'+i))+": ") {
 			t.Errorf("no log line of worker %d on stderr", i)
 		}
+	}
+}
+
+// handledRPCs sums m's RPCs of method (every code) by phase.
+func handledRPCs(m *report.EtcdMetrics, method string) map[string]int64 {
+	n := map[string]int64{}
+	for _, p := range m.Phases {
+		for _, r := range p.HandledRPCs {
+			if r.Method == method {
+				n[p.Phase] += r.Count
+			}
+		}
+	}
+	return n
+}
+
+// TestRunWorkersCluster runs `lwbench run --workers 2 --cluster-size 3`:
+// the coordinator reads each of the three etcd processes' own /metrics per
+// phase. Every member applies the seeding's creates; the result's
+// phases are the members' sums (puts three times the cluster's, ranges
+// and RPCs as each member served them), and its p99s come from the
+// members' buckets summed, so they lie between the members' own.
+func TestRunWorkersCluster(t *testing.T) {
+	etcdtest.EtcdBinaries(t, "3.7.3")
+	t.Setenv(subprocessEnv, "1") // the workers: this binary as lwbench
+	var out, errOut bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	code := cli.Run(root, []string{"run", "--workers", "2", "--cluster-size", "3", "--unsafe-no-fsync", "--objects", "200", "--namespaces", "4",
+		"--watchers", "4", "--write-rate", "100", "--duration", "3s", "--compaction-interval", "1s", "-w", "json"}, &errOut)
+	if code != 0 {
+		t.Fatalf("lwbench run --workers 2 --cluster-size 3: exit %d:\n%s", code, errOut.String())
+	}
+	var res report.RunResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("result JSON: %v\n%s", err, out.String())
+	}
+	m := res.EtcdMetrics
+	if m == nil || len(m.Members) != 3 || m.Errors != 0 {
+		t.Fatalf("etcd metrics %+v: want three members' and no failed scrape", m)
+	}
+	endpoints := map[string]bool{}
+	sums := map[string]report.EtcdMetricsPhase{}
+	for i, mm := range m.Members {
+		endpoints[mm.Endpoint] = true
+		seed := false
+		for _, p := range mm.Phases {
+			s := sums[p.Phase]
+			s.Puts, s.Ranges, s.Watchers = s.Puts+p.Puts, s.Ranges+p.Ranges, s.Watchers+p.Watchers
+			sums[p.Phase] = s
+			if p.Phase == "seed" {
+				seed = true
+				// 200 pods, 40 configmaps, 100 events.
+				if p.Puts < 340 || p.Puts > 350 || p.DBSizeBytes == 0 {
+					t.Errorf("member %d applied %d puts in seed, db size %d: want the 340 seeded and a db size", i, p.Puts, p.DBSizeBytes)
+				}
+			}
+		}
+		if !seed {
+			t.Errorf("member %d has no seed phase: %+v", i, mm.Phases)
+		}
+	}
+	if len(endpoints) != 3 || m.Endpoint != m.Members[0].Endpoint {
+		t.Errorf("members %v, first %s: want three endpoints, the first the result's", endpoints, m.Endpoint)
+	}
+	for _, p := range m.Phases {
+		s := sums[p.Phase]
+		if p.Puts != s.Puts || p.Ranges != s.Ranges || p.Watchers != s.Watchers {
+			t.Errorf("phase %s: puts %d, ranges %d, watchers %d; want the members' sums %d, %d, %d", p.Phase, p.Puts, p.Ranges, p.Watchers, s.Puts, s.Ranges, s.Watchers)
+		}
+		lo, hi := math.Inf(1), 0.0
+		for _, mm := range m.Members {
+			for _, q := range mm.Phases {
+				if q.Phase == p.Phase && q.BackendCommits > 0 {
+					lo, hi = min(lo, q.BackendCommitP99Ms), max(hi, q.BackendCommitP99Ms)
+				}
+			}
+		}
+		if p.BackendCommits > 0 && (p.BackendCommitP99Ms < lo || p.BackendCommitP99Ms > hi) {
+			t.Errorf("phase %s: commit p99 %.3f ms of the summed buckets, outside the members' %.3f to %.3f", p.Phase, p.BackendCommitP99Ms, lo, hi)
+		}
+	}
+	if txns := handledRPCs(m, "Txn"); txns["seed"] < 340 || txns["steady"] < res.Writes.Completed {
+		t.Errorf("Txns the members handled by phase %v: want 340 or more in seed, the workers' %d writes or more in steady", txns, res.Writes.Completed)
 	}
 }
 

@@ -134,6 +134,46 @@ func TestRunWorkersThroughKubeAPIServer(t *testing.T) {
 	if !steady {
 		t.Errorf("no request of kube-apiserver to etcd counted in phase steady: %+v", res.Etcd)
 	}
+	// kube-apiserver's own /metrics per phase, read by the coordinator
+	// at each barrier point: the 300 pods seeded are its POSTs of pods
+	// in seed, every write of the workers in steady one of its POSTs,
+	// PUTs, PATCHes (events) or DELETEs, and its CPU and memory per phase. It counts a
+	// request once its handler has returned, the client maybe answered
+	// already (k8s.io/apiserver/pkg/endpoints/metrics MonitorRequest,
+	// deferred): a phase's last requests may count in the next one,
+	// which here does not write.
+	if len(res.APIServers) != 1 || len(res.APIServerMetrics) == 0 {
+		t.Fatalf("apiservers %+v, %d series of their /metrics: want the one the coordinator started, its /metrics per phase", res.APIServers, len(res.APIServerMetrics))
+	}
+	requests := map[string]float64{} // phase, verb, resource, code
+	for _, m := range res.APIServerMetrics {
+		if m.Name == "apiserver_request_total" {
+			requests[m.Phase+" "+m.Labels["verb"]+" "+m.Labels["resource"]+" "+m.Labels["code"]] += m.Value
+		}
+	}
+	if got := requests["seed POST pods 201"] + requests["sync POST pods 201"]; got != 300 {
+		t.Errorf("kube-apiserver counted %v pod creates in seed, want the 300 seeded; by phase: %v", got, requests)
+	}
+	var writes float64
+	for k, v := range requests {
+		f := strings.Fields(k)
+		if (f[0] == "steady" || f[0] == "drain") && slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE"}, f[1]) && strings.HasPrefix(f[3], "2") {
+			writes += v
+		}
+	}
+	if writes < float64(res.Writes.Completed) {
+		t.Errorf("kube-apiserver counted %v successful writes in steady and drain, fewer than the workers' %d; by phase, verb, resource and code: %v", writes, res.Writes.Completed, requests)
+	}
+	phases := map[string]report.APIServerPhaseUsage{}
+	for _, p := range res.APIServers[0].Phases {
+		phases[p.Phase] = p
+	}
+	if s := phases["steady"]; s.CPUSeconds <= 0 || s.DurationMs <= 0 || s.PeakResidentMemoryBytes <= 0 {
+		t.Errorf("apiserver's steady phase %+v: want CPU used over a duration and a resident set", s)
+	}
+	if m := res.EtcdMetrics; m == nil || handledRPCs(m, "Txn")["seed"] < 300 {
+		t.Errorf("etcd's metrics %+v: want the seeding's Txns (300 pods and more) handled in seed", m)
+	}
 	said := map[string]bool{}
 	for _, line := range strings.Split(errOut.String(), "\n") {
 		if w, rest, ok := strings.Cut(line, ": "); ok && strings.Contains(rest, "running through the kube-apiservers the coordinator started") {
