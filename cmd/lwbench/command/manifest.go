@@ -126,7 +126,7 @@ func (o *manifestOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.shards, "shards", 1, "workers the load is divided into: the Job's parallelism and completions, one pod per shard")
 	fs.StringVar(&o.tlsSecret, "etcd-tls-secret", "", "Secret (in --namespace) holding ca.crt, tls.crt and tls.key to reach etcd with: mounted at "+etcdTLSDir+" and passed as --cacert, --cert and --key")
 	fs.StringVar(&o.memory, "memory", "", "memory request of each worker (a Kubernetes quantity such as 2Gi; the limit is twice it); default: derived from the shard's informers and objects")
-	fs.BoolVar(&o.scrape, "scrape", true, "also a Job NAME-scrape of one lwbench scrape pod, which holds no load: it follows the barrier and reads the first --endpoints member's /metrics per phase of the load, printed to its log for lwbench merge --etcd-metrics")
+	fs.BoolVar(&o.scrape, "scrape", true, "also a Job NAME-scrape of one lwbench scrape pod, which holds no load: it follows the barrier and reads every --endpoints member's and kube-apiserver's /metrics per phase of the load, printed to its log for lwbench merge --etcd-metrics; with its ServiceAccount NAME-scrape, RoleBinding NAME-scrape (the barrier's Role) and a ClusterRole and ClusterRoleBinding lwbench:NAMESPACE:NAME-scrape (get of the non-resource URL /metrics)")
 	fs.BoolVar(&o.throughAPI, "through-api", false, "the workers drive the load through the cluster's own API, as client-go processes (lwbench worker --kubeconfig "+inClusterKubeconfig+": the pod's ServiceAccount), not etcd directly; --endpoints (after --) is still the cluster's etcd, read to validate the events. Adds a ClusterRole and ClusterRoleBinding lwbench:NAMESPACE:NAME granting what the load does: namespaces get, create, delete; pods, configmaps and events in every namespace (RBAC cannot confine them to namespaces the load has not created yet)")
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names()+" (json: one v1 List)")
 }
@@ -169,7 +169,7 @@ func (o *manifestOptions) Validate() error {
 		load = w
 	}
 	if o.scrape {
-		o.scrapeArgs = o.makeScrapeArgs(&load.target.conn, load.target.endpoints[0])
+		o.scrapeArgs = o.makeScrapeArgs(&load.target.conn, strings.Join(load.target.endpoints, ","))
 	}
 	l := load.load.Defaults()
 	o.informers = shard.Shard{Index: 0, Count: o.shards}.Len(l.Watchers)
@@ -283,11 +283,12 @@ func (o *manifestOptions) workerArgs() []string {
 }
 
 // makeScrapeArgs are the scrape container's arguments: the shard count,
-// the barrier, the log line, the member endpoint, and the load's TLS and
+// the barrier, the log line, the members' endpoints, kube-apiserver's
+// /metrics through the pod's ServiceAccount, and the load's TLS and
 // credentials (those of --etcd-tls-secret when given).
-func (o *manifestOptions) makeScrapeArgs(conn *etcdclient.Flags, endpoint string) []string {
+func (o *manifestOptions) makeScrapeArgs(conn *etcdclient.Flags, endpoints string) []string {
 	args := []string{"scrape", "--shards", strconv.Itoa(o.shards), "--barrier-configmap", o.namespace + "/" + o.barrierName(), "--log-result",
-		"--endpoints", endpoint}
+		"--endpoints", endpoints, "--apiserver-metrics"}
 	c := *conn
 	if o.tlsSecret != "" {
 		c.CACert, c.Cert, c.Key = etcdTLSDir+"/ca.crt", etcdTLSDir+"/tls.crt", etcdTLSDir+"/tls.key"
@@ -375,8 +376,9 @@ read to validate what their informers saw.`,
 
 // makeManifest returns the objects of o's load, in the order kubectl
 // should create them: ServiceAccount, Role, RoleBinding, (--through-api)
-// ClusterRole and ClusterRoleBinding, the barrier ConfigMap, the Job,
-// (--scrape) the scrape Job.
+// ClusterRole and ClusterRoleBinding, the barrier ConfigMap, the Job; with
+// o.scrape then the scrape pod's ServiceAccount, RoleBinding, ClusterRole
+// and ClusterRoleBinding (cluster-scoped: no namespace), and its Job.
 func makeManifest(o *manifestOptions) []runtime.Object {
 	labels := func(component string) map[string]string {
 		return map[string]string{
@@ -500,10 +502,38 @@ func makeManifest(o *manifestOptions) []runtime.Object {
 	}
 	objs = append(objs, cm, job)
 	if o.scrape {
-		// One pod that holds no load: it reads the barrier (the Role's
-		// get, list and watch) and etcd's /metrics.
+		// One pod that holds no load, as a ServiceAccount of its own: it
+		// reads the barrier (the workers' Role, bound to it too), etcd's
+		// /metrics, and kube-apiserver's, a non-resource URL that only a
+		// ClusterRole can grant (kubernetes.io/docs/reference/access-authn-authz/rbac/#role-and-clusterrole).
+		scrapeName := o.name + "-scrape"
+		clusterName := o.loadRoleName() + "-scrape" // cluster-scoped: one per namespace's load
+		scrapeSA := &corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(scrapeName, "scrape"),
+		}
+		subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: scrapeName, Namespace: o.namespace}}
+		scrapeBinding := &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta(scrapeName, "scrape"),
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: o.name},
+			Subjects:   subject,
+		}
+		metricsRole := &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: clusterName, Labels: labels("scrape")},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+		}
+		metricsBinding := &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: clusterName, Labels: labels("scrape")},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterName},
+			Subjects:   subject,
+		}
+		objs = append(objs, scrapeSA, scrapeBinding, metricsRole, metricsBinding)
 		sp := *pod.DeepCopy()
 		sp.Affinity = nil
+		sp.ServiceAccountName = scrapeName
 		sc := &sp.Containers[0]
 		sc.Name, sc.Args, sc.Env = "scrape", o.scrapeArgs, []corev1.EnvVar{{Name: envShards, Value: strconv.Itoa(o.shards)}}
 		sc.Resources = corev1.ResourceRequirements{

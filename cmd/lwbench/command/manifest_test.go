@@ -164,7 +164,7 @@ func TestManifestObjects(t *testing.T) {
 	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 		t.Errorf("a CPU limit: throttling would add to the measured latencies")
 	}
-	sc := objs[5].(*batchv1.Job).Spec.Template.Spec
+	sc := objs[9].(*batchv1.Job).Spec.Template.Spec
 	if a := sc.Containers[0].Args; !slices.Equal(a[len(a)-6:], []string{"--cacert", "/etc/lwbench/etcd-tls/ca.crt", "--cert", "/etc/lwbench/etcd-tls/tls.crt", "--key", "/etc/lwbench/etcd-tls/tls.key"}) ||
 		len(sc.Volumes) != 1 || len(sc.Containers[0].VolumeMounts) != 1 {
 		t.Errorf("scrape args %q, volumes %+v: want the TLS Secret's files as the workers'", a, sc.Volumes)
@@ -174,25 +174,43 @@ func TestManifestObjects(t *testing.T) {
 	}
 }
 
-// checkManifestShape checks the six objects of a manifest: the workers'
-// five and the Job of lwbench scrape, its one coordinator.
+// checkManifestShape checks the ten objects of a manifest: the workers'
+// five, and lwbench scrape's (its one coordinator): its ServiceAccount,
+// the barrier's Role bound to it, the ClusterRole and binding of
+// kube-apiserver's /metrics, and its Job.
 func checkManifestShape(t *testing.T, objs []runtime.Object, ns, name string, shards int32, loadArgs []string) {
 	t.Helper()
-	if len(objs) != 6 {
-		t.Fatalf("%d objects, want 6", len(objs))
+	if len(objs) != 10 {
+		t.Fatalf("%d objects, want 10", len(objs))
 	}
-	scrape, ok := objs[5].(*batchv1.Job)
+	scrape, ok := objs[9].(*batchv1.Job)
 	if !ok || scrape.Name != name+"-scrape" || scrape.Spec.CompletionMode != nil || scrape.Spec.Completions != nil {
-		t.Fatalf("object 6 %T %+v: want the Job %s-scrape of one pod", objs[5], objs[5], name)
+		t.Fatalf("object 10 %T %+v: want the Job %s-scrape of one pod", objs[9], objs[9], name)
 	}
 	sc := scrape.Spec.Template.Spec.Containers[0]
-	endpoint := ""
+	endpoints := ""
 	if i := slices.Index(loadArgs, "--endpoints"); i >= 0 {
-		endpoint = strings.Split(loadArgs[i+1], ",")[0]
+		endpoints = loadArgs[i+1]
 	}
-	wantScrape := []string{"scrape", "--shards", fmt.Sprint(shards), "--barrier-configmap", ns + "/" + name + "-barrier", "--log-result", "--endpoints", endpoint}
-	if !slices.Equal(sc.Args[:len(wantScrape)], wantScrape) || scrape.Spec.Template.Spec.ServiceAccountName != name {
-		t.Errorf("scrape args %q as %s: want %q as the workers' ServiceAccount", sc.Args, scrape.Spec.Template.Spec.ServiceAccountName, wantScrape)
+	wantScrape := []string{"scrape", "--shards", fmt.Sprint(shards), "--barrier-configmap", ns + "/" + name + "-barrier", "--log-result", "--endpoints", endpoints,
+		"--apiserver-metrics"}
+	if !slices.Equal(sc.Args[:len(wantScrape)], wantScrape) || scrape.Spec.Template.Spec.ServiceAccountName != name+"-scrape" {
+		t.Errorf("scrape args %q as %s: want %q as its own ServiceAccount", sc.Args, scrape.Spec.Template.Spec.ServiceAccountName, wantScrape)
+	}
+	ssa, ok1 := objs[5].(*corev1.ServiceAccount)
+	srb, ok2 := objs[6].(*rbacv1.RoleBinding)
+	cr, ok3 := objs[7].(*rbacv1.ClusterRole)
+	crb, ok4 := objs[8].(*rbacv1.ClusterRoleBinding)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		t.Fatalf("objects 6 to 9 %T %T %T %T: want ServiceAccount, RoleBinding, ClusterRole, ClusterRoleBinding", objs[5], objs[6], objs[7], objs[8])
+	}
+	scrapeSubject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name + "-scrape", Namespace: ns}}
+	if ssa.Name != name+"-scrape" || srb.RoleRef.Name != name || !slices.Equal(srb.Subjects, scrapeSubject) {
+		t.Errorf("scrape's ServiceAccount %s, role binding %+v: want %s-scrape bound to the barrier's Role", ssa.Name, srb, name)
+	}
+	if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].NonResourceURLs, []string{"/metrics"}) || !slices.Equal(cr.Rules[0].Verbs, []string{"get"}) ||
+		len(cr.Rules[0].Resources) != 0 || crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != cr.Name || !slices.Equal(crb.Subjects, scrapeSubject) {
+		t.Errorf("cluster role %+v, binding %+v: want get of /metrics alone, bound to %s-scrape", cr, crb, name)
 	}
 	sa, ok1 := objs[0].(*corev1.ServiceAccount)
 	role, ok2 := objs[1].(*rbacv1.Role)
@@ -204,6 +222,13 @@ func checkManifestShape(t *testing.T, objs []runtime.Object, ns, name string, sh
 	}
 	for _, o := range objs {
 		m := o.(metav1.Object)
+		switch o.(type) {
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+			if m.GetNamespace() != "" {
+				t.Errorf("%T %s in namespace %q, want none (cluster-scoped)", o, m.GetName(), m.GetNamespace())
+			}
+			continue
+		}
 		if m.GetNamespace() != ns {
 			t.Errorf("%T %s in namespace %q, want %q", o, m.GetName(), m.GetNamespace(), ns)
 		}
@@ -279,6 +304,10 @@ func TestManifestDryRun(t *testing.T) {
 			_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
 		case *rbacv1.RoleBinding:
 			_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
+		case *rbacv1.ClusterRole:
+			_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, opts)
+		case *rbacv1.ClusterRoleBinding:
+			_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
 		case *corev1.ConfigMap:
 			_, err = cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
 		case *batchv1.Job:
@@ -302,18 +331,33 @@ func TestManifestDryRun(t *testing.T) {
 		return
 	}
 
-	// The RBAC and the ConfigMap for real; the barrier as the workers'
-	// ServiceAccount.
-	for _, obj := range objs[:4] {
+	// The RBAC and the ConfigMap for real (the Jobs left out); the
+	// barrier as the workers' ServiceAccount.
+	for _, obj := range objs {
+		if _, job := obj.(*batchv1.Job); job {
+			continue
+		}
 		if err := create(obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %T: %v", obj, err)
 		}
 	}
-	rc := cluster.RESTConfig()
-	rc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name}
-	asWorker, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
+	as := func(sa string) *kubernetes.Clientset {
+		t.Helper()
+		rc := cluster.RESTConfig()
+		rc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa}
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	asWorker, asScrape := as(name), as(name+"-scrape")
+	// kube-apiserver's /metrics: the scrape pod's alone.
+	if _, err := asScrape.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx); err != nil {
+		t.Errorf("GET /metrics as the scrape pod's ServiceAccount: %v", err)
+	}
+	if _, err := asWorker.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx); !apierrors.IsForbidden(err) {
+		t.Errorf("GET /metrics as the workers' ServiceAccount: %v, want Forbidden", err)
 	}
 	meet := func(point string) {
 		t.Helper()
@@ -337,13 +381,13 @@ func TestManifestDryRun(t *testing.T) {
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name+"-barrier", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The scrape pod, as the same ServiceAccount, follows the barrier
+	// The scrape pod, as its ServiceAccount, follows the barrier
 	// (re-created after the deletion: only synced's arrivals are in it).
 	fctx, stopFollow := context.WithTimeout(ctx, 30*time.Second)
 	metPoints := make(chan string, 4)
 	followed := make(chan error, 1)
 	go func() {
-		followed <- barrier.FollowConfigMap(fctx, asWorker, ns, name+"-barrier", 2, func(p string, _ time.Time) { metPoints <- p })
+		followed <- barrier.FollowConfigMap(fctx, asScrape, ns, name+"-barrier", 2, func(p string, _ time.Time) { metPoints <- p })
 	}()
 	meet("synced")
 	select {
@@ -352,9 +396,9 @@ func TestManifestDryRun(t *testing.T) {
 			t.Errorf("the follower saw %q, want synced", p)
 		}
 	case err := <-followed:
-		t.Errorf("the follower as the ServiceAccount ended: %v", err)
+		t.Errorf("the follower as the scrape pod's ServiceAccount ended: %v", err)
 	case <-fctx.Done():
-		t.Error("the follower as the ServiceAccount saw no point")
+		t.Error("the follower as the scrape pod's ServiceAccount saw no point")
 	}
 	stopFollow()
 	// Nothing else: another ConfigMap, an unfiltered list, a Secret.
