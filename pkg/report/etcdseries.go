@@ -179,7 +179,7 @@ type ServerMetrics struct {
 	// --endpoints).
 	*EtcdMetrics
 	// APIServers are the CPU and memory of the kube-apiserver read (the
-	// one --kubeconfig's server reaches), by phase, from its
+	// one --kubeconfig's server reaches, named "apiserver"), by phase, from its
 	// process_cpu_seconds_total and process_resident_memory_bytes.
 	APIServers []APIServerUsage `json:"apiservers,omitempty"`
 	// APIServerMetrics are its own /metrics per phase, as

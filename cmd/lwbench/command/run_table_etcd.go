@@ -255,8 +255,11 @@ func makeEtcdRPCTable(m *report.EtcdMetrics) (output.Table, string) {
 			failed = append(failed, p.Phase+": "+strings.Join(parts, ", "))
 		}
 	}
-	note := "etcd RPCs handled: the increase of grpc_server_handled_total by grpc_method, every code, summed over the members; " +
-		"a stream (Watch, LeaseKeepAlive) counts when it ends; not OK: those of another grpc_code"
+	note := "etcd RPCs handled: the increase of grpc_server_handled_total by grpc_method, every code"
+	if len(m.Members) > 1 {
+		note += ", summed over the members"
+	}
+	note += "; a stream (Watch, LeaseKeepAlive) counts when it ends; not OK: those of another grpc_code (Canceled: the client ended it)"
 	if len(failed) > 0 {
 		note += " (" + strings.Join(failed, "; ") + ")"
 	} else {

@@ -264,7 +264,7 @@ func runScrape(ctx context.Context, o *scrapeOptions, out, errOut io.Writer) err
 		if err != nil {
 			return fmt.Errorf("kube-apiserver's /metrics: %w", err)
 		}
-		apiservers = []kubeload.APIServer{{Name: rc.Host, RESTConfig: rc}}
+		apiservers = []kubeload.APIServer{{Name: "apiserver", RESTConfig: rc}}
 	}
 	var follow followFunc
 	if o.barrierEtcdKey != "" {
@@ -300,7 +300,7 @@ func runScrape(ctx context.Context, o *scrapeOptions, out, errOut io.Writer) err
 		what = append(what, strings.Join(o.conn.Endpoints, ", "))
 	}
 	for _, a := range apiservers {
-		what = append(what, a.Name)
+		what = append(what, "kube-apiserver "+a.RESTConfig.Host)
 	}
 	con.Logf("reading the /metrics of %s per phase of the load of %d workers", strings.Join(what, " and "), o.shards)
 	p, err := startPhaseScrape(ctx, phaseScrapeConfig{follow: follow, endpoints: o.conn.Endpoints, tls: cfg.TLS, apiservers: apiservers, logf: con.Logf})

@@ -371,6 +371,9 @@ func checkMergedLogs(t *testing.T, res *report.RunResult) {
 	if puts["seed"] < 170 || puts["seed"] > 180 || puts["steady"] < res.Writes.Creates+res.Writes.Updates {
 		t.Errorf("etcd's puts by phase %v: want the 170 seeded in seed and the %d creates and updates in steady", puts, res.Writes.Creates+res.Writes.Updates)
 	}
+	if txns := handledRPCs(res.EtcdMetrics, "Txn"); txns["seed"] < 170 || txns["steady"] < res.Writes.Completed {
+		t.Errorf("Txns etcd handled by phase %v, as scrape read them: want the 170 seeded or more in seed, the %d writes or more in steady", txns, res.Writes.Completed)
+	}
 }
 
 // TestScrapeFlags: scrape needs the load's shards, the member and one
@@ -387,6 +390,7 @@ func TestScrapeFlags(t *testing.T) {
 		{[]string{"--shards", "2", "--endpoints", "http://127.0.0.1:2379"}, "give one of --barrier-etcd-key and --barrier-configmap"},
 		{[]string{"--shards", "2", "--endpoints", "http://127.0.0.1:2379", "--barrier-configmap", "x"}, "want NAMESPACE/NAME"},
 		{[]string{"--shards", "2", "--endpoints", "http://127.0.0.1:2379", "--barrier-etcd-key", "/b", "--log-result", "-w", "table"}, "--log-result prints JSON"},
+		{[]string{"--shards", "2", "--kubeconfig", "/k", "--barrier-etcd-key", "/b"}, "--barrier-etcd-key needs --endpoints"},
 	} {
 		root := &cobra.Command{Use: "lwbench"}
 		cli.PrepareRoot(root)
@@ -396,5 +400,14 @@ func TestScrapeFlags(t *testing.T) {
 		if code := cli.Run(root, append([]string{"scrape"}, tt.args...), &errOut); code != cli.ExitUsage || ran || !strings.Contains(errOut.String(), tt.want) {
 			t.Errorf("%q: exit %d, ran %v, stderr %q; want %d mentioning %q", tt.args, code, ran, errOut.String(), cli.ExitUsage, tt.want)
 		}
+	}
+	// kube-apiserver's /metrics alone, in a pod: no member needed.
+	root := &cobra.Command{Use: "lwbench"}
+	cli.PrepareRoot(root)
+	var got *scrapeOptions
+	root.AddCommand(newScrapeCommand(func(_ *cobra.Command, o *scrapeOptions) error { got = o; return nil }))
+	var errOut bytes.Buffer
+	if code := cli.Run(root, []string{"scrape", "--shards", "2", "--barrier-configmap", "ns/b", "--apiserver-metrics"}, &errOut); code != 0 || got == nil || !got.apiserverMetricsWanted() {
+		t.Errorf("scrape --apiserver-metrics without --endpoints: exit %d, stderr %q; want it to run, reading kube-apiserver's", code, errOut.String())
 	}
 }

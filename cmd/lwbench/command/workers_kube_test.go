@@ -2,16 +2,25 @@ package command
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubestore/etcdkit/internal/apiserverproc"
 	"github.com/kubestore/etcdkit/internal/apiservertest"
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -266,4 +275,137 @@ func TestRunWorkersThroughExistingCluster(t *testing.T) {
 		t.Errorf("namespaces deleted %v: want the load's 4, each by the one worker that created it", ns)
 	}
 	e.checkLeftAlone(t, ns)
+}
+
+// TestScrapeKubeconfigMerge runs a load of two `lwbench worker
+// --kubeconfig` processes through a real kube-apiserver, as on a cluster,
+// with `lwbench scrape --kubeconfig` following their barrier: scrape reads
+// the member's and the apiserver's own /metrics per phase, and `lwbench
+// merge --etcd-metrics` sets both beside the merged result: the
+// apiserver's pod creates in seed are the 60 pods the workers seeded, and
+// its successful writes in steady (and drain, where its last ones may
+// count) at least the workers' writes.
+func TestScrapeKubeconfigMerge(t *testing.T) {
+	bin := apiservertest.Binaries(t)
+	srv := etcdtest.RunEtcd(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	c, err := apiserverproc.Start(ctx, apiserverproc.Config{BinDir: bin, Dir: t.TempDir(), EtcdServers: srv.Endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go apiservertest.FinalizeNamespaces(ctx, cs) // the workers' namespaces go at their cleanup
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(kubeconfig, c.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "/lwbench-barrier/scrape-kubeconfig"
+	endpoints := strings.Join(srv.Endpoints, ",")
+	scrapeOut := filepath.Join(dir, "scrape.json")
+	scraped := make(chan string, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		root := NewRootCommand()
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		code := cli.Run(root, []string{"scrape", "--shards", "2", "--barrier-etcd-key", key, "--endpoints", endpoints, "--kubeconfig", kubeconfig, "-w", "json"}, &errOut)
+		os.WriteFile(scrapeOut, out.Bytes(), 0o644)
+		msg := ""
+		if code != 0 {
+			msg = fmt.Sprintf("exit %d: %s", code, errOut.String())
+		}
+		scraped <- msg
+	}()
+	var logs []string
+	var cmds []*exec.Cmd
+	for i := range 2 {
+		path := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command(exe, "worker", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", key, "--endpoints", endpoints,
+			"--kubeconfig", kubeconfig, "--log-result", "--objects", "60", "--namespaces", "2", "--watchers", "2", "--write-rate", "40", "--duration", "2s")
+		cmd.Env = append(os.Environ(), subprocessEnv+"=1")
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, logs = append(cmds, cmd), append(logs, path)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			b, _ := os.ReadFile(logs[i])
+			t.Fatalf("worker %d: %v\n%s", i, err, b)
+		}
+	}
+	select {
+	case msg := <-scraped:
+		if msg != "" {
+			t.Fatalf("lwbench scrape --kubeconfig: %s", msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("lwbench scrape did not end after the workers")
+	}
+	var out, errOut bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	if code := cli.Run(root, append([]string{"merge", "-w", "json", "--etcd-metrics", scrapeOut}, logs...), &errOut); code != 0 {
+		t.Fatalf("lwbench merge --etcd-metrics: exit %d: %s", code, errOut.String())
+	}
+	var res report.RunResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Workers) != 2 || res.Writes.Completed == 0 || !res.Validation.OK() {
+		t.Fatalf("merged %d workers, %d writes, validation %s", len(res.Workers), res.Writes.Completed, res.Validation.Summary())
+	}
+	if res.EtcdMetrics == nil || len(res.EtcdMetrics.Phases) == 0 || len(res.APIServers) != 1 || len(res.APIServerMetrics) == 0 {
+		t.Fatalf("etcd metrics %+v, apiservers %+v, %d apiserver series: want scrape's figures of both", res.EtcdMetrics, res.APIServers, len(res.APIServerMetrics))
+	}
+	requests := map[string]float64{} // phase, verb, resource, code
+	for _, m := range res.APIServerMetrics {
+		if m.Name == "apiserver_request_total" {
+			requests[m.Phase+" "+m.Labels["verb"]+" "+m.Labels["resource"]+" "+m.Labels["code"]] += m.Value
+		}
+	}
+	if got := requests["seed POST pods 201"] + requests["sync POST pods 201"]; got != 60 {
+		t.Errorf("kube-apiserver counted %v pod creates in seed, want the 60 seeded; by phase, verb, resource and code: %v", got, requests)
+	}
+	var writes float64
+	for k, v := range requests {
+		f := strings.Fields(k)
+		if (f[0] == "steady" || f[0] == "drain") && slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE"}, f[1]) && strings.HasPrefix(f[3], "2") {
+			writes += v
+		}
+	}
+	if writes < float64(res.Writes.Completed) {
+		t.Errorf("kube-apiserver counted %v successful writes in steady and drain, fewer than the workers' %d; by phase, verb, resource and code: %v",
+			writes, res.Writes.Completed, requests)
+	}
+	// The table merge prints shows both.
+	out.Reset()
+	root = NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	if code := cli.Run(root, append([]string{"merge", "--etcd-metrics", scrapeOut}, logs...), &errOut); code != 0 {
+		t.Fatalf("lwbench merge --etcd-metrics -w table: exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"| etcd phase (/metrics) ", "| etcd phase (RPCs handled) ", "| apiserver phase "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("merge's table has no %q:\n%s", want, out.String())
+		}
+	}
 }
