@@ -257,3 +257,63 @@ func TestEtcdSamplerHaltsAScrape(t *testing.T) {
 		t.Errorf("got writes %+v, metrics %+v; want no write series, the baseline's 4096 bytes and the scrape halt gave up not counted as failed", writes, m)
 	}
 }
+
+// TestEtcdMetricsSamplerMembers samples three members' /metrics (test
+// servers whose second scrape has grown by known amounts): the result
+// holds each member's figures and their sums, and the summed p99 comes
+// from the members' buckets summed (two members' 100 fast commits
+// outweigh the third's 2 slow ones: about 1 ms), not from the members'
+// p99s averaged (about 34 ms).
+func TestEtcdMetricsSamplerMembers(t *testing.T) {
+	const head = "# TYPE etcd_disk_backend_commit_duration_seconds histogram\n# TYPE etcd_mvcc_put_total counter\n# TYPE grpc_server_handled_total counter\n"
+	text := func(fast, slow, puts, ranges, failed int) string {
+		return head + fmt.Sprintf(`etcd_disk_backend_commit_duration_seconds_bucket{le="0.001"} %d
+etcd_disk_backend_commit_duration_seconds_bucket{le="0.1"} %d
+etcd_disk_backend_commit_duration_seconds_bucket{le="+Inf"} %d
+etcd_disk_backend_commit_duration_seconds_sum 0
+etcd_disk_backend_commit_duration_seconds_count %d
+etcd_mvcc_put_total %d
+grpc_server_handled_total{grpc_code="OK",grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"} %d
+grpc_server_handled_total{grpc_code="Unavailable",grpc_method="Txn",grpc_service="etcdserverpb.KV",grpc_type="unary"} %d
+`, fast, fast+slow, fast+slow, fast+slow, puts, ranges, failed)
+	}
+	members := []struct{ fast, slow, puts, ranges, failed int }{{100, 0, 50, 10, 0}, {0, 2, 50, 20, 3}, {100, 0, 50, 30, 0}}
+	var urls []string
+	for _, m := range members {
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				fmt.Fprint(w, text(0, 0, 7, 5, 1)) // the baseline
+				return
+			}
+			fmt.Fprint(w, text(m.fast, m.slow, 7+m.puts, 5+m.ranges, 1+m.failed))
+		}))
+		defer srv.Close()
+		urls = append(urls, srv.URL)
+	}
+	s := SampleEtcdMetrics(t.Context(), urls, nil, time.Now(), time.Hour, func() string { return "steady" })
+	s.SampleNow()
+	m := s.Finish(t.Context())
+	if m == nil || len(m.Members) != 3 || len(m.Phases) != 1 || m.Endpoint != urls[0] || m.Errors != 0 {
+		t.Fatalf("got %+v, want three members' one phase and no error", m)
+	}
+	wantP99 := []float64{0.99, 1 + 99*1.98/2, 0.99} // ms, each member's own
+	for i, mm := range m.Members {
+		p := mm.Phases[0]
+		if mm.Endpoint != urls[i] || p.Puts != 50 || math.Abs(p.BackendCommitP99Ms-wantP99[i]) > 1e-9 {
+			t.Errorf("member %d: %s, %+v; want %s, 50 puts, commit p99 %v ms", i, mm.Endpoint, p, urls[i], wantP99[i])
+		}
+	}
+	sum := m.Phases[0]
+	if sum.Puts != 150 || sum.BackendCommits != 202 || math.Abs(sum.BackendCommitP99Ms-0.9999) > 1e-9 {
+		t.Errorf("summed %+v: want 150 puts, 202 commits, p99 0.9999 ms from the buckets summed", sum)
+	}
+	want := []report.EtcdHandledRPCs{{Service: "etcdserverpb.KV", Method: "Range", Code: "OK", Count: 60},
+		{Service: "etcdserverpb.KV", Method: "Txn", Code: "Unavailable", Count: 3}}
+	if !slices.Equal(sum.HandledRPCs, want) {
+		t.Errorf("summed RPCs %+v, want %+v", sum.HandledRPCs, want)
+	}
+	if got := SampleEtcdMetrics(t.Context(), nil, nil, time.Now(), time.Hour, func() string { return "steady" }).Finish(t.Context()); got != nil {
+		t.Errorf("no endpoints: got %+v, want nil", got)
+	}
+}

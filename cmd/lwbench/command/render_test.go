@@ -385,6 +385,7 @@ func TestServerMetricsTables(t *testing.T) {
 	flat := strings.Join(strings.Fields(text), " ")
 	for _, want := range []string{
 		"etcd's /metrics (3 members summed, every 1.0 s)",
+		"db size (in use) of member 0 over 1 samples",
 		"| seed | 370368 | 37035 | 703701 |",                    // the members' sums
 		"| released after compaction 1 | 2 | 123456 | 234567 |", // member 2 alone
 		"| etcd phase (RPCs handled) | Range | Txn | Put | DeleteRange | Watch | Lease* | other | not OK |",

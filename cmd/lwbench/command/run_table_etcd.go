@@ -106,7 +106,8 @@ func etcdDBSizeNote(m *report.EtcdMetrics) string {
 }
 
 // dbSizeSummary gives the first, the largest and the last of m's db
-// size samples, and the failed reads; "" without either.
+// size samples (member 0's, with several), and the failed reads; ""
+// without either.
 func dbSizeSummary(m *report.EtcdMetrics) string {
 	var parts []string
 	if n := len(m.Samples); n > 0 {
@@ -117,7 +118,11 @@ func dbSizeSummary(m *report.EtcdMetrics) string {
 			}
 		}
 		first, last := m.Samples[0], m.Samples[n-1]
-		parts = append(parts, fmt.Sprintf("db size (in use) over %d samples: first %s (%s), peak %s (%s) at %.1f s in %s, last %s (%s)", n,
+		of := ""
+		if len(m.Members) > 1 {
+			of = " of member 0"
+		}
+		parts = append(parts, fmt.Sprintf("db size (in use)%s over %d samples: first %s (%s), peak %s (%s) at %.1f s in %s, last %s (%s)", of, n,
 			sizeText(first.DBSizeBytes), sizeText(first.DBSizeInUseBytes), sizeText(peak.DBSizeBytes), sizeText(peak.DBSizeInUseBytes),
 			peak.AtMs/1000, peak.Phase, sizeText(last.DBSizeBytes), sizeText(last.DBSizeInUseBytes)))
 	}
