@@ -153,7 +153,9 @@ type point struct {
 	SteadyCoordinatorCPUCores float64 `json:"steadyCoordinatorCpuCores"` // with an embedded member, the same as SteadyEtcdCPUCores
 	// EtcdPutsPerSecond and EtcdCommitP99Ms are etcd's own /metrics over
 	// the steady phase (etcdMetrics): etcd_mvcc_put_total over the
-	// phase's duration and etcd_disk_backend_commit_duration_seconds' p99.
+	// phase's duration (one member's: every member applies every write)
+	// and etcd_disk_backend_commit_duration_seconds' p99 (of the members'
+	// buckets summed).
 	EtcdPutsPerSecond float64 `json:"etcdPutsPerSecond"`
 	EtcdCommitP99Ms   float64 `json:"etcdCommitP99Ms"`
 	LoadAverageMax    float64 `json:"loadAverageMax"`
@@ -467,9 +469,21 @@ func fromResult(r *report.RunResult, size, n int, rate float64, watchers int) po
 		p.ResultEtcdCPUCores = r.Self.Etcd.CPUCores
 	}
 	if r.EtcdMetrics != nil {
-		for _, ph := range r.EtcdMetrics.Phases {
+		// With several members the phases are their sums, and every
+		// member applies every write: the cluster's puts are one
+		// member's (the first's). The commit p99 is of the members'
+		// buckets summed.
+		puts := r.EtcdMetrics.Phases
+		if len(r.EtcdMetrics.Members) > 0 {
+			puts = r.EtcdMetrics.Members[0].Phases
+		}
+		for _, ph := range puts {
 			if ph.Phase == "steady" && ph.DurationMs > 0 {
 				p.EtcdPutsPerSecond = float64(ph.Puts) / (ph.DurationMs / 1000)
+			}
+		}
+		for _, ph := range r.EtcdMetrics.Phases {
+			if ph.Phase == "steady" && ph.DurationMs > 0 {
 				p.EtcdCommitP99Ms = ph.BackendCommitP99Ms
 			}
 		}
