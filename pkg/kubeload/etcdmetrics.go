@@ -19,8 +19,10 @@ import (
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
-// Metrics of etcd 3.7.3 a cluster's run reads from the first member's
-// /metrics (etcd serves them on its client URLs), with their source:
+// Metrics of etcd 3.7.3 a run reads from a member's /metrics (etcd
+// serves them on its client URLs; a cluster's run reads the first
+// member's, a divided load's coordinator every member's), with their
+// source:
 // go.etcd.io/etcd/server/v3/storage/mvcc/metrics.go (the db sizes,
 // put/delete/range/txn totals, the watcher gauges),
 // server/etcdserver/metrics.go (proposals committed),
@@ -96,7 +98,8 @@ func keepEtcdMetric(line []byte) bool {
 // member's /metrics (github.com/prometheus/common/expfmt) and keeps
 // etcdMetricNames: counters and gauges summed over their series,
 // histograms as their cumulative buckets summed bucket by bucket (the
-// series of one histogram share their bounds). Lines of other metrics are
+// series of one histogram share their bounds), grpc_server_handled_total
+// by grpc_service, grpc_method and grpc_code. Lines of other metrics are
 // skipped before parsing. It fails on malformed text.
 func parseEtcdMetrics(r io.Reader) (*etcdScrape, error) {
 	families, err := parseKept(r, keepEtcdMetric)
