@@ -202,10 +202,11 @@ func shardLegend(paths []string, rs []*report.RunResult) string {
 
 // makeWorkerTable lays a merged result's workers out, one row each by
 // shard: its writes, events, relists, verdict, CPU and whether the
-// generator limited its figures (report.GeneratorLimited).
+// generator limited its figures (report.GeneratorLimited), in at most
+// 118 columns with four-digit counts.
 func makeWorkerTable(ws []report.WorkerSummary) output.Table {
 	t := output.Table{
-		Header:  []string{"shard", "writes completed / planned", "write errors", "events (timed)", "relists", "cpu cores", "generator limited", "verdict"},
+		Header:  []string{"shard", "writes done / planned", "write errors", "events (timed)", "relists", "cpu cores", "generator limited", "verdict"},
 		Numeric: []bool{true, true, true, true, true, true, false, false},
 	}
 	for _, w := range ws {
