@@ -167,7 +167,7 @@ func (o *scrapeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.shards, "shards", 0, "shards (workers) of the load (default: $"+envShards+")")
 	fs.StringVar(&o.barrierEtcdKey, "barrier-etcd-key", "", "the workers' barrier: this etcd key of --endpoints")
 	fs.StringVar(&o.barrierConfigMap, "barrier-configmap", "", "the workers' barrier: this ConfigMap, NAMESPACE/NAME (in-cluster config, or --barrier-kubeconfig)")
-	fs.StringVar(&o.barrierKubeconfig, "barrier-kubeconfig", "", "kubeconfig of the cluster holding --barrier-configmap (default: the pod's in-cluster config)")
+	fs.StringVar(&o.barrierKubeconfig, "barrier-kubeconfig", "", "kubeconfig of the cluster holding --barrier-configmap (default: --kubeconfig, else the pod's in-cluster config)")
 	fs.BoolVar(&o.logResult, "log-result", false, "print the figures (JSON) as one line starting with \""+scrapeLinePrefix+"\" after everything else, for a pod's log")
 	o.flags = fs
 }
