@@ -72,6 +72,10 @@ type WorkerSummary struct {
 	// what.
 	GeneratorLimited    bool   `json:"generatorLimited"`
 	GeneratorLimitedWhy string `json:"generatorLimitedWhy,omitempty"`
+	// ClusterModel is its part of a cluster's model (its Cluster.Model:
+	// its nodes and namespaces and what it sent of them); nil for other
+	// loads.
+	ClusterModel *ClusterModel `json:"clusterModel,omitempty"`
 }
 
 // ErrNotOneLoad is returned (wrapped, naming the shard and what differs)
@@ -109,6 +113,10 @@ var ErrNotOneLoad = errors.New("not the workers of one load")
 //   - what one worker alone does (shard 0: compactions, defragmentation,
 //     faults, the counting proxy's and the apiservers' figures) is taken
 //     from the worker that has it; two that have it are ErrNotOneLoad;
+//     but the model of a cluster's workers (each with Cluster.Model) each
+//     count their own requests behind a counting proxy of their own, and
+//     their Etcd rows are summed by phase, method, kind and resource,
+//     their EtcdPhases spanning the earliest start to the latest end;
 //   - Relists, Holds and violations are concatenated, Informers sorted
 //     by ID; offsets from the epoch (…AtMs) are moved to the merged
 //     epoch, the earliest StartedAt;
@@ -123,8 +131,10 @@ var ErrNotOneLoad = errors.New("not the workers of one load")
 //     NumCPU, the highest scheduling delay), so BusyWarnings and the
 //     verdict see any worker's busy machine; each worker's own is in
 //     Workers;
-//   - Target, APIServer and Cluster are shard 0's (the workers drove one
-//     etcd; a whole cluster's plan and control plane are shard 0's);
+//   - Target and APIServer are shard 0's (the workers drove one etcd);
+//     Cluster is the plan every worker planned alike, with each worker's
+//     part summed (mergeCluster: pods Running, the model's counts, its
+//     node and namespace blocks, which must tile the whole);
 //   - Warnings are the workers' prefixed "worker i: ", then one per worker
 //     limited by the generator (GeneratorLimited), and Verdict is
 //     RunVerdict of the merged result.
@@ -139,7 +149,10 @@ func MergeRuns(results []*RunResult) (*RunResult, error) {
 	}
 	first := ws[0]
 	m := &RunResult{Kind: KindRun, SchemaVersion: RunSchemaVersion, StartedAt: first.StartedAt,
-		Target: first.Target, APIServer: first.APIServer, Scenario: first.Scenario, Cluster: first.Cluster}
+		Target: first.Target, APIServer: first.APIServer, Scenario: first.Scenario}
+	if m.Cluster, err = mergeCluster(ws); err != nil {
+		return nil, err
+	}
 	for _, r := range ws[1:] {
 		if r.StartedAt.Before(m.StartedAt) {
 			m.StartedAt = r.StartedAt
@@ -165,6 +178,9 @@ func MergeRuns(results []*RunResult) (*RunResult, error) {
 	if err := mergeOneShard(m, ws, offset); err != nil {
 		return nil, err
 	}
+	if perWorkerEtcd(ws) {
+		m.Etcd, m.EtcdPhases = mergeEtcdRequests(ws), mergeEtcdPhases(ws)
+	}
 	if m.Members, err = mergeMembers(ws); err != nil {
 		return nil, err
 	}
@@ -184,7 +200,11 @@ func MergeRuns(results []*RunResult) (*RunResult, error) {
 	}
 	for _, r := range ws {
 		limited, why := GeneratorLimited(r.Self)
-		m.Workers = append(m.Workers, WorkerSummary{
+		var part *ClusterModel
+		if r.Cluster != nil {
+			part = r.Cluster.Model
+		}
+		m.Workers = append(m.Workers, WorkerSummary{ClusterModel: part,
 			Shard: *r.Shard, StartedAt: r.StartedAt, Verdict: r.Verdict,
 			Writes: WorkerWrites{Planned: r.Writes.Planned, Completed: r.Writes.Completed, Errors: r.Writes.Errors},
 			Events: r.Delivery.Events, TimedEvents: r.Delivery.TimedEvents, Relists: len(r.Relists),
@@ -249,9 +269,9 @@ func byShard(results []*RunResult) ([]*RunResult, error) {
 	return ws, nil
 }
 
-// firstDifference returns the JSON name of the first field of a and b
-// that differs, "" when none does.
-func firstDifference(a, b Scenario) string {
+// firstDifference returns the JSON name of the first field of a and b,
+// structs of one type, that differs, "" when none does.
+func firstDifference(a, b any) string {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	for i := range va.NumField() {
 		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
@@ -480,6 +500,7 @@ func mergeOneShard(m *RunResult, ws []*RunResult, offset []float64) error {
 		}
 		return found, nil
 	}
+	own := perWorkerEtcd(ws) // summed instead (mergeEtcdRequests)
 	sections := []struct {
 		what string
 		has  func(*RunResult) bool
@@ -510,8 +531,8 @@ func mergeOneShard(m *RunResult, ws []*RunResult, offset []float64) error {
 				d.Faults = append(d.Faults, f)
 			}
 		}},
-		{"etcd", func(r *RunResult) bool { return len(r.Etcd) > 0 }, func(d, s *RunResult, _ float64) { d.Etcd = s.Etcd }},
-		{"etcdPhases", func(r *RunResult) bool { return len(r.EtcdPhases) > 0 }, func(d, s *RunResult, _ float64) { d.EtcdPhases = s.EtcdPhases }},
+		{"etcd", func(r *RunResult) bool { return !own && len(r.Etcd) > 0 }, func(d, s *RunResult, _ float64) { d.Etcd = s.Etcd }},
+		{"etcdPhases", func(r *RunResult) bool { return !own && len(r.EtcdPhases) > 0 }, func(d, s *RunResult, _ float64) { d.EtcdPhases = s.EtcdPhases }},
 		{"etcdWrites", func(r *RunResult) bool { return r.EtcdWrites != nil }, func(d, s *RunResult, _ float64) { d.EtcdWrites = s.EtcdWrites }},
 		{"etcdMetrics", func(r *RunResult) bool { return r.EtcdMetrics != nil }, func(d, s *RunResult, _ float64) { d.EtcdMetrics = s.EtcdMetrics }},
 		{"periodicTraffic", func(r *RunResult) bool { return len(r.PeriodicTraffic) > 0 }, func(d, s *RunResult, _ float64) { d.PeriodicTraffic = s.PeriodicTraffic }},

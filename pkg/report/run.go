@@ -228,6 +228,9 @@ type ClusterScenario struct {
 	// NodeHealth is what the nodes' Leases and Ready conditions did from
 	// the churn's start to its end.
 	NodeHealth *NodeHealth `json:"nodeHealth,omitempty"`
+	// Model is what the etcd-direct model of the cluster sent (lwbench
+	// run --nodes --cluster-model); nil through a real control plane.
+	Model *ClusterModel `json:"model,omitempty"`
 }
 
 // Scenario is the shape of the load.
