@@ -18,6 +18,7 @@ import (
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/compaction"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -55,11 +56,12 @@ type Options struct {
 func NewClients(o Options) watchload.Clients { return &clients{o: o} }
 
 type clients struct {
-	o  Options
-	r  *watchload.Script
-	st *store
-	cl *cluster
-	pe *periodic
+	o    Options
+	r    *watchload.Script
+	part Part // the run's shard's part of the cluster (all of it undivided)
+	st   *store
+	cl   *cluster
+	pe   *periodic
 
 	bg     context.Context
 	stopBg context.CancelFunc
@@ -73,8 +75,9 @@ var _ watchload.Clients = (*clients)(nil)
 // apiserverID names the modelled kube-apiserver's Leases.
 const apiserverID = "lwbench-model"
 
-// Begin checks the options, connects, describes the scenario and starts
-// the control plane's own Leases.
+// Begin checks the options, divides the plan (r.Options.Shard's Part),
+// connects, describes the scenario and, on shard 0, starts
+// kube-apiserver's compactor.
 func (c *clients) Begin(ctx context.Context, r *watchload.Script) error {
 	c.r = r
 	o := &c.o
@@ -91,6 +94,10 @@ func (c *clients) Begin(ctx context.Context, r *watchload.Script) error {
 		o.QPS = clusterload.DefaultQPS(o.Plan.Nodes)
 	}
 	lo, s, res := r.Options, r.Session, r.Result
+	var err error
+	if c.part, err = Divide(o.Plan, lo.Shard); err != nil {
+		return fmt.Errorf("divide the cluster's model: %w", err)
+	}
 	topo, err := s.ConnectWriters(ctx, lo.WriterConnections, false)
 	if err != nil {
 		return err
@@ -111,60 +118,81 @@ func (c *clients) Begin(ctx context.Context, r *watchload.Script) error {
 	if o.Counter != nil {
 		s.OnPhase(o.Counter.SetPhase)
 	}
-	c.cl = newCluster(c.st, lo.Prefix, p, o.PodSize)
-	c.pe = newPeriodic(c.st, lo.Prefix, p.Nodes, lo.Seed, r.Logf)
+	c.cl = newCluster(c.st, lo.Prefix, p, o.PodSize, lo.Shard)
+	// Each shard's timers draw from a seed of their own, so that its
+	// nodes' renewals are spread as the whole's are.
+	c.pe = newPeriodic(c.st, lo.Prefix, c.part.NodeFrom, c.part.NodeTo, lo.Seed+uint64(lo.Shard.Index), r.Logf)
 	c.bg, c.stopBg = context.WithCancel(context.WithoutCancel(ctx))
-	if lo.CompactionInterval > 0 {
+	if lo.Shard.Count > 1 {
+		r.Logf("model: shard %s drives nodes %d to %d and namespaces %d to %d of %d%s", lo.Shard, c.part.NodeFrom, c.part.NodeTo-1,
+			c.part.NamespaceFrom, c.part.NamespaceTo-1, len(p.Namespaces), map[bool]string{true: ", and the cluster's singletons"}[c.part.Singletons()])
+	}
+	if lo.CompactionInterval > 0 && c.part.Singletons() {
 		c.pe.wg.Go(func() { c.compact(c.bg, lo.CompactionInterval) })
 	}
 	return nil
 }
 
-// Seed starts the cacher's watches, the control plane's Leases and
-// kube-apiserver's periodic reads, then seeds the plan: the nodes (and
-// their Leases, whose renewals start), the namespaces, each Deployment's
-// objects and pods, and the DaemonSet's.
+// Seed starts, on shard 0, the cacher's watches, the control plane's
+// Leases and kube-apiserver's periodic reads, then seeds the part's
+// share of the plan: its nodes (and their Leases, whose renewals start),
+// its namespaces, each of their Deployments' objects and pods, the
+// DaemonSet's pods on its nodes and, on shard 0, the DaemonSet. A
+// divided load's shards share the seeding's rate (QPS), each a
+// 1/shards of it.
 func (c *clients) Seed(ctx context.Context) error {
-	r, o, s := c.r, c.o, c.r.Session
+	r, o, s, pt := c.r, c.o, c.r.Session, c.part
 	c.env = s.NewEnv(1<<16, r.Options.WriterConcurrency)
 	start := time.Now()
-	c.pe.startWatches(c.bg, c.conn, r.Start+1)
-	if err := c.pe.startLeases(c.bg, apiserverID); err != nil {
-		return err
+	if pt.Singletons() {
+		c.pe.startWatches(c.bg, c.conn, r.Start+1)
+		if err := c.pe.startLeases(c.bg, apiserverID); err != nil {
+			return err
+		}
+		c.pe.startReads(c.bg, c.env)
 	}
-	c.pe.startReads(c.bg, c.env)
-	limit := flowcontrol.NewTokenBucketRateLimiter(float32(o.QPS), max(1, int(o.QPS)))
+	qps := pt.Shard.Share(o.QPS, 0)
+	limit := flowcontrol.NewTokenBucketRateLimiter(float32(qps), max(1, int(qps)))
 	defer limit.Stop()
 	wait := func() error { return limit.Wait(ctx) }
 	p := o.Plan
 	workers := max(1, r.Options.WriterConcurrency)
-	r.Logf("model: creating %d nodes of %d bytes at %.0f/s", p.Nodes, o.NodeSize, o.QPS)
-	if err := parallel.Each(ctx, workers, p.Nodes, func(ctx context.Context, _, i int) error {
-		return c.seedNode(ctx, wait, i)
+	r.Logf("model: creating %d nodes of %d bytes at %.0f/s", pt.NodeTo-pt.NodeFrom, o.NodeSize, qps)
+	if err := parallel.Each(ctx, workers, pt.NodeTo-pt.NodeFrom, func(ctx context.Context, _, i int) error {
+		return c.seedNode(ctx, wait, pt.NodeFrom+i)
 	}); err != nil {
 		return fmt.Errorf("seed the nodes: %w", err)
 	}
 	c.pe.startNodeLeases(c.bg)
 	c.pe.startNodeStatus(c.bg, o.NodeSize)
-	for _, ns := range p.Namespaces {
+	for _, ns := range p.Namespaces[pt.NamespaceFrom:pt.NamespaceTo] {
 		if err := c.seedNamespace(ctx, wait, ns); err != nil {
 			return fmt.Errorf("seed namespace %s: %w", ns, err)
 		}
 	}
-	r.Logf("model: creating %d deployments (%d pods), %d services, %d configmaps and secrets, and a daemonset", len(p.Deployments), p.Pods(), p.Services(), len(p.Deployments))
-	if err := parallel.Each(ctx, workers, len(c.cl.deps), func(ctx context.Context, _, i int) error {
-		return c.cl.seedDeployment(ctx, c.cl.deps[i], wait)
+	deps := pt.Deployments(p)
+	pods, services := 0, 0
+	for _, i := range deps {
+		pods += p.Deployments[i].Replicas
+		if p.Deployments[i].Service {
+			services++
+		}
+	}
+	r.Logf("model: creating %d deployments (%d pods), %d services, %d configmaps and secrets, and the daemonset's pods on %d nodes",
+		len(deps), pods, services, len(deps), pt.NodeTo-pt.NodeFrom)
+	if err := parallel.Each(ctx, workers, len(deps), func(ctx context.Context, _, i int) error {
+		return c.cl.seedDeployment(ctx, c.cl.deps[deps[i]], wait)
 	}); err != nil {
 		return fmt.Errorf("seed the deployments: %w", err)
 	}
-	if err := c.cl.seedDaemonSet(ctx, wait); err != nil {
+	if err := c.cl.seedDaemonSet(ctx, wait, pt); err != nil {
 		return fmt.Errorf("seed the daemonset: %w", err)
 	}
 	res := r.Result.Cluster
 	res.PodsRunning, res.SeedMs = int(c.cl.podsCreated.Load()), report.Ms(time.Since(start))
-	r.Logf("model: %d pods Running on %d nodes after %v", res.PodsRunning, p.Nodes, time.Since(start).Round(time.Second))
+	r.Logf("model: %d pods Running on %d nodes after %v", res.PodsRunning, pt.NodeTo-pt.NodeFrom, time.Since(start).Round(time.Second))
 	var err error
-	c.churn, err = newChurn(c.cl, max(1, r.Options.WriterConcurrency), r.Options.Seed)
+	c.churn, err = newChurn(c.cl, max(1, r.Options.WriterConcurrency), r.Options.Seed, pt)
 	return err
 }
 
@@ -208,7 +236,8 @@ func (c *clients) seedNamespace(ctx context.Context, wait func() error, ns strin
 // at etcd.
 func (c *clients) StartInformers(ctx context.Context) error {
 	lo := c.r.Options
-	for i := range lo.Watchers {
+	first, last := lo.Shard.Range(lo.Watchers) // a divided load's block, each informer's resource the whole's
+	for i := first; i < last; i++ {
 		res := lo.WatchResources[i%len(lo.WatchResources)]
 		key := resource{name: res}.prefixKey(lo.Prefix)
 		if res != watchload.ResourceEvents {
@@ -227,7 +256,7 @@ func (c *clients) StartInformers(ctx context.Context) error {
 			}
 		})
 	}
-	c.r.Logf("model: %d informers of %s served by the watch cache", lo.Watchers, strings.Join(lo.WatchResources, ", "))
+	c.r.Logf("model: %d informers of %s served by the watch cache", last-first, strings.Join(lo.WatchResources, ", "))
 	return nil
 }
 
@@ -277,10 +306,15 @@ func (c *clients) Confirm(_ context.Context, rev int64, _ time.Duration) (int, i
 // Validate has nothing to validate.
 func (c *clients) Validate(context.Context) {}
 
-// Collect gathers the writes' intervals, etcd's requests and what the
-// model did.
+// Collect stops the periodic traffic, so that what the model counts and
+// what the counting proxy counted are of the same requests, then gathers
+// the writes' intervals, etcd's requests and what the model did
+// (Result.Cluster.Model).
 func (c *clients) Collect(ctx context.Context, _ int) error {
 	res := c.r.Result
+	c.stopBg()
+	c.pe.wait()
+	res.Cluster.Model = c.counts()
 	res.Intervals = c.env.Collect(&res.Writes, &res.Delivery)
 	if c.o.Counter != nil {
 		res.Etcd = c.o.Counter.Requests()
@@ -293,6 +327,33 @@ func (c *clients) Collect(ctx context.Context, _ int) error {
 	c.r.Logf("model: %d pods created, %d deleted, %d events written; the cacher's watches received %d events",
 		c.cl.podsCreated.Load(), c.cl.podsDeleted.Load(), c.cl.events.Load(), c.pe.watching.Load())
 	return nil
+}
+
+// counts returns what the part of the model sent, once its periodic
+// traffic has stopped.
+func (c *clients) counts() *report.ClusterModel {
+	pt, pe := c.part, c.pe
+	m := &report.ClusterModel{NodeFrom: pt.NodeFrom, NodeTo: pt.NodeTo, NamespaceFrom: pt.NamespaceFrom, NamespaceTo: pt.NamespaceTo,
+		Deployments: len(pt.Deployments(c.o.Plan)), Singletons: pt.Singletons(),
+		NodeLeaseIntervalMinMs: report.Ms(pe.intervalMin), NodeLeaseIntervalMaxMs: report.Ms(pe.intervalMax),
+		NodeStatusWrites: pe.nodeStatus.Load(), ControlPlaneLeaseRenewals: pe.cpRenewals.Load(), PeerLeaseRenewals: pe.peerWrites.Load(),
+		PodsCreated: c.cl.podsCreated.Load(), PodsDeleted: c.cl.podsDeleted.Load(), Events: c.cl.events.Load(),
+		CacherWatchEvents: pe.watching.Load(), PeriodicFailures: pe.failures.Load()}
+	if !pe.nodeLeasesStarted.IsZero() {
+		m.NodeLeaseMs = report.Ms(time.Since(pe.nodeLeasesStarted))
+	}
+	for i := range pe.nodeRenewals {
+		n := pe.nodeRenewals[i].Load()
+		m.NodeLeaseRenewals += n
+		if n > 0 {
+			m.NodesRenewed++
+		}
+		if i == 0 || n < m.RenewalsPerNodeMin {
+			m.RenewalsPerNodeMin = n
+		}
+		m.RenewalsPerNodeMax = max(m.RenewalsPerNodeMax, n)
+	}
+	return m
 }
 
 // Stop ends the periodic traffic and the watches.
@@ -308,22 +369,33 @@ func (c *clients) CleanUp(context.Context) {}
 
 // churn is clusterload.Churn's ops (the same plan as the real control
 // plane's run with the same seed) performed by the model: each op the
-// Deployment's write and the control plane's answer to it.
+// Deployment's write and the control plane's answer to it. In a divided
+// load every shard plans every op and performs those of its part's
+// namespaces (watchload.ShardedWorkload).
 type churn struct {
 	plan *clusterload.Churn
 	cl   *cluster
+	part Part
 }
 
-func newChurn(cl *cluster, workers int, seed uint64) (*churn, error) {
+var _ watchload.ShardedWorkload = (*churn)(nil)
+
+func newChurn(cl *cluster, workers int, seed uint64, part Part) (*churn, error) {
 	ch, err := clusterload.NewChurn(cl.plan, make([]kubernetes.Interface, workers), seed)
 	if err != nil {
 		return nil, err
 	}
-	return &churn{plan: ch, cl: cl}, nil
+	return &churn{plan: ch, cl: cl, part: part}, nil
 }
 
 // Next returns clusterload.Churn's op i.
 func (c *churn) Next(i int64) watchload.Op { return c.plan.Next(i) }
+
+// Shard returns the part's shard.
+func (c *churn) Shard() shard.Shard { return c.part.Shard }
+
+// Owns reports whether op's Deployment is in the part's namespaces.
+func (c *churn) Owns(op watchload.Op) bool { return c.part.Owns(op) }
 
 // Do performs op: a Deployment scaled up or down by one, or rolled out.
 func (c *churn) Do(ctx context.Context, _ int, _ watchload.KV, op watchload.Op) (int64, bool, error) {

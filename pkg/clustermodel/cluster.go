@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // Event sources, as the components name themselves.
@@ -64,11 +65,14 @@ type cluster struct {
 	lrExpiry map[string]time.Time // LimitRanger's live lookups by namespace
 
 	podsCreated, podsDeleted, events atomic.Int64
+
+	// shard numbers the pod IPs so that the shards' never meet (nextIP).
+	shard shard.Shard
 }
 
-func newCluster(st *store, prefix string, plan *clusterload.Plan, podSize int) *cluster {
+func newCluster(st *store, prefix string, plan *clusterload.Plan, podSize int, sh shard.Shard) *cluster {
 	c := &cluster{st: st, prefix: prefix, plan: plan, podSize: podSize, byName: map[string]int{}, correlators: map[string]*record.EventCorrelator{},
-		lrExpiry: map[string]time.Time{}}
+		lrExpiry: map[string]time.Time{}, shard: sh}
 	for i, d := range plan.Deployments {
 		ob := deploymentObjects(d, podSize)
 		c.deps = append(c.deps, &deployment{plan: d, obj: ob.Deployment, service: d.Service})
@@ -150,9 +154,10 @@ func (c *cluster) limitRanger(ctx context.Context, ns string) error {
 // limitRangerLiveTTL is LimitRanger's liveTTL.
 const limitRangerLiveTTL = 30 * time.Second
 
-// nextIP returns a pod IP.
+// nextIP returns a pod IP, one of the shard's (every Count-th from its
+// Index), so that a divided load's shards never hand out the same.
 func (c *cluster) nextIP() string {
-	n := c.ip.Add(1)
+	n := (c.ip.Add(1)-1)*int64(c.shard.Count) + int64(c.shard.Index) + 1
 	return fmt.Sprintf("10.%d.%d.%d", 64+n>>16&63, n>>8&255, n&255)
 }
 
@@ -638,21 +643,28 @@ func (c *cluster) createAt(ctx context.Context, wait func() error, group, resour
 	return err
 }
 
-// seedDaemonSet creates the Plan's DaemonSet and one pod on each node
-// (the daemonset controller; kube-scheduler binds them).
-func (c *cluster) seedDaemonSet(ctx context.Context, wait func() error) error {
+// seedDaemonSet creates the Plan's DaemonSet (pt's singleton) and one
+// pod on each of pt's nodes (the daemonset controller; kube-scheduler
+// binds them).
+func (c *cluster) seedDaemonSet(ctx context.Context, wait func() error, pt Part) error {
 	ds := c.plan.DaemonSet(c.podSize)
-	if err := c.createAt(ctx, wait, "apps", "daemonsets", ds.Namespace, ds.Name, ds); err != nil {
-		return err
+	if pt.Singletons() {
+		if err := c.createAt(ctx, wait, "apps", "daemonsets", ds.Namespace, ds.Name, ds); err != nil {
+			return err
+		}
 	}
-	for i := range c.plan.Nodes {
+	for i := pt.NodeFrom; i < pt.NodeTo; i++ {
 		if _, err := c.startPod(ctx, ds.Spec.Template, ds.Namespace, "DaemonSet", ds.Name, controlplane.NodeName(i), sourceDaemonSet); err != nil {
 			return err
 		}
 	}
 	// The daemonset controller's status once its pods are scheduled and
 	// once they are ready (pkg/controller/daemon/daemon_controller.go
-	// updateDaemonSetStatus).
+	// updateDaemonSetStatus), written once, when shard 0's pods are
+	// (the others' may still be starting).
+	if !pt.Singletons() {
+		return nil
+	}
 	n := int32(c.plan.Nodes)
 	k := key(c.prefix, "apps", "daemonsets", ds.Namespace, ds.Name)
 	ds.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: n, CurrentNumberScheduled: n, UpdatedNumberScheduled: n, ObservedGeneration: 1}

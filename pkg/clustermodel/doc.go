@@ -74,6 +74,34 @@
 // have no watch cache), with the events' lease from kube-apiserver's
 // lease manager (a grant at most once per 60 s at the 1-hour TTL).
 //
+// # Shards (shard.go)
+//
+// lwbench run --workers N --nodes K --cluster-model divides the model
+// among N workers, each a Part decided by the plan and its shard alone
+// (Divide, pkg/shard's blocks), so that they agree without talking:
+//
+//	nodes       shard i's block of the nodes: their creates, Leases and
+//	            first status, Lease renewals, KWOK's heartbeats, and the
+//	            DaemonSet's pod on each (the plan ties those to nodes)
+//	namespaces  its block of the plan's namespaces (the last shards own
+//	            none when there are fewer namespaces than shards): each
+//	            namespace with its ServiceAccount and kube-root-ca.crt,
+//	            LimitRanger's lookups, its Deployments' objects, pods,
+//	            events and endpoints, seeded and churned (every shard
+//	            plans every op of the churn and performs its own)
+//	singletons  shard 0 alone: what a cluster has once, the leader-election
+//	            and identity Leases, the peer endpoint lease, the
+//	            cacher's watches, count polls, size estimator,
+//	            consistency checks, the compactor, the DaemonSet object
+//
+// The shards' Sources together are the whole plan's, each once. What
+// differs from one process: each shard is a kube-apiserver's lease
+// manager of its own (one grant of the events' lease per shard per
+// minute, as a cluster of several kube-apiservers has), and the pods of
+// one shard's Deployments are scheduled round-robin over every node.
+// Each worker counts what its part sent (report.ClusterModel) behind a
+// counting proxy of its own; report.MergeRuns sums both.
+//
 // The model's control plane keeps up with any churn: it answers each op
 // at once. A real control plane on a busy machine falls behind (its
 // controllers' queues grow), and its rollouts of one Deployment can

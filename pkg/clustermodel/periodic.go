@@ -132,9 +132,20 @@ func (r resource) prefixKey(prefix string) string {
 type periodic struct {
 	st     *store
 	prefix string
-	nodes  int
-	rng    func() float64
-	logf   func(string, ...any)
+	// nodeFrom and nodeTo are the block of nodes whose Leases and
+	// heartbeats it sends (Part).
+	nodeFrom, nodeTo int
+	rng              func() float64
+	logf             func(string, ...any)
+
+	// What it sent (counts): each node's Lease renewals by node from
+	// nodeFrom, the shortest and longest interval between two of one
+	// node's, when the node Leases' timers started.
+	nodeRenewals                       []atomic.Int64
+	intervalMu                         sync.Mutex
+	intervalMin, intervalMax           time.Duration
+	nodeLeasesStarted                  time.Time
+	nodeStatus, cpRenewals, peerWrites atomic.Int64
 
 	wg       sync.WaitGroup
 	watching atomic.Int64 // cacher watch events received
@@ -189,6 +200,25 @@ func nodeLeaseKey(prefix string, i int) string {
 	return leaseKey(prefix, corev1.NamespaceNodeLease, controlplane.NodeName(i))
 }
 
+// controlPlaneLease is a Lease in kube-system that the control plane
+// renews: a leader election's or kube-apiserver's identity.
+type controlPlaneLease struct {
+	name, holder string
+	seconds      int32
+	period       time.Duration
+}
+
+// controlPlaneLeases are the Leases in kube-system the control plane in
+// front of the kube-apiserver apiserverID renews: kube-controller-manager's
+// and kube-scheduler's leader elections and the apiserver's identity.
+func controlPlaneLeases(apiserverID string) []controlPlaneLease {
+	return []controlPlaneLease{
+		{"kube-controller-manager", "kube-controller-manager_" + apiserverID, 15, LeaderElectionRetryPeriod},
+		{"kube-scheduler", "kube-scheduler_" + apiserverID, 15, LeaderElectionRetryPeriod},
+		{"apiserver-" + apiserverID, "apiserver-" + apiserverID, 3600, IdentityLeaseRenewInterval},
+	}
+}
+
 // startLeases starts the renewals of the control plane's Leases, which it
 // creates first, and of kube-apiserver's peer endpoint lease.
 func (p *periodic) startLeases(ctx context.Context, apiserverID string) error {
@@ -196,18 +226,13 @@ func (p *periodic) startLeases(ctx context.Context, apiserverID string) error {
 		key := leaseKey(p.prefix, ns, name)
 		return func(ctx context.Context) error {
 			_, err := p.st.update(ctx, key, leaseObject(ns, name, holder, seconds), false, false)
+			if err == nil {
+				p.cpRenewals.Add(1)
+			}
 			return err
 		}
 	}
-	for _, l := range []struct {
-		name, holder string
-		seconds      int32
-		period       time.Duration
-	}{
-		{"kube-controller-manager", "kube-controller-manager_" + apiserverID, 15, LeaderElectionRetryPeriod},
-		{"kube-scheduler", "kube-scheduler_" + apiserverID, 15, LeaderElectionRetryPeriod},
-		{"apiserver-" + apiserverID, "apiserver-" + apiserverID, 3600, IdentityLeaseRenewInterval},
-	} {
+	for _, l := range controlPlaneLeases(apiserverID) {
 		key := leaseKey(p.prefix, metav1.NamespaceSystem, l.name)
 		if _, err := p.st.create(ctx, key, leaseObject(metav1.NamespaceSystem, l.name, l.holder, l.seconds), false); err != nil {
 			return err
@@ -229,6 +254,7 @@ func (p *periodic) startLeases(ctx context.Context, apiserverID string) error {
 			Then(clientv3.OpPut(peerKey, "127.0.0.1:6443", clientv3.WithLease(lease.ID))).Else(clientv3.OpGet(peerKey)).Commit()
 		if err == nil && resp.Succeeded {
 			p.st.setRev(peerKey, resp.Header.Revision)
+			p.peerWrites.Add(1)
 		}
 		return err
 	}
@@ -236,19 +262,40 @@ func (p *periodic) startLeases(ctx context.Context, apiserverID string) error {
 	return nil
 }
 
-// startNodeLeases starts the renewals of the node Leases, which must
-// exist (Seed creates them with the nodes).
+// startNodeLeases starts the renewals of the block's node Leases, which
+// must exist (Seed creates them with the nodes), and counts them.
 func (p *periodic) startNodeLeases(ctx context.Context) {
-	for i := range p.nodes {
+	p.nodeLeasesStarted = time.Now()
+	p.nodeRenewals = make([]atomic.Int64, p.nodeTo-p.nodeFrom)
+	for i := p.nodeFrom; i < p.nodeTo; i++ {
 		name := controlplane.NodeName(i)
 		key := nodeLeaseKey(p.prefix, i)
+		var last time.Time // touched only by this node's timer
 		p.every(ctx, time.Duration(p.rng()*float64(NodeLeaseRenewInterval)),
 			func() time.Duration { return jittered(NodeLeaseRenewInterval, nodeLeaseJitter, p.rng) },
 			func(ctx context.Context) error {
-				_, err := p.st.update(ctx, key, leaseObject(corev1.NamespaceNodeLease, name, name, 40), false, false)
-				return err
+				if _, err := p.st.update(ctx, key, leaseObject(corev1.NamespaceNodeLease, name, name, 40), false, false); err != nil {
+					return err
+				}
+				now := time.Now()
+				p.nodeRenewals[i-p.nodeFrom].Add(1)
+				if !last.IsZero() {
+					p.interval(now.Sub(last))
+				}
+				last = now
+				return nil
 			})
 	}
+}
+
+// interval records d between two renewals of one node's Lease.
+func (p *periodic) interval(d time.Duration) {
+	p.intervalMu.Lock()
+	defer p.intervalMu.Unlock()
+	if p.intervalMin == 0 || d < p.intervalMin {
+		p.intervalMin = d
+	}
+	p.intervalMax = max(p.intervalMax, d)
 }
 
 // nodeStatusDelay is KWOK's delay before a node's next status write for a
@@ -262,13 +309,16 @@ func nodeStatusDelay(u float64) time.Duration {
 // (KWOKNodeStatusPeriod), the node object of nodeSize bytes.
 func (p *periodic) startNodeStatus(ctx context.Context, nodeSize int) {
 	period := func() time.Duration { return nodeStatusDelay(p.rng()) }
-	for i := range p.nodes {
+	for i := p.nodeFrom; i < p.nodeTo; i++ {
 		key := nodeKey(p.prefix, i)
 		p.every(ctx, period(), period, func(ctx context.Context) error {
 			n := clusterload.Node(i, nodeSize)
 			now := metav1.Now()
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: now}}
 			_, err := p.st.update(ctx, key, n, false, false)
+			if err == nil {
+				p.nodeStatus.Add(1)
+			}
 			return err
 		})
 	}
@@ -413,11 +463,11 @@ func (p *periodic) startWatches(ctx context.Context, c *clientv3.Client, from in
 // wait waits until every timer and watch has ended (ctx ended).
 func (p *periodic) wait() { p.wg.Wait() }
 
-// newPeriodic returns the periodic traffic of nodes on st.
-func newPeriodic(st *store, prefix string, nodes int, seed uint64, logf func(string, ...any)) *periodic {
+// newPeriodic returns the periodic traffic of the nodes [from, to) on st.
+func newPeriodic(st *store, prefix string, from, to int, seed uint64, logf func(string, ...any)) *periodic {
 	rng := rand.New(rand.NewPCG(seed, seed^0x7065726f646963))
 	var mu sync.Mutex
-	return &periodic{st: st, prefix: prefix, nodes: nodes, logf: logf, rng: func() float64 {
+	return &periodic{st: st, prefix: prefix, nodeFrom: from, nodeTo: to, logf: logf, rng: func() float64 {
 		mu.Lock()
 		defer mu.Unlock()
 		return rng.Float64()

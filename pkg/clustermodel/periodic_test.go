@@ -38,7 +38,7 @@ func TestConsistencyCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pe := newPeriodic(st, "/registry", 0, 1, t.Logf)
+	pe := newPeriodic(st, "/registry", 0, 0, 1, t.Logf)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer func() { cancel(); pe.wait() }()
 	pe.startWatches(ctx, c, 1)
