@@ -143,6 +143,9 @@ func (c *clients) Begin(ctx context.Context, r *watchload.Script) error {
 func (c *clients) Seed(ctx context.Context) error {
 	r, o, s, pt := c.r, c.o, c.r.Session, c.part
 	c.env = s.NewEnv(1<<16, r.Options.WriterConcurrency)
+	if r.Options.Divided() {
+		c.env.KeepHistograms() // the workers' results merge (report.MergeRuns)
+	}
 	start := time.Now()
 	if pt.Singletons() {
 		c.pe.startWatches(c.bg, c.conn, r.Start+1)

@@ -247,7 +247,7 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 	}
 	if a.o.Cluster != nil {
 		if lo.Shard.Count > 1 {
-			return fmt.Errorf("a cluster's load (--nodes) is not divided into shards yet")
+			return fmt.Errorf("a cluster's load through a real control plane (--nodes) is not divided into shards yet: only its model is (--cluster-model)")
 		}
 		if st.Shared {
 			return fmt.Errorf("a cluster's load (--nodes) needs a control plane lwbench starts, not a shared cluster")

@@ -34,6 +34,7 @@ const clusterRelease = "1.37"
 type clusterOptions struct {
 	nodes          int
 	podsPerNode    int
+	nodesPerNS     int
 	podSize        string
 	nodeSize       string
 	podChurn       float64
@@ -63,6 +64,7 @@ const (
 func (o *clusterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.nodes, "nodes", 0, "run a whole cluster's load: a real control plane (kube-apiserver of --kube-apiserver, default "+clusterRelease+", kube-controller-manager, kube-scheduler) and this many KWOK nodes, with ClusterLoader2's load test objects (Deployments of 250/30/5 pods, Services for half, a ConfigMap and Secret each, a DaemonSet; one namespace per 100 nodes), then --pod-churn; the components are built from the Go module proxy on first use. With it, --compaction-interval defaults to kube-apiserver's 5m and --duration to three intervals and a minute (16m), so that the steady phase holds two compactions")
 	fs.IntVar(&o.podsPerNode, "pods-per-node", clusterload.DefaultPodsPerNode, "with --nodes: the load's pods per node (ClusterLoader2's PODS_PER_NODE)")
+	fs.IntVar(&o.nodesPerNS, "nodes-per-namespace", clusterload.DefaultNodesPerNamespace, "with --nodes: one namespace of load per this many nodes, at least one (ClusterLoader2's NODES_PER_NAMESPACE); with --workers each worker drives a block of the namespaces")
 	fs.StringVar(&o.podSize, "pod-size", "4Ki", "with --nodes: each pod's size in etcd (protobuf), padded by an annotation: ClusterLoader2's pods are about 4 KiB, real clusters' 10-20 KiB")
 	fs.StringVar(&o.nodeSize, "node-size", "12Ki", "with --nodes: each Node's size in etcd, padded by status.images as kubelets report them (real nodes: 10-30 KiB)")
 	fs.Float64Var(&o.podChurn, "pod-churn", 10, "with --nodes: pods created (and as many deleted) per second once seeded, by scaling Deployments and rolling small ones out (ClusterLoader2's CL2_LOAD_TEST_THROUGHPUT)")
@@ -89,7 +91,7 @@ func (o *clusterOptions) enabled() bool {
 // watch cache on unless --watch-cache says otherwise).
 func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watchload.Options, target *targetOptions) error {
 	if !o.enabled() {
-		for _, name := range []string{"pods-per-node", "pod-size", "node-size", "pod-churn", "rollout-percent", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd", "cluster-model"} {
+		for _, name := range []string{"pods-per-node", "nodes-per-namespace", "pod-size", "node-size", "pod-churn", "rollout-percent", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd", "cluster-model"} {
 			if o.flags != nil && o.flags.Changed(name) {
 				return cli.FlagErrorf("--%s needs --nodes", name)
 			}
@@ -103,6 +105,8 @@ func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watc
 		return cli.FlagErrorf("--nodes cannot be used with --kubeconfig: a cluster's load needs a control plane and KWOK lwbench starts")
 	case o.podsPerNode < 1:
 		return cli.FlagErrorf("--pods-per-node: Invalid value: %d: must be at least 1", o.podsPerNode)
+	case o.nodesPerNS < 1:
+		return cli.FlagErrorf("--nodes-per-namespace: Invalid value: %d: must be at least 1", o.nodesPerNS)
 	case o.podChurn <= 0:
 		return cli.FlagErrorf("--pod-churn: Invalid value: %v: must be above 0", o.podChurn)
 	case o.rolloutPercent < 0 || o.rolloutPercent > 100:
@@ -242,7 +246,7 @@ func (o *clusterOptions) planOptions() clusterload.Options {
 	if rollouts == 0 {
 		rollouts = -1
 	}
-	return clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode, RolloutPercent: rollouts}
+	return clusterload.Options{Nodes: o.nodes, PodsPerNode: o.podsPerNode, NodesPerNamespace: o.nodesPerNS, RolloutPercent: rollouts}
 }
 
 // clusterModel is the run's clustermodel.Options, counting with counter.

@@ -360,6 +360,11 @@ func runRun(ctx context.Context, o *runOptions, out, errOut io.Writer) error {
 	}
 	res, err := watchload.Run(ctx, target, o.load)
 	con.Done()
+	if o.cluster.modelled() && res != nil && target.Harness != nil {
+		// The model reached etcd through its counting proxy; the result
+		// names the etcd (which a divided load's workers share).
+		res.Target.Endpoints = target.Harness.Endpoints
+	}
 	if errors.Is(err, watchload.ErrPrefixNotEmpty) {
 		return fmt.Errorf("--prefix %s: %w; pass --reuse-prefix to write beside those keys (lwbench never modifies or deletes them)", o.load.Prefix, err)
 	}

@@ -154,8 +154,10 @@ func (o *workerOptions) Validate() error {
 	switch {
 	case o.kube.enabled():
 		return cli.FlagErrorf("lwbench worker --kube-apiserver: kube-apiservers of each worker's own are not divided into shards yet; the workers share one cluster's, reached with --kubeconfig (lwbench run --workers N --kube-apiserver starts them for its workers)")
-	case o.cluster.enabled():
-		return cli.FlagErrorf("lwbench worker: --nodes (a cluster's load) is not divided into shards yet")
+	case o.cluster.enabled() && !o.cluster.modelled():
+		return cli.FlagErrorf("lwbench worker: --nodes through a real control plane is not divided into shards yet: only the model of a cluster is (add --cluster-model)")
+	case o.cluster.modelled() && o.shards > o.cluster.nodes:
+		return cli.FlagErrorf("--shards %d with --nodes %d: each worker drives a block of the nodes and needs at least one", o.shards, o.cluster.nodes)
 	case o.fault != "":
 		return cli.FlagErrorf("--fault cannot be used with lwbench worker: faults need members lwbench started itself")
 	case o.snapshotPath != "":
@@ -234,7 +236,11 @@ func newWorkerCommand(runF func(*cobra.Command, *workerOptions) error) *cobra.Co
 		Long: `lwbench worker runs shard --index of --shards of the load that lwbench run's
 flags describe: the seeding and writes of its block of namespaces, its block
 of the informers (each with its ID in the whole load), and, on shard 0 alone,
-the compactor, the held-back informers and the defragmentation. Every worker
+the compactor, the held-back informers and the defragmentation. With --nodes
+--cluster-model it drives its block of the cluster's nodes (their Leases,
+heartbeats and DaemonSet pods) and of its namespaces (their Deployments'
+seeding and churn), shard 0 alone what a cluster has once (leader-election
+Leases, kube-apiserver's watches and periodic reads, the compactor). Every worker
 plans the whole load from the same flags, so the shards agree without talking;
 they meet at a barrier (an etcd key, or a ConfigMap of the cluster they run
 in) after seeding, after their informers synced (the writes then start
