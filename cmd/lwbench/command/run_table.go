@@ -79,6 +79,9 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		rows = append(rows,
 			[]string{"profile", r.Scenario.Profile + watchListNote(r.Scenario)},
 			[]string{"informers / streams / connections", fmt.Sprintf("%d / %d / %d", r.Scenario.Watchers, r.Scenario.Streams, r.Scenario.Connections)})
+		if c := r.Cluster; c != nil {
+			rows = append(rows, clusterRows(c, r.Scenario.WriteRatePerSecond)...) // the model of a cluster
+		}
 	}
 	fromResponse, fromSend := lat(r.Delivery.FromResponse), lat(r.Delivery.FromSend)
 	if r.Cluster != nil && r.Delivery.TimedEvents == 0 {

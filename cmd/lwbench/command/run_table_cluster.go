@@ -17,7 +17,9 @@ func clusterRows(c *report.ClusterScenario, writeRate float64) [][]string {
 		{"cluster: deployments / services / pods", fmt.Sprintf("%d / %d / %d planned", c.Deployments, c.Services, c.Pods)},
 		{"cluster seeding", fmt.Sprintf("%d pods Running after %.1f s", c.PodsRunning, c.SeedMs/1000)},
 		{"pod churn", fmt.Sprintf("%.0f pods/s (%.1f deployment writes/s%s)", c.PodChurn, writeRate, rolloutText(c.RolloutPercent))},
-		{"kubelet watches: nodes / objects", fmt.Sprintf("%d / %d", c.KubeletWatchNodes, c.KubeletWatchObjects)},
+	}
+	if c.Model == nil { // the model's etcd sees no kubelet watch (the watch cache serves them)
+		rows = append(rows, []string{"kubelet watches: nodes / objects", fmt.Sprintf("%d / %d", c.KubeletWatchNodes, c.KubeletWatchObjects)})
 	}
 	if len(c.EventsEtcd) > 0 {
 		rows = append(rows, []string{"events stored in", "a second etcd, " + strings.Join(c.EventsEtcd, ",")})
@@ -41,6 +43,14 @@ func clusterRows(c *report.ClusterScenario, writeRate float64) [][]string {
 			cell = append(cell, fmt.Sprintf("%s at %.1f s (%s)", e.Component, e.AtMs/1000, e.Status))
 		}
 		rows = append(rows, []string{"components exited, started again", strings.Join(cell, "; ")})
+	}
+	if m := c.Model; m != nil {
+		rows = append(rows,
+			[]string{"node Lease renewals (model)", fmt.Sprintf("%d (%d of %d nodes, %d to %d each in %.0f s)", m.NodeLeaseRenewals, m.NodesRenewed,
+				m.NodeTo-m.NodeFrom, m.RenewalsPerNodeMin, m.RenewalsPerNodeMax, m.NodeLeaseMs/1000)},
+			[]string{"node Lease renewal interval", fmt.Sprintf("%.1f to %.1f s", m.NodeLeaseIntervalMinMs/1000, m.NodeLeaseIntervalMaxMs/1000)},
+			[]string{"pods created / deleted, events", fmt.Sprintf("%d / %d, %d", m.PodsCreated, m.PodsDeleted, m.Events)},
+			[]string{"control plane (model)", fmt.Sprintf("%d Lease renewals, %d failed periodic requests", m.ControlPlaneLeaseRenewals, m.PeriodicFailures)})
 	}
 	if h := c.NodeHealth; h != nil {
 		rows = append(rows,
