@@ -3,6 +3,7 @@ package clusterload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/internal/parallel"
+	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
 // SeedOptions shape Seed.
@@ -26,6 +28,11 @@ type SeedOptions struct {
 	PodSize, NodeSize int
 	// Logf, if set, receives a line per step.
 	Logf func(format string, args ...any)
+	// Shard is the part of the plan to create, of a load divided among
+	// workers (zero: the whole): shard.Range's block of the nodes and of
+	// the namespaces with their Deployments' objects, and, on shard 0,
+	// the DaemonSet. The shards share QPS, each 1/Count of it.
+	Shard shard.Shard
 }
 
 // DefaultQPS is CL2's rate of object creates for a cluster of nodes
@@ -41,11 +48,29 @@ func DefaultQPS(nodes int) float64 {
 // Seed creates p's KWOK nodes, its namespaces, then for each Deployment
 // its ConfigMap, Secret, Service and the Deployment, and the DaemonSet,
 // through clients (in parallel, one create at a time each) at o.QPS
-// creates per second in all. An object that exists already is an error
-// (the cluster is not lwbench's to reuse).
+// creates per second in all; with o.Shard, only that shard's part. An
+// object that exists already is an error (the cluster is not lwbench's to
+// reuse).
 func Seed(ctx context.Context, clients []kubernetes.Interface, p *Plan, o SeedOptions) error {
 	if o.QPS <= 0 {
 		o.QPS = DefaultQPS(p.Nodes)
+	}
+	sh := o.Shard
+	if sh == (shard.Shard{}) {
+		sh = shard.Whole
+	}
+	if err := sh.Validate(); err != nil {
+		return err
+	}
+	o.QPS = sh.Share(o.QPS, 0)
+	nodeFrom, nodeTo := sh.Range(p.Nodes)
+	nsFrom, nsTo := sh.Range(len(p.Namespaces))
+	namespaces := p.Namespaces[nsFrom:nsTo]
+	var deployments []Deployment
+	for _, d := range p.Deployments {
+		if slices.Contains(namespaces, d.Namespace) {
+			deployments = append(deployments, d)
+		}
 	}
 	if o.PodSize <= 0 {
 		o.PodSize = DefaultPodSize
@@ -67,23 +92,30 @@ func Seed(ctx context.Context, clients []kubernetes.Interface, p *Plan, o SeedOp
 			return create(ctx, clients[w], i)
 		})
 	}
-	logf("creating %d KWOK nodes of %d bytes at %.0f/s", p.Nodes, o.NodeSize, o.QPS)
-	if err := each(p.Nodes, func(ctx context.Context, cs kubernetes.Interface, i int) error {
-		_, err := cs.CoreV1().Nodes().Create(ctx, Node(i, o.NodeSize), metav1.CreateOptions{})
-		return created("node "+controlplane.NodeName(i), err)
+	logf("creating %d KWOK nodes of %d bytes at %.0f/s", nodeTo-nodeFrom, o.NodeSize, o.QPS)
+	if err := each(nodeTo-nodeFrom, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		_, err := cs.CoreV1().Nodes().Create(ctx, Node(nodeFrom+i, o.NodeSize), metav1.CreateOptions{})
+		return created("node "+controlplane.NodeName(nodeFrom+i), err)
 	}); err != nil {
 		return err
 	}
-	if err := each(len(p.Namespaces), func(ctx context.Context, cs kubernetes.Interface, i int) error {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespaces[i]}}, metav1.CreateOptions{})
-		return created("namespace "+p.Namespaces[i], err)
+	if err := each(len(namespaces), func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaces[i]}}, metav1.CreateOptions{})
+		return created("namespace "+namespaces[i], err)
 	}); err != nil {
 		return err
 	}
-	logf("creating %d deployments (%d pods of about %d bytes), %d services, %d configmaps and secrets in %d namespaces, and a daemonset",
-		len(p.Deployments), p.Pods(), o.PodSize, p.Services(), len(p.Deployments), len(p.Namespaces))
-	if err := each(len(p.Deployments), func(ctx context.Context, cs kubernetes.Interface, i int) error {
-		d := p.Deployments[i]
+	pods, services := 0, 0
+	for _, d := range deployments {
+		pods += d.Replicas
+		if d.Service {
+			services++
+		}
+	}
+	logf("creating %d deployments (%d pods of about %d bytes), %d services, %d configmaps and secrets in %d namespaces%s",
+		len(deployments), pods, o.PodSize, services, len(deployments), len(namespaces), map[bool]string{true: ", and a daemonset"}[sh.Index == 0])
+	if err := each(len(deployments), func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		d := deployments[i]
 		ob := d.Build(o.PodSize)
 		if _, err := cs.CoreV1().ConfigMaps(d.Namespace).Create(ctx, ob.ConfigMap, metav1.CreateOptions{}); err != nil {
 			return created("configmap "+d.Namespace+"/"+d.Name, err)
@@ -100,6 +132,9 @@ func Seed(ctx context.Context, clients []kubernetes.Interface, p *Plan, o SeedOp
 		return created("deployment "+d.Namespace+"/"+d.Name, err)
 	}); err != nil {
 		return err
+	}
+	if sh.Index != 0 {
+		return nil // the DaemonSet is shard 0's
 	}
 	ds := p.DaemonSet(o.PodSize)
 	_, err := clients[0].AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{})

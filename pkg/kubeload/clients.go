@@ -17,7 +17,6 @@ import (
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
-	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -175,7 +174,7 @@ type apiClients struct {
 	plan        *watchload.KubernetesWorkload
 	scope       *sharedScope // on a shared cluster
 	wl          *APIWorkload
-	churn       *clusterload.Churn // a cluster's writes (Options.Cluster)
+	churn       watchload.Workload // a cluster's writes (Options.Cluster): a clusterload.Churn, or a worker's part of it
 	kubelets    *KubeletWatches    // a cluster's kubelet watches
 	health      *nodeHealth        // a cluster's node Leases and conditions
 	rec         *watchload.Recorder
@@ -246,8 +245,8 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 		nsPrefix = "lwbench-" + id + "-ns-" // as watchload's ReusePrefix
 	}
 	if a.o.Cluster != nil {
-		if lo.Shard.Count > 1 {
-			return fmt.Errorf("a cluster's load through a real control plane (--nodes) is not divided into shards yet: only its model is (--cluster-model)")
+		if c := a.o.Cluster; lo.Shard.Count > 1 && (c.FillerBytes > 0 || c.DefragAt > 0 || c.Restart != "" || len(st.EventsEtcd) > 0) {
+			return fmt.Errorf("worker %s: a cluster's experiments (filler, defragmentation at a time, restart, events etcd) are not divided into shards", lo.Shard)
 		}
 		if st.Shared {
 			return fmt.Errorf("a cluster's load (--nodes) needs a control plane lwbench starts, not a shared cluster")
@@ -257,6 +256,9 @@ func (a *apiClients) Begin(ctx context.Context, r *watchload.Script) error {
 		}
 		res.Cluster = clusterScenario(a.o.Cluster)
 		res.Cluster.EventsEtcd = st.EventsEtcd
+		// A worker of a divided load watches as its kubelets its block
+		// of the nodes that have them (startKubeletWatches).
+		res.Cluster.KubeletWatchNodes = lo.Shard.Len(res.Cluster.KubeletWatchNodes)
 		// The cluster's objects and churn replace the run's own.
 		res.Scenario.Objects, res.Scenario.ConfigMaps, res.Scenario.Events = 0, 0, 0
 		res.Scenario.WriteRatePerSecond = a.o.Cluster.PodChurn / a.o.Cluster.Plan.PodsPerOp()

@@ -10,6 +10,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/controlplane"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -18,7 +19,12 @@ import (
 // (pkg/clusterload) seeded through the API, their pods made and run by
 // the real control plane the Stack must hold (kube-controller-manager,
 // kube-scheduler, KWOK), then churned at PodChurn pods per second while
-// the run's informers watch and the node leases are renewed.
+// the run's informers watch and the node leases are renewed. A worker of
+// a divided load (watchload.Options.Shard, through the control plane its
+// coordinator started) seeds and churns its block of the nodes and of the
+// plan's namespaces (clusterload.SeedOptions.Shard), watches its block of
+// the kubelets' nodes and, on shard 0 alone, creates the DaemonSet,
+// reports the pods Running and observes the nodes' health.
 type ClusterOptions struct {
 	// Plan is the cluster's nodes and objects (clusterload.NewPlan).
 	Plan *clusterload.Plan
@@ -69,7 +75,9 @@ func (a *apiClients) clusterClients(n int) ([]kubernetes.Interface, error) {
 }
 
 // seedCluster seeds the cluster's nodes and objects and waits until the
-// control plane has every pod Running.
+// control plane has every pod Running. A worker of a divided load seeds
+// its part (clusterload.SeedOptions.Shard) and waits for every worker's
+// pods; shard 0 alone reports them Running (the merge sums the workers').
 func (a *apiClients) seedCluster(ctx context.Context) error {
 	c, lo, r := a.o.Cluster, a.r.Options, a.r
 	clients, err := a.clusterClients(lo.WriterConcurrency)
@@ -77,7 +85,8 @@ func (a *apiClients) seedCluster(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	if err := clusterload.Seed(ctx, clients, c.Plan, clusterload.SeedOptions{QPS: c.QPS, PodSize: c.PodSize, NodeSize: c.NodeSize, Logf: r.Logf}); err != nil {
+	if err := clusterload.Seed(ctx, clients, c.Plan, clusterload.SeedOptions{QPS: c.QPS, PodSize: c.PodSize, NodeSize: c.NodeSize, Logf: r.Logf,
+		Shard: lo.Shard}); err != nil {
 		return err
 	}
 	want := c.Plan.Pods() + c.Plan.Nodes // the DaemonSet's one per node
@@ -88,6 +97,9 @@ func (a *apiClients) seedCluster(ctx context.Context) error {
 	running, err := clusterload.WaitRunning(ctx, clients[0], want, timeout, r.Logf)
 	cs := r.Result.Cluster
 	cs.PodsRunning, cs.SeedMs = running, report.Ms(time.Since(start))
+	if lo.Shard.Index != 0 {
+		cs.PodsRunning = 0 // shard 0's count is every worker's
+	}
 	if err != nil {
 		return fmt.Errorf("the control plane did not run the cluster's pods: %w", err)
 	}
@@ -95,23 +107,56 @@ func (a *apiClients) seedCluster(ctx context.Context) error {
 	if err := a.fill(ctx); err != nil {
 		return err
 	}
-	if a.churn, err = clusterload.NewChurn(c.Plan, clients, lo.Seed); err != nil {
+	ch, err := clusterload.NewChurn(c.Plan, clients, lo.Seed)
+	if err != nil {
 		return err
+	}
+	a.churn = ch
+	if lo.Shard.Count > 1 {
+		a.churn = newShardedChurn(ch, c.Plan, lo.Shard)
 	}
 	return nil
 }
 
+// shardedChurn is a worker's part of a cluster's churn: every worker
+// plans every op (the same plan, seed and order) and performs those of
+// its block of the plan's namespaces (shard.Range, as
+// clusterload.SeedOptions.Shard seeds them: watchload.ShardedWorkload).
+type shardedChurn struct {
+	*clusterload.Churn
+	shard shard.Shard
+	own   map[string]bool // the shard's namespaces
+}
+
+var _ watchload.ShardedWorkload = (*shardedChurn)(nil)
+
+func newShardedChurn(ch *clusterload.Churn, p *clusterload.Plan, sh shard.Shard) *shardedChurn {
+	from, to := sh.Range(len(p.Namespaces))
+	own := map[string]bool{}
+	for _, ns := range p.Namespaces[from:to] {
+		own[ns] = true
+	}
+	return &shardedChurn{Churn: ch, shard: sh, own: own}
+}
+
+// Shard returns the worker's shard.
+func (c *shardedChurn) Shard() shard.Shard { return c.shard }
+
+// Owns reports whether op's Deployment is in the worker's namespaces.
+func (c *shardedChurn) Owns(op watchload.Op) bool { return c.own[op.Namespace] }
+
 // startKubeletWatches starts the kubelet watches of the first
-// KubeletWatches nodes.
+// KubeletWatches nodes (a worker of a divided load its block of them).
 func (a *apiClients) startKubeletWatches(ctx context.Context) error {
 	c := a.o.Cluster
-	n := min(c.KubeletWatches, c.Plan.Nodes)
+	from, to := a.r.Options.Shard.Range(min(c.KubeletWatches, c.Plan.Nodes))
+	n := to - from
 	if n <= 0 {
 		return nil
 	}
 	nodes := make([]string, n)
 	for i := range nodes {
-		nodes[i] = controlplane.NodeName(i)
+		nodes[i] = controlplane.NodeName(from + i)
 	}
 	a.r.Logf("starting the kubelet watches of %d nodes", n)
 	var err error
@@ -133,10 +178,12 @@ func (a *apiClients) startChurn(ctx context.Context) (*watchload.Writing, error)
 	lo, c := a.r.Options, a.o.Cluster
 	rate := c.PodChurn / c.Plan.PodsPerOp()
 	var err error
-	if a.health, err = a.startNodeHealth(ctx, watchload.PhaseSteady); err != nil {
-		return nil, fmt.Errorf("node health: %w", err)
+	if lo.Shard.Index == 0 { // the nodes' health is observed once, by shard 0
+		if a.health, err = a.startNodeHealth(ctx, watchload.PhaseSteady); err != nil {
+			return nil, fmt.Errorf("node health: %w", err)
+		}
+		a.r.Session.OnPhase(a.health.setPhase)
 	}
-	a.r.Session.OnPhase(a.health.setPhase)
 	a.r.Logf("churning %.0f pods/s (%.1f deployment writes/s) for %v", c.PodChurn, rate, lo.Duration)
 	interval := time.Duration(a.st.APIServer.EtcdCompactionIntervalMs * float64(time.Millisecond))
 	switch n, need := steadyCompactions(time.Since(a.r.Session.Epoch()), lo.Duration, interval); {

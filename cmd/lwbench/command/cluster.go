@@ -86,10 +86,12 @@ func (o *clusterOptions) enabled() bool {
 }
 
 // Validate checks the flags: the --nodes flags need --nodes, which needs
-// a control plane lwbench starts (not --kubeconfig); it turns the
-// kube-apiserver options on (kube: the default release unless given, the
-// watch cache on unless --watch-cache says otherwise).
-func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watchload.Options, target *targetOptions) error {
+// a control plane lwbench starts (not --kubeconfig, unless ownedAPI: a
+// worker of lwbench run --workers reaching its coordinator's); it turns
+// the kube-apiserver options on (kube: the default release unless given,
+// the watch cache on unless --watch-cache says otherwise), except in such
+// a worker, which drives the coordinator's.
+func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig, ownedAPI bool, load *watchload.Options, target *targetOptions) error {
 	if !o.enabled() {
 		for _, name := range []string{"pods-per-node", "nodes-per-namespace", "pod-size", "node-size", "pod-churn", "rollout-percent", "create-qps", "kubelet-watches", "db-size", "defrag-at", "restart", "restart-at", "events-etcd", "cluster-model"} {
 			if o.flags != nil && o.flags.Changed(name) {
@@ -101,7 +103,7 @@ func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watc
 	switch {
 	case o.nodes < 1:
 		return cli.FlagErrorf("--nodes: Invalid value: %d: must be at least 1", o.nodes)
-	case kubeconfig:
+	case kubeconfig && !ownedAPI:
 		return cli.FlagErrorf("--nodes cannot be used with --kubeconfig: a cluster's load needs a control plane and KWOK lwbench starts")
 	case o.podsPerNode < 1:
 		return cli.FlagErrorf("--pods-per-node: Invalid value: %d: must be at least 1", o.podsPerNode)
@@ -139,6 +141,9 @@ func (o *clusterOptions) Validate(kube *kubeOptions, kubeconfig bool, load *watc
 	}
 	if err := o.validateExperiments(load, target); err != nil {
 		return err
+	}
+	if ownedAPI {
+		return nil // the coordinator's control plane
 	}
 	if kube.version == "" {
 		kube.version = clusterRelease

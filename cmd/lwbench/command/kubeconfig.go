@@ -311,6 +311,14 @@ func kubeconfigClients(ctx context.Context, o *runOptions, con *console) (watchl
 	} else {
 		con.Logf("running through the cluster at %s (etcd %s under %s); lwbench starts, compacts and defragments nothing there", cfg.Host, target.Endpoints, o.load.Prefix)
 	}
-	o.load.Clients = kubeload.NewClients(st, kubeload.Options{WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout, RunID: o.runID})
+	ko := kubeload.Options{WatchList: o.kube.watchList, NamespaceDeleteTimeout: kc.deleteTimeout, RunID: o.runID}
+	if o.cluster.enabled() {
+		// A worker's part of the cluster's load the coordinator's
+		// control plane runs (lwbench run --workers N --nodes K).
+		if ko.Cluster, err = o.cluster.clusterLoad(); err != nil {
+			return target, release, err
+		}
+	}
+	o.load.Clients = kubeload.NewClients(st, ko)
 	return st.Etcd, release, nil
 }

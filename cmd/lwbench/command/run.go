@@ -172,7 +172,7 @@ func (o *runOptions) Validate() error {
 	}
 	// The timing first: --restart-at's default is a third of --duration.
 	o.cluster.defaultTiming(&o.load, o.changed)
-	if err := o.cluster.Validate(&o.kube, o.kubeconfig.enabled(), &o.load, &o.target); err != nil {
+	if err := o.cluster.Validate(&o.kube, o.kubeconfig.enabled(), o.kubeconfig.enabled() && o.apiserversOwned, &o.load, &o.target); err != nil {
 		return err
 	}
 	if err := o.kube.Validate(); err != nil {

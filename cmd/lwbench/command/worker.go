@@ -154,9 +154,9 @@ func (o *workerOptions) Validate() error {
 	switch {
 	case o.kube.enabled():
 		return cli.FlagErrorf("lwbench worker --kube-apiserver: kube-apiservers of each worker's own are not divided into shards yet; the workers share one cluster's, reached with --kubeconfig (lwbench run --workers N --kube-apiserver starts them for its workers)")
-	case o.cluster.enabled() && !o.cluster.modelled():
-		return cli.FlagErrorf("lwbench worker: --nodes through a real control plane is not divided into shards yet: only the model of a cluster is (add --cluster-model)")
-	case o.cluster.modelled() && o.shards > o.cluster.nodes:
+	case o.cluster.enabled() && !o.cluster.modelled() && !o.apiserversOwned:
+		return cli.FlagErrorf("lwbench worker --nodes: a real control plane's cluster load is divided only among the workers of lwbench run --workers N --nodes K, which starts it (or add --cluster-model)")
+	case o.cluster.enabled() && o.shards > o.cluster.nodes:
 		return cli.FlagErrorf("--shards %d with --nodes %d: each worker drives a block of the nodes and needs at least one", o.shards, o.cluster.nodes)
 	case o.fault != "":
 		return cli.FlagErrorf("--fault cannot be used with lwbench worker: faults need members lwbench started itself")
@@ -240,7 +240,11 @@ the compactor, the held-back informers and the defragmentation. With --nodes
 --cluster-model it drives its block of the cluster's nodes (their Leases,
 heartbeats and DaemonSet pods) and of its namespaces (their Deployments'
 seeding and churn), shard 0 alone what a cluster has once (leader-election
-Leases, kube-apiserver's watches and periodic reads, the compactor). Every worker
+Leases, kube-apiserver's watches and periodic reads, the compactor); with
+--nodes through the control plane of lwbench run --workers N --nodes K
+(--kubeconfig, the coordinator's) it creates its block of the nodes, its
+namespaces' objects, churns them and opens its block of the kubelet watches,
+shard 0 also the DaemonSet and the nodes' health observation. Every worker
 plans the whole load from the same flags, so the shards agree without talking;
 they meet at a barrier (an etcd key, or a ConfigMap of the cluster they run
 in) after seeding, after their informers synced (the writes then start

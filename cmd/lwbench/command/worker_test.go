@@ -47,7 +47,7 @@ func TestWorkerFlags(t *testing.T) {
 		{name: "kube", args: slices.Concat([]string{"--shards", "2", "--kube-apiserver", "1.37"}, ep, key), wantErr: "not divided into shards yet"},
 		{name: "too few namespaces", args: slices.Concat([]string{"--shards", "4", "--namespaces", "3"}, ep, key), wantErr: "--namespaces"},
 		{name: "cluster model", args: slices.Concat([]string{"--index", "1", "--shards", "2", "--nodes", "2", "--cluster-model"}, ep, key), want: shard.Shard{Index: 1, Count: 2}},
-		{name: "real control plane's cluster", args: slices.Concat([]string{"--shards", "2", "--nodes", "10"}, ep, key), wantErr: "only the model of a cluster is (add --cluster-model)"},
+		{name: "real control plane's cluster", args: slices.Concat([]string{"--shards", "2", "--nodes", "10"}, ep, key), wantErr: "is divided only among the workers of lwbench run --workers N --nodes K"},
 		{name: "more shards than nodes", args: slices.Concat([]string{"--shards", "3", "--nodes", "2", "--cluster-model"}, ep, key), wantErr: "--shards 3 with --nodes 2: each worker drives a block of the nodes"},
 	}
 	for _, tt := range tests {

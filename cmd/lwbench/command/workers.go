@@ -38,12 +38,13 @@ import (
 // connections, informers and writers.
 const maxWorkers = 64
 
-// validateWorkers checks --workers: the etcd-direct model (of a whole
-// cluster too: --nodes --cluster-model, at least a node per worker), or
-// client-go through kube-apiservers the coordinator starts
-// (--kube-apiserver) or a cluster's (--kubeconfig), not a real control
-// plane's cluster load (--nodes alone), and a load the shards can divide
-// (watchload.Options.Validate with the last shard and a barrier).
+// validateWorkers checks --workers: the etcd-direct model, or client-go
+// through kube-apiservers the coordinator starts (--kube-apiserver) or a
+// cluster's (--kubeconfig); a whole cluster's load (--nodes, at least a
+// node per worker), modelled (--cluster-model) or through the control
+// plane the coordinator starts, without its experiments; and a load the
+// shards can divide (watchload.Options.Validate with the last shard and a
+// barrier).
 func (o *runOptions) validateWorkers() error {
 	if o.workers == 0 {
 		return nil
@@ -51,12 +52,16 @@ func (o *runOptions) validateWorkers() error {
 	switch {
 	case o.workers < 0 || o.workers > maxWorkers:
 		return cli.FlagErrorf("--workers %d: want 1 to %d", o.workers, maxWorkers)
-	case o.cluster.enabled() && !o.cluster.modelled():
-		return cli.FlagErrorf("--workers cannot be used with --nodes through a real control plane: only the model of a cluster is divided into shards (add --cluster-model)")
-	case o.cluster.modelled() && o.workers > o.cluster.nodes:
+	case o.cluster.enabled() && o.workers > o.cluster.nodes:
 		return cli.FlagErrorf("--workers %d with --nodes %d: each worker drives a block of the nodes and needs at least one", o.workers, o.cluster.nodes)
 	case o.fault != "":
 		return cli.FlagErrorf("--workers cannot be used with --fault: the workers would each need the cluster's members")
+	case o.cluster.enabled() && !o.cluster.modelled():
+		for _, name := range []string{"db-size", "defrag-at", "restart", "restart-at", "events-etcd"} {
+			if o.changed(name) {
+				return cli.FlagErrorf("--workers cannot be used with --%s: a cluster's experiments are not divided into shards", name)
+			}
+		}
 	case o.snapshotPath != "":
 		return cli.FlagErrorf("--workers cannot be used with --snapshot yet")
 	}

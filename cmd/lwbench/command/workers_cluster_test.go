@@ -8,14 +8,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubestore/etcdkit/internal/apiservertest"
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
-// TestRunWorkersClusterFlags: --workers divides the model of a cluster
-// (--nodes --cluster-model), at least a node per worker, and refuses a
-// real control plane's cluster load in one line naming the way out.
+// TestRunWorkersClusterFlags: --workers divides a cluster's load
+// (--nodes, modelled or through the coordinator's control plane), at
+// least a node per worker, and refuses the cluster experiments in one
+// line.
 func TestRunWorkersClusterFlags(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -23,7 +25,8 @@ func TestRunWorkersClusterFlags(t *testing.T) {
 		wantErr string
 	}{
 		{"model", []string{"--workers", "3", "--nodes", "6", "--cluster-model", "--nodes-per-namespace", "2"}, ""},
-		{"real control plane", []string{"--workers", "2", "--nodes", "50"}, "--workers cannot be used with --nodes through a real control plane: only the model of a cluster is divided into shards (add --cluster-model)"},
+		{"real control plane", []string{"--workers", "2", "--nodes", "50"}, ""},
+		{"an experiment", []string{"--workers", "2", "--nodes", "50", "--defrag-at", "1m"}, "--workers cannot be used with --defrag-at: a cluster's experiments are not divided into shards"},
 		{"more workers than nodes", []string{"--workers", "3", "--nodes", "2", "--cluster-model"}, "--workers 3 with --nodes 2: each worker drives a block of the nodes and needs at least one"},
 		{"nodes per namespace", []string{"--nodes", "2", "--cluster-model", "--nodes-per-namespace", "0"}, "--nodes-per-namespace: Invalid value: 0"},
 		{"nodes per namespace without nodes", []string{"--nodes-per-namespace", "2"}, "--nodes-per-namespace needs --nodes"},
@@ -158,5 +161,69 @@ func TestRunWorkersClusterModel(t *testing.T) {
 	}
 	if compacted["0"] == 0 || len(compacted) != 1 {
 		t.Errorf("compactions by worker %v: want shard 0's alone", compacted)
+	}
+}
+
+// TestRunWorkersClusterControlPlane runs `lwbench run --workers 3 --nodes
+// 6`: the coordinator starts kube-apiserver, kube-controller-manager,
+// kube-scheduler and KWOK in front of its embedded member, and three
+// worker processes (this test binary as lwbench), client-go through that
+// control plane, each seed and churn their block of the nodes and
+// namespaces and watch their block of the kubelets' nodes; shard 0
+// alone creates the DaemonSet and observes the nodes' health. The merged
+// result holds the whole plan's pods Running, every worker's share of the
+// churn completed, the kubelet watches of every block, and nothing lost.
+func TestRunWorkersClusterControlPlane(t *testing.T) {
+	apiservertest.ControlPlaneBinaries(t)
+	t.Setenv(subprocessEnv, "1") // the workers: this binary as lwbench
+	const nodes, churn, duration = 6, 2.0, 20
+	var out, errOut bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	code := cli.Run(root, []string{"run", "--workers", "3", "--unsafe-no-fsync", "--nodes", "6", "--nodes-per-namespace", "2", "--pods-per-node", "5",
+		"--pod-churn", "2", "--create-qps", "50", "--kubelet-watches", "3", "--watchers", "3", "--duration", "20s", "--compaction-interval", "10s",
+		"-w", "json"}, &errOut)
+	if code != 0 {
+		t.Fatalf("lwbench run --workers 3 --nodes 6: exit %d:\n%s", code, errOut.String())
+	}
+	var res report.RunResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("result JSON: %v\n%s", err, out.String())
+	}
+	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: nodes, PodsPerNode: 5, NodesPerNamespace: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cluster
+	if c == nil || len(res.Workers) != 3 || res.APIServer == nil {
+		t.Fatalf("cluster %+v, %d workers, apiserver %+v: want a cluster's load of 3 workers through kube-apiserver", c, len(res.Workers), res.APIServer)
+	}
+	t.Logf("pods Running %d, kubelet watches %d nodes %d objects, node health %+v, writes %+v", c.PodsRunning, c.KubeletWatchNodes,
+		c.KubeletWatchObjects, c.NodeHealth, res.Writes)
+	for _, line := range strings.Split(errOut.String(), "\n") {
+		if strings.Contains(line, "creating") || strings.Contains(line, "kubelet watches of") || strings.Contains(line, "Running on") {
+			t.Log(line)
+		}
+	}
+	if want := plan.Pods() + nodes; c.PodsRunning != want || c.KubeletWatchNodes != 3 || c.KubeletWatchObjects == 0 {
+		t.Errorf("%d pods Running, kubelet watches of %d nodes (%d objects): want the whole plan's %d, 3 nodes' and objects", c.PodsRunning,
+			c.KubeletWatchNodes, c.KubeletWatchObjects, want)
+	}
+	if c.NodeHealth == nil || c.NodeHealth.Renewals == 0 {
+		t.Errorf("node health %+v: want shard 0's observation of the nodes' Leases", c.NodeHealth)
+	}
+	var planned int64
+	for i, w := range res.Workers {
+		if w.Writes.Planned == 0 || w.Writes.Completed != w.Writes.Planned {
+			t.Errorf("worker %d: writes %+v: want its share of the churn, all completed", i, w.Writes)
+		}
+		planned += w.Writes.Planned
+	}
+	if want := int64(churn / plan.PodsPerOp() * duration); planned != want || res.Writes.Planned != want || res.Writes.Errors != 0 {
+		t.Errorf("writes planned %d by the workers, merged %+v: want the whole churn's %d, none failed", planned, res.Writes, want)
+	}
+	if !res.Validation.OK() || res.Validation.Lost != 0 || res.Validation.UnsyncedWatchers != 0 {
+		t.Errorf("merged validation %+v: want nothing lost", res.Validation)
 	}
 }

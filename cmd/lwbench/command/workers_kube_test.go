@@ -104,8 +104,8 @@ func TestWorkerKubeconfigFlags(t *testing.T) {
 		}
 	}
 	errOut.Reset()
-	if code := cli.Run(root, []string{"run", "--workers", "2", "--nodes", "10", "--kube-apiserver", "1.37"}, &errOut); code != cli.ExitUsage || !strings.Contains(errOut.String(), "--nodes") {
-		t.Errorf("run --workers --nodes: exit %d, stderr %q; want a usage error naming --nodes", code, errOut.String())
+	if code := cli.Run(root, []string{"run", "--workers", "2", "--nodes", "10", "--kube-apiserver", "1.37", "--events-etcd"}, &errOut); code != cli.ExitUsage || !strings.Contains(errOut.String(), "--events-etcd") {
+		t.Errorf("run --workers --nodes --events-etcd: exit %d, stderr %q; want a usage error naming --events-etcd", code, errOut.String())
 	}
 }
 
