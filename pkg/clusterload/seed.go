@@ -112,8 +112,12 @@ func Seed(ctx context.Context, clients []kubernetes.Interface, p *Plan, o SeedOp
 			services++
 		}
 	}
+	daemonSet := ""
+	if sh.Index == 0 {
+		daemonSet = ", and a daemonset"
+	}
 	logf("creating %d deployments (%d pods of about %d bytes), %d services, %d configmaps and secrets in %d namespaces%s",
-		len(deployments), pods, o.PodSize, services, len(deployments), len(namespaces), map[bool]string{true: ", and a daemonset"}[sh.Index == 0])
+		len(deployments), pods, o.PodSize, services, len(deployments), len(namespaces), daemonSet)
 	if err := each(len(deployments), func(ctx context.Context, cs kubernetes.Interface, i int) error {
 		d := deployments[i]
 		ob := d.Build(o.PodSize)

@@ -124,8 +124,12 @@ func (c *clients) Begin(ctx context.Context, r *watchload.Script) error {
 	c.pe = newPeriodic(c.st, lo.Prefix, c.part.NodeFrom, c.part.NodeTo, lo.Seed+uint64(lo.Shard.Index), r.Logf)
 	c.bg, c.stopBg = context.WithCancel(context.WithoutCancel(ctx))
 	if lo.Shard.Count > 1 {
+		singletons := ""
+		if c.part.Singletons() {
+			singletons = ", and the cluster's singletons"
+		}
 		r.Logf("model: shard %s drives nodes %d to %d and namespaces %d to %d of %d%s", lo.Shard, c.part.NodeFrom, c.part.NodeTo-1,
-			c.part.NamespaceFrom, c.part.NamespaceTo-1, len(p.Namespaces), map[bool]string{true: ", and the cluster's singletons"}[c.part.Singletons()])
+			c.part.NamespaceFrom, c.part.NamespaceTo-1, len(p.Namespaces), singletons)
 	}
 	if lo.CompactionInterval > 0 && c.part.Singletons() {
 		c.pe.wg.Go(func() { c.compact(c.bg, lo.CompactionInterval) })
