@@ -199,7 +199,7 @@ func Catchup(ctx context.Context, o CatchupOptions) (*Result, error) {
 			o.Logf("catchup: %d behind: caught up in %.0f ms (%.0f revisions/s, %d responses), relist %.0f ms (%d bytes)",
 				c.Behind, c.CatchupMs, c.RevisionsPerSecond, c.Responses, c.RelistMs, c.RelistBytes)
 		}
-		return nil
+		return l.end(ctx)
 	})
 }
 

@@ -74,6 +74,14 @@ type Common struct {
 	// Barrier is where the workers of a divided experiment meet (the
 	// points each experiment names); required when Shard.Count > 1.
 	Barrier watchload.Barrier
+	// RunID names what the workers of a divided experiment share besides
+	// the barrier: through kube-apiserver (Stack) each load's namespaces,
+	// lwbench-<RunID>-<load>-N (kubeload.LoadOptions.RunID), and the
+	// catch-up's published plans. Every worker must give the same one,
+	// unique to the run (lwbench derives it from the barrier's name);
+	// required when Shard.Count > 1 with a Stack. At most 40 characters
+	// of a-z, 0-9 and '-', so that namespace names stay DNS labels.
+	RunID string
 
 	experiment string // set by defaults
 }
@@ -125,6 +133,9 @@ func (c Common) validate() field.ErrorList {
 	if !strings.HasPrefix(c.Prefix, "/") || strings.TrimRight(c.Prefix, "/") == "" {
 		errs = append(errs, field.Invalid(field.NewPath("prefix"), c.Prefix, "must start with '/' and name a path"))
 	}
+	if c.RunID != "" && !validRunID(c.RunID) {
+		errs = append(errs, field.Invalid(field.NewPath("runID"), c.RunID, "must be 1 to 40 characters of a-z, 0-9 and '-', starting and ending with a letter or digit"))
+	}
 	errs = append(errs, fieldcheck.OptionalRate(c.Probe.RatePerSecond, field.NewPath("probeRate"))...)
 	if c.Probe.RatePerSecond < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("probeRate"), c.Probe.RatePerSecond, "must be greater than or equal to 0"))
@@ -137,11 +148,25 @@ func (c Common) validate() field.ErrorList {
 			errs = append(errs, field.Forbidden(field.NewPath("shard"), c.experiment+" cannot be divided among workers (only "+strings.Join(Divisible, ", ")+")"))
 		case c.Barrier == nil:
 			errs = append(errs, field.Required(field.NewPath("barrier"), "a divided experiment needs a barrier where its workers meet"))
-		case c.Stack != nil:
-			errs = append(errs, field.Forbidden(field.NewPath("shard"), "an experiment through kube-apiserver is not divided among workers yet"))
+		case c.Stack != nil && c.RunID == "":
+			errs = append(errs, field.Required(field.NewPath("runID"), "an experiment divided among workers through kube-apiserver needs a run ID every worker shares: it names the loads' namespaces"))
 		}
 	}
 	return errs
+}
+
+// validRunID reports whether id can name namespaces as Common.RunID
+// says.
+func validRunID(id string) bool {
+	if len(id) > 40 || id[0] == '-' || id[len(id)-1] == '-' {
+		return false
+	}
+	for _, r := range id {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // newResult starts a Result.
@@ -178,6 +203,7 @@ type session struct {
 
 	shard   shard.Shard       // this worker's part (shard.Whole: undivided)
 	barrier watchload.Barrier // where the workers meet; nil undivided
+	runID   string            // Common.RunID
 
 	stacks                 StackFactory // nil: the etcd-direct model
 	watchList              *bool        // WatchListClient of client-go's informers
@@ -217,7 +243,7 @@ func openSession(ctx context.Context, c Common, name string, epoch time.Time) (*
 		return nil, errors.New("target needs endpoints and a dialer")
 	}
 	s := &session{name: name, t: t, release: release, ws: watchload.NewSession(t, epoch, c.Logf), epoch: epoch, logf: c.Logf,
-		stacks: c.Stack, watchList: c.WatchList, namespaceDeleteTimeout: c.NamespaceDeleteTimeout, shard: c.Shard, barrier: c.Barrier}
+		stacks: c.Stack, watchList: c.WatchList, namespaceDeleteTimeout: c.NamespaceDeleteTimeout, shard: c.Shard, barrier: c.Barrier, runID: c.RunID}
 	if s.admin, err = s.ws.DialAdmin(ctx); err == nil {
 		s.version, err = s.ws.EtcdVersion(ctx)
 	}

@@ -101,9 +101,14 @@ func (p CatchupPlan) Revisions() []int64 {
 	return out
 }
 
-// catchupPlanKey is where shard 0 publishes a distance's plan: under the
-// load's prefix, outside its pods, so no watcher of the pods sees it.
+// catchupPlanKey is where shard 0 publishes a distance's plan, outside
+// the pods, so no watcher of the pods sees it: under
+// /lwbench-catchup-plan/<Common.RunID> when the run has an ID (never in
+// a cluster's own --etcd-prefix), else under the load's prefix.
 func catchupPlanKey(l *load, behind int64) string {
+	if l.s.runID != "" {
+		return fmt.Sprintf("/lwbench-catchup-plan/%s/behind-%d", l.s.runID, behind)
+	}
 	return fmt.Sprintf("%s/lwbench-catchup-plan/behind-%d", l.prefix, behind)
 }
 

@@ -22,7 +22,8 @@ import (
 type load struct {
 	s          *session
 	ws         *watchload.Session // a Child of the session's: the writers' connections and the recorder
-	prefix     string             // the Kubernetes prefix, e.g. /registry/n1000
+	name       string             // the load's own prefix, e.g. /registry/n1000, whose base names its barrier points
+	prefix     string             // the Kubernetes prefix, e.g. /registry/n1000 (through shared kube-apiservers theirs)
 	podsPrefix string             // e.g. /registry/n1000/pods/
 	pods       int
 	workers    int
@@ -65,6 +66,8 @@ type loadClients interface {
 	// counter returns the counting proxy in front of etcd, or one that
 	// counts nothing.
 	counter() etcdCounter
+	// end ends the load once its cases are done (load.end).
+	end(ctx context.Context) error
 	// close closes what the clients opened (load.close).
 	close()
 }
@@ -100,7 +103,7 @@ func newLoad(ctx context.Context, s *session, prefix string, pods, namespaces in
 // newLoadCompacting is newLoad whose kube-apiservers, if any, run their
 // own compactor every apiCompaction (negative: off).
 func newLoadCompacting(ctx context.Context, s *session, prefix string, pods, namespaces int, seed uint64, apiCompaction time.Duration) (*load, error) {
-	l := &load{s: s, ws: s.ws.Child(), prefix: prefix,
+	l := &load{s: s, ws: s.ws.Child(), name: prefix, prefix: prefix,
 		podsPrefix: watchload.ResourcePrefix(prefix, watchload.ResourcePods), pods: pods, workers: 16}
 	if s.stacks != nil {
 		l.clients = &apiLoad{l: l, compaction: apiCompaction}
@@ -118,6 +121,12 @@ func newLoadCompacting(ctx context.Context, s *session, prefix string, pods, nam
 
 // loadMix is the mix of a load's writes: every write goes to a pod.
 var loadMix = watchload.Mix{CreatePercent: 10, UpdatePercent: 80, DeletePercent: 10}
+
+// end is a load's successful end, before close: divided among workers,
+// they meet once every one is done with it (its namespaces or pods may
+// then go). Not called on failure, when a worker's error aborts the
+// barrier instead.
+func (l *load) end(ctx context.Context) error { return l.clients.end(ctx) }
 
 // close stops the recorder and closes the connections, and what the
 // clients opened: on a cluster lwbench does not own, deletes the load's

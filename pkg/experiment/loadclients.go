@@ -174,6 +174,10 @@ func (m *modelLoad) compactions(context.Context, int64, func(int64)) <-chan stru
 
 func (m *modelLoad) counter() etcdCounter { return etcdCounter{} }
 
+// end: the model's loads are under prefixes of their own; nothing to
+// end.
+func (m *modelLoad) end(context.Context) error { return nil }
+
 func (m *modelLoad) close() {}
 
 // apiLoad is a load's clients through real kube-apiservers of the load's
@@ -184,6 +188,7 @@ type apiLoad struct {
 	compaction time.Duration // kube-apiserver's own compactor's interval; negative: off
 	api        *kubeload.Load
 	stopStack  func() // stops the load's kube-apiservers
+	shared     bool   // a cluster lwbench does not own (kubeload.Stack.Shared)
 }
 
 var _ loadClients = (*apiLoad)(nil)
@@ -198,18 +203,57 @@ func (a *apiLoad) seed(ctx context.Context, namespaces int, seed uint64) error {
 		return err
 	}
 	l.s.apiServer(st.APIServer)
-	if st.Shared {
-		// A cluster lwbench does not own: its kube-apiservers'
+	a.shared = st.Shared
+	name := path.Base(l.prefix)
+	if st.EtcdPrefix != "" && st.EtcdPrefix != l.prefix {
+		// Kube-apiservers every load shares (a cluster lwbench does not
+		// own, or a divided experiment's coordinator's): their
 		// --etcd-prefix, in namespaces of the load's own.
 		l.prefix, l.podsPrefix = st.EtcdPrefix, watchload.ResourcePrefix(st.EtcdPrefix, watchload.ResourcePods)
 	}
-	a.api, err = kubeload.NewLoad(ctx, l.ws, st, kubeload.LoadOptions{Pods: l.pods, Namespaces: namespaces, Mix: loadMix,
-		Workers: l.workers, Seed: seed, Logf: l.s.logf, NamespaceDeleteTimeout: l.s.namespaceDeleteTimeout})
+	lo := kubeload.LoadOptions{Pods: l.pods, Namespaces: namespaces, Mix: loadMix,
+		Workers: l.workers, Seed: seed, Logf: l.s.logf, NamespaceDeleteTimeout: l.s.namespaceDeleteTimeout}
+	if l.s.divided() {
+		// Every worker plans the same namespaces, the load's name
+		// telling the loads of one run apart; shard 0 seeds them.
+		lo.RunID, lo.Shard = l.s.runID+"-"+BarrierPoint(name), l.s.shard
+		lo.Meet = func(ctx context.Context, point string) error { return l.s.meet(ctx, point, name) }
+	}
+	a.api, err = kubeload.NewLoad(ctx, l.ws, st, lo)
 	if err != nil {
 		return err
 	}
 	l.seededAt = a.api.SeededAt()
 	return nil
+}
+
+// end: divided, every worker meets the others once done with the load;
+// on kube-apiservers of lwbench's own that the loads share (the
+// coordinator's), shard 0 then deletes the load's pods so that the next
+// load lists its own alone (kubeload.Load.DeletePods), and they meet again
+// before the next load starts its history. On a shared cluster close
+// deletes the namespaces (shard 0's, after this meeting).
+func (a *apiLoad) end(ctx context.Context) error {
+	l := a.l
+	if !l.s.divided() {
+		return nil
+	}
+	name := path.Base(l.name)
+	if err := l.s.meet(ctx, name, "done"); err != nil {
+		return err
+	}
+	if a.shared {
+		return nil
+	}
+	if l.s.lead() {
+		start := time.Now()
+		n, err := a.api.DeletePods(ctx)
+		if err != nil {
+			return err
+		}
+		l.s.mark(MarkPhase, fmt.Sprintf("delete %d pods", n), start, time.Now(), 0)
+	}
+	return l.s.meet(ctx, name, "cleaned")
 }
 
 // startCase: client-go informers with the session's WatchListClient gate,

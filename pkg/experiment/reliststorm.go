@@ -253,7 +253,11 @@ func RelistStorm(ctx context.Context, o RelistStormOptions) (*Result, error) {
 				o.Logf("relist storm: %d pods, lists %s%s: %d relists, resync p50 %.0f ms, max %.0f ms, probe p99 %.1f ms",
 					n, c.Listing(), controlName(compact), c.Relists, c.ResyncP50Ms, c.ResyncMaxMs, c.Probe.P99Ms)
 			}
+			err = l.end(ctx)
 			l.close()
+			if err != nil {
+				return err
+			}
 		}
 		return nil
 	})

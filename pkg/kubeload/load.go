@@ -19,6 +19,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/parallel"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -44,7 +45,23 @@ type LoadOptions struct {
 	// Logf, if set, receives what the load could not do but went on
 	// without.
 	Logf func(format string, args ...any)
+	// Shard is this process's part of a Load divided among worker
+	// processes (pkg/experiment's Common.Shard); the zero value and
+	// shard.Whole: undivided. Every worker plans the same pods (RunID
+	// must then be given, the same in each), shard 0 alone seeds them;
+	// the others only watch, list and validate.
+	Shard shard.Shard
+	// Meet waits at a barrier point of a divided Load until every worker
+	// has arrived there (pkg/experiment's barrier points); required when
+	// Shard.Count > 1. NewLoad meets at "recording" (every worker's
+	// history recorder runs: none misses a seeded pod) and "seeded"
+	// (shard 0's seeding is done).
+	Meet func(ctx context.Context, point string) error
 }
+
+// divided reports whether the options are one worker's of a Load
+// divided among workers.
+func (o LoadOptions) divided() bool { return o.Shard.Count > 1 }
 
 func (o LoadOptions) defaults() LoadOptions {
 	if o.Namespaces <= 0 {
@@ -94,6 +111,7 @@ type Load struct {
 	lister     kubernetes.Interface // ListPage's client, made on first use
 	scope      *sharedScope         // on a shared cluster; nil otherwise
 	deleteWait time.Duration        // Close's bound on a shared cluster
+	shard      shard.Shard          // this worker's part; shard.Whole undivided
 }
 
 // NewLoad starts s's history recorder of st's pods prefix from etcd's
@@ -101,9 +119,19 @@ type Load struct {
 // client-go (in namespaces lwbench-<RunID>-N, which it creates). s is
 // the experiment's Session on st.Etcd, of which the Load opens a
 // maintenance connection and the recorder; closing s closes them.
+//
+// Divided among workers (o.Shard), every worker starts its recorder, they
+// meet (o.Meet "recording"), shard 0 seeds, and they meet again
+// ("seeded"); it is an error to divide a Load without o.RunID or o.Meet.
 func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions) (*Load, error) {
 	installGates()
+	if o.divided() && (o.RunID == "" || o.Meet == nil) {
+		return nil, fmt.Errorf("worker %s: a Load divided among workers needs the run ID every worker shares and a barrier (kubeload.LoadOptions.RunID, Meet)", o.Shard)
+	}
 	o = o.defaults()
+	if o.Shard.Count == 0 {
+		o.Shard = shard.Whole
+	}
 	if st.EtcdPrefix == "" {
 		st.EtcdPrefix = "/registry"
 	}
@@ -124,7 +152,7 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 		return nil, err
 	}
 	l := &Load{st: st, s: s, wl: wl, workers: o.Workers, podsPrefix: watchload.ResourcePrefix(st.EtcdPrefix, watchload.ResourcePods), logf: o.Logf,
-		deleteWait: o.NamespaceDeleteTimeout}
+		deleteWait: o.NamespaceDeleteTimeout, shard: o.Shard}
 	if st.Shared {
 		sc := newSharedScope(o.RunID, st.EtcdPrefix, plan)
 		l.scope = &sc
@@ -154,8 +182,20 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 	if l.rec, err = s.StartRecorderWithin(context.WithoutCancel(ctx), []string{l.podsPrefix}, within, fallback, head.Header.Revision+1); err != nil {
 		return nil, err
 	}
-	if _, err := wl.Seed(ctx, o.Workers); err != nil {
-		return l, fmt.Errorf("seed %d pods through kube-apiserver: %w", o.Pods, err)
+	if o.divided() {
+		if err := o.Meet(ctx, "recording"); err != nil {
+			return l, err
+		}
+	}
+	if o.Shard.Index == 0 {
+		if _, err := wl.Seed(ctx, o.Workers); err != nil {
+			return l, fmt.Errorf("seed %d pods through kube-apiserver: %w", o.Pods, err)
+		}
+	}
+	if o.divided() {
+		if err := o.Meet(ctx, "seeded"); err != nil {
+			return l, err
+		}
 	}
 	seeded, err := l.admin.Get(ctx, l.podsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
@@ -170,12 +210,43 @@ func NewLoad(ctx context.Context, s *watchload.Session, st Stack, o LoadOptions)
 // be gone, and returns what it did; elsewhere it does nothing and returns
 // nil (the namespaces stay, with the cluster lwbench owns). NewLoad
 // returns the Load with its error when it created namespaces before it
-// failed: Close it too.
+// failed: Close it too. Divided, shard 0 created the namespaces and alone
+// deletes them; call its Close once every worker is done with the Load.
 func (l *Load) Close(ctx context.Context) *report.Cleanup {
-	if l == nil || l.scope == nil {
+	if l == nil || l.scope == nil || l.shard.Index != 0 {
 		return nil
 	}
 	return deleteNamespaces(context.WithoutCancel(ctx), l.st.RESTConfig, l.wl.CreatedNamespaces(), l.scope.selector, l.deleteWait, l.logf)
+}
+
+// DeletePods deletes every pod in the namespaces the Load created (grace
+// period 0: no kubelet runs them; the cases' creates included) and
+// returns how many it listed there first: the end of a Load on
+// kube-apiservers of lwbench's own that a later Load shares (an
+// experiment divided among workers through its coordinator's
+// kube-apiservers, one --etcd-prefix for all its loads), so that the
+// later Load's LISTs read its own pods alone. The namespaces stay: no
+// namespace controller runs there to finalize their deletion. Divided,
+// only shard 0 created namespaces; elsewhere it deletes nothing.
+func (l *Load) DeletePods(ctx context.Context) (int, error) {
+	cs, err := kubernetes.NewForConfig(clientConfig(l.st.RESTConfig))
+	if err != nil {
+		return 0, err
+	}
+	zero := int64(0)
+	deleted := 0
+	for _, ns := range l.wl.CreatedNamespaces() {
+		pods := cs.CoreV1().Pods(ns)
+		list, err := pods.List(ctx, l.listOptions())
+		if err != nil {
+			return deleted, fmt.Errorf("list the pods of %s: %w", ns, err)
+		}
+		deleted += len(list.Items)
+		if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, l.listOptions()); err != nil {
+			return deleted, fmt.Errorf("delete the pods of %s: %w", ns, err)
+		}
+	}
+	return deleted, nil
 }
 
 // listOptions are the options of every LIST and WATCH of the Load's pods:
