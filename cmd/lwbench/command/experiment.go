@@ -107,7 +107,11 @@ func (o *experimentOptions) Validate(name string) error {
 // factory that starts an embedded member per timeline (in a subdirectory
 // of --data-dir, if given) or returns --endpoints.
 func (o *experimentOptions) common(logf func(string, ...any)) experiment.Common {
-	c := experiment.Common{Prefix: o.prefix, Quick: o.quick, Label: o.label, Logf: logf, Shard: o.division.shard(), Barrier: o.division.barrier}
+	c := experiment.Common{Prefix: o.prefix, Quick: o.quick, Label: o.label, Logf: logf, Shard: o.division.shard(), Barrier: o.division.barrier,
+		RunID: o.division.runID()}
+	if c.Shard.Count > 1 && c.RunID == "" {
+		c.RunID = "pending" // the coordinator's plan: its workers derive theirs
+	}
 	if c.Shard.Count > 1 && c.Barrier == nil {
 		c.Barrier = pendingBarrier{} // the flags are checked before a worker connects
 	}
@@ -129,6 +133,20 @@ func (o *experimentOptions) common(logf func(string, ...any)) experiment.Common 
 		routeClientGoLogs(logf)
 		c.Stack, c.WatchList = o.kubeconfig.sharedStackFactory(o.prefix, o.kube.clientWatchList(), o.kube.connections(), logf), o.kube.watchList
 		c.NamespaceDeleteTimeout = o.kubeconfig.deleteTimeout
+		if o.division.apiserversOwned {
+			// A worker of --workers --kube-apiserver: the coordinator
+			// started the kube-apiservers for this experiment alone and
+			// stops them after (no namespace controller runs there to
+			// finalize a namespace's deletion), as the undivided
+			// experiment does its own.
+			shared := c.Stack
+			c.Stack = func(ctx context.Context, t watchload.Target, prefix string, interval time.Duration) (kubeload.Stack, func(), error) {
+				st, stop, err := shared(ctx, t, prefix, interval)
+				st.Shared = false
+				st.APIServer.Managed = true
+				return st, stop, err
+			}
+		}
 	}
 	return c
 }

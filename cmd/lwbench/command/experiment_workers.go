@@ -3,9 +3,12 @@ package command
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +22,7 @@ import (
 	"github.com/kubestore/etcdkit/pkg/barrier"
 	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/keyspace"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
@@ -33,6 +37,11 @@ type experimentDivision struct {
 	workers        int    // the coordinator's --workers; 0: not a coordinator
 	index, shards  int    // a worker's shard; shards 0: not a worker
 	barrierEtcdKey string // where a worker meets the others
+	// apiserversOwned: the kube-apiservers a worker's --kubeconfig
+	// reaches were started by its coordinator (--workers N
+	// --kube-apiserver) for this experiment alone, not a cluster lwbench
+	// does not own.
+	apiserversOwned bool
 	// barrier is a worker's, once connected (runExperimentWorker).
 	barrier watchload.Barrier
 }
@@ -43,7 +52,8 @@ func (d *experimentDivision) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&d.index, "index", 0, "this worker's shard, 0-based (set by --workers)")
 	fs.IntVar(&d.shards, "shards", 0, "shards the experiment is divided into (set by --workers)")
 	fs.StringVar(&d.barrierEtcdKey, "barrier-etcd-key", "", "meet the other workers under this etcd key of --endpoints (set by --workers)")
-	for _, name := range []string{"index", "shards", "barrier-etcd-key"} {
+	fs.BoolVar(&d.apiserversOwned, "apiservers-owned", false, "the kube-apiservers --kubeconfig reaches were started by the coordinator (set by --workers with --kube-apiserver)")
+	for _, name := range []string{"index", "shards", "barrier-etcd-key", "apiservers-owned"} {
 		if err := fs.MarkHidden(name); err != nil {
 			panic(err) // the flag was just defined
 		}
@@ -72,10 +82,15 @@ func (d *experimentDivision) shard() shard.Shard {
 }
 
 // validate checks the division's flags of experiment name (o's other
-// flags checked): --workers on a divisible experiment of lwbench's model,
-// a worker's shard, barrier and --endpoints.
+// flags checked): --workers on a divisible experiment, a worker's shard,
+// barrier and --endpoints, and through kube-apiserver the coordinator's
+// (--kube-apiserver, which it starts for its workers, or --kubeconfig,
+// which they share).
 func (o *experimentOptions) validateDivision(name string) error {
 	d := &o.division
+	if d.apiserversOwned && (!d.worker() || !o.kubeconfig.enabled()) {
+		return cli.FlagErrorf("--apiservers-owned needs --shards and --kubeconfig: it is set by --workers with --kube-apiserver")
+	}
 	if d.workers == 0 && !d.worker() {
 		return nil
 	}
@@ -83,14 +98,14 @@ func (o *experimentOptions) validateDivision(name string) error {
 		return cli.FlagErrorf("--workers: %s cannot be divided among workers (only %s)", name, strings.Join(experiment.Divisible, ", "))
 	}
 	switch {
-	case d.kubeFlags(o):
-		return cli.FlagErrorf("--workers cannot be used with --kube-apiserver or --kubeconfig yet: each worker would need kube-apiservers of its own")
 	case d.workers != 0 && d.worker():
 		return cli.FlagErrorf("--workers cannot be used with --shards: the coordinator starts the workers")
 	case d.workers < 0 || d.workers > maxWorkers:
 		return cli.FlagErrorf("--workers %d: want 1 to %d", d.workers, maxWorkers)
-	case d.workers > 0 && o.target.clusterSize > 0:
-		return cli.FlagErrorf("--workers cannot be used with --cluster-size yet: the experiment drives one member")
+	case d.worker() && o.kube.enabled():
+		return cli.FlagErrorf("--shards cannot be used with --kube-apiserver: the workers share the kube-apiservers their coordinator starts, reached with --kubeconfig")
+	case d.workers > 0 && o.kube.enabled() && o.flags.Changed("count-etcd") && o.kube.countEtcd:
+		return cli.FlagErrorf("--workers cannot be used with --count-etcd yet: the workers' phases are not followed onto the coordinator's counting proxy; give --count-etcd=false")
 	}
 	if !d.worker() {
 		return nil
@@ -110,9 +125,16 @@ func (o *experimentOptions) validateDivision(name string) error {
 	return nil
 }
 
-// kubeFlags reports whether the clients would go through kube-apiserver.
-func (d *experimentDivision) kubeFlags(o *experimentOptions) bool {
-	return o.kube.enabled() || o.kubeconfig.enabled()
+// runID returns the run ID every worker of a divided experiment derives
+// alike from its barrier's name, unique to the run (experiment.Common.RunID):
+// 12 hex digits of the SHA-256 of "experiment:" and the barrier's etcd
+// key; "" undivided.
+func (d *experimentDivision) runID() string {
+	if !d.worker() {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("experiment:" + d.barrierEtcdKey))
+	return hex.EncodeToString(sum[:6])
 }
 
 // experimentNotPassed are an experiment's flags its coordinator keeps:
@@ -125,12 +147,19 @@ var experimentNotPassed = map[string]bool{
 // experimentWorkerArgs returns the arguments of worker i of n of the
 // experiment name: the subcommand, the shard, the barrier, the target,
 // the prefix and every other flag the user gave (a slice flag as one
-// comma-separated value).
-func experimentWorkerArgs(fs *pflag.FlagSet, name string, i, n int, key string, endpoints []string, prefix string) []string {
+// comma-separated value). With kubeconfig (the coordinator started
+// kube-apiservers, --kube-apiserver) the workers reach those with
+// --kubeconfig as kube-apiservers of the coordinator's
+// (--apiservers-owned), and the flags that shape them
+// (coordinatorKubeFlags) stay the coordinator's.
+func experimentWorkerArgs(fs *pflag.FlagSet, name string, i, n int, key string, endpoints []string, prefix, kubeconfig string) []string {
 	args := []string{name, "--index", strconv.Itoa(i), "--shards", strconv.Itoa(n), "--barrier-etcd-key", key, "-w", "json",
 		"--endpoints", strings.Join(endpoints, ","), "--allow-maintenance", "--prefix", prefix}
+	if kubeconfig != "" {
+		args = append(args, "--kubeconfig", kubeconfig, "--apiservers-owned")
+	}
 	fs.Visit(func(f *pflag.Flag) {
-		if experimentNotPassed[f.Name] {
+		if experimentNotPassed[f.Name] || (kubeconfig != "" && coordinatorKubeFlags[f.Name]) {
 			return
 		}
 		v := f.Value.String()
@@ -143,20 +172,45 @@ func experimentWorkerArgs(fs *pflag.FlagSet, name string, i, n int, key string, 
 }
 
 // runExperimentWorkers runs `lwbench EXPERIMENT --workers N`: it opens the
-// target (the embedded member by default, or --endpoints), starts N
-// worker processes of this executable on it (startWorkerProcs), one shard
-// each, meeting at a barrier under a fresh etcd key, waits for them and
-// returns their results merged (experiment.Merge). The coordinator holds
-// no load. An interrupt is passed on to the workers.
+// target (the embedded member by default, a --cluster-size cluster, or
+// --endpoints), starts N worker processes of this executable on it
+// (startWorkerProcs), one shard each, meeting at a barrier under a fresh
+// etcd key, waits for them and returns their results merged
+// (experiment.Merge). The coordinator holds no load. An interrupt is
+// passed on to the workers.
+//
+// With --kube-apiserver it also starts the kube-apiservers in front of
+// the target (startExperimentStack) and writes a kubeconfig reaching them
+// for the workers, each then a client-go process (--kubeconfig
+// --apiservers-owned) whose loads share them under --prefix, in
+// namespaces of each load's own; the merged result names those
+// kube-apiservers. With --kubeconfig the workers drive that cluster.
 func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string, con *console) (*experiment.Result, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("--workers: find lwbench's executable: %w", err)
 	}
+	prefix := o.prefix
+	if prefix == "" {
+		prefix = keyspace.DefaultPrefix
+	}
 	target, release, err := o.target.open(ctx, con.Logf)
-	defer release()
+	defer func() { release() }()
 	if err != nil {
 		return nil, err
+	}
+	var stack *kubeload.Stack // the kube-apiservers started for the workers; nil: none
+	if o.kube.enabled() {
+		st, stop, err := startExperimentStack(ctx, o, target, prefix, con)
+		releaseTarget := release
+		release = func() {
+			stop()
+			releaseTarget()
+		}
+		if err != nil {
+			return nil, err
+		}
+		stack = &st
 	}
 	admin, err := o.target.dial(ctx, target.Endpoints)
 	if err != nil {
@@ -170,14 +224,17 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	prefix := o.prefix
-	if prefix == "" {
-		prefix = keyspace.DefaultPrefix
+	kubeconfig := ""
+	if stack != nil {
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		if err := writeKubeconfig(kubeconfig, stack.RESTConfig); err != nil {
+			return nil, fmt.Errorf("the workers' kubeconfig: %w", err)
+		}
 	}
 	n := o.division.workers
 	con.Logf("%s: dividing the watchers among %d worker processes (barrier %s on %s)", name, n, key, strings.Join(target.Endpoints, ","))
 	procs, stop, err := startWorkerProcs(ctx, exe, dir, n, func(i int) []string {
-		return experimentWorkerArgs(o.flags, name, i, n, key, target.Endpoints, prefix)
+		return experimentWorkerArgs(o.flags, name, i, n, key, target.Endpoints, prefix, kubeconfig)
 	}, admin, key, con)
 	if err != nil {
 		return nil, err
@@ -187,16 +244,55 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 	if len(failures) > 0 {
 		return nil, errors.Join(failures...)
 	}
+	if stack != nil {
+		for _, r := range results {
+			if a := r.APIServer; a == nil || a.URL != stack.RESTConfig.Host {
+				return nil, fmt.Errorf("worker %s went through %+v, not the kube-apiserver the coordinator started at %s", r.Shard, a, stack.RESTConfig.Host)
+			}
+		}
+	}
 	merged, err := experiment.Merge(results)
 	if err != nil {
 		return nil, fmt.Errorf("merge the workers' results: %w", err)
 	}
-	// The workers reached the coordinator's member as --endpoints.
+	// The workers reached the coordinator's member as --endpoints, and
+	// its kube-apiservers as a cluster of --kubeconfig.
 	merged.Target.Embedded = target.Embedded
+	if stack != nil {
+		api := stack.APIServer
+		if merged.APIServer != nil {
+			api.ClientWatchList = merged.APIServer.ClientWatchList
+		}
+		merged.APIServer = &api
+	}
 	for _, w := range merged.Warnings {
 		con.Logf("warning: %s", w)
 	}
 	return merged, nil
+}
+
+// startExperimentStack starts the kube-apiservers of --kube-apiserver and
+// its flags in front of target for the workers of a divided experiment
+// (kubeload.StartStack, building kube-apiserver first if it is not
+// cached): --etcd-prefix prefix, every load of the experiment under it;
+// kube-apiserver's own compactor off, as the divisible experiments run
+// theirs (the relist storm compacts with kube-apiserver's algorithm
+// itself, the catch-up never); no counting proxy (validateDivision
+// refuses --count-etcd). stop stops them; call it also on error.
+func startExperimentStack(ctx context.Context, o *experimentOptions, target watchload.Target, prefix string, con *console) (kubeload.Stack, func(), error) {
+	routeClientGoLogs(con.Logf)
+	bin, err := o.kube.binaries(ctx, con.Logf)
+	if err != nil {
+		return kubeload.Stack{}, func() {}, err
+	}
+	ccfg, err := o.target.clientConfig(target.Endpoints)
+	if err != nil {
+		return kubeload.Stack{}, func() {}, err
+	}
+	cfg := o.kube.stackConfig(bin, prefix, -1, 0, ccfg.TLS, o.target.conn)
+	cfg.CountEtcd, cfg.Logf = false, con.Logf
+	con.Logf("starting %d kube-apiserver %s in front of %s (--etcd-prefix %s) for the workers", max(o.kube.servers, 1), o.kube.resolvedVersion, strings.Join(target.Endpoints, ","), prefix)
+	return kubeload.StartStack(ctx, target, cfg)
 }
 
 // readExperimentResult reads a worker's experiment result file with

@@ -9,10 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/kubestore/etcdkit/internal/apiservertest"
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/internal/quantile"
@@ -76,48 +80,57 @@ func checkWorkers(t *testing.T, res *experiment.Result, n int) {
 // TestRelistStormWorkers runs `lwbench relist-storm --workers 2` against
 // its embedded member: the two worker processes hold their blocks of the
 // four informers, shard 0 compacts past them, and the merged result is
-// what one process gives: every informer relisted exactly once after the
-// compaction and none in the control, counts the workers' sums, quantiles
-// those of the workers' samples together, nothing lost.
+// what one process gives (checkRelistStormWorkers).
 func TestRelistStormWorkers(t *testing.T) {
 	res := runDividedExperiment(t, "relist-storm", "--workers", "2", "--quick", "--unsafe-no-fsync", "--objects", "100",
 		"--page-sizes", "500", "--watchers", "4", "--write-rate", "50")
-	checkWorkers(t, res, 2)
+	checkRelistStormWorkers(t, res, 2, 4, true)
+}
+
+// checkRelistStormWorkers checks a relist storm divided among n workers
+// with watchers informers, one object count and page size: the merged
+// result is what one process gives: every informer relisted exactly once
+// after the compaction and none in the control (if control), counts the
+// workers' sums, quantiles those of the workers' samples together,
+// nothing lost, shard 0 alone writing.
+func checkRelistStormWorkers(t *testing.T, res *experiment.Result, n, watchers int, control bool) {
+	t.Helper()
+	checkWorkers(t, res, n)
 	rs := res.RelistStorm
-	if rs == nil || len(rs.Cases) != 2 {
-		t.Fatalf("relist storm part %+v: want a compacted case and a control", rs)
+	if want := 1 + map[bool]int{true: 1}[control]; rs == nil || len(rs.Cases) != want {
+		t.Fatalf("relist storm part %+v: want a compacted case and, if any, a control", rs)
 	}
 	for k, c := range rs.Cases {
-		if c.Watchers != 4 {
-			t.Errorf("case %d: %d informers merged, want 4", k, c.Watchers)
+		if c.Watchers != watchers {
+			t.Errorf("case %d: %d informers merged, want %d", k, c.Watchers, watchers)
 		}
 		switch {
-		case c.Compacted && (c.Relists != 4 || c.CompactRevision <= c.HeldRevision):
-			t.Errorf("compacted case: %d relists of 4 informers (compacted to %d, held at %d): want each once", c.Relists, c.CompactRevision, c.HeldRevision)
+		case c.Compacted && (c.Relists != watchers || c.CompactRevision <= c.HeldRevision):
+			t.Errorf("compacted case: %d relists of %d informers (compacted to %d, held at %d): want each once", c.Relists, watchers, c.CompactRevision, c.HeldRevision)
 		case !c.Compacted && c.Relists != 0:
 			t.Errorf("control: %d relists without a compaction", c.Relists)
 		}
 		if c.Validation.Lost != 0 || c.Validation.Others() != 0 {
 			t.Errorf("case %d: watch violations %+v", k, c.Validation)
 		}
-		var relists, objects, watchers int
+		var relists, objects, watchersSum int
 		var resync []float64
 		for i, w := range res.Workers {
 			wc := w.RelistStorm.Cases[k]
-			if wc.Watchers != 2 {
-				t.Errorf("case %d: worker %d ran %d informers, want its block of 2", k, i, wc.Watchers)
+			if from, to := experiment.WatcherBlock(w.Shard, watchers); wc.Watchers != to-from {
+				t.Errorf("case %d: worker %d ran %d informers, want its block of %d", k, i, wc.Watchers, to-from)
 			}
 			if i > 0 && wc.Writes.Planned != 0 {
 				t.Errorf("case %d: worker %d wrote %d: shard 0 alone writes", k, i, wc.Writes.Planned)
 			}
 			relists += wc.Relists
 			objects += int(wc.RelistObjects)
-			watchers += wc.Watchers
+			watchersSum += wc.Watchers
 			resync = append(resync, wc.ResyncMs...)
 		}
-		if relists != c.Relists || int64(objects) != c.RelistObjects || watchers != c.Watchers {
+		if relists != c.Relists || int64(objects) != c.RelistObjects || watchersSum != c.Watchers {
 			t.Errorf("case %d: merged %d relists, %d objects, %d informers; the workers' sums %d, %d, %d", k, c.Relists, c.RelistObjects,
-				c.Watchers, relists, objects, watchers)
+				c.Watchers, relists, objects, watchersSum)
 		}
 		slices.Sort(resync)
 		if want := quantile.NearestRank(resync, 0.5); c.ResyncP50Ms != want || c.ResyncMaxMs != resync[len(resync)-1] {
@@ -131,22 +144,30 @@ func TestRelistStormWorkers(t *testing.T) {
 
 // TestCatchupWorkers runs `lwbench catchup --workers 2`: shard 0 lays
 // down the updates once, each worker resumes its watcher from the same
-// revision, and the merged result has both watchers, each update's event
-// once per watcher (no missing or unexpected revision), counts the
-// workers' sums.
+// revision (checkCatchupWorkers).
 func TestCatchupWorkers(t *testing.T) {
 	res := runDividedExperiment(t, "catchup", "--workers", "2", "--quick", "--unsafe-no-fsync", "--objects", "100", "--behind", "300,600")
-	checkWorkers(t, res, 2)
+	checkCatchupWorkers(t, res, 2, 100, []int64{300, 600})
+}
+
+// checkCatchupWorkers checks a catch-up divided among n workers, one
+// watcher each, over objects pods for each of behind: the merged result
+// has every watcher, each update's event once per watcher (no missing or
+// unexpected revision), counts the workers' sums, the slowest watcher's
+// time, shard 0's relist of the load's pods alone.
+func checkCatchupWorkers(t *testing.T, res *experiment.Result, n int, objects int64, behind []int64) {
+	t.Helper()
+	checkWorkers(t, res, n)
 	cr := res.Catchup
-	if cr == nil || len(cr.Cases) != 2 {
-		t.Fatalf("catchup part %+v: want two distances", cr)
+	if cr == nil || len(cr.Cases) != len(behind) {
+		t.Fatalf("catchup part %+v: want distances %v", cr, behind)
 	}
 	for k, c := range cr.Cases {
-		if c.Watchers != 2 || len(c.WatcherCatchupMs) != 2 {
-			t.Errorf("behind %d: %d watchers, %d catch-up times: want 2", c.Behind, c.Watchers, len(c.WatcherCatchupMs))
+		if c.Behind != behind[k] || c.Watchers != n || len(c.WatcherCatchupMs) != n {
+			t.Errorf("case %d: %d behind, %d watchers, %d catch-up times: want %d behind and %d", k, c.Behind, c.Watchers, len(c.WatcherCatchupMs), behind[k], n)
 		}
-		if c.Missing != 0 || c.Unexpected != 0 || c.Events != 2*c.Behind {
-			t.Errorf("behind %d: %d missing, %d unexpected, %d events: want none, none and %d", c.Behind, c.Missing, c.Unexpected, c.Events, 2*c.Behind)
+		if c.Expired || c.Missing != 0 || c.Unexpected != 0 || c.Events != int64(n)*c.Behind {
+			t.Errorf("behind %d: expired %v, %d missing, %d unexpected, %d events: want none, none and %d", c.Behind, c.Expired, c.Missing, c.Unexpected, c.Events, int64(n)*c.Behind)
 		}
 		var events, responses int64
 		for i, w := range res.Workers {
@@ -163,13 +184,42 @@ func TestCatchupWorkers(t *testing.T) {
 		if events != c.Events || responses != c.Responses {
 			t.Errorf("behind %d: merged %d events, %d responses; the workers' sums %d, %d", c.Behind, c.Events, c.Responses, events, responses)
 		}
-		if c.CatchupMs != max(c.WatcherCatchupMs[0], c.WatcherCatchupMs[1]) {
+		if c.CatchupMs != slices.Max(c.WatcherCatchupMs) {
 			t.Errorf("behind %d: catch-up %v ms, the slowest watcher's %v", c.Behind, c.CatchupMs, c.WatcherCatchupMs)
 		}
-		if c.RelistObjects != 100 {
-			t.Errorf("behind %d: the relist read %d objects, want the 100 pods", c.Behind, c.RelistObjects)
+		if c.RelistObjects != objects {
+			t.Errorf("behind %d: the relist read %d objects, want the %d pods", c.Behind, c.RelistObjects, objects)
 		}
 	}
+}
+
+// TestExperimentWorkersThroughKubeAPIServer runs relist-storm and catchup
+// --workers 2 --kube-apiserver: the coordinator starts kube-apiserver
+// 1.37 in front of its embedded member, and the two worker processes
+// (this test binary as lwbench), client-go processes through it
+// (--kubeconfig --apiservers-owned), divide the informers and watchers;
+// the merged results hold the same invariants as through etcd directly,
+// and name the kube-apiserver the coordinator started.
+func TestExperimentWorkersThroughKubeAPIServer(t *testing.T) {
+	apiservertest.Binaries(t)
+	checkAPI := func(t *testing.T, res *experiment.Result) {
+		t.Helper()
+		if a := res.APIServer; a == nil || !a.Managed || a.Version != "v1.37.2" || a.ClientWatchList != "off" {
+			t.Errorf("result's kube-apiserver %+v, want the coordinator's v1.37.2, informers with WatchListClient off", a)
+		}
+	}
+	t.Run("relist-storm", func(t *testing.T) {
+		res := runDividedExperiment(t, "relist-storm", "--workers", "2", "--kube-apiserver", "1.37", "--quick", "--unsafe-no-fsync", "--objects", "100",
+			"--page-sizes", "500", "--watchers", "4", "--write-rate", "50", "--client-feature-gates", "WatchListClient=false")
+		checkRelistStormWorkers(t, res, 2, 4, true)
+		checkAPI(t, res)
+	})
+	t.Run("catchup", func(t *testing.T) {
+		res := runDividedExperiment(t, "catchup", "--workers", "2", "--kube-apiserver", "1.37", "--quick", "--unsafe-no-fsync", "--objects", "60",
+			"--behind", "200,400", "--client-feature-gates", "WatchListClient=false")
+		checkCatchupWorkers(t, res, 2, 60, []int64{200, 400})
+		checkAPI(t, res)
+	})
 }
 
 // TestAbortLost checks what the coordinator does for a worker process
@@ -213,5 +263,110 @@ func TestAbortLost(t *testing.T) {
 				t.Errorf("waiting worker got %v, want to be still waiting", err)
 			}
 		})
+	}
+}
+
+// TestExperimentWorkersThroughKubeconfig runs relist-storm and catchup
+// --workers 2 --kubeconfig on an existing cluster (startExistingCluster):
+// the workers share each load's namespaces (named from the barrier),
+// shard 0 alone creates them and deletes them once every worker is done,
+// the invariants hold as through etcd directly, and someone else's
+// objects are left alone.
+func TestExperimentWorkersThroughKubeconfig(t *testing.T) {
+	e := startExistingCluster(t)
+	common := []string{"--workers", "2", "--quick", "--kubeconfig", e.kubeconfig, "--context", "test", "--endpoints", e.srv.Endpoints[0],
+		"--allow-maintenance", "--namespace-delete-timeout", "30s", "--client-feature-gates", "WatchListClient=false"}
+	checkCleanup := func(t *testing.T, res *experiment.Result) {
+		t.Helper()
+		if a := res.APIServer; a == nil || a.Managed || a.URL != e.rc.Host {
+			t.Errorf("result's kube-apiserver %+v, want the cluster's at %s", a, e.rc.Host)
+		}
+		if len(res.NamespaceCleanup) != 1 {
+			t.Fatalf("namespace cleanups %+v: want shard 0's of the one load", res.NamespaceCleanup)
+		}
+		c := res.NamespaceCleanup[0]
+		if c.Error != "" || len(c.NamespacesLeft) != 0 || len(c.Namespaces) == 0 {
+			t.Errorf("cleanup %+v, want its namespaces deleted", c)
+		}
+		e.checkLeftAlone(t, c.Namespaces)
+	}
+	t.Run("relist-storm", func(t *testing.T) {
+		res := runDividedExperiment(t, append([]string{"relist-storm", "--objects", "60", "--page-sizes", "500", "--watchers", "4", "--write-rate", "50"}, common...)...)
+		checkRelistStormWorkers(t, res, 2, 4, true)
+		checkCleanup(t, res)
+	})
+	t.Run("catchup", func(t *testing.T) {
+		res := runDividedExperiment(t, append([]string{"catchup", "--objects", "40", "--behind", "200"}, common...)...)
+		checkCatchupWorkers(t, res, 2, 40, []int64{200})
+		checkCleanup(t, res)
+	})
+}
+
+// TestExperimentWorkersKubeFlags: an experiment's --workers goes through
+// kube-apiserver (--kube-apiserver, --kubeconfig) and a --cluster-size
+// cluster; the coordinator of --kube-apiserver keeps its apiservers'
+// flags and hands its workers a kubeconfig of its own apiservers; what a
+// divided experiment cannot do yet, or a worker must not be given, is a
+// usage error naming the flag.
+func TestExperimentWorkersKubeFlags(t *testing.T) {
+	var got *experimentOptions
+	keep := func(_ *cobra.Command, o *experimentOptions) error { got = o; return nil }
+	for _, tt := range []struct {
+		name    string
+		exp     string
+		args    []string
+		wantErr string
+	}{
+		{"kube-apiserver", experiment.NameRelistStorm, []string{"--workers", "2", "--kube-apiserver", "1.37", "--watchers", "4"}, ""},
+		{"kubeconfig", experiment.NameCatchup, []string{"--workers", "2", "--kubeconfig", "/nonexistent", "--endpoints", "http://127.0.0.1:1", "--allow-maintenance"}, ""},
+		{"cluster-size", experiment.NameCatchup, []string{"--workers", "2", "--cluster-size", "3"}, ""},
+		{"count-etcd", experiment.NameRelistStorm, []string{"--workers", "2", "--kube-apiserver", "1.37", "--watchers", "4", "--count-etcd"}, "--count-etcd"},
+		{"worker with kube-apiserver", experiment.NameCatchup, []string{"--index", "0", "--shards", "2", "--barrier-etcd-key", "/b", "--endpoints", "http://127.0.0.1:1",
+			"--allow-maintenance", "--kube-apiserver", "1.37"}, "--kubeconfig"},
+		{"apiservers-owned without kubeconfig", experiment.NameCatchup, []string{"--index", "0", "--shards", "2", "--barrier-etcd-key", "/b", "--endpoints", "http://127.0.0.1:1",
+			"--allow-maintenance", "--apiservers-owned"}, "--apiservers-owned"},
+		{"not divisible", experiment.NameContinuation, []string{"--workers", "2"}, "unknown flag: --workers"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, errOut := parse(t, experimentCommand(tt.exp, keep)(), tt.args...)
+			if tt.wantErr == "" {
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, errOut)
+				}
+				return
+			}
+			if code != cli.ExitUsage || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("exit %d, stderr %q; want %d mentioning %q", code, errOut, cli.ExitUsage, tt.wantErr)
+			}
+		})
+	}
+
+	// The coordinator's kube-apiserver flags stay its own.
+	if code, errOut := parse(t, experimentCommand(experiment.NameRelistStorm, keep)(), "--workers", "2", "--kube-apiserver", "1.37", "--watch-cache",
+		"--apiservers", "2", "--watchers", "4", "--client-feature-gates", "WatchListClient=false"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	args := strings.Join(experimentWorkerArgs(got.flags, experiment.NameRelistStorm, 1, 2, "/k", []string{"http://127.0.0.1:1"}, "/registry", "/tmp/kc"), " ")
+	for _, want := range []string{"--kubeconfig /tmp/kc --apiservers-owned", "--watchers=4", "--client-feature-gates=WatchListClient=false", "--index 1 --shards 2"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("worker args %q: want %q", args, want)
+		}
+	}
+	for _, not := range []string{"--kube-apiserver", "--watch-cache", "--apiservers="} {
+		if strings.Contains(args, not) {
+			t.Errorf("worker args %q: want no %s (the coordinator's)", args, not)
+		}
+	}
+	// Its workers name their namespaces alike from the barrier.
+	ids := map[string]bool{}
+	for i := range 2 {
+		if code, errOut := parse(t, experimentCommand(experiment.NameCatchup, keep)(), "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", "/lwbench-barrier/x",
+			"--endpoints", "http://127.0.0.1:1", "--allow-maintenance", "--kubeconfig", "/tmp/kc", "--apiservers-owned"); code != 0 {
+			t.Fatalf("worker %d: exit %d: %s", i, code, errOut)
+		}
+		ids[got.common(nil).RunID] = true
+	}
+	if len(ids) != 1 || ids[""] {
+		t.Errorf("run IDs %v: want one, the same for both workers", ids)
 	}
 }
