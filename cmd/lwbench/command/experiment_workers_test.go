@@ -84,29 +84,34 @@ func checkWorkers(t *testing.T, res *experiment.Result, n int) {
 func TestRelistStormWorkers(t *testing.T) {
 	res := runDividedExperiment(t, "relist-storm", "--workers", "2", "--quick", "--unsafe-no-fsync", "--objects", "100",
 		"--page-sizes", "500", "--watchers", "4", "--write-rate", "50")
-	checkRelistStormWorkers(t, res, 2, 4, true)
+	checkRelistStormWorkers(t, res, 2, 4, []int{100}, true)
 }
 
 // checkRelistStormWorkers checks a relist storm divided among n workers
-// with watchers informers, one object count and page size: the merged
-// result is what one process gives: every informer relisted exactly once
-// after the compaction and none in the control (if control), counts the
-// workers' sums, quantiles those of the workers' samples together,
-// nothing lost, shard 0 alone writing.
-func checkRelistStormWorkers(t *testing.T, res *experiment.Result, n, watchers int, control bool) {
+// with watchers informers, one page size, each count of objects: the
+// merged result is what one process gives: every informer relisted
+// exactly once after the compaction, reading the load's pods alone (the
+// count seeded, give or take the case's creates and deletes), and none
+// in the control (if control); counts the workers' sums, quantiles those
+// of the workers' samples together, nothing lost, shard 0 alone writing.
+func checkRelistStormWorkers(t *testing.T, res *experiment.Result, n, watchers int, objects []int, control bool) {
 	t.Helper()
 	checkWorkers(t, res, n)
 	rs := res.RelistStorm
-	if want := 1 + map[bool]int{true: 1}[control]; rs == nil || len(rs.Cases) != want {
-		t.Fatalf("relist storm part %+v: want a compacted case and, if any, a control", rs)
+	perLoad := 1 + map[bool]int{true: 1}[control]
+	if rs == nil || len(rs.Cases) != perLoad*len(objects) {
+		t.Fatalf("relist storm part %+v: want per count of %v a compacted case and, if any, a control", rs, objects)
 	}
 	for k, c := range rs.Cases {
-		if c.Watchers != watchers {
-			t.Errorf("case %d: %d informers merged, want %d", k, c.Watchers, watchers)
+		if c.Watchers != watchers || c.Objects != objects[k/perLoad] {
+			t.Errorf("case %d: %d informers merged over %d pods, want %d over %d", k, c.Watchers, c.Objects, watchers, objects[k/perLoad])
 		}
-		switch {
+		switch lo, hi := int64(c.Relists)*(int64(c.Objects)-c.Writes.Deletes), int64(c.Relists)*(int64(c.Objects)+c.Writes.Creates); {
 		case c.Compacted && (c.Relists != watchers || c.CompactRevision <= c.HeldRevision):
 			t.Errorf("compacted case: %d relists of %d informers (compacted to %d, held at %d): want each once", c.Relists, watchers, c.CompactRevision, c.HeldRevision)
+		case c.Compacted && (c.RelistObjects < lo || c.RelistObjects > hi):
+			t.Errorf("compacted case of %d pods: %d relists read %d objects, want %d to %d (the case created %d, deleted %d)", c.Objects, c.Relists, c.RelistObjects,
+				lo, hi, c.Writes.Creates, c.Writes.Deletes)
 		case !c.Compacted && c.Relists != 0:
 			t.Errorf("control: %d relists without a compaction", c.Relists)
 		}
@@ -209,9 +214,11 @@ func TestExperimentWorkersThroughKubeAPIServer(t *testing.T) {
 		}
 	}
 	t.Run("relist-storm", func(t *testing.T) {
-		res := runDividedExperiment(t, "relist-storm", "--workers", "2", "--kube-apiserver", "1.37", "--quick", "--unsafe-no-fsync", "--objects", "100",
-			"--page-sizes", "500", "--watchers", "4", "--write-rate", "50", "--client-feature-gates", "WatchListClient=false")
-		checkRelistStormWorkers(t, res, 2, 4, true)
+		// Two loads on the one kube-apiserver: the second's relists must
+		// read its own pods alone, the first's deleted (DeletePods).
+		res := runDividedExperiment(t, "relist-storm", "--workers", "2", "--kube-apiserver", "1.37", "--quick", "--unsafe-no-fsync", "--objects", "100,200",
+			"--page-sizes", "500", "--watchers", "4", "--write-rate", "20", "--client-feature-gates", "WatchListClient=false")
+		checkRelistStormWorkers(t, res, 2, 4, []int{100, 200}, true)
 		checkAPI(t, res)
 	})
 	t.Run("catchup", func(t *testing.T) {
@@ -276,29 +283,32 @@ func TestExperimentWorkersThroughKubeconfig(t *testing.T) {
 	e := startExistingCluster(t)
 	common := []string{"--workers", "2", "--quick", "--kubeconfig", e.kubeconfig, "--context", "test", "--endpoints", e.srv.Endpoints[0],
 		"--allow-maintenance", "--namespace-delete-timeout", "30s", "--client-feature-gates", "WatchListClient=false"}
-	checkCleanup := func(t *testing.T, res *experiment.Result) {
+	checkCleanup := func(t *testing.T, res *experiment.Result, loads int) {
 		t.Helper()
 		if a := res.APIServer; a == nil || a.Managed || a.URL != e.rc.Host {
 			t.Errorf("result's kube-apiserver %+v, want the cluster's at %s", a, e.rc.Host)
 		}
-		if len(res.NamespaceCleanup) != 1 {
-			t.Fatalf("namespace cleanups %+v: want shard 0's of the one load", res.NamespaceCleanup)
+		if len(res.NamespaceCleanup) != loads {
+			t.Fatalf("namespace cleanups %+v: want shard 0's of each of the %d loads", res.NamespaceCleanup, loads)
 		}
-		c := res.NamespaceCleanup[0]
-		if c.Error != "" || len(c.NamespacesLeft) != 0 || len(c.Namespaces) == 0 {
-			t.Errorf("cleanup %+v, want its namespaces deleted", c)
+		var namespaces []string
+		for _, c := range res.NamespaceCleanup {
+			if c.Error != "" || len(c.NamespacesLeft) != 0 || len(c.Namespaces) == 0 {
+				t.Errorf("cleanup %+v, want its namespaces deleted", c)
+			}
+			namespaces = append(namespaces, c.Namespaces...)
 		}
-		e.checkLeftAlone(t, c.Namespaces)
+		e.checkLeftAlone(t, namespaces)
 	}
 	t.Run("relist-storm", func(t *testing.T) {
-		res := runDividedExperiment(t, append([]string{"relist-storm", "--objects", "60", "--page-sizes", "500", "--watchers", "4", "--write-rate", "50"}, common...)...)
-		checkRelistStormWorkers(t, res, 2, 4, true)
-		checkCleanup(t, res)
+		res := runDividedExperiment(t, append([]string{"relist-storm", "--objects", "60,120", "--page-sizes", "500", "--watchers", "4", "--write-rate", "20"}, common...)...)
+		checkRelistStormWorkers(t, res, 2, 4, []int{60, 120}, true)
+		checkCleanup(t, res, 2)
 	})
 	t.Run("catchup", func(t *testing.T) {
 		res := runDividedExperiment(t, append([]string{"catchup", "--objects", "40", "--behind", "200"}, common...)...)
 		checkCatchupWorkers(t, res, 2, 40, []int64{200})
-		checkCleanup(t, res)
+		checkCleanup(t, res, 1)
 	})
 }
 
