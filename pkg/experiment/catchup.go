@@ -2,8 +2,12 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -115,11 +119,18 @@ type CatchupScenario struct {
 
 // CatchupCase is one distance.
 type CatchupCase struct {
-	// Behind is the updates written while the watcher was away;
-	// Revisions the store revisions between its start and the last
-	// update (the probe's writes included).
-	Behind    int64 `json:"behind"`
-	Revisions int64 `json:"revisions"` // store revisions from FromRevision to the last update
+	// Behind is the updates written while the watcher was away.
+	Behind int64 `json:"behind"`
+	// Revisions are the experiment's own writes among the store
+	// revisions FromRevision to ToRevision: the updates and the probe's
+	// writes of its key in between (catchupRevisions), the revisions a
+	// watcher of the whole store covers that the experiment made. Other
+	// clients' writes in between are not counted: a cluster's
+	// (kube-apiserver's leases), and, divided among workers, the other
+	// workers' probes and the barrier's, so that a divided run reports
+	// what one process would. Before SchemaVersion 3 it was every store
+	// revision in between.
+	Revisions int64 `json:"revisions"`
 	// FromRevision is where the watch resumed; ToRevision the last update.
 	FromRevision int64 `json:"fromRevision"`
 	ToRevision   int64 `json:"toRevision"` // the last update's revision
@@ -225,6 +236,9 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, beh
 		}
 		s.mark(MarkPhase, fmt.Sprintf("%d updates while the watcher is away", behind), start, time.Now(), 0)
 		plan = NewCatchupPlan(from, revs)
+		if plan.OwnWrites, err = catchupRevisions(ctx, s, plan); err != nil {
+			return c, err
+		}
 		if s.divided() {
 			if err := publishCatchupPlan(ctx, l, behind, plan); err != nil {
 				return c, err
@@ -244,7 +258,7 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, beh
 	from := plan.From
 	c.FromRevision = from + 1
 	c.ToRevision = revs[len(revs)-1]
-	c.Revisions = c.ToRevision - from
+	c.Revisions = plan.OwnWrites
 
 	// Catch up: this worker's block of the watchers, together.
 	first, last := WatcherBlock(o.Shard, o.Watchers)
@@ -311,6 +325,48 @@ func catchupCase(ctx context.Context, s *session, l *load, o CatchupOptions, beh
 	}
 	c.RelistUnpaginatedMs = report.Ms(ur.duration)
 	return c, nil
+}
+
+// catchupRevisions returns the experiment's own writes in the store
+// revisions plan.From+1 to the plan's last update (CatchupCase.Revisions):
+// the updates, and the writes of the session's probe in between, counted
+// exactly as the difference of its key's version (etcd's count of puts
+// to a key since its creation; the probe never deletes its key) at the
+// two revisions, read from etcd's history, which the catch-up does not
+// compact. On a cluster whose own compactor has already compacted
+// plan.From, it returns the store revisions in between, every write
+// counted, and logs so.
+//
+// For example, undivided: from 1000, 300 updates at 1001-1306 among
+// which the probe wrote 6 times: 306, the store's span. Divided among two
+// workers, shard 1's probe also wrote 6 times and the barrier once in
+// the span, which is then 1313: still 306, as one process reports.
+func catchupRevisions(ctx context.Context, s *session, plan CatchupPlan) (int64, error) {
+	revs := plan.Revisions()
+	to := revs[len(revs)-1]
+	version := func(rev int64) (int64, error) {
+		resp, err := s.admin.Get(ctx, s.probeOptions.Key, clientv3.WithRev(rev))
+		if err != nil {
+			return 0, err
+		}
+		if len(resp.Kvs) == 0 {
+			return 0, nil
+		}
+		return resp.Kvs[0].Version, nil
+	}
+	before, err := version(plan.From)
+	var after int64
+	if err == nil {
+		after, err = version(to)
+	}
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		s.logf("catchup: revision %d is compacted (the cluster's compactor): revisions counts every write to %d", plan.From, to)
+		return to - plan.From, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the probe's writes between revisions %d and %d: %w", plan.From, to, err)
+	}
+	return int64(len(revs)) + after - before, nil
 }
 
 // compareRevisions counts the wanted revisions missing from got and the

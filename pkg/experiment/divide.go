@@ -72,6 +72,10 @@ func BarrierPoint(parts ...string) string {
 type CatchupPlan struct {
 	From int64      `json:"from"` // the store's revision before the updates
 	Runs [][2]int64 `json:"runs"` // the updates' revisions, ascending runs
+	// OwnWrites is shard 0's count of the experiment's own writes from
+	// From+1 to the last update (CatchupCase.Revisions), for every worker
+	// to report alike.
+	OwnWrites int64 `json:"ownWrites"`
 }
 
 // NewCatchupPlan returns the plan of updates at revisions revs (any

@@ -19,8 +19,10 @@ import (
 // report.Cleanup, whose namespaces still present are namespacesLeft
 // (left before); a run's result converted by FromRun (experiment "run")
 // is one kind, through kube-apiserver or not (experiment "kube-run"
-// before).
-const SchemaVersion = 2
+// before). Version 3: a catch-up case's revisions counts the
+// experiment's own writes in its span (CatchupCase.Revisions), every
+// store revision before.
+const SchemaVersion = 3
 
 // The experiments' names, as Result.Experiment and lwbench's subcommands
 // spell them.
