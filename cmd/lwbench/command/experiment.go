@@ -397,6 +397,18 @@ func (e experimentEntry) command(runF func(*cobra.Command, *experimentOptions) e
 			if err != nil {
 				return err
 			}
+			if o.division.logResult {
+				// A Job's worker: its result as one line of its log,
+				// for lwbench gather and merge.
+				b, err := json.Marshal(res)
+				if err != nil {
+					return err
+				}
+				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s%s\n", resultLinePrefix, b); err != nil {
+					return err
+				}
+				return violations(res)
+			}
 			if err := o.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), res); err != nil {
 				return err
 			}

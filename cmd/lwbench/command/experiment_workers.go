@@ -36,7 +36,14 @@ import (
 type experimentDivision struct {
 	workers        int    // the coordinator's --workers; 0: not a coordinator
 	index, shards  int    // a worker's shard; shards 0: not a worker
-	barrierEtcdKey string // where a worker meets the others
+	barrierEtcdKey string // where a worker meets the others: an etcd key of --endpoints,
+	// or a ConfigMap, NAMESPACE/NAME, of the cluster barrierKubeconfig
+	// (or the pod's service account) reaches: a Kubernetes Job's workers
+	// (lwbench manifest --experiment).
+	barrierConfigMap, barrierKubeconfig string
+	// logResult prints a worker's result as one line of its log
+	// (resultLinePrefix and the JSON), for lwbench gather and merge.
+	logResult bool
 	// apiserversOwned: the kube-apiservers a worker's --kubeconfig
 	// reaches were started by its coordinator (--workers N
 	// --kube-apiserver) for this experiment alone, not a cluster lwbench
@@ -53,7 +60,10 @@ func (d *experimentDivision) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&d.shards, "shards", 0, "shards the experiment is divided into (set by --workers)")
 	fs.StringVar(&d.barrierEtcdKey, "barrier-etcd-key", "", "meet the other workers under this etcd key of --endpoints (set by --workers)")
 	fs.BoolVar(&d.apiserversOwned, "apiservers-owned", false, "the kube-apiservers --kubeconfig reaches were started by the coordinator (set by --workers with --kube-apiserver)")
-	for _, name := range []string{"index", "shards", "barrier-etcd-key", "apiservers-owned"} {
+	fs.StringVar(&d.barrierConfigMap, "barrier-configmap", "", "meet the other workers in this ConfigMap, NAMESPACE/NAME, of the cluster the worker runs in (in-cluster config, or --barrier-kubeconfig); --index defaults to $"+envCompletionIndex+" (set by lwbench manifest --experiment)")
+	fs.StringVar(&d.barrierKubeconfig, "barrier-kubeconfig", "", "kubeconfig of the cluster holding --barrier-configmap (default: the pod's in-cluster config)")
+	fs.BoolVar(&d.logResult, "log-result", false, "a worker prints its result (JSON) as one line starting with \""+strings.TrimSpace(resultLinePrefix)+"\" on standard output, for lwbench gather and merge (set by lwbench manifest --experiment)")
+	for _, name := range []string{"index", "shards", "barrier-etcd-key", "apiservers-owned", "barrier-configmap", "barrier-kubeconfig", "log-result"} {
 		if err := fs.MarkHidden(name); err != nil {
 			panic(err) // the flag was just defined
 		}
@@ -91,7 +101,17 @@ func (o *experimentOptions) validateDivision(name string) error {
 	if d.apiserversOwned && (!d.worker() || !o.kubeconfig.enabled()) {
 		return cli.FlagErrorf("--apiservers-owned needs --shards and --kubeconfig: it is set by --workers with --kube-apiserver")
 	}
+	if d.barrierConfigMap != "" && !o.flags.Changed("index") {
+		// A Job's pod: its index is the Job's completion index.
+		var err error
+		if d.index, err = flagOrEnv(o.flags, "index", d.index, envCompletionIndex); err != nil {
+			return err
+		}
+	}
 	if d.workers == 0 && !d.worker() {
+		if d.barrierEtcdKey != "" || d.barrierConfigMap != "" || d.logResult {
+			return cli.FlagErrorf("--barrier-etcd-key, --barrier-configmap and --log-result need --shards: they are a worker's")
+		}
 		return nil
 	}
 	if !slices.Contains(experiment.Divisible, name) {
@@ -114,12 +134,23 @@ func (o *experimentOptions) validateDivision(name string) error {
 		return cli.FlagErrorf("--index %d --shards %d: %v", d.index, d.shards, err)
 	}
 	switch {
-	case d.barrierEtcdKey == "":
-		return cli.FlagErrorf("--shards needs --barrier-etcd-key: where the workers meet")
+	case d.barrierEtcdKey == "" && d.barrierConfigMap == "":
+		return cli.FlagErrorf("--shards needs --barrier-etcd-key or --barrier-configmap: where the workers meet")
+	case d.barrierEtcdKey != "" && d.barrierConfigMap != "":
+		return cli.FlagErrorf("--barrier-etcd-key and --barrier-configmap cannot be used together")
+	case d.barrierKubeconfig != "" && d.barrierConfigMap == "":
+		return cli.FlagErrorf("--barrier-kubeconfig needs --barrier-configmap")
 	case !o.target.external():
 		return cli.FlagErrorf("--shards needs --endpoints: the etcd every worker drives")
 	case o.flags.Changed("write-out") && o.format != output.FormatJSON:
 		return cli.FlagErrorf("--shards: a worker writes its result as JSON, for its coordinator: leave -w out")
+	case d.logResult && (o.outDir != "" || o.benchstat != ""):
+		return cli.FlagErrorf("--log-result: a Job's worker writes no files (--out, --benchstat) that nobody collects")
+	}
+	if d.barrierConfigMap != "" {
+		if _, _, err := barrier.ParseConfigMap(d.barrierConfigMap); err != nil {
+			return cli.FlagErrorf("--barrier-configmap: %v", err)
+		}
 	}
 	o.format = output.FormatJSON
 	return nil
@@ -128,12 +159,18 @@ func (o *experimentOptions) validateDivision(name string) error {
 // runID returns the run ID every worker of a divided experiment derives
 // alike from its barrier's name, unique to the run (experiment.Common.RunID):
 // 12 hex digits of the SHA-256 of "experiment:" and the barrier's etcd
-// key; "" undivided.
+// key, or of "experiment:configmap:" and its ConfigMap's NAMESPACE/NAME;
+// "" undivided. A Job's barrier ConfigMap used again gives the same ID,
+// whose namespaces the experiment refuses if they still exist.
 func (d *experimentDivision) runID() string {
 	if !d.worker() {
 		return ""
 	}
-	sum := sha256.Sum256([]byte("experiment:" + d.barrierEtcdKey))
+	name := d.barrierEtcdKey
+	if d.barrierConfigMap != "" {
+		name = "configmap:" + d.barrierConfigMap
+	}
+	sum := sha256.Sum256([]byte("experiment:" + name))
 	return hex.EncodeToString(sum[:6])
 }
 
@@ -311,21 +348,32 @@ func readExperimentResult(path string) (*experiment.Result, error) {
 }
 
 // runExperimentWorker runs one worker's shard of a divided experiment:
-// it connects the barrier on --endpoints, samples its own process
+// it connects the barrier (--barrier-etcd-key on --endpoints, or
+// --barrier-configmap), samples its own process
 // (watchload.StartSelfSampler) while run runs the experiment with the
 // shard and the barrier, and returns the result with its Shard and Self.
 // A failure is posted on the barrier (Abort), so the other workers stop
 // waiting.
 func runExperimentWorker(ctx context.Context, o *experimentOptions, run func(context.Context) (*experiment.Result, error)) (*experiment.Result, error) {
 	sh := o.division.shard()
-	c, err := o.target.dial(ctx, o.target.endpoints)
-	if err != nil {
-		return nil, fmt.Errorf("--barrier-etcd-key: %w", err)
-	}
-	defer c.Close()
-	b, err := barrier.NewEtcd(c, o.division.barrierEtcdKey, sh)
-	if err != nil {
-		return nil, cli.FlagErrorf("--barrier-etcd-key: %v", err)
+	var b watchload.Barrier
+	if cm := o.division.barrierConfigMap; cm != "" {
+		cb, err := dialConfigMapBarrier(cm, o.division.barrierKubeconfig, sh)
+		if err != nil {
+			return nil, err
+		}
+		b = cb
+	} else {
+		c, err := o.target.dial(ctx, o.target.endpoints)
+		if err != nil {
+			return nil, fmt.Errorf("--barrier-etcd-key: %w", err)
+		}
+		defer c.Close()
+		eb, err := barrier.NewEtcd(c, o.division.barrierEtcdKey, sh)
+		if err != nil {
+			return nil, cli.FlagErrorf("--barrier-etcd-key: %v", err)
+		}
+		b = eb
 	}
 	o.division.barrier = b
 	self := watchload.StartSelfSampler(ctx, false, o.target.endpoints[0])

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestore/etcdkit/internal/apiservertest"
 	"github.com/kubestore/etcdkit/internal/cli"
@@ -336,6 +338,15 @@ func TestExperimentWorkersKubeFlags(t *testing.T) {
 		{"apiservers-owned without kubeconfig", experiment.NameCatchup, []string{"--index", "0", "--shards", "2", "--barrier-etcd-key", "/b", "--endpoints", "http://127.0.0.1:1",
 			"--allow-maintenance", "--apiservers-owned"}, "--apiservers-owned"},
 		{"not divisible", experiment.NameContinuation, []string{"--workers", "2"}, "unknown flag: --workers"},
+		{"two barriers", experiment.NameCatchup, []string{"--shards", "2", "--barrier-etcd-key", "/b", "--barrier-configmap", "default/b", "--endpoints", "http://127.0.0.1:1",
+			"--allow-maintenance"}, "cannot be used together"},
+		{"bad configmap", experiment.NameCatchup, []string{"--shards", "2", "--barrier-configmap", "nonamespace", "--endpoints", "http://127.0.0.1:1",
+			"--allow-maintenance"}, "--barrier-configmap"},
+		{"log-result undivided", experiment.NameCatchup, []string{"--log-result"}, "need --shards"},
+		{"log-result with out", experiment.NameCatchup, []string{"--shards", "2", "--barrier-configmap", "default/b", "--endpoints", "http://127.0.0.1:1",
+			"--allow-maintenance", "--log-result", "--out", "/tmp/x"}, "--log-result"},
+		{"configmap barrier", experiment.NameCatchup, []string{"--shards", "2", "--barrier-configmap", "default/b", "--endpoints", "http://127.0.0.1:1",
+			"--allow-maintenance", "--log-result"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, errOut := parse(t, experimentCommand(tt.exp, keep)(), tt.args...)
@@ -378,5 +389,55 @@ func TestExperimentWorkersKubeFlags(t *testing.T) {
 	}
 	if len(ids) != 1 || ids[""] {
 		t.Errorf("run IDs %v: want one, the same for both workers", ids)
+	}
+}
+
+// TestExperimentWorkersConfigMapBarrier runs the two workers of a divided
+// catch-up as a Kubernetes Job's pods would run them: processes of this
+// test binary as lwbench, each given only --shards, its index in
+// $JOB_COMPLETION_INDEX, a ConfigMap barrier of a real kube-apiserver and
+// --log-result; each prints its result as one line of its log, and those
+// lines merged hold the invariants of a divided catch-up.
+func TestExperimentWorkersConfigMapBarrier(t *testing.T) {
+	e := startExistingCluster(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(kubeconfig, e.rc); err != nil {
+		t.Fatal(err)
+	}
+	var results []*experiment.Result
+	procs := make([]*exec.Cmd, 2)
+	logs := make([]*bytes.Buffer, 2)
+	for i := range procs {
+		logs[i] = &bytes.Buffer{}
+		procs[i] = exec.Command(os.Args[0], "catchup", "--shards", "2", "--barrier-configmap", "default/catchup-barrier", "--barrier-kubeconfig", kubeconfig,
+			"--log-result", "--endpoints", e.srv.Endpoints[0], "--allow-maintenance", "--prefix", "/lwbench-test/cm", "--quick", "--objects", "50", "--behind", "200")
+		procs[i].Env = append(os.Environ(), subprocessEnv+"=1", envCompletionIndex+"="+strconv.Itoa(i))
+		procs[i].Stdout, procs[i].Stderr = logs[i], logs[i] // a pod's log holds both
+		if err := procs[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range procs {
+		if err := p.Wait(); err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, logs[i])
+		}
+		line, ok := loggedResult(logs[i].Bytes())
+		if !ok {
+			t.Fatalf("worker %d: no result line in its log:\n%s", i, logs[i])
+		}
+		r, err := experiment.Decode(line)
+		if err != nil {
+			t.Fatalf("worker %d: %v", i, err)
+		}
+		results = append(results, r)
+	}
+	merged, err := experiment.Merge(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCatchupWorkers(t, merged, 2, 50, []int64{200})
+	cm, err := e.cs.CoreV1().ConfigMaps("default").Get(t.Context(), "catchup-barrier", metav1.GetOptions{})
+	if err != nil || len(cm.Data) == 0 {
+		t.Errorf("barrier ConfigMap: %v (%v), want the workers' arrivals in it", cm, err)
 	}
 }

@@ -308,29 +308,41 @@ func (o *workerOptions) connectBarrier(ctx context.Context) (_ watchload.Barrier
 	return b, func() { c.Close() }, nil
 }
 
-// connectConfigMapBarrier opens --barrier-configmap's barrier through
-// --barrier-kubeconfig, or the pod's service account (in-cluster config).
+// connectConfigMapBarrier opens --barrier-configmap's barrier
+// (dialConfigMapBarrier).
 func (o *workerOptions) connectConfigMapBarrier(ctx context.Context, sh shard.Shard) (watchload.Barrier, func(), error) {
-	namespace, name, err := barrier.ParseConfigMap(o.barrierConfigMap)
+	b, err := dialConfigMapBarrier(o.barrierConfigMap, o.barrierKubeconfig, sh)
 	if err != nil {
-		return nil, func() {}, cli.FlagErrorf("--barrier-configmap: %v", err)
+		return nil, func() {}, err
+	}
+	return b, func() {}, nil
+}
+
+// dialConfigMapBarrier opens the barrier in configMap (NAMESPACE/NAME) as
+// shard sh, through the cluster kubeconfig names, or the pod's service
+// account (in-cluster config) when kubeconfig is "": a worker's
+// --barrier-configmap and --barrier-kubeconfig.
+func dialConfigMapBarrier(configMap, kubeconfig string, sh shard.Shard) (*barrier.ConfigMap, error) {
+	namespace, name, err := barrier.ParseConfigMap(configMap)
+	if err != nil {
+		return nil, cli.FlagErrorf("--barrier-configmap: %v", err)
 	}
 	var cfg *rest.Config
-	if o.barrierKubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.barrierKubeconfig)
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	} else {
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, func() {}, fmt.Errorf("--barrier-configmap %s: the cluster's config (--barrier-kubeconfig, or in a pod its service account): %w", o.barrierConfigMap, err)
+		return nil, fmt.Errorf("--barrier-configmap %s: the cluster's config (--barrier-kubeconfig, or in a pod its service account): %w", configMap, err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, func() {}, fmt.Errorf("--barrier-configmap %s: %w", o.barrierConfigMap, err)
+		return nil, fmt.Errorf("--barrier-configmap %s: %w", configMap, err)
 	}
 	b, err := barrier.NewConfigMap(cs, namespace, name, sh)
 	if err != nil {
-		return nil, func() {}, cli.FlagErrorf("--barrier-configmap: %v", err)
+		return nil, cli.FlagErrorf("--barrier-configmap: %v", err)
 	}
-	return b, func() {}, nil
+	return b, nil
 }
