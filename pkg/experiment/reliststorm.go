@@ -11,6 +11,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/clockwait"
 	"github.com/kubestore/etcdkit/internal/fieldcheck"
 	"github.com/kubestore/etcdkit/pkg/compaction"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
@@ -295,13 +296,7 @@ func (c RelistStormCase) Listing() string {
 func relistCase(ctx context.Context, s *session, l *load, compactor *compaction.Compactor, o RelistStormOptions, n int, pageSize int64, compact bool) (RelistStormCase, error) {
 	first, last := WatcherBlock(o.Shard, o.Watchers)
 	rc := RelistStormCase{Objects: n, PageSize: max(pageSize, 0), WatchList: pageSize < 0, Compacted: compact, Watchers: last - first}
-	label := fmt.Sprintf("n=%d ps=%s", n, PageSizeName(pageSize))
-	if rc.WatchList {
-		label = fmt.Sprintf("n=%d watchlist", n)
-	}
-	if !compact {
-		label += " control"
-	}
+	label := rc.label()
 	phase := time.Now()
 	maxWrites := int64(o.WriteRate*(o.ResyncTimeout+o.Hold+time.Minute).Seconds()) + 1
 	c, err := l.startCase(ctx, watcherOptions{watchers: last - first, firstID: first, conns: o.Connections, pageSize: pageSize, syncTimeout: o.ResyncTimeout}, maxWrites)
@@ -555,6 +550,41 @@ func waitRevision(ctx context.Context, s *session, rev int64, timeout time.Durat
 		if !clockwait.SleepReal(ctx, 20*time.Millisecond) {
 			return ctx.Err()
 		}
+	}
+}
+
+// label names the case on the timeline, in its barrier points and in
+// the counting proxy's phases: n=OBJECTS ps=PAGESIZE (or watchlist),
+// then " control" for the control.
+func (c RelistStormCase) label() string {
+	label := fmt.Sprintf("n=%d ps=%s", c.Objects, PageSizeName(c.PageSize))
+	if c.WatchList {
+		label = fmt.Sprintf("n=%d watchlist", c.Objects)
+	}
+	if !c.Compacted {
+		label += " control"
+	}
+	return label
+}
+
+// DividedEtcdRanges sets every relist storm case's EtcdRanges and
+// EtcdRangeBytes in res, a storm divided among workers through
+// kube-apiservers they shared, from counter, the counting proxy between
+// those kube-apiservers and etcd, whose phases the workers' coordinator
+// named after each barrier point once every worker had reached it (it
+// follows the barrier: SetPhase(point)): the LISTs etcd received from the
+// case's release (BarrierPoint(case, "released")) until every worker's
+// informers had resynced, as an undivided storm counts them from its
+// release until its informers resynced. It does nothing to a result
+// without a relist storm.
+func DividedEtcdRanges(res *Result, counter kubeload.EtcdCounter) {
+	if res.RelistStorm == nil {
+		return
+	}
+	e := etcdCounter{counter}
+	for i := range res.RelistStorm.Cases {
+		c := &res.RelistStorm.Cases[i]
+		c.EtcdRanges, c.EtcdRangeBytes = e.ranges(BarrierPoint(c.label(), "released"))
 	}
 }
 

@@ -124,8 +124,6 @@ func (o *experimentOptions) validateDivision(name string) error {
 		return cli.FlagErrorf("--workers %d: want 1 to %d", d.workers, maxWorkers)
 	case d.worker() && o.kube.enabled():
 		return cli.FlagErrorf("--shards cannot be used with --kube-apiserver: the workers share the kube-apiservers their coordinator starts, reached with --kubeconfig")
-	case d.workers > 0 && o.kube.enabled() && o.flags.Changed("count-etcd") && o.kube.countEtcd:
-		return cli.FlagErrorf("--workers cannot be used with --count-etcd yet: the workers' phases are not followed onto the coordinator's counting proxy; give --count-etcd=false")
 	}
 	if !d.worker() {
 		return nil
@@ -270,6 +268,11 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 	}
 	n := o.division.workers
 	con.Logf("%s: dividing the watchers among %d worker processes (barrier %s on %s)", name, n, key, strings.Join(target.Endpoints, ","))
+	var counter kubeload.EtcdCounter // the counting proxy's; nil: none
+	if stack != nil && stack.Counter != nil {
+		counter = stack.Counter
+		counter.Reset()
+	}
 	procs, stop, err := startWorkerProcs(ctx, exe, dir, n, func(i int) []string {
 		return experimentWorkerArgs(o.flags, name, i, n, key, target.Endpoints, prefix, kubeconfig)
 	}, admin, key, con)
@@ -277,7 +280,23 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 		return nil, err
 	}
 	defer stop()
+	// What the kube-apiservers ask etcd, by the barrier point every
+	// worker reached last (experiment.DividedEtcdRanges).
+	followed := make(chan error, 1)
+	fctx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	if counter != nil {
+		go func() {
+			followed <- barrier.FollowEtcd(fctx, admin, key, n, func(point string, _ time.Time) { counter.SetPhase(point) })
+		}()
+	} else {
+		followed <- nil
+	}
 	results, failures := waitWorkerProcs(procs, readExperimentResult)
+	stopFollowing()
+	if ferr := <-followed; ferr != nil && !errors.Is(ferr, barrier.ErrAborted) {
+		con.Logf("follow the workers' barrier: %v", ferr)
+	}
 	if len(failures) > 0 {
 		return nil, errors.Join(failures...)
 	}
@@ -302,6 +321,9 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 		}
 		merged.APIServer = &api
 	}
+	if counter != nil {
+		experiment.DividedEtcdRanges(merged, counter)
+	}
 	for _, w := range merged.Warnings {
 		con.Logf("warning: %s", w)
 	}
@@ -314,8 +336,9 @@ func runExperimentWorkers(ctx context.Context, o *experimentOptions, name string
 // cached): --etcd-prefix prefix, every load of the experiment under it;
 // kube-apiserver's own compactor off, as the divisible experiments run
 // theirs (the relist storm compacts with kube-apiserver's algorithm
-// itself, the catch-up never); no counting proxy (validateDivision
-// refuses --count-etcd). stop stops them; call it also on error.
+// itself, the catch-up never); with --count-etcd (the default) a counting
+// proxy in front of each member, whose phases the coordinator names after
+// the barrier's points. stop stops them; call it also on error.
 func startExperimentStack(ctx context.Context, o *experimentOptions, target watchload.Target, prefix string, con *console) (kubeload.Stack, func(), error) {
 	routeClientGoLogs(con.Logf)
 	bin, err := o.kube.binaries(ctx, con.Logf)
@@ -327,7 +350,7 @@ func startExperimentStack(ctx context.Context, o *experimentOptions, target watc
 		return kubeload.Stack{}, func() {}, err
 	}
 	cfg := o.kube.stackConfig(bin, prefix, -1, 0, ccfg.TLS, o.target.conn)
-	cfg.CountEtcd, cfg.Logf = false, con.Logf
+	cfg.Logf = con.Logf
 	con.Logf("starting %d kube-apiserver %s in front of %s (--etcd-prefix %s) for the workers", max(o.kube.servers, 1), o.kube.resolvedVersion, strings.Join(target.Endpoints, ","), prefix)
 	return kubeload.StartStack(ctx, target, cfg)
 }

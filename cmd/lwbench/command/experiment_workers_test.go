@@ -206,7 +206,8 @@ func checkCatchupWorkers(t *testing.T, res *experiment.Result, n int, objects in
 // (this test binary as lwbench), client-go processes through it
 // (--kubeconfig --apiservers-owned), divide the informers and watchers;
 // the merged results hold the same invariants as through etcd directly,
-// and name the kube-apiserver the coordinator started.
+// name the kube-apiserver the coordinator started, and count the relists'
+// LISTs that reached etcd through its counting proxy.
 func TestExperimentWorkersThroughKubeAPIServer(t *testing.T) {
 	apiservertest.Binaries(t)
 	checkAPI := func(t *testing.T, res *experiment.Result) {
@@ -222,6 +223,14 @@ func TestExperimentWorkersThroughKubeAPIServer(t *testing.T) {
 			"--page-sizes", "500", "--watchers", "4", "--write-rate", "20", "--client-feature-gates", "WatchListClient=false")
 		checkRelistStormWorkers(t, res, 2, 4, []int{100, 200}, true)
 		checkAPI(t, res)
+		// The coordinator's counting proxy, its phases the barrier's
+		// points: each relist's LIST at the latest revision reached etcd
+		// (no watch cache).
+		for _, c := range res.RelistStorm.Cases {
+			if c.Compacted && (c.EtcdRanges < int64(c.Relists) || c.EtcdRangeBytes == 0) {
+				t.Errorf("%d pods: etcd received %d LISTs (%d bytes) during %d relists", c.Objects, c.EtcdRanges, c.EtcdRangeBytes, c.Relists)
+			}
+		}
 	})
 	t.Run("catchup", func(t *testing.T) {
 		res := runDividedExperiment(t, "catchup", "--workers", "2", "--kube-apiserver", "1.37", "--quick", "--unsafe-no-fsync", "--objects", "60",
@@ -332,7 +341,7 @@ func TestExperimentWorkersKubeFlags(t *testing.T) {
 		{"kube-apiserver", experiment.NameRelistStorm, []string{"--workers", "2", "--kube-apiserver", "1.37", "--watchers", "4"}, ""},
 		{"kubeconfig", experiment.NameCatchup, []string{"--workers", "2", "--kubeconfig", "/nonexistent", "--endpoints", "http://127.0.0.1:1", "--allow-maintenance"}, ""},
 		{"cluster-size", experiment.NameCatchup, []string{"--workers", "2", "--cluster-size", "3"}, ""},
-		{"count-etcd", experiment.NameRelistStorm, []string{"--workers", "2", "--kube-apiserver", "1.37", "--watchers", "4", "--count-etcd"}, "--count-etcd"},
+		{"count-etcd", experiment.NameRelistStorm, []string{"--workers", "2", "--kube-apiserver", "1.37", "--watchers", "4", "--count-etcd"}, ""},
 		{"worker with kube-apiserver", experiment.NameCatchup, []string{"--index", "0", "--shards", "2", "--barrier-etcd-key", "/b", "--endpoints", "http://127.0.0.1:1",
 			"--allow-maintenance", "--kube-apiserver", "1.37"}, "--kubeconfig"},
 		{"apiservers-owned without kubeconfig", experiment.NameCatchup, []string{"--index", "0", "--shards", "2", "--barrier-etcd-key", "/b", "--endpoints", "http://127.0.0.1:1",
