@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdclient"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/shard"
 )
 
@@ -107,6 +109,11 @@ type manifestOptions struct {
 	// cluster's API (lwbench worker --kubeconfig in-cluster), with the
 	// ClusterRole of loadRules.
 	throughAPI bool
+	// experiment, when set, makes the workers run that divisible
+	// experiment's shards (lwbench EXPERIMENT --shards N
+	// --barrier-configmap ...) instead of a load's (lwbench worker); the
+	// flags after -- are then the experiment's.
+	experiment string
 
 	// Filled by Validate.
 	memoryRequest resource.Quantity
@@ -128,7 +135,21 @@ func (o *manifestOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.memory, "memory", "", "memory request of each worker (a Kubernetes quantity such as 2Gi; the limit is twice it); default: derived from the shard's informers and objects")
 	fs.BoolVar(&o.scrape, "scrape", true, "also a Job NAME-scrape of one lwbench scrape pod, which holds no load: it follows the barrier and reads every --endpoints member's and kube-apiserver's /metrics per phase of the load, printed to its log for lwbench merge --etcd-metrics; with its ServiceAccount NAME-scrape, RoleBinding NAME-scrape (the barrier's Role) and a ClusterRole and ClusterRoleBinding lwbench:NAMESPACE:NAME-scrape (get of the non-resource URL /metrics)")
 	fs.BoolVar(&o.throughAPI, "through-api", false, "the workers drive the load through the cluster's own API, as client-go processes (lwbench worker --kubeconfig "+inClusterKubeconfig+": the pod's ServiceAccount), not etcd directly; --endpoints (after --) is still the cluster's etcd, read to validate the events. Adds a ClusterRole and ClusterRoleBinding lwbench:NAMESPACE:NAME granting what the load does: namespaces get, create, delete; pods, configmaps and events in every namespace (RBAC cannot confine them to namespaces the load has not created yet)")
+	fs.StringVar(&o.experiment, "experiment", "", "run this experiment's workers instead of a load's: "+strings.Join(experiment.Divisible, " or ")+" (lwbench EXPERIMENT --shards N --barrier-configmap ... --log-result, the flags after -- the experiment's; no --scrape)")
 	fs.VarP(o.formatValue, "write-out", "w", "output format: "+o.formatValue.Names()+" (json: one v1 List)")
+}
+
+// experimentNotLoadFlags are an experiment's flags the manifest's
+// experiment workers must not be given besides manifestNotLoadFlags.
+var experimentNotLoadFlags = map[string]string{
+	"workers":            "the Job's pods are the workers: give --shards to lwbench manifest",
+	"out":                "it writes files in the pod",
+	"kube-apiserver":     "the workers share one cluster's API: give lwbench manifest --through-api",
+	"cluster-size":       "the workers drive the etcd of --endpoints",
+	"data-dir":           "the workers drive the etcd of --endpoints",
+	"apiservers-owned":   "the workers' kube-apiservers are not started by lwbench",
+	"barrier-configmap":  "the manifest's workers meet in its ConfigMap",
+	"barrier-kubeconfig": "the workers reach their cluster with the pod's service account",
 }
 
 // Validate checks manifest's flags, then the load's flags as every
@@ -156,6 +177,9 @@ func (o *manifestOptions) Validate() error {
 		if errs := validation.IsDNS1123Subdomain(o.tlsSecret); len(errs) > 0 {
 			return cli.FlagErrorf("--etcd-tls-secret %q: %s", o.tlsSecret, strings.Join(errs, "; "))
 		}
+	}
+	if o.experiment != "" {
+		return o.validateExperiment()
 	}
 	if err := o.checkLoadFlags(); err != nil {
 		return err
@@ -207,6 +231,99 @@ func (o *manifestOptions) checkLoadFlags() error {
 		}
 	})
 	return err
+}
+
+// validateExperiment is Validate's part for --experiment: a divisible
+// experiment, no --scrape (its phases are a load's), the experiment's
+// flags (after --) parsed and checked as every worker will check them
+// (for the first and the last shard), and the memory derived from the
+// largest shard's watchers and the most objects one of them holds (the
+// experiment's defaults applied).
+func (o *manifestOptions) validateExperiment() error {
+	if !slices.Contains(experiment.Divisible, o.experiment) {
+		return cli.FlagErrorf("--experiment %q: want %s, the experiments that divide among workers", o.experiment, strings.Join(experiment.Divisible, " or "))
+	}
+	if o.flags.Changed("scrape") && o.scrape {
+		return cli.FlagErrorf("--experiment and --scrape cannot be used together: lwbench scrape follows a load's phases, not an experiment's")
+	}
+	o.scrape = false
+	e, _ := lookupExperiment(o.experiment)
+	fs := e.command(nil).Flags()
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(o.load); err != nil {
+		return cli.FlagErrorf("the experiment's flags (after --): %v", err)
+	}
+	if fs.NArg() > 0 {
+		return cli.FlagErrorf("the experiment's flags (after --): unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		why, ok := manifestNotLoadFlags[f.Name]
+		if w, eok := experimentNotLoadFlags[f.Name]; eok {
+			why, ok = w, true
+		}
+		if ok && err == nil {
+			err = cli.FlagErrorf("--%s cannot be among the experiment's flags (after --): %s", f.Name, why)
+		}
+		if o.tlsSecret != "" && (f.Name == "cacert" || f.Name == "cert" || f.Name == "key") && err == nil {
+			err = cli.FlagErrorf("--etcd-tls-secret and --%s (after --) cannot be used together: the Secret's files are passed as --cacert, --cert and --key", f.Name)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	var eo *experimentOptions
+	for _, i := range []int{o.shards - 1, 0} {
+		var got *experimentOptions
+		cmd := e.command(func(_ *cobra.Command, x *experimentOptions) error { got = x; return nil })
+		root := &cobra.Command{Use: "lwbench"}
+		cli.PrepareRoot(root)
+		root.AddCommand(cmd)
+		args := o.workerArgs()
+		root.SetArgs(append([]string{args[0], "--index", strconv.Itoa(i)}, args[1:]...))
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		if err := root.Execute(); err != nil {
+			return cli.FlagErrorf("the experiment's flags (after --): %v", err)
+		}
+		if got == nil {
+			return cli.FlagErrorf("the experiment's flags (after --): lwbench %s did not accept them", o.experiment)
+		}
+		eo = got
+	}
+	watchers, objects := experimentShardSize(o.experiment, eo.flags, eo.quick, o.shards)
+	o.informers = shard.Shard{Index: 0, Count: o.shards}.Len(watchers)
+	o.objects = objects
+	if o.memory != "" {
+		q, err := resource.ParseQuantity(o.memory)
+		if err != nil || q.Sign() <= 0 {
+			return cli.FlagErrorf("--memory %q: want a positive quantity such as 2Gi", o.memory)
+		}
+		o.memoryRequest = q
+	} else {
+		o.memoryRequest = workerMemory(o.informers, o.objects)
+	}
+	return nil
+}
+
+// experimentShardSize returns the watchers of a divisible experiment
+// divided into shards and the most objects one of them holds, as fs (the
+// experiment's parsed flags) and the experiment's defaults
+// (experiment.RelistStormOptions, CatchupOptions Defaults) give them.
+func experimentShardSize(name string, fs *pflag.FlagSet, quick bool, shards int) (watchers, objects int) {
+	w, _ := fs.GetInt("watchers")
+	c := experiment.Common{Quick: quick}
+	if name == experiment.NameRelistStorm {
+		objs, _ := fs.GetIntSlice("objects")
+		d := experiment.RelistStormOptions{Common: c, Objects: objs, Watchers: w}.Defaults()
+		return d.Watchers, slices.Max(d.Objects)
+	}
+	if !fs.Changed("watchers") {
+		w = shards // catchup: one watcher per worker
+	}
+	n, _ := fs.GetInt("objects")
+	d := experiment.CatchupOptions{Common: c, Objects: n, Watchers: w}.Defaults()
+	return d.Watchers, d.Objects
 }
 
 // validateWorker checks the worker arguments of shard index as lwbench
@@ -264,6 +381,21 @@ func loadRules() []rbacv1.PolicyRule {
 	}
 }
 
+// experimentLoadRules are what a divisible experiment's workers do
+// through the API (pkg/experiment's loads through kubeload.Load on a
+// shared cluster): loadRules' verbs, which its seeding, writers,
+// informers and cleanup share with a run's, and the catch-up's updates,
+// which patch pods' status (kubeload.Load.UpdatePods): pods/status patch.
+func experimentLoadRules() []rbacv1.PolicyRule {
+	rules := loadRules()
+	for i := range rules {
+		if slices.Equal(rules[i].Resources, []string{"pods/status"}) {
+			rules[i].Verbs = append(rules[i].Verbs, "patch")
+		}
+	}
+	return rules
+}
+
 // barrierName is the barrier ConfigMap's name.
 func (o *manifestOptions) barrierName() string { return o.name + "-barrier" }
 
@@ -271,7 +403,11 @@ func (o *manifestOptions) barrierName() string { return o.name + "-barrier" }
 // barrier, JSON output, the load's flags, and the TLS files of
 // --etcd-tls-secret.
 func (o *manifestOptions) workerArgs() []string {
-	args := []string{"worker", "--shards", strconv.Itoa(o.shards), "--barrier-configmap", o.namespace + "/" + o.barrierName(), "--log-result"}
+	sub := "worker"
+	if o.experiment != "" {
+		sub = o.experiment
+	}
+	args := []string{sub, "--shards", strconv.Itoa(o.shards), "--barrier-configmap", o.namespace + "/" + o.barrierName(), "--log-result"}
 	if o.throughAPI {
 		args = append(args, "--kubeconfig", inClusterKubeconfig)
 	}
@@ -351,7 +487,15 @@ create and delete; pods get, list, watch, create, delete and
 deletecollection, pods/status update; configmaps get, list, watch, create,
 update, delete and deletecollection; events list, watch, create, patch and
 deletecollection. --endpoints is then the cluster's etcd, which the workers
-read to validate what their informers saw.`,
+read to validate what their informers saw.
+
+With --experiment relist-storm or catchup the Job's pods run that
+experiment's shards instead (lwbench EXPERIMENT --shards N
+--barrier-configmap NAMESPACE/NAME-barrier --log-result EXPERIMENT-FLAGS...),
+the flags after -- being the experiment's (--endpoints of the etcd it
+compacts, with --allow-maintenance); --through-api's ClusterRole then also
+grants pods/status patch (the catch-up's updates). lwbench gather merges
+their results as experiment results.`,
 		Example: `  lwbench manifest --shards 4 --name load1 -- --endpoints https://etcd:2379 --watchers 1000 --objects 30000 | kubectl apply -f -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
@@ -489,10 +633,14 @@ func makeManifest(o *manifestOptions) []runtime.Object {
 	objs := []runtime.Object{sa, role, binding}
 	if o.throughAPI {
 		cmeta := metav1.ObjectMeta{Name: o.loadRoleName(), Labels: labels("worker")}
+		rules := loadRules()
+		if o.experiment != "" {
+			rules = experimentLoadRules()
+		}
 		objs = append(objs, &rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: cmeta,
-			Rules:      loadRules(),
+			Rules:      rules,
 		}, &rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: cmeta,
