@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestore/etcdkit/internal/cli"
+	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -89,7 +90,9 @@ Indexed Job (lwbench manifest), takes each worker's result from its last
 "lwbench-result" line, and merges them as lwbench merge does (the same
 reader and the same merge). It wants exactly one succeeded pod per completion
 index of the Job; an index with no pod, a failed pod or one still running is
-named in a one-line error (exit 1). With --scrape-job the log of lwbench
+named in a one-line error (exit 1). The workers of lwbench manifest
+--experiment (relist-storm, catchup) are merged as that experiment's
+--workers merges them, and printed as the experiment prints its result. With --scrape-job the log of lwbench
 scrape's pod gives etcd's own figures per phase, as merge --etcd-metrics.
 Each log is read from its last 10,000 lines, at most 64 MiB; a log whose
 result line is missing or larger is refused.`,
@@ -135,7 +138,8 @@ func (o *gatherOptions) clientset() (kubernetes.Interface, string, error) {
 }
 
 // runGather gathers the workers' results (and scrape's figures) and
-// merges them as lwbench merge does (mergeWorkerResults).
+// merges them as lwbench merge does (mergeWorkerResults), or, for an
+// experiment's workers, as its --workers does (gatherExperiment).
 func runGather(ctx context.Context, o *gatherOptions, out, errOut io.Writer) error {
 	if err := o.out.prepare(); err != nil {
 		return err
@@ -148,7 +152,14 @@ func runGather(ctx context.Context, o *gatherOptions, out, errOut io.Writer) err
 	if limit == 0 {
 		limit = maxResultLineBytes
 	}
-	results, names, err := gatherWorkers(ctx, cs, ns, o.job, o.wait, limit)
+	logs, names, err := gatherLogs(ctx, cs, ns, o.job, o.wait, limit)
+	if err != nil {
+		return err
+	}
+	if isExperimentWorker(logs[0]) {
+		return gatherExperiment(o, ns, logs, names, out)
+	}
+	results, err := decodeWorkers(ns, o.job, logs, names)
 	if err != nil {
 		return err
 	}
@@ -171,18 +182,17 @@ func runGather(ctx context.Context, o *gatherOptions, out, errOut io.Writer) err
 	return mergeWorkerResults(&o.out, names, results, metricsName, m, out, errOut)
 }
 
-// gatherWorkers reads the result of every completion index of the
-// workers' Indexed Job from its succeeded pod's log (waitJobPods, podLog,
-// decodeWorkerResult), in index order, with each result's name ("pod
-// NAME (index I)"). The results hold together at most
-// report.MaxTotalDocumentBytes of log; a worker's shard must be its pod's
-// index. Each log is read with podLog's bound limit.
-func gatherWorkers(ctx context.Context, cs kubernetes.Interface, ns, job string, wait time.Duration, limit int64) ([]*report.RunResult, []string, error) {
+// gatherLogs reads the log of every completion index of the workers'
+// Indexed Job from its succeeded pod (waitJobPods, podLog), in index
+// order, with each log's name ("pod NAME (index I)"). The logs hold
+// together at most report.MaxTotalDocumentBytes; each is read with
+// podLog's bound limit.
+func gatherLogs(ctx context.Context, cs kubernetes.Interface, ns, job string, wait time.Duration, limit int64) ([][]byte, []string, error) {
 	pods, err := waitJobPods(ctx, cs, ns, job, true, wait)
 	if err != nil {
 		return nil, nil, err
 	}
-	var results []*report.RunResult
+	var logs [][]byte
 	var names []string
 	var total int64
 	for i, p := range pods {
@@ -194,16 +204,50 @@ func gatherWorkers(ctx context.Context, cs kubernetes.Interface, ns, job string,
 		if total += int64(len(b)); total > report.MaxTotalDocumentBytes {
 			return nil, nil, fmt.Errorf("%s: its log brings the logs read to %d bytes, more than %d", name, total, report.MaxTotalDocumentBytes)
 		}
+		logs, names = append(logs, b), append(names, name)
+	}
+	return logs, names, nil
+}
+
+// decodeWorkers decodes the result of each worker of a load from its
+// log (decodeWorkerResult), logs[i] being completion index i's; a
+// worker's shard must be its pod's index.
+func decodeWorkers(ns, job string, logs [][]byte, names []string) ([]*report.RunResult, error) {
+	var results []*report.RunResult
+	for i, b := range logs {
 		r, err := decodeWorkerResult(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("job %s/%s %s: %w", ns, job, name, err)
+			return nil, fmt.Errorf("job %s/%s %s: %w", ns, job, names[i], err)
 		}
 		if r.Shard.Index != i {
-			return nil, nil, fmt.Errorf("job %s/%s %s: its result is shard %s, not its completion index", ns, job, name, r.Shard)
+			return nil, fmt.Errorf("job %s/%s %s: its result is shard %s, not its completion index", ns, job, names[i], r.Shard)
 		}
-		results, names = append(results, r), append(names, name)
+		results = append(results, r)
 	}
-	return results, names, nil
+	return results, nil
+}
+
+// gatherExperiment decodes and merges the results of the workers of a
+// divided experiment (lwbench manifest --experiment) from their logs
+// (decodeExperimentWorker, mergeExperimentWorkers), logs[i] being
+// completion index i's, whose shard it must be. --scrape-job, a load's,
+// is refused.
+func gatherExperiment(o *gatherOptions, ns string, logs [][]byte, names []string, out io.Writer) error {
+	if o.scrapeJob != "" {
+		return cli.FlagErrorf("--scrape-job: job %s/%s ran an experiment's workers; lwbench scrape follows a load's phases", ns, o.job)
+	}
+	var results []*experiment.Result
+	for i, b := range logs {
+		r, err := decodeExperimentWorker(b)
+		if err != nil {
+			return fmt.Errorf("job %s/%s %s: %w", ns, o.job, names[i], err)
+		}
+		if r.Shard.Index != i {
+			return fmt.Errorf("job %s/%s %s: its result is shard %s, not its completion index", ns, o.job, names[i], r.Shard)
+		}
+		results = append(results, r)
+	}
+	return mergeExperimentWorkers(o.out.format, names, results, out)
 }
 
 // jobPod is the pod gather reads a completion's log from, and the

@@ -28,6 +28,7 @@ import (
 	"github.com/kubestore/etcdkit/internal/apiservertest"
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/experiment"
 )
 
 // TestGatherFlags: gather needs the workers' Job and takes no argument.
@@ -70,6 +71,7 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 		t.Skip("starts etcd, kube-apiserver, kwok and two worker processes; skipped under -short")
 	}
 	logs, scrapeLog := workerLogs(t)
+	expLogs := experimentWorkerLogs(t)
 	bins := apiservertest.ControlPlaneBinaries(t)
 	srv := etcdtest.RunEtcd(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
@@ -86,7 +88,7 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 	}
 	kubeconfig := writeAdminKubeconfig(t, cluster.RESTConfig(), filepath.Join(dir, "admin.kubeconfig"))
 
-	const ns, job, scrapeJob = "lwbench-load", "load1", "load1-scrape"
+	const ns, job, scrapeJob, expJob = "lwbench-load", "load1", "load1-scrape", "exp1"
 	podName := func(j string, i int) string { return fmt.Sprintf("%s-%d-x%d", j, i, i) }
 	// The kubelet's log files (CRI format) and KWOK's Logs naming them.
 	var logsConf strings.Builder
@@ -101,6 +103,9 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 		addLog(podName(job, i), "worker", l)
 	}
 	addLog(podName(scrapeJob, 0), "scrape", scrapeLog)
+	for i, l := range expLogs {
+		addLog(podName(expJob, i), "worker", l)
+	}
 	// A worker's pod whose log holds no result line.
 	addLog(job+"-0-noresult", "worker", scrapeLog)
 	if records < 2 {
@@ -198,6 +203,43 @@ func TestGatherThroughKubeletAPI(t *testing.T) {
 	// Table output too (the workers table).
 	if out, errOut, code := gather("--job", job); code != 0 || !strings.Contains(out, "generator limited") {
 		t.Errorf("gather -w table: exit %d, %s\n%s", code, errOut, out)
+	}
+
+	// An experiment's Job (manifest --experiment): merged as its
+	// --workers merges, the same as merge's of the same logs.
+	for _, obj := range manifestObjects(t, "--experiment", "catchup", "--shards", "2", "--name", expJob, "--namespace", ns, "--",
+		"--endpoints", "http://etcd:2379", "--allow-maintenance") {
+		if j, ok := obj.(*batchv1.Job); ok {
+			j.Spec.Suspend = ptr.To(true)
+			got, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create job %s: %v", j.Name, err)
+			}
+			for i := range expLogs {
+				makePod(got, podName(expJob, i), i, corev1.PodSucceeded)
+			}
+		}
+	}
+	expOut, errOut, code := gather("--job", expJob, "-w", "json")
+	if code != 0 {
+		t.Fatalf("lwbench gather --job %s: exit %d: %s", expJob, code, errOut)
+	}
+	var expMerged, expMergeErr bytes.Buffer
+	root = NewRootCommand()
+	root.SetOut(&expMerged)
+	if code := cli.Run(root, append([]string{"merge", "-w", "json"}, expLogs...), &expMergeErr); code != 0 {
+		t.Fatalf("lwbench merge of the experiment's logs: exit %d: %s", code, expMergeErr.String())
+	}
+	if expOut != expMerged.String() {
+		t.Errorf("gather's experiment result differs from merge's of the same logs:\ngather: %.2000s\nmerge:  %.2000s", expOut, expMerged.String())
+	}
+	expRes, err := experiment.Decode([]byte(expOut))
+	if err != nil {
+		t.Fatalf("gather's experiment result: %v", err)
+	}
+	checkCatchupWorkers(t, expRes, 2, 30, []int64{100})
+	if _, errOut, code := gather("--job", expJob, "--scrape-job", scrapeJob); code != cli.ExitUsage || !strings.Contains(errOut, "--scrape-job") {
+		t.Errorf("gather an experiment's Job with --scrape-job: exit %d, %s; want a usage error naming it", code, errOut)
 	}
 
 	// A log over the bound, and one without a result line.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/experiment"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
 
@@ -54,7 +55,11 @@ another scenario or target, or a shard missing or given twice is refused with
 a line naming the files. Each worker timed only the events its own writers
 wrote; the per-second intervals are aligned on the writes' wall-clock start and
 carry counts only. Exits 1 when the merged validation failed, as run does.
-Each file is at most 64 MiB, all together 256 MiB.`,
+Each file is at most 64 MiB, all together 256 MiB.
+The results of the workers of a divided relist-storm or catchup (their JSON,
+or their logs' result lines, --log-result) are merged as the experiment's
+--workers merges them (experiment.Merge) and printed as the experiment prints
+its result.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
 			if err := o.Validate(); err != nil {
@@ -78,6 +83,11 @@ func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 	if err := o.out.prepare(); err != nil {
 		return err
 	}
+	if len(o.files) > 0 {
+		if b, err := report.ReadDocument(o.files[0]); err == nil && isExperimentWorker(b) {
+			return mergeExperimentFiles(o, out)
+		}
+	}
 	results, err := readWorkerResults(o.files)
 	if err != nil {
 		return err
@@ -89,6 +99,33 @@ func runMerge(o *mergeOptions, out, errOut io.Writer) error {
 		}
 	}
 	return mergeWorkerResults(&o.out, o.files, results, "--etcd-metrics "+o.etcdMetrics, m, out, errOut)
+}
+
+// mergeExperimentFiles is runMerge for the workers' results of a divided
+// experiment (the first file's kind): each file read bounded, together at
+// most report.MaxTotalDocumentBytes, decoded (decodeExperimentWorker) and
+// merged (mergeExperimentWorkers). --etcd-metrics is a load's and is
+// refused.
+func mergeExperimentFiles(o *mergeOptions, out io.Writer) error {
+	if o.etcdMetrics != "" {
+		return cli.FlagErrorf("--etcd-metrics: the files are an experiment's workers' results; lwbench scrape follows a load's phases")
+	}
+	if _, err := report.SizeDocuments(o.files, report.MaxTotalDocumentBytes); err != nil {
+		return err
+	}
+	var results []*experiment.Result
+	for _, p := range o.files {
+		b, err := report.ReadDocument(p)
+		if err != nil {
+			return err
+		}
+		r, err := decodeExperimentWorker(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		results = append(results, r)
+	}
+	return mergeExperimentWorkers(o.out.format, o.files, results, out)
 }
 
 // mergeWorkerResults merges results (report.MergeRuns), the workers' of
@@ -165,17 +202,9 @@ func readWorkerResult(path string) (*report.RunResult, error) {
 // result) is "no result"; a document of another kind, or a run of a
 // whole load (no shard), is refused.
 func decodeWorkerResult(b []byte) (*report.RunResult, error) {
-	trimmed := bytes.TrimSpace(b)
-	if len(trimmed) == 0 {
-		return nil, errors.New("no result")
-	}
-	if trimmed[0] != '{' {
-		// Not a JSON document: a worker's log, its result on one line.
-		doc, ok := loggedResult(b)
-		if !ok {
-			return nil, fmt.Errorf("not a JSON result, nor a log with a %q line", strings.TrimSpace(resultLinePrefix))
-		}
-		b = doc
+	b, err := workerDocument(b)
+	if err != nil {
+		return nil, err
 	}
 	h, v, err := report.Decode(b)
 	if err != nil {
@@ -189,6 +218,78 @@ func decodeWorkerResult(b []byte) (*report.RunResult, error) {
 		return nil, errors.New("a run of a whole load, not a worker's (no shard): nothing to merge it with")
 	}
 	return r, nil
+}
+
+// workerDocument returns a worker's result document: b itself, a JSON
+// document, or the last result line of b, a log (resultLinePrefix).
+// Nothing at all (a worker that failed before it had a result) is "no
+// result".
+func workerDocument(b []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) == 0 {
+		return nil, errors.New("no result")
+	}
+	if trimmed[0] == '{' {
+		return b, nil
+	}
+	// Not a JSON document: a worker's log, its result on one line.
+	doc, ok := loggedResult(b)
+	if !ok {
+		return nil, fmt.Errorf("not a JSON result, nor a log with a %q line", strings.TrimSpace(resultLinePrefix))
+	}
+	return doc, nil
+}
+
+// isExperimentWorker reports whether b, a worker's result document or
+// log (workerDocument), holds an experiment's result (report.KindExperiment):
+// a worker of a divided relist-storm or catchup, whose results merge
+// with experiment.Merge rather than as a load's.
+func isExperimentWorker(b []byte) bool {
+	doc, err := workerDocument(b)
+	if err != nil {
+		return false
+	}
+	h, err := report.Identify(doc)
+	return err == nil && h.Kind == report.KindExperiment
+}
+
+// decodeExperimentWorker decodes the result of a worker of a divided
+// experiment: its JSON document (lwbench EXPERIMENT --shards N -w json),
+// or a log holding its result line (--log-result). A document of another
+// kind, or a whole experiment's result (no shard), is refused.
+func decodeExperimentWorker(b []byte) (*experiment.Result, error) {
+	b, err := workerDocument(b)
+	if err != nil {
+		return nil, err
+	}
+	r, err := experiment.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	if r.Shard == nil {
+		return nil, errors.New("a whole experiment's result, not a worker's (no shard): nothing to merge it with")
+	}
+	return r, nil
+}
+
+// mergeExperimentWorkers merges the results of a divided experiment's
+// workers (experiment.Merge), names[i] naming where results[i] came from,
+// and renders the merged result as the experiment's subcommand does
+// (-w table, markdown, csv or json); like it, it returns an error wrapping
+// watchload.ErrViolations after printing when a case lost an event.
+func mergeExperimentWorkers(format output.Format, names []string, results []*experiment.Result, out io.Writer) error {
+	res, err := experiment.Merge(results)
+	if err != nil {
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = fmt.Sprintf("%s is shard %s", n, results[i].Shard)
+		}
+		return fmt.Errorf("merge: %w (%s)", err, strings.Join(parts, ", "))
+	}
+	if err := experimentLayout(res).write(out, format, res); err != nil {
+		return err
+	}
+	return violations(res)
 }
 
 // shardLegend says which file holds which shard, for a merge error.
