@@ -74,4 +74,12 @@
 // catch-up's shard 0 publishes each distance's revisions (CatchupPlan).
 // Merge combines the workers' results into exactly what one process
 // would report. divide.go draws the steps.
+//
+// Through kube-apiserver the workers share one set of kube-apiservers
+// (their coordinator's, or a cluster's): every load lives under those
+// apiservers' --etcd-prefix, in namespaces named from Common.RunID and the
+// load (kubeload.LoadOptions.RunID), which every worker plans alike; each
+// starts its history before shard 0 seeds, and at a load's end they meet
+// (load.end) before shard 0 deletes the load's pods (the coordinator's
+// kube-apiservers) or namespaces (a cluster's).
 package experiment

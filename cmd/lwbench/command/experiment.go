@@ -521,7 +521,9 @@ fixed-rate probe's latency meanwhile; every watch is validated.
 With --workers N the informers are divided among N worker processes (each its
 block, on connections of its own); the first seeds, writes, compacts and
 releases, all meet at a barrier before the hold, at the release and once
-resynced, and the results are merged exactly.
+resynced, and the results are merged exactly; with --kube-apiserver they
+share the kube-apiservers the coordinator starts, with --kubeconfig that
+cluster's.
 Defaults: --objects 1000,10000,50000 (--quick 100,1000), --watchers 10 (3).`,
 		bind: func(fs *pflag.FlagSet) experimentRun {
 			var eo experiment.RelistStormOptions
@@ -709,7 +711,10 @@ same pods, paginated and not, and checks that every update arrived once.
 --watchers resume together. With --workers N they are divided among N worker
 processes (--watchers defaults to N): the first writes the updates and
 relists, every worker resumes its block from the same revision, and the
-results are merged exactly.
+results are merged exactly; with --kube-apiserver they share the
+kube-apiservers the coordinator starts, with --kubeconfig that cluster's.
+revisions counts the experiment's own writes in the span caught up over
+(the updates and the probe's), as one process counts them.
 Defaults: --behind 1000,10000,50000 (--quick 1000,5000), --watchers 1.`,
 		bind: func(fs *pflag.FlagSet) experimentRun {
 			var eo experiment.CatchupOptions

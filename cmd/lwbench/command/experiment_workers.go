@@ -55,7 +55,7 @@ type experimentDivision struct {
 
 // addFlags registers --workers and the hidden flags of a worker.
 func (d *experimentDivision) addFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&d.workers, "workers", 0, fmt.Sprintf("divide the experiment's watchers among this many worker processes (1 to %d) of this executable, on the member it starts (or --endpoints); shard 0 seeds, writes and compacts; the results are merged exactly", maxWorkers))
+	fs.IntVar(&d.workers, "workers", 0, fmt.Sprintf("divide the experiment's watchers among this many worker processes (1 to %d) of this executable, on the member it starts (or --cluster-size, --endpoints); with --kube-apiserver the workers share the kube-apiservers it starts, with --kubeconfig that cluster's; shard 0 seeds, writes and compacts; the results are merged exactly", maxWorkers))
 	fs.IntVar(&d.index, "index", 0, "this worker's shard, 0-based (set by --workers)")
 	fs.IntVar(&d.shards, "shards", 0, "shards the experiment is divided into (set by --workers)")
 	fs.StringVar(&d.barrierEtcdKey, "barrier-etcd-key", "", "meet the other workers under this etcd key of --endpoints (set by --workers)")
