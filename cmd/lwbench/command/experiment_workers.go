@@ -120,6 +120,8 @@ func (o *experimentOptions) validateDivision(name string) error {
 	switch {
 	case d.workers != 0 && d.worker():
 		return cli.FlagErrorf("--workers cannot be used with --shards: the coordinator starts the workers")
+	case d.workers != 0 && (d.barrierEtcdKey != "" || d.barrierConfigMap != "" || d.barrierKubeconfig != "" || d.logResult):
+		return cli.FlagErrorf("--workers cannot be used with --barrier-etcd-key, --barrier-configmap, --barrier-kubeconfig or --log-result: the coordinator gives its workers theirs")
 	case d.workers < 0 || d.workers > maxWorkers:
 		return cli.FlagErrorf("--workers %d: want 1 to %d", d.workers, maxWorkers)
 	case d.worker() && o.kube.enabled():

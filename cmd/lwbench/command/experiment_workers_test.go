@@ -353,6 +353,7 @@ func TestExperimentWorkersKubeFlags(t *testing.T) {
 		{"bad configmap", experiment.NameCatchup, []string{"--shards", "2", "--barrier-configmap", "nonamespace", "--endpoints", "http://127.0.0.1:1",
 			"--allow-maintenance"}, "--barrier-configmap"},
 		{"log-result undivided", experiment.NameCatchup, []string{"--log-result"}, "need --shards"},
+		{"coordinator with a barrier", experiment.NameCatchup, []string{"--workers", "2", "--barrier-configmap", "default/b"}, "the coordinator gives its workers theirs"},
 		{"log-result with out", experiment.NameCatchup, []string{"--shards", "2", "--barrier-configmap", "default/b", "--endpoints", "http://127.0.0.1:1",
 			"--allow-maintenance", "--log-result", "--out", "/tmp/x"}, "--log-result"},
 		{"configmap barrier", experiment.NameCatchup, []string{"--shards", "2", "--barrier-configmap", "default/b", "--endpoints", "http://127.0.0.1:1",
