@@ -198,16 +198,7 @@ func (o *manifestOptions) Validate() error {
 	l := load.load.Defaults()
 	o.informers = shard.Shard{Index: 0, Count: o.shards}.Len(l.Watchers)
 	o.objects = max(l.Objects, l.ConfigMaps, l.Events)
-	if o.memory != "" {
-		q, err := resource.ParseQuantity(o.memory)
-		if err != nil || q.Sign() <= 0 {
-			return cli.FlagErrorf("--memory %q: want a positive quantity such as 2Gi", o.memory)
-		}
-		o.memoryRequest = q
-	} else {
-		o.memoryRequest = workerMemory(o.informers, o.objects)
-	}
-	return nil
+	return o.setMemory()
 }
 
 // checkLoadFlags parses the load's flags as lwbench worker's and refuses
@@ -294,16 +285,7 @@ func (o *manifestOptions) validateExperiment() error {
 	watchers, objects := experimentShardSize(o.experiment, eo.flags, eo.quick, o.shards)
 	o.informers = shard.Shard{Index: 0, Count: o.shards}.Len(watchers)
 	o.objects = objects
-	if o.memory != "" {
-		q, err := resource.ParseQuantity(o.memory)
-		if err != nil || q.Sign() <= 0 {
-			return cli.FlagErrorf("--memory %q: want a positive quantity such as 2Gi", o.memory)
-		}
-		o.memoryRequest = q
-	} else {
-		o.memoryRequest = workerMemory(o.informers, o.objects)
-	}
-	return nil
+	return o.setMemory()
 }
 
 // experimentShardSize returns the watchers of a divisible experiment
@@ -767,4 +749,20 @@ func dropUnset(m map[string]any) {
 		}
 	}
 	walk(m)
+}
+
+// setMemory sets each worker's memory request: --memory when given (a
+// positive Kubernetes quantity, else a usage error), or workerMemory of the
+// shard's informers and objects.
+func (o *manifestOptions) setMemory() error {
+	if o.memory == "" {
+		o.memoryRequest = workerMemory(o.informers, o.objects)
+		return nil
+	}
+	q, err := resource.ParseQuantity(o.memory)
+	if err != nil || q.Sign() <= 0 {
+		return cli.FlagErrorf("--memory %q: want a positive quantity such as 2Gi", o.memory)
+	}
+	o.memoryRequest = q
+	return nil
 }
