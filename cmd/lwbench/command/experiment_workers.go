@@ -195,17 +195,9 @@ func experimentWorkerArgs(fs *pflag.FlagSet, name string, i, n int, key string, 
 	if kubeconfig != "" {
 		args = append(args, "--kubeconfig", kubeconfig, "--apiservers-owned")
 	}
-	fs.Visit(func(f *pflag.Flag) {
-		if experimentNotPassed[f.Name] || (kubeconfig != "" && coordinatorKubeFlags[f.Name]) {
-			return
-		}
-		v := f.Value.String()
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			v = strings.Join(sv.GetSlice(), ",")
-		}
-		args = append(args, "--"+f.Name+"="+v)
-	})
-	return args
+	return append(args, passedFlags(fs, func(name string) bool {
+		return experimentNotPassed[name] || (kubeconfig != "" && coordinatorKubeFlags[name])
+	})...)
 }
 
 // runExperimentWorkers runs `lwbench EXPERIMENT --workers N`: it opens the

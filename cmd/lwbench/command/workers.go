@@ -112,8 +112,18 @@ func workerArgs(fs *pflag.FlagSet, i, n int, key string, endpoints []string, own
 			args = append(args, "--compaction-interval", api.interval.String())
 		}
 	}
+	return append(args, passedFlags(fs, func(name string) bool {
+		return workersNotPassed[name] || name == "prefix" || (owned && name == "endpoints") || (api != nil && coordinatorKubeFlags[name])
+	})...)
+}
+
+// passedFlags returns the flags set on fs, in fs's order, as arguments
+// "--NAME=VALUE" of a worker process (a slice's values joined by commas,
+// as pflag parses them back), but those skip names.
+func passedFlags(fs *pflag.FlagSet, skip func(name string) bool) []string {
+	var args []string
 	fs.Visit(func(f *pflag.Flag) {
-		if workersNotPassed[f.Name] || f.Name == "prefix" || (owned && f.Name == "endpoints") || (api != nil && coordinatorKubeFlags[f.Name]) {
+		if skip(f.Name) {
 			return
 		}
 		v := f.Value.String()
