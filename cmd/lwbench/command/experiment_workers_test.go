@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -462,29 +461,9 @@ func experimentWorkerLogs(t *testing.T) []string {
 	t.Helper()
 	srv := etcdtest.RunEtcd(t)
 	dir := t.TempDir()
-	var cmds []*exec.Cmd
-	var logs []string
-	for i := range 2 {
-		path := filepath.Join(dir, fmt.Sprintf("catchup-%d.log", i))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		cmd := exec.Command(os.Args[0], "catchup", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", "/lwbench-barrier/catchup-logs",
-			"--endpoints", strings.Join(srv.Endpoints, ","), "--allow-maintenance", "--log-result", "--quick", "--objects", "30", "--behind", "100")
-		cmd.Env = append(os.Environ(), subprocessEnv+"=1")
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, logs = append(cmds, cmd), append(logs, path)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			b, _ := os.ReadFile(logs[i])
-			t.Fatalf("catch-up worker %d: %v\n%s", i, err, b)
-		}
-	}
+	logs := runLoggedProcesses(t, dir, "catchup", 2, func(i int) []string {
+		return []string{"catchup", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", "/lwbench-barrier/catchup-logs",
+			"--endpoints", strings.Join(srv.Endpoints, ","), "--allow-maintenance", "--log-result", "--quick", "--objects", "30", "--behind", "100"}
+	})
 	return logs
 }

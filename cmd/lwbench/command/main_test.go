@@ -3,6 +3,9 @@ package command
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,4 +64,40 @@ func subprocessMain(args []string) int {
 		}))
 	}
 	return cli.Run(root, args, os.Stderr)
+}
+
+// runLoggedProcesses runs n processes of lwbench (this test binary as
+// subprocessMain), process i with args(i), each with its standard output
+// and error in one file of dir named name-i.log, as a pod's log holds
+// them; it waits for all of them, fails the test with a process's log if
+// it exited with an error, and returns the logs' paths by i.
+func runLoggedProcesses(t *testing.T, dir, name string, n int, args func(i int) []string) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := make([]*exec.Cmd, n)
+	logs := make([]string, n)
+	for i := range n {
+		logs[i] = filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, i))
+		f, err := os.Create(logs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmds[i] = exec.Command(exe, args(i)...)
+		cmds[i].Env = append(os.Environ(), subprocessEnv+"=1")
+		cmds[i].Stdout, cmds[i].Stderr = f, f
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			b, _ := os.ReadFile(logs[i])
+			t.Fatalf("%s %d (%s): %v\n%s", name, i, strings.Join(args(i), " "), err, b)
+		}
+	}
+	return logs
 }

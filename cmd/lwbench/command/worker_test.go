@@ -3,10 +3,8 @@ package command
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -298,10 +296,6 @@ func TestWorkerLogsMerge(t *testing.T) {
 func workerLogs(t *testing.T) (logs []string, scrapeLog string) {
 	t.Helper()
 	srv := etcdtest.RunEtcd(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	// lwbench scrape follows the same barrier, as a load's coordinator
 	// on a cluster, and prints its figures as one line of its log.
@@ -317,30 +311,11 @@ func workerLogs(t *testing.T) (logs []string, scrapeLog string) {
 		os.WriteFile(scrapeLog, append(errOut.Bytes(), out.Bytes()...), 0o644)
 		scraped <- code
 	}()
-	var cmds []*exec.Cmd
-	for i := range 2 {
-		path := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		cmd := exec.Command(exe, "worker", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", "/lwbench-barrier/logs",
+	logs = runLoggedProcesses(t, dir, "worker", 2, func(i int) []string {
+		return []string{"worker", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", "/lwbench-barrier/logs",
 			"--endpoints", strings.Join(srv.Endpoints, ","), "--log-result", "--objects", "100", "--namespaces", "2", "--watchers", "2",
-			"--write-rate", "100", "--duration", "2s")
-		cmd.Env = append(os.Environ(), subprocessEnv+"=1")
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, logs = append(cmds, cmd), append(logs, path)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			b, _ := os.ReadFile(logs[i])
-			t.Fatalf("worker %d: %v\n%s", i, err, b)
-		}
-	}
+			"--write-rate", "100", "--duration", "2s"}
+	})
 	for _, p := range logs {
 		b, _ := os.ReadFile(p)
 		if n := strings.Count(string(b), "\n"+resultLinePrefix); n != 1 || !strings.Contains(string(b), "writes done at revision") {

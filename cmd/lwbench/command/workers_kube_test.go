@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -307,10 +306,6 @@ func TestScrapeKubeconfigMerge(t *testing.T) {
 	if err := writeKubeconfig(kubeconfig, c.RESTConfig()); err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const key = "/lwbench-barrier/scrape-kubeconfig"
 	endpoints := strings.Join(srv.Endpoints, ",")
 	scrapeOut := filepath.Join(dir, "scrape.json")
@@ -328,30 +323,10 @@ func TestScrapeKubeconfigMerge(t *testing.T) {
 		}
 		scraped <- msg
 	}()
-	var logs []string
-	var cmds []*exec.Cmd
-	for i := range 2 {
-		path := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		cmd := exec.Command(exe, "worker", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", key, "--endpoints", endpoints,
-			"--kubeconfig", kubeconfig, "--log-result", "--objects", "60", "--namespaces", "2", "--watchers", "2", "--write-rate", "40", "--duration", "2s")
-		cmd.Env = append(os.Environ(), subprocessEnv+"=1")
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, logs = append(cmds, cmd), append(logs, path)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			b, _ := os.ReadFile(logs[i])
-			t.Fatalf("worker %d: %v\n%s", i, err, b)
-		}
-	}
+	logs := runLoggedProcesses(t, dir, "worker", 2, func(i int) []string {
+		return []string{"worker", "--index", strconv.Itoa(i), "--shards", "2", "--barrier-etcd-key", key, "--endpoints", endpoints,
+			"--kubeconfig", kubeconfig, "--log-result", "--objects", "60", "--namespaces", "2", "--watchers", "2", "--write-rate", "40", "--duration", "2s"}
+	})
 	select {
 	case msg := <-scraped:
 		if msg != "" {
