@@ -91,8 +91,8 @@ type Table struct {
 }
 
 // Write renders t (or, for FormatJSON, the indented JSON of v) to w.
-// Table, markdown and CSV cells are escaped (Escape); JSON escapes control
-// characters itself.
+// Table, markdown and CSV cells are escaped (Escape) and kept as they are,
+// leading spaces included; JSON escapes control characters itself.
 func Write(w io.Writer, f Format, t Table, v any) error {
 	if f != FormatJSON {
 		t = escapeTable(t)
@@ -125,6 +125,9 @@ func Write(w io.Writer, f Format, t Table, v any) error {
 			tablewriter.WithHeaderAlignment(tw.AlignLeft),
 			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
 			tablewriter.WithRowAutoWrap(tw.WrapNone),
+			// A cell's leading spaces are kept: a table indents the rows
+			// that detail the row above them.
+			tablewriter.WithTrimSpace(tw.Off),
 		}
 		if f == FormatMarkdown {
 			opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))

@@ -320,6 +320,7 @@ func TestRunTableWidth(t *testing.T) {
 		{"wide", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, judged(wide)) }},
 		{"through kube-apiserver", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, kube) }},
 		{"servers' metrics of 3 members", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, serversRun()) }},
+		{"a --nodes run's etcd requests", func(t *testing.T) []byte { return renderRun(t, output.FormatTable, nodesRunEtcd()) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(string(tt.render(t)), "\n"), "\n")
@@ -342,6 +343,34 @@ func TestRunTableWidth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodesRunEtcd is a run through kube-apiserver with what the counting
+// proxy saw in two real runs of a whole cluster (results/cluster/
+// nodes-5000.json, restart-kcm-100-nocache.json): their longest phase
+// names, the longest resource kube-apiserver serves and their largest
+// request shapes and byte counts, which made the etcd tables 130 and 154
+// columns wide.
+func nodesRunEtcd() *report.RunResult {
+	r := judged(syntheticKubeRun())
+	const (
+		released = "released after compaction 4"
+		restart  = "restart kube-controller-manager"
+		vapb     = "validatingadmissionpolicybindings.admissionregistration.k8s.io"
+	)
+	r.Etcd = []report.EtcdRequests{
+		{Phase: released, Method: "Range", Kind: "key limit", Resource: "pods", Requests: 2733, RequestBytes: 139174, Responses: 2733, ResponseBytes: 11955458, Items: 1896},
+		{Phase: released, Method: "Range", Kind: "key limit", Resource: vapb, Requests: 5, RequestBytes: 235, Responses: 5, ResponseBytes: 145},
+		{Phase: released, Method: "RangeStream", Kind: "prefix limit rev", Resource: "pods", Requests: 1, RequestBytes: 41, Responses: 66, ResponseBytes: 62152713, Items: 10000},
+		{Phase: released, Method: "Txn", Kind: "if mod_revision=? then delete else range", Resource: "pods", Requests: 1941, RequestBytes: 316503, Responses: 1941, ResponseBytes: 5724008},
+		{Phase: released, Method: "Txn", Kind: "if mod_revision=? then put else range", Resource: "pods", Requests: 5081, RequestBytes: 31445991, Responses: 5081, ResponseBytes: 221206},
+		{Phase: released, Method: "Watch", Kind: "events", Resource: "pods", Responses: 6899, ResponseBytes: 71651983, Items: 6899},
+		{Phase: released, Method: "Range", Kind: "key limit", Resource: "apiservices.apiregistration.k8s.io", Requests: 5, RequestBytes: 235, Responses: 5, ResponseBytes: 145},
+		{Phase: restart, Method: "Range", Kind: "prefix count_only", Resource: vapb, Requests: 1, RequestBytes: 94, Responses: 1, ResponseBytes: 29},
+		{Phase: restart, Method: "Watch", Kind: "events", Resource: "pods", Responses: 934, ResponseBytes: 9396937, Items: 934},
+	}
+	r.EtcdPhases = []report.EtcdPhase{{Phase: released, DurationMs: 286744.695417}, {Phase: restart, DurationMs: 19930.81226}}
+	return r
 }
 
 // serversRun is a run through kube-apiserver with the widest figures of

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kubestore/etcdkit/internal/output"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
 )
@@ -76,35 +77,93 @@ func holdsRow(holds []report.Hold) string {
 }
 
 // makeEtcdRequestsTable lays out what the counting proxy saw etcd receive,
-// by phase and request shape, summed over resources.
+// by phase and request shape, summed over resources: a row per phase
+// with the phase's sums, then its request shapes' rows, indented, so
+// that the longest phase names ("restart kube-controller-manager") and
+// shapes ("Txn if mod_revision=? then delete else range") fit 120
+// columns.
 func makeEtcdRequestsTable(reqs []report.EtcdRequests) output.Table {
-	t := output.Table{Header: []string{"etcd phase", "request", "requests", "bytes in", "responses", "bytes out"},
-		Numeric: []bool{false, false, true, true, true, true}}
-	for _, e := range report.EtcdByKind(reqs) {
-		t.Rows = append(t.Rows, []string{e.Phase, e.Method + " " + e.Kind, fmt.Sprint(e.Requests), fmt.Sprint(e.RequestBytes),
-			fmt.Sprint(e.Responses), fmt.Sprint(e.ResponseBytes)})
+	t := output.Table{Header: []string{"etcd phase / request", "requests", "bytes in", "responses", "bytes out"},
+		Numeric: []bool{false, true, true, true, true}}
+	row := func(name string, e report.EtcdRequests) []string {
+		return []string{name, fmt.Sprint(e.Requests), fmt.Sprint(e.RequestBytes), fmt.Sprint(e.Responses), fmt.Sprint(e.ResponseBytes)}
+	}
+	rows := report.EtcdByKind(reqs)
+	first := map[string]int{} // a phase's rows together, in the order phases first appear
+	for i, e := range rows {
+		if _, ok := first[e.Phase]; !ok {
+			first[e.Phase] = i
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b report.EtcdRequests) int { return first[a.Phase] - first[b.Phase] })
+	for i := 0; i < len(rows); {
+		j := i
+		var sum report.EtcdRequests
+		for ; j < len(rows) && rows[j].Phase == rows[i].Phase; j++ {
+			sum.Requests += rows[j].Requests
+			sum.RequestBytes += rows[j].RequestBytes
+			sum.Responses += rows[j].Responses
+			sum.ResponseBytes += rows[j].ResponseBytes
+		}
+		t.Rows = append(t.Rows, row(rows[i].Phase, sum))
+		for _, e := range rows[i:j] {
+			t.Rows = append(t.Rows, row("  "+e.Method+" "+e.Kind, e))
+		}
+		i = j
 	}
 	return t
 }
 
 // makeEtcdResourceTable lays out what the counting proxy saw etcd
 // receive by phase and resource, as rates over each phase's duration
-// (report.EtcdByResource): requests without a resource are "-". Keys
-// read per second are in the JSON only: with the bytes out, the table
-// holds 120 columns.
+// (report.EtcdByResource): a row per phase with the phase's sums, then
+// its resources' rows, indented, requests without a resource "-". A
+// built-in resource is named without its group (etcdResourceName), so
+// that the longest phase names ("restart kube-controller-manager") and
+// the longest resources ("validatingadmissionpolicybindings") fit 120
+// columns beside the rates; keys read per second are in the JSON only.
 func makeEtcdResourceTable(reqs []report.EtcdRequests, phases []report.EtcdPhase) output.Table {
-	t := output.Table{Header: []string{"etcd phase", "resource", "writes/s", "reads/s", "watch ev/s", "in/s", "out/s"},
-		Numeric: []bool{false, false, true, true, true, true, true}}
+	t := output.Table{Header: []string{"etcd phase / resource", "writes/s", "reads/s", "watch ev/s", "in/s", "out/s"},
+		Numeric: []bool{false, true, true, true, true, true}}
 	rate := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-	for _, r := range report.EtcdByResource(reqs, phases) {
-		resource := r.Resource
-		if resource == "" {
-			resource = "-"
+	row := func(name string, r report.EtcdResourceRates) []string {
+		return []string{name, rate(r.WritesPerSecond), rate(r.ReadsPerSecond), rate(r.WatchEventsPerSecond),
+			sizeText(int64(r.RequestBytesPerSecond)), sizeText(int64(r.ResponseBytesPerSecond))}
+	}
+	rows := report.EtcdByResource(reqs, phases)
+	for i := 0; i < len(rows); {
+		j := i
+		var sum report.EtcdResourceRates
+		for ; j < len(rows) && rows[j].Phase == rows[i].Phase; j++ {
+			sum.WritesPerSecond += rows[j].WritesPerSecond
+			sum.ReadsPerSecond += rows[j].ReadsPerSecond
+			sum.WatchEventsPerSecond += rows[j].WatchEventsPerSecond
+			sum.RequestBytesPerSecond += rows[j].RequestBytesPerSecond
+			sum.ResponseBytesPerSecond += rows[j].ResponseBytesPerSecond
 		}
-		t.Rows = append(t.Rows, []string{r.Phase, resource, rate(r.WritesPerSecond), rate(r.ReadsPerSecond),
-			rate(r.WatchEventsPerSecond), sizeText(int64(r.RequestBytesPerSecond)), sizeText(int64(r.ResponseBytesPerSecond))})
+		t.Rows = append(t.Rows, row(rows[i].Phase, sum))
+		for _, r := range rows[i:j] {
+			t.Rows = append(t.Rows, row("  "+etcdResourceName(r.Resource), r))
+		}
+		i = j
 	}
 	return t
+}
+
+// etcdResourceName is a resource's name in the etcd by resource table:
+// kubectl's "resource.group" (report.EtcdRequests.Resource) without the
+// group for a built-in resource, whose plural is unique among the
+// built-ins and which kube-apiserver stores without its group
+// (keyspace.ResourcePath); "-" for no resource.
+func etcdResourceName(groupResource string) string {
+	if groupResource == "" {
+		return "-"
+	}
+	resource, group, ok := strings.Cut(groupResource, ".")
+	if ok && !strings.Contains(keyspace.ResourcePath(group, resource), "/") {
+		return resource
+	}
+	return groupResource
 }
 
 // etcdResourceNote explains the table of makeEtcdResourceTable, with
@@ -114,7 +173,8 @@ func etcdResourceNote(phases []report.EtcdPhase) string {
 	for i, p := range phases {
 		ds[i] = fmt.Sprintf("%s %.1f s", p.Phase, p.DurationMs/1000)
 	}
-	return "etcd by resource: per second of each phase (" + strings.Join(ds, ", ") + "), by the resource of each request's key; " +
+	return "etcd by resource: per second of each phase (" + strings.Join(ds, ", ") + "), the phase's sum, then by the resource of each request's key " +
+		"(a built-in resource without its group, which the JSON's etcd[].resource has); " +
 		"writes are Put, DeleteRange and Txn that put or delete, reads Range and RangeStream, watch ev the events of the resource's watches; " +
 		"in/s and out/s are the bytes of every message to etcd and from it"
 }
