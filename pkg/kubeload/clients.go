@@ -493,7 +493,8 @@ func (a *apiClients) Collect(ctx context.Context, unsynced int) error {
 	return nil
 }
 
-// Stop stops the informers, the watch of compactions and the meter.
+// Stop stops the informers, the watches of compactions and of the
+// nodes' health, and the meter.
 func (a *apiClients) Stop() {
 	if a.set != nil {
 		a.set.Stop()
@@ -507,6 +508,9 @@ func (a *apiClients) Stop() {
 	}
 	if a.kubelets != nil {
 		a.kubelets.Stop()
+	}
+	if a.health != nil {
+		a.health.cancel()
 	}
 	if a.ph != nil && a.ph.meter != nil {
 		a.ph.meter.halt()

@@ -74,12 +74,22 @@ func (a *apiClients) clusterClients(n int) ([]kubernetes.Interface, error) {
 	return out, nil
 }
 
-// seedCluster seeds the cluster's nodes and objects and waits until the
-// control plane has every pod Running. A worker of a divided load seeds
+// seedCluster starts, on shard 0, the observation of the nodes' health
+// (startNodeHealth: each Lease renewal counted in its phase), seeds the
+// cluster's nodes and objects and waits until the control plane has
+// every pod Running. A worker of a divided load seeds
 // its part (clusterload.SeedOptions.Shard) and waits for every worker's
 // pods; shard 0 alone reports them Running (the merge sums the workers').
 func (a *apiClients) seedCluster(ctx context.Context) error {
 	c, lo, r := a.o.Cluster, a.r.Options, a.r
+	if lo.Shard.Index == 0 { // the nodes' health is observed once, by shard 0, from the seeding on
+		h, err := a.startNodeHealth(ctx, watchload.PhaseSeed)
+		if err != nil {
+			return fmt.Errorf("node health: %w", err)
+		}
+		a.health = h
+		r.Session.OnPhase(h.setPhase)
+	}
 	clients, err := a.clusterClients(lo.WriterConcurrency)
 	if err != nil {
 		return err
@@ -177,13 +187,6 @@ func clusterScenario(c *ClusterOptions) *report.ClusterScenario {
 func (a *apiClients) startChurn(ctx context.Context) (*watchload.Writing, error) {
 	lo, c := a.r.Options, a.o.Cluster
 	rate := c.PodChurn / c.Plan.PodsPerOp()
-	var err error
-	if lo.Shard.Index == 0 { // the nodes' health is observed once, by shard 0
-		if a.health, err = a.startNodeHealth(ctx, watchload.PhaseSteady); err != nil {
-			return nil, fmt.Errorf("node health: %w", err)
-		}
-		a.r.Session.OnPhase(a.health.setPhase)
-	}
 	a.r.Logf("churning %.0f pods/s (%.1f deployment writes/s) for %v", c.PodChurn, rate, lo.Duration)
 	interval := time.Duration(a.st.APIServer.EtcdCompactionIntervalMs * float64(time.Millisecond))
 	switch n, need := steadyCompactions(time.Since(a.r.Session.Epoch()), lo.Duration, interval); {

@@ -100,7 +100,8 @@ func (a *apiClients) clusterEvents(ctx context.Context, w *watchload.Writing) {
 }
 
 // nodeHealth follows the nodes' Lease renewals at etcd and their Ready
-// conditions through kube-apiserver (report.NodeHealth).
+// conditions through kube-apiserver (report.NodeHealth), each renewal
+// counted in the run's phase it happened in.
 type nodeHealth struct {
 	epoch  time.Time
 	cancel context.CancelFunc
@@ -109,14 +110,22 @@ type nodeHealth struct {
 	mu          sync.Mutex
 	phase       string
 	order       []string
-	last        map[string]time.Time // each Lease's last renewal
+	last        map[string]time.Time // each Lease's last renewal (or its create)
 	longest     map[string]float64   // each Lease's longest interval, ms
+	renewals    map[string]int64     // by phase
 	intervals   map[string][]float64 // ms, by phase
-	renewals    int64
-	notReady    map[string]bool // nodes not Ready now
-	ever        map[string]bool // nodes not Ready at some time
+	notReady    map[string]bool      // nodes not Ready now
+	ever        map[string]bool      // nodes not Ready at some time
 	transitions int
 	first       time.Time
+}
+
+// newNodeHealth returns a nodeHealth that counts in phase first, times
+// from epoch, and watches nothing yet (watchLeases, startNodeHealth).
+func newNodeHealth(epoch time.Time, phase string) *nodeHealth {
+	return &nodeHealth{epoch: epoch, cancel: func() {}, done: make(chan struct{}), phase: phase, order: []string{phase},
+		last: map[string]time.Time{}, longest: map[string]float64{}, renewals: map[string]int64{}, intervals: map[string][]float64{},
+		notReady: map[string]bool{}, ever: map[string]bool{}}
 }
 
 // startNodeHealth watches prefix's node Leases on etcd with admin from
@@ -128,8 +137,8 @@ func (a *apiClients) startNodeHealth(ctx context.Context, phase string) (*nodeHe
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &nodeHealth{epoch: a.r.Session.Epoch(), cancel: cancel, done: make(chan struct{}), phase: phase, order: []string{phase},
-		last: map[string]time.Time{}, longest: map[string]float64{}, intervals: map[string][]float64{}, notReady: map[string]bool{}, ever: map[string]bool{}}
+	h := newNodeHealth(a.r.Session.Epoch(), phase)
+	h.cancel = cancel
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	nodes := factory.Core().V1().Nodes().Informer()
 	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -144,32 +153,44 @@ func (a *apiClients) startNodeHealth(ctx context.Context, phase string) (*nodeHe
 		cancel()
 		return nil, fmt.Errorf("node informer did not sync")
 	}
-	leases := a.st.EtcdPrefix + "/leases/" + corev1.NamespaceNodeLease + "/"
-	wch := a.r.Admin.Watch(clientv3.WithRequireLeader(ctx), leases, clientv3.WithPrefix())
+	h.watchLeases(ctx, a.r.Admin, a.st.EtcdPrefix+"/leases/"+corev1.NamespaceNodeLease+"/", 0, factory.Shutdown)
+	return h, nil
+}
+
+// watchLeases watches the Leases under prefix on c from revision from
+// (0: the current one) until ctx ends, then calls stop and closes
+// h.done. A Lease's
+// create (its first version: KWOK's or the kubelet's node lease
+// controller acquiring it) starts its first interval; every later put is
+// a renewal.
+func (h *nodeHealth) watchLeases(ctx context.Context, c *clientv3.Client, prefix string, from int64, stop func()) {
+	wch := c.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(from))
 	go func() {
 		defer close(h.done)
-		defer factory.Shutdown()
+		defer stop()
 		for resp := range wch {
 			now := time.Now()
 			for _, ev := range resp.Events {
 				if ev.Type == clientv3.EventTypePut {
-					h.renewal(string(ev.Kv.Key), now)
+					h.renewal(string(ev.Kv.Key), now, ev.IsCreate())
 				}
 			}
 		}
 	}()
-	return h, nil
 }
 
-// renewal notes a renewal of Lease key at now.
-func (h *nodeHealth) renewal(key string, now time.Time) {
+// renewal notes a put of Lease key at now, in the current phase: a
+// renewal, or its create, which only starts its first interval.
+func (h *nodeHealth) renewal(key string, now time.Time, create bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.renewals++
-	if prev, ok := h.last[key]; ok {
-		ms := report.Ms(now.Sub(prev))
-		h.intervals[h.phase] = append(h.intervals[h.phase], ms)
-		h.longest[key] = max(h.longest[key], ms)
+	if !create {
+		h.renewals[h.phase]++
+		if prev, ok := h.last[key]; ok {
+			ms := report.Ms(now.Sub(prev))
+			h.intervals[h.phase] = append(h.intervals[h.phase], ms)
+			h.longest[key] = max(h.longest[key], ms)
+		}
 	}
 	h.last[key] = now
 }
@@ -216,20 +237,24 @@ func (h *nodeHealth) finish() *report.NodeHealth {
 	<-h.done
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := &report.NodeHealth{Renewals: h.renewals, NotReady: len(h.ever), Transitions: h.transitions,
+	out := &report.NodeHealth{NotReady: len(h.ever), Transitions: h.transitions,
 		StillNotReady: len(h.notReady), Phases: []report.NodeHealthPhase{}}
 	if !h.first.IsZero() {
 		out.FirstNotReadyMs = report.Ms(h.first.Sub(h.epoch))
 	}
 	var all []float64
 	for _, p := range h.order {
-		iv := slices.Sorted(slices.Values(h.intervals[p]))
-		if len(iv) == 0 {
+		n := h.renewals[p]
+		if n == 0 {
 			continue
 		}
-		all = append(all, iv...)
-		out.Phases = append(out.Phases, report.NodeHealthPhase{Phase: p, Renewals: int64(len(iv)),
-			IntervalP50Ms: quantile.NearestRank(iv, 0.5), IntervalP99Ms: quantile.NearestRank(iv, 0.99), IntervalMaxMs: iv[len(iv)-1]})
+		out.Renewals += n
+		ph := report.NodeHealthPhase{Phase: p, Renewals: n}
+		if iv := slices.Sorted(slices.Values(h.intervals[p])); len(iv) > 0 {
+			all = append(all, iv...)
+			ph.IntervalP50Ms, ph.IntervalP99Ms, ph.IntervalMaxMs = quantile.NearestRank(iv, 0.5), quantile.NearestRank(iv, 0.99), iv[len(iv)-1]
+		}
+		out.Phases = append(out.Phases, ph)
 	}
 	slices.Sort(all)
 	if len(all) > 0 {

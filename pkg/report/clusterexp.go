@@ -23,7 +23,7 @@ type ComponentRestart struct {
 // kube-apiserver).
 type NodeHealth struct {
 	// Nodes is how many nodes' Leases were renewed at least twice;
-	// Renewals counts every renewal seen.
+	// Renewals counts every renewal seen (a Lease's create is none).
 	Nodes    int   `json:"nodes"`
 	Renewals int64 `json:"renewals"`
 	// IntervalP50Ms, IntervalP99Ms and IntervalMaxMs are the intervals
@@ -33,8 +33,10 @@ type NodeHealth struct {
 	IntervalP50Ms float64 `json:"intervalP50Ms"`
 	IntervalP99Ms float64 `json:"intervalP99Ms"`
 	IntervalMaxMs float64 `json:"intervalMaxMs"`
-	// Phases are the same by the run's phase of the renewal that ended
-	// each interval, in the order phases began.
+	// Phases are the renewals by the run's phase they happened in (seed,
+	// sync, steady, ..., drain: the phases the run entered from the
+	// seeding on), with the intervals each of them ended, in the order
+	// phases began; a phase without a renewal is left out.
 	Phases []NodeHealthPhase `json:"phases"`
 	// LeaseExpired counts the nodes that went longer than their Lease's
 	// duration (40 s) without a renewal: the node lifecycle controller
@@ -51,7 +53,9 @@ type NodeHealth struct {
 	StillNotReady   int     `json:"stillNotReady"`
 }
 
-// NodeHealthPhase is NodeHealth's renewals in one phase.
+// NodeHealthPhase is NodeHealth's renewals in one phase: Renewals those
+// that happened in it, the intervals (ms) those that the renewals ended,
+// 0 when none did (a Lease's first renewal seen ends none).
 type NodeHealthPhase struct {
 	Phase         string  `json:"phase"`
 	Renewals      int64   `json:"renewals"`
