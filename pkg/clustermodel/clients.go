@@ -68,6 +68,10 @@ type clients struct {
 	churn  *churn
 	conn   *clientv3.Client
 	env    *watchload.Env
+
+	// compactions are kube-apiserver's compactor's (compact), written by
+	// its goroutine alone until Collect has waited for it.
+	compactions []report.Compaction
 }
 
 var _ watchload.Clients = (*clients)(nil)
@@ -288,9 +292,14 @@ func (c *clients) Maintain(ctx context.Context, w *watchload.Writing) {
 
 // compact runs kube-apiserver's compactor every interval from now, as
 // kube-apiserver runs it from its start (pkg/compaction: its algorithm;
-// the first compaction comes on the second tick), until ctx ends.
+// the first compaction comes on the second tick), until ctx ends, and
+// records each compaction as a run through kube-apiserver reports the
+// compactions its compactor announces (report.Compaction: numbered from
+// 1, at ms since the Session's epoch, the revision compacted to; a
+// failed Compact with its error and revision 0).
 func (c *clients) compact(ctx context.Context, interval time.Duration) {
 	comp := compaction.NewCompactor(c.conn)
+	epoch := c.r.Session.Epoch()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -298,10 +307,22 @@ func (c *clients) compact(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if res, err := comp.Tick(ctx); err != nil && ctx.Err() == nil {
+			at := time.Since(epoch)
+			res, err := comp.Tick(ctx)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return
+			case err != nil && res.Won:
+				// compact_rev_key announced the compaction; Compact failed.
+				c.compactions = append(c.compactions, report.Compaction{N: len(c.compactions) + 1, AtMs: report.Ms(at),
+					DurationMs: report.Ms(res.Duration), Error: err.Error()})
 				c.r.Logf("model: compaction: %v", err)
-			} else if res.Won && res.Compacted > 0 {
-				c.r.Logf("model: kube-apiserver's compactor compacted etcd to revision %d", res.Compacted)
+			case err != nil:
+				c.r.Logf("model: compaction: %v", err)
+			case res.Won && res.Compacted > 0:
+				c.compactions = append(c.compactions, report.Compaction{N: len(c.compactions) + 1, AtMs: report.Ms(at),
+					Revision: res.Compacted, DurationMs: report.Ms(res.Duration)})
+				c.r.Logf("model: kube-apiserver's compactor compacted etcd to revision %d (compaction %d)", res.Compacted, len(c.compactions))
 			}
 		}
 	}
@@ -327,7 +348,8 @@ func (c *clients) Collect(ctx context.Context, _ int) error {
 		res.Etcd = c.o.Counter.Requests()
 		res.EtcdPhases = c.o.Counter.Phases()
 	}
-	res.Relists, res.Compactions = []report.Relist{}, []report.Compaction{}
+	// Shard 0 alone runs the compactor: the merged result's are its.
+	res.Relists, res.Compactions = []report.Relist{}, append([]report.Compaction{}, c.compactions...)
 	if n := c.pe.failures.Load(); n > 0 {
 		c.r.Logf("model: %d periodic requests failed, the last: %v", n, c.pe.lastErr.Load())
 	}

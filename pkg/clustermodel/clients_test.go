@@ -168,3 +168,44 @@ func boolInt(b bool) int64 {
 	}
 	return 0
 }
+
+// TestModelReportsCompactions runs a small cluster's model with
+// kube-apiserver's compactor every 1.5 s: the result lists the
+// compactions it made as a run through kube-apiserver does, numbered from
+// 1, in time order within the run, each to a revision above the last and
+// that etcd has compacted (a read below the last one is refused).
+func TestModelReportsCompactions(t *testing.T) {
+	srv := etcdtest.RunEtcd(t)
+	dial := func(ctx context.Context) (*clientv3.Client, error) {
+		return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Context: ctx, Logger: zap.NewNop()})
+	}
+	target := watchload.Target{Endpoints: srv.Endpoints, Embedded: true, Managed: true, Dial: dial}
+	plan, err := clusterload.NewPlan(clusterload.Options{Nodes: 3, PodsPerNode: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const interval = 1500 * time.Millisecond
+	lo := watchload.Options{Watchers: 1, WatchResources: []string{watchload.ResourcePods}, Duration: 6 * time.Second, Prefix: "/registry",
+		WriterConcurrency: 1, Seed: 1, SyncTimeout: time.Minute, CompactionInterval: interval, Logf: t.Logf,
+		Clients: clustermodel.NewClients(clustermodel.Options{Plan: plan, PodChurn: 2, QPS: 200})}
+	res, err := watchload.Run(t.Context(), target, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := res.Compactions
+	if len(cs) < 2 {
+		t.Fatalf("got compactions %+v, want at least 2 in %v at every %v", cs, lo.Duration, interval)
+	}
+	for i, c := range cs {
+		if c.N != i+1 || c.Error != "" || c.Revision <= 0 || c.AtMs <= 0 || c.Revision > res.Final.Revision {
+			t.Errorf("compaction %d: got %+v, want number %d, a revision up to the final %d, at a time in the run", i, c, i+1, res.Final.Revision)
+		}
+		if i > 0 && (c.Revision <= cs[i-1].Revision || c.AtMs <= cs[i-1].AtMs) {
+			t.Errorf("compaction %d: got %+v after %+v, want a later one to a higher revision", i, c, cs[i-1])
+		}
+	}
+	last := cs[len(cs)-1].Revision
+	if _, err := etcdtest.NewClient(t, srv).Get(t.Context(), "/registry/pods/", clientv3.WithPrefix(), clientv3.WithRev(last-1)); err == nil {
+		t.Errorf("read at revision %d: got no error, want it compacted (the last compaction reported is to %d)", last-1, last)
+	}
+}

@@ -676,3 +676,24 @@ func TestListTableWidth(t *testing.T) {
 		t.Errorf("list CSV %q: want the exact response bytes", csv)
 	}
 }
+
+// TestModelCompactionsRow renders the compactions of a cluster's model
+// (lwbench run --nodes --cluster-model: no kube-apiserver, its
+// compactor's compactions) as a run through kube-apiserver shows them:
+// kube-apiserver's, each with its time.
+func TestModelCompactionsRow(t *testing.T) {
+	r := syntheticRun()
+	r.Cluster = &report.ClusterScenario{Nodes: 10, Namespaces: 1, Deployments: 3, Pods: 40, PodChurn: 2,
+		Model: &report.ClusterModel{NodeTo: 10, NamespaceTo: 1, Singletons: true}}
+	r.Compactions = []report.Compaction{{N: 1, AtMs: 12000, Revision: 4000}, {N: 2, AtMs: 22000, Revision: 7000}}
+	summary, _ := makeRunTable(r)
+	var got string
+	for _, row := range summary.Rows {
+		if strings.Contains(row[0], "compactions at revision") {
+			got = row[0] + ": " + row[1]
+		}
+	}
+	if want := "kube-apiserver's compactions at revision: 4000 at 12.0 s, 7000 at 22.0 s"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

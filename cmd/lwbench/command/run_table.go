@@ -48,13 +48,16 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 			defrag += fmt.Sprintf(" (error: note %d)", notes.add("defrag error", r.Defrag.Error))
 		}
 	}
+	// A cluster's model runs kube-apiserver's compactor, as a run through
+	// kube-apiserver has it.
+	apiCompactor := api != nil || r.Cluster != nil
 	var compactRevs []string
 	for _, c := range r.Compactions {
 		s := fmt.Sprint(c.Revision)
 		if c.Error != "" {
 			s += " (error)"
 		}
-		if api != nil {
+		if apiCompactor {
 			s += fmt.Sprintf(" at %.1f s", c.AtMs/1000)
 		}
 		compactRevs = append(compactRevs, s)
@@ -63,7 +66,7 @@ func makeRunTable(r *report.RunResult) (output.Table, *runNotes) {
 		compactRevs = []string{"-"}
 	}
 	compactions := "compactions at revision"
-	if api != nil {
+	if apiCompactor {
 		compactions = "kube-apiserver's compactions at revision"
 	}
 	v := r.Validation

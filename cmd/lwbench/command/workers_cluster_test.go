@@ -162,6 +162,16 @@ func TestRunWorkersClusterModel(t *testing.T) {
 	if compacted["0"] == 0 || len(compacted) != 1 {
 		t.Errorf("compactions by worker %v: want shard 0's alone", compacted)
 	}
+	// The merged result reports shard 0's, as a run through
+	// kube-apiserver reports its compactor's.
+	if len(res.Compactions) != compacted["0"] {
+		t.Errorf("merged compactions %+v: want shard 0's %d", res.Compactions, compacted["0"])
+	}
+	for i, cp := range res.Compactions {
+		if cp.N != i+1 || cp.Revision <= 0 || cp.Error != "" {
+			t.Errorf("merged compaction %d: got %+v, want number %d to a revision", i, cp, i+1)
+		}
+	}
 }
 
 // TestRunWorkersClusterControlPlane runs `lwbench run --workers 3 --nodes
