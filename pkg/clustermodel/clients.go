@@ -156,7 +156,7 @@ func (c *clients) Seed(ctx context.Context) error {
 	}
 	start := time.Now()
 	if pt.Singletons() {
-		c.pe.startWatches(c.bg, c.conn, r.Start+1)
+		c.pe.startWatches(c.bg, c.conn, r.Start+1, watchload.CompactRevKeyName(r.Options))
 		if err := c.pe.startLeases(c.bg, apiserverID); err != nil {
 			return err
 		}
@@ -298,7 +298,7 @@ func (c *clients) Maintain(ctx context.Context, w *watchload.Writing) {
 // 1, at ms since the Session's epoch, the revision compacted to; a
 // failed Compact with its error and revision 0).
 func (c *clients) compact(ctx context.Context, interval time.Duration) {
-	comp := compaction.NewCompactor(c.conn)
+	comp := compaction.NewCompactor(watchload.CompactKV(c.conn, c.r.Options))
 	epoch := c.r.Session.Epoch()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -392,9 +392,55 @@ func (c *clients) Stop() {
 	}
 }
 
-// CleanUp does nothing: the model writes a cluster's keys to a target of
-// its own.
-func (c *clients) CleanUp(context.Context) {}
+// CleanUp, with Options.Cleanup (a cluster lwbench does not own:
+// --endpoints), deletes exactly what the part of the model wrote, within
+// 10 minutes, once its traffic has stopped: every key it may have created
+// and not deleted since, each while its create revision is still one of
+// the run's, compact_rev_key under the prefix on shard 0 (its compactor
+// wrote it), and every lease it granted (the events' and the peer
+// endpoint lease's), which takes the keys attached to them along
+// (watchload.DeleteWritten). Another client's keys, under the prefix or
+// not, are never touched. Each worker of a divided load deletes its own
+// part's, after the last barrier point, and counts what is left under
+// the prefix once every worker has (watchload.BarrierCleaned).
+func (c *clients) CleanUp(ctx context.Context) {
+	r := c.r
+	if r == nil || c.st == nil || !r.Options.Cleanup {
+		return
+	}
+	c.Stop()
+	if c.pe != nil {
+		c.pe.wait()
+	}
+	o := r.Options
+	cctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	keys := c.st.writtenKeys()
+	if o.NamespaceCompactRevKey && c.part.Singletons() {
+		keys = append(keys, watchload.CompactRevKeyName(o))
+	}
+	var settle func(context.Context)
+	if o.Divided() {
+		settle = func(ctx context.Context) {
+			if _, err := r.Meet(ctx, watchload.BarrierCleaned); err != nil {
+				r.Logf("cleanup: counting what is left without waiting for the other workers: %v", err)
+			}
+		}
+	}
+	res := watchload.DeleteWritten(cctx, r.Admin, keys, c.st.grantedLeases(), r.Start, o.Prefix, o.ReusePrefix, settle)
+	r.Logf("model: cleanup: deleted %d keys and revoked %d leases the model wrote; %d keys left under %s/", res.KeysDeleted, res.LeasesRevoked, res.KeysLeft, o.Prefix)
+	if res.Error != "" {
+		r.Logf("model: cleanup: %s", res.Error)
+	}
+	if ctx.Err() != nil {
+		r.Logf("model: cleanup: cut short by the second interrupt; what is left under %s/ is lwbench's: run again with --reuse-prefix, or delete it", o.Prefix)
+	}
+	r.Result.Cleanup = &res
+}
+
+// cleanupTimeout bounds CleanUp: one transaction per key written, eight
+// at a time (watchload.DeleteWritten).
+const cleanupTimeout = 10 * time.Minute
 
 // churn is clusterload.Churn's ops (the same plan as the real control
 // plane's run with the same seed) performed by the model: each op the

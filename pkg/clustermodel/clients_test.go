@@ -2,8 +2,11 @@ package clustermodel_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,10 +16,12 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/etcdproxy"
 	"github.com/kubestore/etcdkit/internal/etcdtest"
+	"github.com/kubestore/etcdkit/pkg/barrier"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
 	"github.com/kubestore/etcdkit/pkg/clustermodel"
 	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/shard"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -207,5 +212,107 @@ func TestModelReportsCompactions(t *testing.T) {
 	last := cs[len(cs)-1].Revision
 	if _, err := etcdtest.NewClient(t, srv).Get(t.Context(), "/registry/pods/", clientv3.WithPrefix(), clientv3.WithRev(last-1)); err == nil {
 		t.Errorf("read at revision %d: got no error, want it compacted (the last compaction reported is to %d)", last-1, last)
+	}
+}
+
+// TestModelCleansUpAfterItself runs a small cluster's model against an
+// etcd it does not own (watchload.Options.Cleanup, as lwbench run
+// --endpoints sets it), whole and divided between two workers meeting at
+// an etcd barrier, with kube-apiserver's compactor on: afterwards etcd
+// holds exactly the keys and leases it held before, each foreign key
+// (one under the model's reused prefix, a kube-apiserver's
+// compact_rev_key at the root, a key attached to a lease) with its value
+// and mod_revision unchanged, and every worker's cleanup counted the
+// foreign key alone left under the prefix.
+func TestModelCleansUpAfterItself(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers_%d", workers), func(t *testing.T) {
+			srv := etcdtest.RunEtcd(t)
+			c := etcdtest.NewClient(t, srv)
+			ctx := t.Context()
+			const prefix = "/lwbench-model"
+			lease, err := c.Grant(ctx, 600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range []struct {
+				key, value string
+				opts       []clientv3.OpOption
+			}{
+				{prefix + "/pods/default/users-pod", "the user's", nil},
+				{"compact_rev_key", "41", nil},
+				{"/registry/pods/default/leased", "the user's, on a lease", []clientv3.OpOption{clientv3.WithLease(lease.ID)}},
+			} {
+				if _, err := c.Put(ctx, kv.key, kv.value, kv.opts...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := c.Get(ctx, "\x00", clientv3.WithFromKey())
+			if err != nil {
+				t.Fatal(err)
+			}
+			dial := func(ctx context.Context) (*clientv3.Client, error) {
+				return clientv3.New(clientv3.Config{Endpoints: srv.Endpoints, DialTimeout: 5 * time.Second, Context: ctx, Logger: zap.NewNop()})
+			}
+			target := watchload.Target{Endpoints: srv.Endpoints, Dial: dial}
+			plan, err := clusterload.NewPlan(clusterload.Options{Nodes: 4, PodsPerNode: 10, NodesPerNamespace: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := make([]*report.RunResult, workers)
+			errs := make([]error, workers)
+			var wg sync.WaitGroup
+			for i := range workers {
+				lo := watchload.Options{Watchers: 2, WatchResources: []string{watchload.ResourcePods}, Duration: 4 * time.Second, Prefix: prefix,
+					WriterConcurrency: 1, Seed: 1, SyncTimeout: time.Minute, CompactionInterval: time.Second, Logf: t.Logf,
+					ReusePrefix: true, Cleanup: true, NamespaceCompactRevKey: true,
+					Clients: clustermodel.NewClients(clustermodel.Options{Plan: plan, PodChurn: 4, QPS: 200})}
+				if workers > 1 {
+					lo.Shard = shard.Shard{Index: i, Count: workers}
+					if lo.Barrier, err = barrier.NewEtcd(c, "/lwbench-barrier/test-cleanup", lo.Shard); err != nil {
+						t.Fatal(err)
+					}
+				}
+				wg.Go(func() { results[i], errs[i] = watchload.Run(ctx, target, lo) })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("worker %d: %v", i, err)
+				}
+				cl := results[i].Cleanup
+				if cl == nil || cl.Error != "" || cl.KeysDeleted == 0 || cl.LeasesRevoked == 0 || cl.KeysLeft != 1 {
+					t.Errorf("worker %d: cleanup %+v: want keys deleted, leases revoked, no error and the user's key alone left under %s/", i, cl, prefix)
+				}
+			}
+			if len(results[0].Compactions) == 0 {
+				t.Errorf("no compaction: want the compactor to have written its compact_rev_key under %s/", prefix)
+			}
+
+			after, err := c.Get(ctx, "\x00", clientv3.WithFromKey())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{}
+			for _, kv := range before.Kvs {
+				want[string(kv.Key)] = fmt.Sprintf("%q at mod_revision %d", kv.Value, kv.ModRevision)
+			}
+			got := map[string]string{}
+			for _, kv := range after.Kvs {
+				if !strings.HasPrefix(string(kv.Key), "/lwbench-barrier/") { // the test's own
+					got[string(kv.Key)] = fmt.Sprintf("%q at mod_revision %d", kv.Value, kv.ModRevision)
+				}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("etcd holds %d keys after the run:\n%v\nwant exactly the %d before it, unchanged:\n%v", len(got), got, len(want), want)
+			}
+			leases, err := c.Leases(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(leases.Leases) != 1 || leases.Leases[0].ID != lease.ID {
+				t.Errorf("leases after the run: got %v, want the user's %x alone", leases.Leases, lease.ID)
+			}
+		})
 	}
 }

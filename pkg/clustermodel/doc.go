@@ -102,6 +102,16 @@
 // Each worker counts what its part sent (report.ClusterModel) behind a
 // counting proxy of its own; report.MergeRuns sums both.
 //
+// # Cleanup (clients.go)
+//
+// On a cluster lwbench does not own (watchload.Options.Cleanup: lwbench
+// run --endpoints), each part deletes what it wrote once the load is
+// done: every key it may have created and not deleted since, while its
+// create revision is one of the run's, the compactor's compact_rev_key,
+// kept under the prefix, and every lease it granted. Another client's
+// keys are never touched, nor the root compact_rev_key of that cluster's
+// kube-apiservers.
+//
 // The model's control plane keeps up with any churn: it answers each op
 // at once. A real control plane on a busy machine falls behind (its
 // controllers' queues grow), and its rollouts of one Deployment can

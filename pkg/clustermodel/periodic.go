@@ -245,11 +245,14 @@ func (p *periodic) startLeases(ctx context.Context, apiserverID string) error {
 		if _, err := p.st.kv.Get(ctx, peerKey, clientv3.WithLimit(1)); err != nil {
 			return err
 		}
-		lease, err := p.st.kv.Grant(ctx, peerLeaseTTL)
+		lease, err := p.st.grant(ctx, peerLeaseTTL)
 		if err != nil {
 			return err
 		}
 		cur := p.st.rev(peerKey)
+		if cur == 0 {
+			p.st.creating(peerKey)
+		}
 		resp, err := p.st.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(peerKey), "=", cur)).
 			Then(clientv3.OpPut(peerKey, "127.0.0.1:6443", clientv3.WithLease(lease.ID))).Else(clientv3.OpGet(peerKey)).Commit()
 		if err == nil && resp.Succeeded {
@@ -427,13 +430,14 @@ func (p *periodic) check(ctx context.Context, env *watchload.Env, prefix string)
 // startWatches opens the cacher's one watch per cached resource from
 // revision from (with prev_kv and progress notifications, as
 // k8s.io/apiserver/pkg/storage/etcd3/watcher.go asks), and one of
-// compact_rev_key (etcd3/compact.go), on c's one watch stream (ctx
+// compact_rev_key (etcd3/compact.go; compactRevKey, as stored:
+// watchload.CompactRevKeyName), on c's one watch stream (ctx
 // carries no metadata, as the progress requests' contexts, so that they
 // reach that stream), and drains them until ctx ends. The revision each
 // cached resource's cache has reached, its last event's mod_revision or
 // its last progress notification's revision (cacher/watch_cache.go), goes
 // to p.cacheRevs. Call it once, before startReads.
-func (p *periodic) startWatches(ctx context.Context, c *clientv3.Client, from int64) {
+func (p *periodic) startWatches(ctx context.Context, c *clientv3.Client, from int64, compactRevKey string) {
 	watch := func(key string, rev *atomic.Int64, opts ...clientv3.OpOption) {
 		wch := c.Watch(ctx, key, append(opts, clientv3.WithRev(from))...)
 		p.wg.Go(func() {
@@ -457,7 +461,7 @@ func (p *periodic) startWatches(ctx context.Context, c *clientv3.Client, from in
 			watch(prefix, p.cacheRevs[prefix], clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 		}
 	}
-	watch(keyspace.CompactRevKey, nil)
+	watch(compactRevKey, nil)
 }
 
 // wait waits until every timer and watch has ended (ctx ended).

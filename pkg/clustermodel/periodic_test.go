@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 	"github.com/kubestore/etcdkit/internal/proxytest"
+	"github.com/kubestore/etcdkit/pkg/keyspace"
 	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
@@ -41,7 +42,7 @@ func TestConsistencyCheck(t *testing.T) {
 	pe := newPeriodic(st, "/registry", 0, 0, 1, t.Logf)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer func() { cancel(); pe.wait() }()
-	pe.startWatches(ctx, c, 1)
+	pe.startWatches(ctx, c, 1, keyspace.CompactRevKey)
 	var leasesRev int64
 	for i := range 3 {
 		resp, err := c.Put(t.Context(), leaseKey("/registry", "kube-node-lease", fmt.Sprintf("node-%d", i)), "v")

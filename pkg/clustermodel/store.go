@@ -39,11 +39,17 @@ type store struct {
 
 	mu   sync.Mutex
 	revs map[string]int64 // the cached object's mod_revision by key
+	// written are the keys the model may have created and not deleted
+	// since: each create's, from the moment it is sent (a create whose
+	// response was lost may have happened), until a delete of it
+	// succeeds. The cleanup deletes them (cleanUp).
+	written map[string]struct{}
 
 	leaseMu     sync.Mutex
 	leaseID     clientv3.LeaseID
 	leaseExpiry time.Time
 	leaseUsed   int
+	granted     []clientv3.LeaseID // every lease granted (grant), in order
 }
 
 func newStore(kv *clientv3.Client, eventTTL time.Duration) (*store, error) {
@@ -51,7 +57,45 @@ func newStore(kv *clientv3.Client, eventTTL time.Duration) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{kv: kv, codec: codec, eventTTL: eventTTL, revs: map[string]int64{}}, nil
+	return &store{kv: kv, codec: codec, eventTTL: eventTTL, revs: map[string]int64{}, written: map[string]struct{}{}}, nil
+}
+
+// creating notes that a request that may create key is about to be sent.
+func (s *store) creating(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.written[key] = struct{}{}
+}
+
+// writtenKeys returns the keys the model may have created and not
+// deleted since (written), in no order.
+func (s *store) writtenKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, 0, len(s.written))
+	for k := range s.written {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// grant grants a lease of ttl seconds and notes it (grantedLeases).
+func (s *store) grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	resp, err := s.kv.Grant(ctx, ttl)
+	if err != nil {
+		return nil, err
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	s.granted = append(s.granted, resp.ID)
+	return resp, nil
+}
+
+// grantedLeases returns every lease the model granted, in order.
+func (s *store) grantedLeases() []clientv3.LeaseID {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	return append([]clientv3.LeaseID(nil), s.granted...)
 }
 
 // rev returns key's cached mod_revision, 0 when it holds none.
@@ -86,6 +130,7 @@ func (s *store) create(ctx context.Context, key string, obj runtime.Object, with
 		}
 		opts = append(opts, clientv3.WithLease(id))
 	}
+	s.creating(key)
 	resp, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(val), opts...)).Commit()
 	if err != nil {
@@ -176,6 +221,9 @@ func (s *store) delete(ctx context.Context, key string, stale int64) (int64, err
 		}
 		if resp.Succeeded {
 			s.setRev(key, 0)
+			s.mu.Lock()
+			delete(s.written, key)
+			s.mu.Unlock()
 			return resp.Header.Revision, nil
 		}
 		if cur = elseRevision(resp); cur == 0 {
@@ -205,6 +253,7 @@ func (s *store) lease(ctx context.Context) (clientv3.LeaseID, error) {
 	if err != nil {
 		return 0, fmt.Errorf("grant the events' lease: %w", err)
 	}
+	s.granted = append(s.granted, resp.ID) // leaseMu held (grant's list)
 	s.leaseID, s.leaseExpiry, s.leaseUsed = resp.ID, now.Add(time.Duration(ttl+reuse)*time.Second), 1
 	return resp.ID, nil
 }

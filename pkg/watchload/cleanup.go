@@ -21,24 +21,26 @@ const cleanupConcurrency = 8
 // below etcd's default --max-txn-ops of 128.
 const cleanupBatch = 64
 
-// cleanup deletes what a run wrote on a cluster it does not own, and
-// nothing else:
+// DeleteWritten deletes what a run wrote on a cluster it does not own,
+// and nothing else:
 //
-//   - every lease the workload granted is revoked, which deletes the
-//     events attached to it (only the run attaches keys to its leases);
-//   - every key the workload wrote or tried to write, and the extra keys
-//     (the namespaced compact_rev_key, the probe's and the faults' keys),
-//     is deleted in a transaction that succeeds only if the key's create
-//     revision is above startRev, the revision before the run wrote
-//     anything: a key created before the run (another client's, under a
-//     reused prefix) is never touched, and a key deleted meanwhile is left
-//     alone.
+//   - every lease of leases (those the run granted) is revoked, which
+//     deletes the keys attached to it (only the run attaches keys to its
+//     leases); one that expired already is no error;
+//   - every key of keys (those the run wrote or tried to write: the
+//     workload's, the namespaced compact_rev_key, the probe's and the
+//     faults' keys) is deleted in a transaction that succeeds only if the
+//     key's create revision is above startRev, the revision before the
+//     run wrote anything: a key created before the run (another client's,
+//     under a reused prefix) is never touched, and a key deleted
+//     meanwhile is left alone.
 //
 // It then calls settle, if set (a divided load's worker waits there
-// until every worker has revoked its leases, which hold the events it
-// wrote), and counts what is left under the prefix. Errors do not stop
-// it; the first is reported.
-func cleanup(ctx context.Context, c *clientv3.Client, wl *KubernetesWorkload, extra []string, startRev int64, prefix string, reused bool,
+// until every worker has revoked its leases, which hold the keys it
+// wrote), and counts what is left under prefix/ (KeysLeft; some left
+// under a prefix that was empty when the run began, !reused, is an
+// error). Errors do not stop it; the first is reported.
+func DeleteWritten(ctx context.Context, c *clientv3.Client, keys []string, leases []clientv3.LeaseID, startRev int64, prefix string, reused bool,
 	settle func(context.Context)) report.Cleanup {
 	start := time.Now()
 	var res report.Cleanup
@@ -51,12 +53,11 @@ func cleanup(ctx context.Context, c *clientv3.Client, wl *KubernetesWorkload, ex
 			first = err
 		}
 	}
-	revoked, err := revokeLeases(ctx, c, wl.Leases())
+	revoked, err := revokeLeases(ctx, c, leases)
 	res.LeasesRevoked = revoked
 	if err != nil {
 		fail(err)
 	}
-	keys := append(wl.Keys(), extra...)
 	jobs := make(chan string)
 	var deleted atomic.Int64
 	var wg sync.WaitGroup

@@ -120,21 +120,22 @@ func leaderIndex(ctx context.Context, m compaction.Maintenance, endpoints []stri
 	return -1
 }
 
-// compactKV is what the compactor runs its transaction and compactions
+// CompactKV is what the compactor runs its transaction and compactions
 // on: the client itself, or, with o.NamespaceCompactRevKey, the client
 // with every key of the transaction moved under o.Prefix (etcd's
 // client/v3/namespace), so that compact_rev_key becomes
-// <prefix>/compact_rev_key. Compact itself is not namespaced: it is
-// cluster-wide.
-func compactKV(c *clientv3.Client, o Options) compaction.KV {
+// <prefix>/compact_rev_key (CompactRevKeyName). Compact itself is not
+// namespaced: it is cluster-wide.
+func CompactKV(c *clientv3.Client, o Options) compaction.KV {
 	if o.NamespaceCompactRevKey {
 		return namespace.NewKV(c.KV, o.Prefix+"/")
 	}
 	return c
 }
 
-// compactRevKeyName is the compactor's compact_rev_key as stored.
-func compactRevKeyName(o Options) string {
+// CompactRevKeyName is the compactor's compact_rev_key as stored
+// (CompactKV).
+func CompactRevKeyName(o Options) string {
 	if o.NamespaceCompactRevKey {
 		return o.Prefix + "/" + keyspace.CompactRevKey
 	}

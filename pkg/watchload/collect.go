@@ -48,7 +48,7 @@ func scenario(o Options) report.Scenario {
 		Defragment: o.Defragment, PhysicalCompaction: o.PhysicalCompaction,
 		ProgressRequestPeriod: report.Ms(o.ProgressRequestPeriod), EventTTLMs: report.Ms(o.EventTTL),
 		ConsistentListRatePerSecond: consistentRate(o), StartConcurrency: max(o.StartConcurrency, 0),
-		ReusePrefix: o.ReusePrefix, PinConnections: o.PinConnections, CompactRevKey: compactRevKeyName(o),
+		ReusePrefix: o.ReusePrefix, PinConnections: o.PinConnections, CompactRevKey: CompactRevKeyName(o),
 		Faults: plannedFaults(o.Faults),
 	}
 }

@@ -41,7 +41,7 @@ var _ compaction.Actor = (*maintenance)(nil)
 // reaches it), with the admin connection and the compactor's connection
 // compactConn.
 func newMaintenance(t Target, admin, compactConn *clientv3.Client, o Options, env *Env, refls []*Reflector, logf func(string, ...any), res *report.RunResult) *maintenance {
-	c := compaction.NewCompactor(compactKV(compactConn, o))
+	c := compaction.NewCompactor(CompactKV(compactConn, o))
 	c.Physical = o.PhysicalCompaction
 	return &maintenance{t: t, admin: admin, o: o, env: env, refls: refls, logf: logf, res: res, c: c}
 }

@@ -314,7 +314,7 @@ func (m *modelClients) Stop() {
 }
 
 // CleanUp, with Options.Cleanup, deletes exactly what the run wrote
-// under the prefix (cleanup), within 2 minutes.
+// under the prefix (DeleteWritten), within 2 minutes.
 func (m *modelClients) CleanUp(ctx context.Context) {
 	if m.r == nil || m.wl == nil || !m.r.Options.Cleanup {
 		return
@@ -328,12 +328,12 @@ func (m *modelClients) CleanUp(ctx context.Context) {
 		// Each worker revokes its own leases, and with them the events
 		// it wrote: the keys left are counted once every worker has.
 		settle = func(ctx context.Context) {
-			if _, err := m.r.Session.meet(ctx, o, BarrierCleaned); err != nil {
+			if _, err := m.r.Meet(ctx, BarrierCleaned); err != nil {
 				m.r.Logf("cleanup: counting what is left without waiting for the other workers: %v", err)
 			}
 		}
 	}
-	c := cleanup(cctx, m.r.Admin, m.wl, extra, m.r.Start, o.Prefix, o.ReusePrefix, settle)
+	c := DeleteWritten(cctx, m.r.Admin, append(m.wl.Keys(), extra...), m.wl.Leases(), m.r.Start, o.Prefix, o.ReusePrefix, settle)
 	m.r.Logf("cleanup: deleted %d keys and revoked %d leases lwbench wrote; %d keys left under %s/", c.KeysDeleted, c.LeasesRevoked, c.KeysLeft, o.Prefix)
 	if c.Error != "" {
 		m.r.Logf("cleanup: %s", c.Error)

@@ -80,6 +80,14 @@ type Script struct {
 	Start int64
 }
 
+// Meet waits at point (a Barrier* constant) with the other workers of a
+// divided load (Options.Barrier) and returns the latest arrival, or the
+// barrier's error; at once, with the time now, for an undivided load.
+// Every worker must meet at the same points, in the same order.
+func (r *Script) Meet(ctx context.Context, point string) (time.Time, error) {
+	return r.Session.meet(ctx, r.Options, point)
+}
+
 // Logf logs a line of the run (Options.Logf).
 func (r *Script) Logf(format string, args ...any) { r.Session.logf(format, args...) }
 
