@@ -2,6 +2,7 @@ package clustermodel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -66,13 +67,17 @@ type cluster struct {
 
 	podsCreated, podsDeleted, events atomic.Int64
 
-	// shard numbers the pod IPs so that the shards' never meet (nextIP).
+	// shard numbers the pod IPs and names so that the shards' never meet
+	// (nextIP, podName).
 	shard shard.Shard
+
+	nameMu   sync.Mutex
+	nameSeqs map[string]int64 // the pod names generated, by owner (podName)
 }
 
 func newCluster(st *store, prefix string, plan *clusterload.Plan, podSize int, sh shard.Shard) *cluster {
 	c := &cluster{st: st, prefix: prefix, plan: plan, podSize: podSize, byName: map[string]int{}, correlators: map[string]*record.EventCorrelator{},
-		lrExpiry: map[string]time.Time{}, shard: sh}
+		lrExpiry: map[string]time.Time{}, shard: sh, nameSeqs: map[string]int64{}}
 	for i, d := range plan.Deployments {
 		ob := deploymentObjects(d, podSize)
 		c.deps = append(c.deps, &deployment{plan: d, obj: ob.Deployment, service: d.Service})
@@ -161,24 +166,104 @@ func (c *cluster) nextIP() string {
 	return fmt.Sprintf("10.%d.%d.%d", 64+n>>16&63, n>>8&255, n&255)
 }
 
+// Pod names are the controllers' generateName "<owner>-" completed by
+// kube-apiserver's SimpleNameGenerator with 5 characters of
+// "bcdfghjklmnpqrstvwxz2456789" (k8s.io/apiserver/pkg/storage/names
+// generate.go; k8s.io/apimachinery/pkg/util/rand String), 27^5 =
+// 14,348,907 names per owner. Drawn at random, as kube-apiserver draws
+// them, the 5,000 pods of the DaemonSet at --nodes 5000 would share a
+// name with a probability of 1 - exp(-5000^2 / (2 x 27^5)), 58 %;
+// kube-apiserver then draws another (createWithGenerateNameRetry). The
+// model numbers each owner's names instead, each shard every Count-th
+// number from its Index, and maps the numbers one to one onto the 27^5
+// suffixes (podSuffix), so that its names never meet, its own or another
+// shard's, while they look like kube-apiserver's.
+const (
+	podSuffixLength = 5
+	podSuffixes     = 27 * 27 * 27 * 27 * 27 // the alphabet's size to the suffix's length
+	// podSuffixStride is coprime with podSuffixes (a power of 3), so that
+	// n -> n x podSuffixStride + offset mod podSuffixes is one to one.
+	podSuffixStride = 5217953
+	// maxNameGenerationCreateAttempts is kube-apiserver's: how often a
+	// create with generateName is tried, each time with a new name, while
+	// the name exists (k8s.io/apiserver/pkg/registry/generic/registry/
+	// store.go createWithGenerateNameRetry).
+	maxNameGenerationCreateAttempts = 8
+)
+
+// podSuffix returns the suffix numbered n (0 <= n < podSuffixes) of an
+// owner whose suffixes start at offset: n scrambled one to one over the
+// 27^5 suffixes, written in base 27 with the generator's alphabet
+// (rand.SafeEncodeString maps the digit d to its d-th character).
+func podSuffix(n, offset int64) string {
+	v := (n%podSuffixes*podSuffixStride + offset) % podSuffixes
+	digits := make([]byte, podSuffixLength)
+	for i := range digits {
+		digits[i] = byte(v % 27)
+		v /= 27
+	}
+	return rand.SafeEncodeString(string(digits))
+}
+
+// podName returns the next name of a pod of owner: "<owner>-" and a
+// suffix no other call of any shard returns for owner (the owner's
+// sequence number times the shards plus the shard's index, podSuffix), or
+// an error once the owner's share of the 27^5 suffixes is spent.
+func (c *cluster) podName(owner string) (string, error) {
+	c.nameMu.Lock()
+	k := c.nameSeqs[owner]
+	c.nameSeqs[owner] = k + 1
+	c.nameMu.Unlock()
+	n := k*int64(max(c.shard.Count, 1)) + int64(c.shard.Index)
+	if n >= podSuffixes {
+		return "", fmt.Errorf("%s: more than %d pod names (27^5 in all, shared by %d shards)", owner, k, max(c.shard.Count, 1))
+	}
+	return owner + "-" + podSuffix(n, int64(fnv32(owner))%podSuffixes), nil
+}
+
+// createPod creates a pod of tmpl for ownerName in ns, named as
+// kube-apiserver names a pod with generateName (podName): when the name
+// exists already (a key the model never wrote, under a reused prefix), it
+// tries again with the next, each attempt a create transaction at etcd,
+// as kube-apiserver does, up to maxNameGenerationCreateAttempts; a name
+// that exists is never counted as a pod created. It returns the pod and
+// its key.
+func (c *cluster) createPod(ctx context.Context, tmpl corev1.PodTemplateSpec, ns, ownerKind, ownerName string) (*corev1.Pod, string, error) {
+	var err error
+	for range maxNameGenerationCreateAttempts {
+		var name string
+		if name, err = c.podName(ownerName); err != nil {
+			return nil, "", err
+		}
+		p := pod(tmpl, ns, name, ownerKind, ownerName)
+		k := key(c.prefix, "", "pods", ns, name)
+		if _, err = c.st.create(ctx, k, p, false); err == nil {
+			c.podsCreated.Add(1)
+			return p, k, nil
+		}
+		if !errors.Is(err, errExists) {
+			return nil, "", err
+		}
+	}
+	return nil, "", fmt.Errorf("%d attempts at a name for a pod of %s/%s: %w", maxNameGenerationCreateAttempts, ns, ownerName, err)
+}
+
 // startPod is one pod's start, once its controller decided on it: the
 // create (replicaset or daemonset controller, with its SuccessfulCreate
-// event), the Binding (kube-scheduler: pkg/registry/core/pod/storage/
+// event; createPod), the Binding (kube-scheduler: pkg/registry/core/pod/storage/
 // storage.go BindingREST hands GuaranteedUpdate no cached object, so a
 // read and a Txn; and its Scheduled event), then KWOK's status patch
 // (pod-ready stage: one Txn from the cached pod). It returns the pod as
 // Running.
 func (c *cluster) startPod(ctx context.Context, tmpl corev1.PodTemplateSpec, ns, ownerKind, ownerName, node string, source string) (*corev1.Pod, error) {
-	name := ownerName + "-" + rand.String(5)
-	p := pod(tmpl, ns, name, ownerKind, ownerName)
-	k := key(c.prefix, "", "pods", ns, name)
 	if err := c.limitRanger(ctx, ns); err != nil {
 		return nil, err
 	}
-	if _, err := c.st.create(ctx, k, p, false); err != nil {
+	p, k, err := c.createPod(ctx, tmpl, ns, ownerKind, ownerName)
+	if err != nil {
 		return nil, err
 	}
-	c.podsCreated.Add(1)
+	name := p.Name
 	if err := c.event(ctx, source, ref(ownerKind, ns, ownerName), "SuccessfulCreate", "Created pod: "+name); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ const (
 // errNotFound is an object the model expected and etcd does not hold.
 var errNotFound = errors.New("object not found")
 
+// errExists is a create whose key exists already: kube-apiserver's
+// AlreadyExists.
+var errExists = errors.New("it exists already")
+
 // store is kube-apiserver's etcd3 storage
 // (k8s.io/apiserver/pkg/storage/etcd3/store.go) as the model drives it:
 // each object's mod_revision as the watch cache would hold it (the model
@@ -137,7 +141,12 @@ func (s *store) create(ctx context.Context, key string, obj runtime.Object, with
 		return 0, fmt.Errorf("create %s: %w", key, err)
 	}
 	if !resp.Succeeded {
-		return 0, fmt.Errorf("create %s: it exists already", key)
+		s.mu.Lock()
+		if _, ours := s.revs[key]; !ours {
+			delete(s.written, key) // another's: the cleanup leaves it
+		}
+		s.mu.Unlock()
+		return 0, fmt.Errorf("create %s: %w", key, errExists)
 	}
 	s.setRev(key, resp.Header.Revision)
 	return resp.Header.Revision, nil
