@@ -105,7 +105,7 @@ func (a *apiClients) clusterEvents(ctx context.Context, w *watchload.Writing) {
 type nodeHealth struct {
 	epoch  time.Time
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // closed once the Leases' watch ended (watchLeases); nil: none
 
 	mu          sync.Mutex
 	phase       string
@@ -116,6 +116,7 @@ type nodeHealth struct {
 	intervals   map[string][]float64 // ms, by phase
 	notReady    map[string]bool      // nodes not Ready now
 	ever        map[string]bool      // nodes not Ready at some time
+	wasReady    map[string]bool      // nodes seen Ready
 	transitions int
 	first       time.Time
 }
@@ -123,9 +124,9 @@ type nodeHealth struct {
 // newNodeHealth returns a nodeHealth that counts in phase first, times
 // from epoch, and watches nothing yet (watchLeases, startNodeHealth).
 func newNodeHealth(epoch time.Time, phase string) *nodeHealth {
-	return &nodeHealth{epoch: epoch, cancel: func() {}, done: make(chan struct{}), phase: phase, order: []string{phase},
+	return &nodeHealth{epoch: epoch, cancel: func() {}, phase: phase, order: []string{phase},
 		last: map[string]time.Time{}, longest: map[string]float64{}, renewals: map[string]int64{}, intervals: map[string][]float64{},
-		notReady: map[string]bool{}, ever: map[string]bool{}}
+		notReady: map[string]bool{}, ever: map[string]bool{}, wasReady: map[string]bool{}}
 }
 
 // startNodeHealth watches prefix's node Leases on etcd with admin from
@@ -165,6 +166,7 @@ func (a *apiClients) startNodeHealth(ctx context.Context, phase string) (*nodeHe
 // a renewal.
 func (h *nodeHealth) watchLeases(ctx context.Context, c *clientv3.Client, prefix string, from int64, stop func()) {
 	wch := c.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(from))
+	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
 		defer stop()
@@ -195,29 +197,33 @@ func (h *nodeHealth) renewal(key string, now time.Time, create bool) {
 	h.last[key] = now
 }
 
-// node notes a node's Ready condition.
+// node notes a node's Ready condition. A node not Ready that never was
+// and has no Ready condition yet (created during the seeding, before
+// KWOK's node-initialize stage or the kubelet set it) has not left Ready.
 func (h *nodeHealth) node(obj any) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return
 	}
-	ready := false
+	ready, known := false, false
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
+			ready, known = c.Status == corev1.ConditionTrue, true
 		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case !ready && !h.notReady[n.Name]:
+	case ready:
+		h.wasReady[n.Name] = true
+		delete(h.notReady, n.Name)
+	case !known && !h.wasReady[n.Name]:
+	case !h.notReady[n.Name]:
 		h.notReady[n.Name], h.ever[n.Name] = true, true
 		h.transitions++
 		if h.first.IsZero() {
 			h.first = time.Now()
 		}
-	case ready:
-		delete(h.notReady, n.Name)
 	}
 }
 
@@ -234,7 +240,9 @@ func (h *nodeHealth) setPhase(phase string) {
 // finish stops both watches and returns what they saw.
 func (h *nodeHealth) finish() *report.NodeHealth {
 	h.cancel()
-	<-h.done
+	if h.done != nil {
+		<-h.done
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := &report.NodeHealth{NotReady: len(h.ever), Transitions: h.transitions,

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubestore/etcdkit/internal/etcdtest"
 )
 
@@ -83,5 +86,33 @@ func TestNodeHealthCountsRenewalsInTheirPhase(t *testing.T) {
 		if p.Phase != w.phase || p.Renewals != w.renewals || (p.IntervalMaxMs > 0) != (w.intervals > 0) {
 			t.Errorf("phase %d: got %+v, want %s with %d renewals ending %d intervals", i, p, w.phase, w.renewals, w.intervals)
 		}
+	}
+}
+
+// TestNodeHealthCountsNodesThatLeftReady feeds nodes' states as the node
+// informer sees them from the seeding on: a node created without a Ready
+// condition (before KWOK's node-initialize stage) has not left Ready;
+// one that was Ready and turned Unknown has, once until Ready again; one
+// first seen with Ready False or Unknown has too.
+func TestNodeHealthCountsNodesThatLeftReady(t *testing.T) {
+	node := func(name string, ready corev1.ConditionStatus) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if ready != "" {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+		}
+		return n
+	}
+	h := newNodeHealth(time.Now(), "seed")
+	for _, n := range []*corev1.Node{
+		node("created", ""), node("created", corev1.ConditionTrue), // the seeding's nodes, initialized
+		node("stale", ""), node("stale", corev1.ConditionTrue), node("stale", corev1.ConditionUnknown), node("stale", corev1.ConditionUnknown),
+		node("stale", corev1.ConditionTrue), node("stale", corev1.ConditionUnknown), // left Ready twice
+		node("found", corev1.ConditionFalse), // not Ready when first seen, and stays so
+	} {
+		h.node(n)
+	}
+	got := h.finish()
+	if got.NotReady != 2 || got.Transitions != 3 || got.StillNotReady != 2 {
+		t.Errorf("got %d nodes NotReady, %d transitions, %d still NotReady; want 2 (stale, found), 3 (stale twice, found), 2", got.NotReady, got.Transitions, got.StillNotReady)
 	}
 }

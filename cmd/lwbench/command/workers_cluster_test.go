@@ -11,7 +11,9 @@ import (
 	"github.com/kubestore/etcdkit/internal/apiservertest"
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/clusterload"
+	"github.com/kubestore/etcdkit/pkg/kubeload"
 	"github.com/kubestore/etcdkit/pkg/report"
+	"github.com/kubestore/etcdkit/pkg/watchload"
 )
 
 // TestRunWorkersClusterFlags: --workers divides a cluster's load
@@ -221,7 +223,25 @@ func TestRunWorkersClusterControlPlane(t *testing.T) {
 			c.KubeletWatchNodes, c.KubeletWatchObjects, want)
 	}
 	if c.NodeHealth == nil || c.NodeHealth.Renewals == 0 {
-		t.Errorf("node health %+v: want shard 0's observation of the nodes' Leases", c.NodeHealth)
+		t.Fatalf("node health %+v: want shard 0's observation of the nodes' Leases", c.NodeHealth)
+	}
+	// Each renewal counted once, in a phase of the run it happened in.
+	runPhases := map[string]bool{watchload.PhaseSeed: true, watchload.PhaseSync: true, watchload.PhaseSteady: true, "held": true, "released": true,
+		kubeload.PhaseDefrag: true, watchload.PhaseDrain: true, watchload.PhaseStop: true}
+	var sum int64
+	for _, p := range c.NodeHealth.Phases {
+		if !runPhases[p.Phase] || p.Renewals <= 0 {
+			t.Errorf("node health phase %+v: want renewals in one of the run's phases", p)
+		}
+		sum += p.Renewals
+	}
+	if sum != c.NodeHealth.Renewals || sum < nodes {
+		t.Errorf("node Lease renewals by phase %+v (%d in all): want their sum the total, every node's renewed", c.NodeHealth.Phases, c.NodeHealth.Renewals)
+	}
+	// Observed from the seeding on, the nodes' creation is not their
+	// leaving Ready.
+	if h := c.NodeHealth; h.NotReady != 0 || h.Transitions != 0 {
+		t.Errorf("node health %+v: want no node NotReady", h)
 	}
 	var planned int64
 	for i, w := range res.Workers {
