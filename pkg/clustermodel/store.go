@@ -46,7 +46,7 @@ type store struct {
 	// written are the keys the model may have created and not deleted
 	// since: each create's, from the moment it is sent (a create whose
 	// response was lost may have happened), until a delete of it
-	// succeeds. The cleanup deletes them (cleanUp).
+	// succeeds. The cleanup deletes them (clients.CleanUp).
 	written map[string]struct{}
 
 	leaseMu     sync.Mutex
