@@ -111,15 +111,7 @@ func TestManifestThroughAPI(t *testing.T) {
 
 	// The ServiceAccount's kubeconfig: the admin impersonating it.
 	sa := "system:serviceaccount:" + ns + ":" + name
-	asSA := filepath.Join(t.TempDir(), "sa.kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: e.rc.Host, CertificateAuthority: e.rc.CAFile}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: e.rc.BearerToken, Impersonate: sa}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	kc.CurrentContext = "c"
-	if err := clientcmd.WriteToFile(*kc, asSA); err != nil {
-		t.Fatal(err)
-	}
+	asSA := impersonatingKubeconfig(t, e.rc, sa)
 	// The Job's worker, as the pod would run it (index 0 of 1).
 	wargs := slices.Clone(args)
 	wargs[slices.Index(wargs, "--kubeconfig")+1] = asSA
@@ -203,4 +195,22 @@ func TestKubeconfigInCluster(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut.String(), "--kubeconfig in-cluster and --context cannot be used together") {
 		t.Errorf("worker --kubeconfig in-cluster --context x: exit %d, %q", code, errOut.String())
 	}
+}
+
+// impersonatingKubeconfig writes a kubeconfig, in a temporary directory of
+// t, that reaches rc's kube-apiserver with rc's token impersonating user
+// (a ServiceAccount's "system:serviceaccount:NS:NAME"), as that user's
+// pod would, and returns its path.
+func impersonatingKubeconfig(t *testing.T, rc *rest.Config, user string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "impersonating.kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.CAFile}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken, Impersonate: user}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "user"}
+	kc.CurrentContext = "c"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubestore/etcdkit/internal/cli"
 	"github.com/kubestore/etcdkit/pkg/experiment"
@@ -91,15 +88,7 @@ func TestManifestExperiment(t *testing.T) {
 		}
 	}
 	sa := "system:serviceaccount:" + ns + ":" + name
-	asSA := filepath.Join(t.TempDir(), "sa.kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: e.rc.Host, CertificateAuthority: e.rc.CAFile}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: e.rc.BearerToken, Impersonate: sa}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	kc.CurrentContext = "c"
-	if err := clientcmd.WriteToFile(*kc, asSA); err != nil {
-		t.Fatal(err)
-	}
+	asSA := impersonatingKubeconfig(t, e.rc, sa)
 	container := objs[6].(*batchv1.Job).Spec.Template.Spec.Containers[0]
 	args := slices.Clone(container.Args)
 	if args[0] != "catchup" || !slices.Contains(args, "--log-result") || slices.Index(args, "--kubeconfig") < 0 {

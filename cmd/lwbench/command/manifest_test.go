@@ -295,31 +295,9 @@ func TestManifestDryRun(t *testing.T) {
 	objs := manifestObjects(t, append([]string{"--shards", "4", "--name", name, "--namespace", ns, "--etcd-tls-secret", "etcd-client", "--"}, loadArgs...)...)
 	checkManifestShape(t, objs, ns, name, 4, loadArgs)
 
-	create := func(obj runtime.Object, opts metav1.CreateOptions) error {
-		var err error
-		switch o := obj.(type) {
-		case *corev1.ServiceAccount:
-			_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
-		case *rbacv1.Role:
-			_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
-		case *rbacv1.RoleBinding:
-			_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
-		case *rbacv1.ClusterRole:
-			_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, opts)
-		case *rbacv1.ClusterRoleBinding:
-			_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
-		case *corev1.ConfigMap:
-			_, err = cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
-		case *batchv1.Job:
-			_, err = cs.BatchV1().Jobs(o.Namespace).Create(ctx, o, opts)
-		default:
-			err = fmt.Errorf("no client for %T", obj)
-		}
-		return err
-	}
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	for _, obj := range objs {
-		if err := create(obj, dryRun); err != nil {
+		if err := createManifestObject(ctx, cs, obj, dryRun); err != nil {
 			t.Errorf("dry-run create %T %s: %v", obj, obj.(metav1.Object).GetName(), err)
 		}
 	}
@@ -337,7 +315,7 @@ func TestManifestDryRun(t *testing.T) {
 		if _, job := obj.(*batchv1.Job); job {
 			continue
 		}
-		if err := create(obj, metav1.CreateOptions{}); err != nil {
+		if err := createManifestObject(ctx, cs, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %T: %v", obj, err)
 		}
 	}
